@@ -1,0 +1,3 @@
+module github.com/otelcol-ai/otelcol-ai
+
+go 1.26
