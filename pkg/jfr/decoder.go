@@ -1,0 +1,288 @@
+package jfr
+
+import (
+	"encoding/binary"
+	"math"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// decoder is a cursor over one chunk's bytes. Reads past the end set a
+// sticky flag and return zero values, so hot loops check once per record
+// instead of once per field.
+type decoder struct {
+	buf        []byte
+	pos        int
+	compressed bool
+	short      bool // ran past the end of buf
+	bad        bool // malformed encoding (not merely short)
+}
+
+func (d *decoder) failed() bool { return d.short || d.bad }
+
+// varint reads a compressed integer: 7 bits per byte, low group first, at
+// most 8 continuation bytes and a 9th byte with a full 8 bits.
+func (d *decoder) varint() uint64 {
+	b, p := d.buf, d.pos
+	if p < len(b) && b[p] < 0x80 {
+		d.pos = p + 1
+		return uint64(b[p])
+	}
+	var v uint64
+	for shift := uint(0); shift < 56; shift += 7 {
+		if p >= len(b) {
+			d.short = true
+			d.pos = len(b)
+			return 0
+		}
+		c := b[p]
+		p++
+		v |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			d.pos = p
+			return v
+		}
+	}
+	if p >= len(b) {
+		d.short = true
+		d.pos = len(b)
+		return 0
+	}
+	v |= uint64(b[p]) << 56
+	d.pos = p + 1
+	return v
+}
+
+// skipVarint advances past one compressed integer.
+func (d *decoder) skipVarint() {
+	b, p := d.buf, d.pos
+	for i := 0; i < 8; i++ {
+		if p >= len(b) {
+			d.short = true
+			d.pos = len(b)
+			return
+		}
+		if b[p] < 0x80 {
+			d.pos = p + 1
+			return
+		}
+		p++
+	}
+	if p >= len(b) {
+		d.short = true
+		d.pos = len(b)
+		return
+	}
+	d.pos = p + 1
+}
+
+func (d *decoder) need(n int) bool {
+	if n < 0 || len(d.buf)-d.pos < n {
+		d.short = true
+		d.pos = len(d.buf)
+		return false
+	}
+	return true
+}
+
+func (d *decoder) u8() uint8 {
+	if d.pos >= len(d.buf) {
+		d.short = true
+		return 0
+	}
+	c := d.buf[d.pos]
+	d.pos++
+	return c
+}
+
+// u16 reads a Java short or char: varint, or 2 bytes big-endian.
+func (d *decoder) u16() uint64 {
+	if d.compressed {
+		return d.varint()
+	}
+	if !d.need(2) {
+		return 0
+	}
+	v := binary.BigEndian.Uint16(d.buf[d.pos:])
+	d.pos += 2
+	return uint64(v)
+}
+
+// u32 reads a Java int: varint, or 4 bytes big-endian.
+func (d *decoder) u32() uint64 {
+	if d.compressed {
+		return d.varint()
+	}
+	if !d.need(4) {
+		return 0
+	}
+	v := binary.BigEndian.Uint32(d.buf[d.pos:])
+	d.pos += 4
+	return uint64(v)
+}
+
+// u64 reads a Java long: varint, or 8 bytes big-endian.
+func (d *decoder) u64() uint64 {
+	if d.compressed {
+		return d.varint()
+	}
+	return d.raw64()
+}
+
+func (d *decoder) raw32() uint32 {
+	if !d.need(4) {
+		return 0
+	}
+	v := binary.BigEndian.Uint32(d.buf[d.pos:])
+	d.pos += 4
+	return v
+}
+
+func (d *decoder) raw64() uint64 {
+	if !d.need(8) {
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.buf[d.pos:])
+	d.pos += 8
+	return v
+}
+
+// int32 reads a Java int used as a count or index (sizes, string lengths):
+// a value outside [0, limit] marks the input bad and returns -1.
+func (d *decoder) count(limit int) int {
+	v := d.u32()
+	if d.short {
+		return -1
+	}
+	if v > uint64(limit) {
+		d.bad = true
+		return -1
+	}
+	return int(v)
+}
+
+// String encodings.
+const (
+	strNull    = 0
+	strEmpty   = 1
+	strPool    = 2
+	strUTF8    = 3
+	strUTF16   = 4
+	strLatin1  = 5
+	maxStrings = 1 << 28
+)
+
+// skipString advances past one encoded string.
+func (d *decoder) skipString() {
+	switch d.u8() {
+	case strNull, strEmpty:
+	case strPool:
+		d.u64()
+	case strUTF8, strLatin1:
+		n := d.count(len(d.buf))
+		if n > 0 && d.need(n) {
+			d.pos += n
+		}
+	case strUTF16:
+		n := d.count(len(d.buf))
+		for i := 0; i < n && !d.short; i++ {
+			d.u16()
+		}
+	default:
+		d.bad = true
+	}
+}
+
+// stringPool resolves encoding 2 references; it may be nil.
+type stringPool interface {
+	lookupString(key uint64) (string, bool)
+}
+
+// str decodes one encoded string. null reports encoding 0.
+func (d *decoder) str(pool stringPool) (s string, null bool) {
+	switch d.u8() {
+	case strNull:
+		return "", true
+	case strEmpty:
+		return "", false
+	case strPool:
+		k := d.u64()
+		if pool == nil {
+			return "", true
+		}
+		s, ok := pool.lookupString(k)
+		return s, !ok
+	case strUTF8:
+		n := d.count(len(d.buf))
+		if n <= 0 || !d.need(n) {
+			return "", false
+		}
+		b := d.buf[d.pos : d.pos+n]
+		d.pos += n
+		if utf8.Valid(b) {
+			return string(b), false
+		}
+		return string([]rune(string(b))), false // replaces invalid sequences
+	case strLatin1:
+		n := d.count(len(d.buf))
+		if n <= 0 || !d.need(n) {
+			return "", false
+		}
+		b := d.buf[d.pos : d.pos+n]
+		d.pos += n
+		return latin1(b), false
+	case strUTF16:
+		n := d.count(len(d.buf))
+		if n <= 0 {
+			return "", false
+		}
+		// Every unit takes at least one byte, so n is bounded by the input.
+		if n > len(d.buf)-d.pos {
+			d.short = true
+			d.pos = len(d.buf)
+			return "", false
+		}
+		ascii := true
+		start := d.pos
+		for i := 0; i < n; i++ {
+			if d.u16() >= 0x80 {
+				ascii = false
+			}
+		}
+		if d.short {
+			return "", false
+		}
+		d.pos = start
+		if ascii {
+			out := make([]byte, n)
+			for i := range out {
+				out[i] = byte(d.u16())
+			}
+			return string(out), false
+		}
+		units := make([]uint16, n)
+		for i := range units {
+			units[i] = uint16(d.u16())
+		}
+		return string(utf16.Decode(units)), false
+	default:
+		d.bad = true
+		return "", true
+	}
+}
+
+func latin1(b []byte) string {
+	for _, c := range b {
+		if c >= 0x80 {
+			r := make([]rune, len(b))
+			for i, c := range b {
+				r[i] = rune(c)
+			}
+			return string(r)
+		}
+	}
+	return string(b)
+}
+
+func (d *decoder) f32() float32 { return math.Float32frombits(d.raw32()) }
+func (d *decoder) f64() float64 { return math.Float64frombits(d.raw64()) }

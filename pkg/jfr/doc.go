@@ -1,0 +1,33 @@
+// Package jfr reads Java Flight Recorder recordings (.jfr files) as written
+// by HotSpot JDK 11 and later (file format 2.x; 1.x headers are accepted).
+//
+// A recording is a sequence of self-contained chunks. [NewReader] and [Open]
+// list the chunk headers of a file; [Reader.Chunk] loads one chunk into
+// memory, parses its metadata (the type system) and indexes its constant
+// pools. Chunks are independent, so callers may load and decode several in
+// parallel (see [Reader.ForEachChunk]); memory is bounded by the chunks held,
+// not the file.
+//
+// Events are read in one of two ways:
+//
+//   - [Chunk.Events] decodes every field of every event into [Value]s: typed
+//     primitives, strings, arrays, nested structs and constant-pool
+//     references that resolve lazily to their pooled values.
+//   - [Chunk.Scan] with a [Selection] decodes only the event types and fields
+//     a caller names and skips every other record by its size without
+//     allocating. Long-running consumers (the jfr receiver) use this one.
+//
+// [LiveChunk] follows a chunk that a running JVM is still writing (a file in
+// its disk repository): it takes consistent header snapshots and delivers the
+// events of each flushed segment once.
+//
+// Times: event timestamps are ticks of the recording JVM's clock.
+// [Header.EpochNanos] and [Header.Nanos] convert them to Unix epoch
+// nanoseconds and to durations using the chunk header's startNanos,
+// startTicks and ticksPerSecond.
+//
+// Nothing in this package panics on malformed input: errors are [*FormatError]
+// values that name the chunk and byte offset, and wrap one of the sentinel
+// errors ([ErrTruncated], [ErrMagic], [ErrVersion], [ErrCorrupt],
+// [ErrNotFlushed]) for callers that branch with [errors.Is].
+package jfr

@@ -1,0 +1,407 @@
+package jfr
+
+import (
+	"strconv"
+)
+
+// Kind classifies a [Type] by how its values are encoded.
+type Kind uint8
+
+// Type kinds. Struct covers every class with fields (events included);
+// the others are the JFR primitive types and java.lang.String.
+const (
+	KindStruct Kind = iota
+	KindBoolean
+	KindByte
+	KindChar
+	KindShort
+	KindInt
+	KindLong
+	KindFloat
+	KindDouble
+	KindString
+)
+
+var primitiveKinds = map[string]Kind{
+	"boolean":          KindBoolean,
+	"byte":             KindByte,
+	"char":             KindChar,
+	"short":            KindShort,
+	"int":              KindInt,
+	"long":             KindLong,
+	"float":            KindFloat,
+	"double":           KindDouble,
+	"java.lang.String": KindString,
+}
+
+// Type is a class declared in a chunk's metadata: an event type, a
+// constant-pool type such as java.lang.Thread, an inline struct, an
+// annotation, or a primitive.
+type Type struct {
+	ID          int64
+	Name        string
+	SuperType   string // "jdk.jfr.Event" for event types
+	SimpleType  bool   // a struct with one field that readers may flatten
+	Kind        Kind
+	Fields      []Field
+	Settings    []Setting
+	Annotations []Annotation
+}
+
+// IsEvent reports whether the type is an event type.
+func (t *Type) IsEvent() bool { return t.SuperType == "jdk.jfr.Event" }
+
+// Label returns the value of the type's jdk.jfr.Label annotation, or "".
+func (t *Type) Label() string { return annotationValue(t.Annotations, "jdk.jfr.Label") }
+
+// FieldIndex returns the index of the field with the given name, or -1.
+func (t *Type) FieldIndex(name string) int {
+	for i := range t.Fields {
+		if t.Fields[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Field is one field of a [Type].
+type Field struct {
+	Name         string
+	Type         *Type
+	ConstantPool bool // the value is a key into the constant pool of Type
+	Array        bool // dimension 1: a count followed by elements
+	Annotations  []Annotation
+
+	// Units from the well-known annotations, "" when absent.
+	Unsigned   bool   // jdk.jfr.Unsigned
+	Timestamp  string // jdk.jfr.Timestamp: "TICKS", "NANOSECONDS_SINCE_EPOCH", "MILLISECONDS_SINCE_EPOCH"
+	Timespan   string // jdk.jfr.Timespan: "TICKS", "NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS"
+	DataAmount string // jdk.jfr.DataAmount: "BYTES", "BITS"
+}
+
+// Label returns the value of the field's jdk.jfr.Label annotation, or "".
+func (f *Field) Label() string { return annotationValue(f.Annotations, "jdk.jfr.Label") }
+
+// Setting is a setting declared by an event type (e.g. "threshold").
+type Setting struct {
+	Name         string
+	Type         *Type
+	DefaultValue string
+	Annotations  []Annotation
+}
+
+// Annotation is an annotation element: its type and its attribute values as
+// written in the metadata ("value", or "value-0", "value-1", … for arrays).
+type Annotation struct {
+	Type   *Type
+	Values []Attribute
+}
+
+// Attribute is a key/value pair of a metadata element.
+type Attribute struct{ Key, Value string }
+
+// Value returns the annotation's attribute named key, or "".
+func (a *Annotation) Value(key string) string {
+	for _, kv := range a.Values {
+		if kv.Key == key {
+			return kv.Value
+		}
+	}
+	return ""
+}
+
+func annotationValue(as []Annotation, typeName string) string {
+	for i := range as {
+		if as[i].Type != nil && as[i].Type.Name == typeName {
+			return as[i].Value("value")
+		}
+	}
+	return ""
+}
+
+// Metadata is the type system of a chunk.
+type Metadata struct {
+	Types      []*Type // in declaration order
+	EventTypes []*Type // the subset whose super type is jdk.jfr.Event
+	// From the "region" element.
+	Locale    string
+	GMTOffset int64 // milliseconds east of UTC
+	DST       int64
+
+	dense  []*Type // by ID when IDs are small
+	sparse map[int64]*Type
+	byName map[string]*Type
+}
+
+// TypeByID returns the type with the given ID, or nil.
+func (m *Metadata) TypeByID(id int64) *Type {
+	if uint64(id) < uint64(len(m.dense)) {
+		return m.dense[id]
+	}
+	return m.sparse[id]
+}
+
+// TypeByName returns the type with the given name, or nil.
+func (m *Metadata) TypeByName(name string) *Type { return m.byName[name] }
+
+// element is a node of the metadata element tree.
+type element struct {
+	name     string
+	attrs    []Attribute
+	children []*element
+}
+
+func (e *element) attr(k string) string {
+	for _, a := range e.attrs {
+		if a.Key == k {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+const maxElementDepth = 32
+
+// parseMetadata decodes the metadata event at d.pos. It returns a detail
+// error (wrapping ErrTruncated/ErrCorrupt) without position; the caller adds
+// chunk and offset.
+func parseMetadata(d *decoder) (*Metadata, error) {
+	start := d.pos
+	size := d.u32()
+	if d.failed() || size == 0 || size > uint64(len(d.buf)-start) {
+		return nil, detail(ErrTruncated, "metadata event of size %d runs past the chunk end", size)
+	}
+	d2 := &decoder{buf: d.buf[:start+int(size)], pos: d.pos, compressed: d.compressed}
+	if typ := d2.u64(); typ != 0 {
+		return nil, detail(ErrCorrupt, "metadata event has type %d", typ)
+	}
+	d2.u64() // start time
+	d2.u64() // duration
+	d2.u64() // metadata id
+	n := d2.count(len(d2.buf) - d2.pos)
+	if n < 0 {
+		return nil, decodeErr(d2, "metadata string table")
+	}
+	strs := make([]string, n)
+	for i := range strs {
+		strs[i], _ = d2.str(nil)
+		if d2.failed() {
+			return nil, decodeErr(d2, "metadata string table")
+		}
+	}
+	root, err := parseElement(d2, strs, 0)
+	if err != nil {
+		return nil, err
+	}
+	return buildMetadata(root)
+}
+
+func decodeErr(d *decoder, what string) error {
+	if d.short {
+		return detail(ErrTruncated, "%s", what)
+	}
+	return detail(ErrCorrupt, "%s", what)
+}
+
+func parseElement(d *decoder, strs []string, depth int) (*element, error) {
+	if depth > maxElementDepth {
+		return nil, detail(ErrCorrupt, "metadata elements nested deeper than %d", maxElementDepth)
+	}
+	str := func() string {
+		i := d.u32()
+		if i >= uint64(len(strs)) {
+			d.bad = true
+			return ""
+		}
+		return strs[i]
+	}
+	e := &element{name: str()}
+	// Each attribute takes at least 2 bytes, each child at least 3.
+	na := d.count((len(d.buf) - d.pos) / 2)
+	if na > 0 {
+		e.attrs = make([]Attribute, na)
+		for i := range e.attrs {
+			e.attrs[i] = Attribute{Key: str(), Value: str()}
+		}
+	}
+	nc := d.count((len(d.buf) - d.pos) / 3)
+	if d.failed() {
+		return nil, decodeErr(d, "metadata element")
+	}
+	if nc > 0 {
+		e.children = make([]*element, nc)
+		for i := range e.children {
+			c, err := parseElement(d, strs, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			e.children[i] = c
+		}
+	}
+	return e, nil
+}
+
+func buildMetadata(root *element) (*Metadata, error) {
+	m := &Metadata{sparse: map[int64]*Type{}, byName: map[string]*Type{}}
+	var classes []*element
+	for _, c := range root.children {
+		switch c.name {
+		case "metadata":
+			for _, cl := range c.children {
+				if cl.name == "class" {
+					classes = append(classes, cl)
+				}
+			}
+		case "region":
+			m.Locale = c.attr("locale")
+			m.GMTOffset, _ = strconv.ParseInt(c.attr("gmtOffset"), 10, 64)
+			m.DST, _ = strconv.ParseInt(c.attr("dst"), 10, 64)
+		}
+	}
+	var maxID int64
+	for _, cl := range classes {
+		id, err := strconv.ParseInt(cl.attr("id"), 10, 64)
+		if err != nil {
+			return nil, detail(ErrCorrupt, "class %q has id %q", cl.attr("name"), cl.attr("id"))
+		}
+		t := &Type{ID: id, Name: cl.attr("name"), SuperType: cl.attr("superType"), SimpleType: cl.attr("simpleType") == "true"}
+		if k, ok := primitiveKinds[t.Name]; ok {
+			t.Kind = k
+		}
+		m.Types = append(m.Types, t)
+		m.sparse[id] = t
+		if _, dup := m.byName[t.Name]; !dup {
+			m.byName[t.Name] = t
+		}
+		if id > maxID {
+			maxID = id
+		}
+	}
+	if maxID < 1<<16 {
+		m.dense = make([]*Type, maxID+1)
+		for id, t := range m.sparse {
+			if id >= 0 {
+				m.dense[id] = t
+			}
+		}
+	}
+	ref := func(owner, what, attr string) (*Type, error) {
+		id, err := strconv.ParseInt(attr, 10, 64)
+		t := m.TypeByID(id)
+		if err != nil || t == nil {
+			return nil, detail(ErrCorrupt, "%s of %s references missing class %q", what, owner, attr)
+		}
+		return t, nil
+	}
+	annotations := func(owner string, els []*element) ([]Annotation, error) {
+		var as []Annotation
+		for _, a := range els {
+			if a.name != "annotation" {
+				continue
+			}
+			at, err := ref(owner, "annotation", a.attr("class"))
+			if err != nil {
+				return nil, err
+			}
+			an := Annotation{Type: at}
+			for _, kv := range a.attrs {
+				if kv.Key != "class" {
+					an.Values = append(an.Values, kv)
+				}
+			}
+			as = append(as, an)
+		}
+		return as, nil
+	}
+	for i, cl := range classes {
+		t := m.Types[i]
+		var err error
+		if t.Annotations, err = annotations(t.Name, cl.children); err != nil {
+			return nil, err
+		}
+		for _, c := range cl.children {
+			switch c.name {
+			case "field":
+				ft, err := ref(t.Name, "field "+c.attr("name"), c.attr("class"))
+				if err != nil {
+					return nil, err
+				}
+				f := Field{Name: c.attr("name"), Type: ft, ConstantPool: c.attr("constantPool") == "true", Array: c.attr("dimension") == "1"}
+				if f.Annotations, err = annotations(t.Name, c.children); err != nil {
+					return nil, err
+				}
+				for _, a := range f.Annotations {
+					switch a.Type.Name {
+					case "jdk.jfr.Unsigned":
+						f.Unsigned = true
+					case "jdk.jfr.Timestamp":
+						f.Timestamp = a.Value("value")
+					case "jdk.jfr.Timespan":
+						f.Timespan = a.Value("value")
+					case "jdk.jfr.DataAmount":
+						f.DataAmount = a.Value("value")
+					}
+				}
+				t.Fields = append(t.Fields, f)
+			case "setting":
+				st, err := ref(t.Name, "setting "+c.attr("name"), c.attr("class"))
+				if err != nil {
+					return nil, err
+				}
+				s := Setting{Name: c.attr("name"), Type: st, DefaultValue: c.attr("defaultValue")}
+				if s.Annotations, err = annotations(t.Name, c.children); err != nil {
+					return nil, err
+				}
+				t.Settings = append(t.Settings, s)
+			}
+		}
+		if t.Kind != KindStruct && len(t.Fields) > 0 {
+			return nil, detail(ErrCorrupt, "primitive class %s declares fields", t.Name)
+		}
+		if t.IsEvent() {
+			m.EventTypes = append(m.EventTypes, t)
+		}
+	}
+	if err := checkInlineCycles(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// checkInlineCycles rejects metadata in which a struct contains itself
+// inline (not through a constant pool): such a value has no finite encoding
+// and would recurse forever.
+func checkInlineCycles(m *Metadata) error {
+	const (
+		unvisited = iota
+		visiting
+		done
+	)
+	state := make(map[*Type]uint8, len(m.Types))
+	var visit func(t *Type) error
+	visit = func(t *Type) error {
+		switch state[t] {
+		case visiting:
+			return detail(ErrCorrupt, "class %s contains itself inline", t.Name)
+		case done:
+			return nil
+		}
+		state[t] = visiting
+		for i := range t.Fields {
+			f := &t.Fields[i]
+			if !f.ConstantPool && f.Type.Kind == KindStruct {
+				if err := visit(f.Type); err != nil {
+					return err
+				}
+			}
+		}
+		state[t] = done
+		return nil
+	}
+	for _, t := range m.Types {
+		if err := visit(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+package jfr
+
+// poolEntry is one constant. Its value is decoded on first use, so forward
+// references between pools (and cycles, e.g. class → class loader → class)
+// cost nothing until followed, and then only one level at a time.
+type poolEntry struct {
+	off     int32 // offset of the encoded value in the chunk
+	decoded bool
+	pool    *pool
+	val     Value
+}
+
+const entryBlock = 256
+
+// pool is the merged constant pool of one type across all checkpoints of a
+// chunk. Entries live in fixed blocks so that pointers to them stay valid
+// as more checkpoints are indexed.
+type pool struct {
+	typ    *Type
+	chunk  *Chunk
+	keys   map[uint64]*poolEntry
+	blocks [][]poolEntry
+	n      int
+}
+
+func (p *pool) grow(n int) {
+	if p.keys == nil {
+		p.keys = make(map[uint64]*poolEntry, min(n, 1<<16))
+	}
+}
+
+// add indexes a constant. A key seen before keeps its first (newest, since
+// the chain is walked backwards) definition.
+func (p *pool) add(key uint64, off int32) {
+	if _, dup := p.keys[key]; dup {
+		return
+	}
+	b, i := p.n/entryBlock, p.n%entryBlock
+	if b == len(p.blocks) {
+		p.blocks = append(p.blocks, make([]poolEntry, entryBlock))
+	}
+	e := &p.blocks[b][i]
+	e.off, e.pool = off, p
+	p.keys[key] = e
+	p.n++
+}
+
+func (p *pool) lookup(key uint64) *poolEntry { return p.keys[key] }
+
+// value decodes the entry on first use and returns the cached result.
+func (e *poolEntry) value() *Value {
+	if !e.decoded {
+		c := e.pool.chunk
+		d := c.decoder(int(e.off))
+		depth := 0
+		if e.pool.typ.Kind == KindString {
+			depth = -1 // a pooled string may not refer to the pool again
+		}
+		v := c.decodeType(d, e.pool.typ, depth)
+		if d.failed() {
+			// The entry was skipped successfully while indexing, so this
+			// cannot happen unless the bytes changed; deliver null.
+			v = Value{kind: KindNullValue, typ: e.pool.typ}
+		}
+		e.val = v
+		e.decoded = true
+	}
+	return &e.val
+}
+
+// poolSet maps type IDs to pools.
+type poolSet struct {
+	dense  []*pool
+	sparse map[int64]*pool
+	str    *pool // java.lang.String, for string encoding 2
+}
+
+func (s *poolSet) reset(md *Metadata) {
+	s.dense = make([]*pool, len(md.dense))
+	s.sparse = map[int64]*pool{}
+	s.str = nil
+}
+
+func (s *poolSet) find(id int64) *pool {
+	if uint64(id) < uint64(len(s.dense)) {
+		return s.dense[id]
+	}
+	return s.sparse[id]
+}
+
+func (s *poolSet) get(t *Type, c *Chunk) *pool {
+	if p := s.find(t.ID); p != nil {
+		return p
+	}
+	p := &pool{typ: t, chunk: c}
+	if uint64(t.ID) < uint64(len(s.dense)) {
+		s.dense[t.ID] = p
+	} else {
+		s.sparse[t.ID] = p
+	}
+	if t.Kind == KindString {
+		s.str = p
+	}
+	return p
+}
+
+// lookupString resolves string encoding 2 (a key into the String pool).
+func (c *Chunk) lookupString(key uint64) (string, bool) {
+	p := c.pools.str
+	if p == nil {
+		return "", false
+	}
+	e := p.lookup(key)
+	if e == nil {
+		return "", false
+	}
+	v := e.value()
+	return v.str, v.kind == KindStringValue
+}
+
+// PoolSize returns the number of constants of the named type in the chunk's
+// merged pools.
+func (c *Chunk) PoolSize(typeName string) int {
+	t := c.Metadata.TypeByName(typeName)
+	if t == nil {
+		return 0
+	}
+	if p := c.pools.find(t.ID); p != nil {
+		return p.n
+	}
+	return 0
+}
+
+// Constant returns the constant of the named type with the given key,
+// decoded, and whether it exists.
+func (c *Chunk) Constant(typeName string, key uint64) (Value, bool) {
+	t := c.Metadata.TypeByName(typeName)
+	if t == nil {
+		return Value{}, false
+	}
+	p := c.pools.find(t.ID)
+	if p == nil {
+		return Value{}, false
+	}
+	e := p.lookup(key)
+	if e == nil {
+		return Value{}, false
+	}
+	return *e.value(), true
+}

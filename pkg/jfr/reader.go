@@ -1,0 +1,177 @@
+package jfr
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+)
+
+// ChunkInfo locates one chunk in a file.
+type ChunkInfo struct {
+	Index  int   // position of the chunk in the file, from 0
+	Offset int64 // absolute offset of the chunk header
+	Header Header
+}
+
+// Reader lists and loads the chunks of a recording held in an io.ReaderAt.
+type Reader struct {
+	r      io.ReaderAt
+	size   int64
+	chunks []ChunkInfo
+	closer io.Closer
+}
+
+// maxChunkSize bounds the bytes loaded for one chunk; offsets inside a chunk
+// are kept as int32.
+const maxChunkSize = 1<<31 - 1
+
+// NewReader lists the chunks of the recording of the given size in r. It
+// reads only the chunk headers. A file that ends inside a chunk is not an
+// error here: the partial chunk is listed, and loading it reports
+// ErrTruncated (or, while a JVM still writes it, use [LiveChunk]).
+func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
+	rd := &Reader{r: r, size: size}
+	var hb [HeaderSize]byte
+	for off := int64(0); off < size; {
+		idx := len(rd.chunks)
+		if size-off < HeaderSize {
+			return nil, &FormatError{Chunk: idx, Offset: off, What: "chunk header", Err: detail(ErrTruncated, "%d bytes left, header needs %d", size-off, HeaderSize)}
+		}
+		if _, err := r.ReadAt(hb[:], off); err != nil {
+			return nil, &FormatError{Chunk: idx, Offset: off, What: "chunk header", Err: err}
+		}
+		h, err := ParseHeader(hb[:])
+		if err != nil {
+			return nil, &FormatError{Chunk: idx, Offset: off, What: "chunk header", Err: err}
+		}
+		rd.chunks = append(rd.chunks, ChunkInfo{Index: idx, Offset: off, Header: h})
+		if h.Size < HeaderSize || h.Size > maxChunkSize {
+			if h.State != StateFinished {
+				break // a chunk still being written; its size is not final
+			}
+			return nil, &FormatError{Chunk: idx, Offset: off + 8, What: "chunk header", Err: detail(ErrCorrupt, "chunk size %d", h.Size)}
+		}
+		if h.State != StateFinished {
+			break // nothing after an unfinished chunk is meaningful yet
+		}
+		off += h.Size
+	}
+	if len(rd.chunks) == 0 {
+		return nil, &FormatError{Chunk: 0, Offset: 0, What: "file", Err: detail(ErrTruncated, "empty file")}
+	}
+	return rd, nil
+}
+
+// Open opens the recording at path. Close the Reader when done.
+func Open(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	rd, err := NewReader(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	rd.closer = f
+	return rd, nil
+}
+
+// Close closes the file opened by [Open]; it does nothing for readers made
+// by [NewReader].
+func (r *Reader) Close() error {
+	if r.closer == nil {
+		return nil
+	}
+	err := r.closer.Close()
+	r.closer = nil
+	return err
+}
+
+// Chunks returns the chunks of the file in order.
+func (r *Reader) Chunks() []ChunkInfo { return r.chunks }
+
+// Chunk loads chunk i: it reads its bytes, parses its metadata and indexes
+// its constant pools.
+func (r *Reader) Chunk(i int) (*Chunk, error) {
+	if i < 0 || i >= len(r.chunks) {
+		return nil, fmt.Errorf("jfr: chunk %d out of range (file has %d)", i, len(r.chunks))
+	}
+	ci := r.chunks[i]
+	h := ci.Header
+	if h.Size < HeaderSize || h.Size > maxChunkSize {
+		return nil, &FormatError{Chunk: i, Offset: ci.Offset + 8, What: "chunk header", Err: detail(ErrCorrupt, "chunk size %d", h.Size)}
+	}
+	avail := r.size - ci.Offset
+	if h.Size > avail {
+		return nil, &FormatError{Chunk: i, Offset: r.size, What: "chunk", Err: detail(ErrTruncated, "chunk of %d bytes but only %d in file", h.Size, avail)}
+	}
+	buf := make([]byte, h.Size)
+	if _, err := r.r.ReadAt(buf, ci.Offset); err != nil && !(errors.Is(err, io.EOF)) {
+		return nil, &FormatError{Chunk: i, Offset: ci.Offset, What: "chunk", Err: err}
+	}
+	return NewChunk(buf, i, ci.Offset)
+}
+
+// ForEachChunk loads the chunks on up to workers goroutines (0 means
+// GOMAXPROCS) and calls fn for each, concurrently. A chunk is only used by
+// the goroutine that loaded it, so fn may decode it freely; at most workers
+// chunks are in memory at once. The first error (from loading or from fn)
+// stops the remaining work and is returned.
+func (r *Reader) ForEachChunk(workers int, fn func(*Chunk) error) error {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var (
+		mu       sync.Mutex
+		firstErr error
+		next     int
+		wg       sync.WaitGroup
+	)
+	take := func() (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr != nil || next >= len(r.chunks) {
+			return 0, false
+		}
+		next++
+		return next - 1, true
+	}
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+	}
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i, ok := take()
+				if !ok {
+					return
+				}
+				c, err := r.Chunk(i)
+				if err == nil {
+					err = fn(c)
+				}
+				if err != nil {
+					fail(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
