@@ -1,0 +1,203 @@
+package procresource
+
+import (
+	"bufio"
+	"bytes"
+	"strings"
+)
+
+// Container runtimes recognised from cgroup paths (values for
+// Container.Runtime, as OTel's container.runtime.name spells them).
+const (
+	RuntimeDocker     = "docker"
+	RuntimeContainerd = "containerd"
+	RuntimeCRIO       = "cri-o"
+	RuntimePodman     = "podman"
+)
+
+// Container is what a process's cgroup membership says about where it runs.
+// Zero fields mean "not known": a host process has an empty Container.
+type Container struct {
+	// ID is the full 64-hex-digit container id.
+	ID string
+	// Runtime is one of the Runtime* constants, or "" when the path names
+	// a container without saying which runtime made it (cgroupfs-driver
+	// Kubernetes paths).
+	Runtime string
+	// PodUID is the Kubernetes pod UID with dashes (8-4-4-4-12), taken from
+	// the kubepods part of the path.
+	PodUID string
+}
+
+// scopePrefixes maps the prefix of a systemd scope name to the runtime that
+// creates it. Longer prefixes that share a stem come first.
+var scopePrefixes = []struct {
+	prefix  string
+	runtime string
+}{
+	{"cri-containerd-", RuntimeContainerd},
+	{"containerd-", RuntimeContainerd},
+	{"docker-", RuntimeDocker},
+	{"crio-", RuntimeCRIO},
+	{"libpod-", RuntimePodman},
+}
+
+// ParseCgroup reads the contents of /proc/<pid>/cgroup (cgroup v1, v2 or
+// hybrid) and returns the container and pod the process belongs to. Lines it
+// does not understand are skipped: the result is empty for host processes,
+// never an error.
+func ParseCgroup(data []byte) Container {
+	var best Container
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		// hierarchy-ID:controller-list:cgroup-path; the path may itself
+		// contain ':' so split only twice.
+		first := strings.IndexByte(line, ':')
+		if first < 0 {
+			continue
+		}
+		second := strings.IndexByte(line[first+1:], ':')
+		if second < 0 {
+			continue
+		}
+		c := parseCgroupPath(line[first+1+second+1:])
+		if c.ID != "" && best.ID == "" {
+			best.ID, best.Runtime = c.ID, c.Runtime
+		}
+		if c.PodUID != "" && best.PodUID == "" {
+			best.PodUID = c.PodUID
+		}
+		if best.ID != "" && best.PodUID != "" {
+			break
+		}
+	}
+	return best
+}
+
+// parseCgroupPath extracts container id, runtime and pod UID from one cgroup
+// path. It walks segments from the leaf up, because the container is the
+// innermost cgroup that carries an id.
+func parseCgroupPath(path string) Container {
+	var c Container
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	for i := len(segs) - 1; i >= 0; i-- {
+		seg := segs[i]
+		if c.ID == "" {
+			if id, rt, ok := containerFromSegment(seg, segs[:i]); ok {
+				c.ID, c.Runtime = id, rt
+				continue
+			}
+		}
+		if c.PodUID == "" {
+			if uid, ok := podUIDFromSegment(seg); ok {
+				c.PodUID = uid
+			}
+		}
+	}
+	return c
+}
+
+// containerFromSegment recognises one path segment as a container cgroup:
+// either a systemd scope ("cri-containerd-<id>.scope", "docker-<id>.scope",
+// "crio-<id>.scope", "libpod-<id>.scope") or a bare id under a parent that
+// says whose it is ("/docker/<id>", "/kubepods/.../pod<uid>/<id>").
+func containerFromSegment(seg string, parents []string) (id, runtime string, ok bool) {
+	name := strings.TrimSuffix(seg, ".scope")
+	if name != seg {
+		if strings.HasPrefix(name, "crio-conmon-") {
+			// CRI-O's monitor process, not the container itself.
+			return "", "", false
+		}
+		for _, p := range scopePrefixes {
+			if rest, found := strings.CutPrefix(name, p.prefix); found && isContainerID(rest) {
+				return rest, p.runtime, true
+			}
+		}
+		return "", "", false
+	}
+	if !isContainerID(name) {
+		return "", "", false
+	}
+	for j := len(parents) - 1; j >= 0; j-- {
+		switch parents[j] {
+		case "docker":
+			return name, RuntimeDocker, true
+		case "crio":
+			return name, RuntimeCRIO, true
+		case "containerd", "k8s.io":
+			return name, RuntimeContainerd, true
+		case "libpod_parent":
+			return name, RuntimePodman, true
+		}
+		if strings.HasPrefix(parents[j], "kubepods") {
+			return name, "", true
+		}
+	}
+	// A bare 64-hex segment anywhere else (e.g. a nested runtime) is still a
+	// container id; the runtime is unknown.
+	return name, "", true
+}
+
+// podUIDFromSegment recognises the pod level of a kubepods hierarchy:
+// "pod<uid>" (cgroupfs driver, dashes) or "kubepods-<qos>-pod<uid>.slice"
+// (systemd driver, underscores).
+func podUIDFromSegment(seg string) (string, bool) {
+	var raw string
+	switch {
+	case strings.HasPrefix(seg, "pod"):
+		raw = seg[len("pod"):]
+	case strings.HasPrefix(seg, "kubepods") && strings.HasSuffix(seg, ".slice"):
+		i := strings.LastIndex(seg, "-pod")
+		if i < 0 {
+			return "", false
+		}
+		raw = strings.TrimSuffix(seg[i+len("-pod"):], ".slice")
+	default:
+		return "", false
+	}
+	uid := strings.ReplaceAll(raw, "_", "-")
+	if !isUUID(uid) {
+		return "", false
+	}
+	return uid, true
+}
+
+// isContainerID reports whether s is a 64-digit lower-case hex id, the form
+// docker, containerd and CRI-O all use.
+func isContainerID(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isHex(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// isUUID reports whether s has the 8-4-4-4-12 hex form of a pod UID.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch i {
+		case 8, 13, 18, 23:
+			if s[i] != '-' {
+				return false
+			}
+		default:
+			if !isHex(s[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isHex(b byte) bool {
+	return ('0' <= b && b <= '9') || ('a' <= b && b <= 'f')
+}

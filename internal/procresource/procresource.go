@@ -1,0 +1,188 @@
+// Package procresource turns a process id into the resource attributes that
+// every otelcol-ai receiver puts on what it reports about that process: the
+// executable, its command line, the container it runs in and the Kubernetes
+// pod that container belongs to.
+//
+// Everything is read from a proc filesystem whose root is configurable, so a
+// collector in a container can read the host's processes through a host
+// mount (hostPID, or /hostfs/proc) and tests can use a fake tree.
+package procresource // import "github.com/otelcol-ai/otelcol-ai/internal/procresource"
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// DefaultProcRoot is where the proc filesystem is normally mounted.
+const DefaultProcRoot = "/proc"
+
+// DefaultMaxCommandLine is the number of bytes of a command line kept when
+// the caller does not choose: long enough to show a java main class or a
+// python script, short enough to be a metric label.
+const DefaultMaxCommandLine = 256
+
+// ErrNoProcess is returned (wrapped) when the pid has no entry in the proc
+// root: the process has exited or lives in another pid namespace.
+var ErrNoProcess = errors.New("no such process")
+
+// Resource describes one process. Empty strings mean "not known".
+type Resource struct {
+	// PID is the process id in the proc root's pid namespace.
+	PID int
+	// ExecutableName is the base name of /proc/<pid>/exe, or the kernel's
+	// comm name when the link cannot be read (another user's process
+	// without CAP_SYS_PTRACE).
+	ExecutableName string
+	// ExecutablePath is the target of /proc/<pid>/exe ("" when unreadable).
+	ExecutablePath string
+	// CommandLine is /proc/<pid>/cmdline with arguments joined by spaces,
+	// truncated to the reader's limit at a UTF-8 boundary.
+	CommandLine string
+	// StartTicks is the process start time in clock ticks since boot
+	// (field 22 of /proc/<pid>/stat); with PID it identifies the process
+	// across pid reuse.
+	StartTicks uint64
+	// Container is what the process's cgroup says about its container and
+	// pod.
+	Container Container
+}
+
+// Reader resolves pids against one proc root.
+type Reader struct {
+	root           string
+	maxCommandLine int
+}
+
+// NewReader returns a Reader for the proc filesystem at root ("" means
+// DefaultProcRoot) that keeps at most maxCommandLine bytes of a command line
+// (<= 0 means DefaultMaxCommandLine).
+func NewReader(root string, maxCommandLine int) *Reader {
+	if root == "" {
+		root = DefaultProcRoot
+	}
+	if maxCommandLine <= 0 {
+		maxCommandLine = DefaultMaxCommandLine
+	}
+	return &Reader{root: root, maxCommandLine: maxCommandLine}
+}
+
+// Root returns the proc root the reader reads.
+func (r *Reader) Root() string { return r.root }
+
+func (r *Reader) path(pid int, name string) string {
+	return filepath.Join(r.root, strconv.Itoa(pid), name)
+}
+
+// Resolve reads everything known about pid. Only a missing process is an
+// error; a file that cannot be read (permissions, a kernel thread without a
+// command line) leaves its fields empty.
+func (r *Reader) Resolve(pid int) (Resource, error) {
+	start, err := r.StartTicks(pid)
+	if err != nil {
+		return Resource{}, err
+	}
+	res := Resource{PID: pid, StartTicks: start}
+	if exe, err := os.Readlink(r.path(pid, "exe")); err == nil {
+		exe = strings.TrimSuffix(exe, " (deleted)")
+		res.ExecutablePath = exe
+		res.ExecutableName = filepath.Base(exe)
+	}
+	if res.ExecutableName == "" {
+		if comm, err := os.ReadFile(r.path(pid, "comm")); err == nil {
+			res.ExecutableName = strings.TrimRight(string(comm), "\n")
+		}
+	}
+	if cmdline, err := os.ReadFile(r.path(pid, "cmdline")); err == nil {
+		res.CommandLine = formatCommandLine(cmdline, r.maxCommandLine)
+	}
+	if cg, err := os.ReadFile(r.path(pid, "cgroup")); err == nil {
+		res.Container = ParseCgroup(cg)
+	}
+	return res, nil
+}
+
+// StartTicks returns the start time of pid in clock ticks since boot, read
+// from /proc/<pid>/stat. It is the cheap call a cache uses to tell a live
+// process from a new one that reused its pid.
+func (r *Reader) StartTicks(pid int) (uint64, error) {
+	data, err := os.ReadFile(r.path(pid, "stat"))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, fmt.Errorf("procresource: pid %d under %s: %w", pid, r.root, ErrNoProcess)
+		}
+		return 0, fmt.Errorf("procresource: pid %d: %w", pid, err)
+	}
+	v, err := parseStartTicks(data)
+	if err != nil {
+		return 0, fmt.Errorf("procresource: pid %d stat: %w", pid, err)
+	}
+	return v, nil
+}
+
+// Getenv returns the value of one variable from the process's initial
+// environment (/proc/<pid>/environ), and whether it was set. Reading another
+// process's environment needs the same privileges as ptrace; without them
+// the variable is reported as unset.
+func (r *Reader) Getenv(pid int, name string) (string, bool) {
+	data, err := os.ReadFile(r.path(pid, "environ"))
+	if err != nil {
+		return "", false
+	}
+	prefix := []byte(name + "=")
+	for entry := range bytes.SplitSeq(data, []byte{0}) {
+		if v, ok := bytes.CutPrefix(entry, prefix); ok {
+			return string(v), true
+		}
+	}
+	return "", false
+}
+
+// parseStartTicks extracts field 22 (starttime) of /proc/<pid>/stat. The
+// second field, comm, is in parentheses and may itself contain spaces and
+// parentheses, so fields are counted from the last ')'.
+func parseStartTicks(stat []byte) (uint64, error) {
+	end := bytes.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, errors.New("no command name in stat line")
+	}
+	// After ") " come fields 3 (state) onwards; starttime is field 22.
+	fields := strings.Fields(string(stat[end+1:]))
+	const startField = 22 - 3
+	if len(fields) <= startField {
+		return 0, fmt.Errorf("stat line has %d fields after the command name, want more than %d", len(fields), startField)
+	}
+	v, err := strconv.ParseUint(fields[startField], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("starttime %q: %w", fields[startField], err)
+	}
+	return v, nil
+}
+
+// formatCommandLine joins NUL-separated arguments with spaces and truncates
+// to max bytes without splitting a UTF-8 sequence.
+func formatCommandLine(raw []byte, limit int) string {
+	raw = bytes.TrimRight(raw, "\x00")
+	if len(raw) > limit {
+		cut := limit
+		// Back off to the start of the rune the limit falls inside.
+		for cut > 0 && !utf8.RuneStart(raw[cut]) && limit-cut < utf8.UTFMax {
+			cut--
+		}
+		raw = raw[:cut]
+	}
+	out := make([]byte, len(raw))
+	for i, b := range raw {
+		if b == 0 {
+			b = ' '
+		}
+		out[i] = b
+	}
+	return string(out)
+}

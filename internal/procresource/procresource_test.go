@@ -1,0 +1,181 @@
+package procresource
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeProcess is one process in a fake proc tree.
+type fakeProcess struct {
+	pid     int
+	comm    string
+	exe     string // symlink target; "" means no link (unreadable)
+	cmdline string // NUL-separated
+	cgroup  string
+	environ string // NUL-separated
+	start   uint64
+}
+
+func writeFakeProc(t *testing.T, root string, p fakeProcess) {
+	t.Helper()
+	dir := filepath.Join(root, strconv.Itoa(p.pid))
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	stat := strconv.Itoa(p.pid) + " (" + p.comm + ") S 1 1 1 0 -1 4194304 100 0 0 0 5 3 0 0 20 0 1 0 " +
+		strconv.FormatUint(p.start, 10) + " 1000000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "comm"), []byte(p.comm+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cmdline"), []byte(p.cmdline), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup"), []byte(p.cgroup), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "environ"), []byte(p.environ), 0o644))
+	_ = os.Remove(filepath.Join(dir, "exe"))
+	if p.exe != "" {
+		require.NoError(t, os.Symlink(p.exe, filepath.Join(dir, "exe")))
+	}
+}
+
+func TestResolve(t *testing.T) {
+	root := t.TempDir()
+	writeFakeProc(t, root, fakeProcess{
+		pid:     4242,
+		comm:    "java",
+		exe:     "/usr/lib/jvm/java-21-openjdk/bin/java",
+		cmdline: "java\x00-Xmx8g\x00-jar\x00/app/inference.jar\x00",
+		cgroup:  "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + podUS + ".slice/cri-containerd-" + cid + ".scope\n",
+		environ: "PATH=/usr/bin\x00HOSTNAME=inference-7d9f-abcde\x00",
+		start:   123456,
+	})
+	writeFakeProc(t, root, fakeProcess{
+		pid:     77,
+		comm:    "python3 (worker)", // parentheses and a space in comm
+		exe:     "",                 // another user's process: exe unreadable
+		cmdline: "python3\x00serve.py\x00",
+		cgroup:  "0::/user.slice/user-1000.slice/session-2.scope\n",
+		start:   99,
+	})
+	writeFakeProc(t, root, fakeProcess{
+		pid:    88,
+		comm:   "triton",
+		exe:    "/opt/tritonserver/bin/tritonserver (deleted)",
+		cgroup: "0::/system.slice/docker-" + cid + ".scope\n",
+		start:  5,
+	})
+
+	r := NewReader(root, 0)
+	tests := []struct {
+		name string
+		pid  int
+		want Resource
+	}{
+		{
+			name: "kubernetes JVM",
+			pid:  4242,
+			want: Resource{
+				PID: 4242, ExecutableName: "java", ExecutablePath: "/usr/lib/jvm/java-21-openjdk/bin/java",
+				CommandLine: "java -Xmx8g -jar /app/inference.jar", StartTicks: 123456,
+				Container: Container{ID: cid, Runtime: RuntimeContainerd, PodUID: podUID},
+			},
+		},
+		{
+			name: "host process with unreadable exe falls back to comm",
+			pid:  77,
+			want: Resource{PID: 77, ExecutableName: "python3 (worker)", CommandLine: "python3 serve.py", StartTicks: 99},
+		},
+		{
+			name: "deleted executable keeps its name",
+			pid:  88,
+			want: Resource{
+				PID: 88, ExecutableName: "tritonserver", ExecutablePath: "/opt/tritonserver/bin/tritonserver", StartTicks: 5,
+				Container: Container{ID: cid, Runtime: RuntimeDocker},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := r.Resolve(tt.pid)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+
+	t.Run("missing process is ErrNoProcess", func(t *testing.T) {
+		_, err := r.Resolve(31337)
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, ErrNoProcess), "got %v", err)
+		assert.Contains(t, err.Error(), "31337")
+	})
+
+	t.Run("environment variable", func(t *testing.T) {
+		v, ok := r.Getenv(4242, "HOSTNAME")
+		assert.True(t, ok)
+		assert.Equal(t, "inference-7d9f-abcde", v)
+		_, ok = r.Getenv(4242, "HOST")
+		assert.False(t, ok, "a prefix of a name is not the name")
+		_, ok = r.Getenv(31337, "HOSTNAME")
+		assert.False(t, ok)
+	})
+}
+
+func TestCommandLineTruncation(t *testing.T) {
+	tests := []struct {
+		name  string
+		raw   string
+		limit int
+		want  string
+	}{
+		{"short stays whole", "a\x00b\x00", 10, "a b"},
+		{"cut at limit", "abcdef\x00ghi\x00", 8, "abcdef g"},
+		{"never splits a rune", "ab\u00e9\u00e9", 3, "ab"},
+		{"whole rune at limit", "ab\u00e9\u00e9", 4, "ab\u00e9"},
+		{"empty", "", 10, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, formatCommandLine([]byte(tt.raw), tt.limit))
+		})
+	}
+}
+
+func TestParseStartTicksErrors(t *testing.T) {
+	_, err := parseStartTicks([]byte("12 no-parens S 1"))
+	assert.ErrorContains(t, err, "no command name")
+	_, err = parseStartTicks([]byte("12 (x) S 1 2 3"))
+	assert.ErrorContains(t, err, "fields")
+	_, err = parseStartTicks([]byte("12 (x) S 1 1 1 0 -1 4 1 0 0 0 5 3 0 0 20 0 1 0 notanumber 1"))
+	assert.ErrorContains(t, err, "notanumber")
+}
+
+func TestCache(t *testing.T) {
+	root := t.TempDir()
+	writeFakeProc(t, root, fakeProcess{pid: 10, comm: "java", exe: "/bin/java", start: 1})
+	writeFakeProc(t, root, fakeProcess{pid: 11, comm: "python3", exe: "/bin/python3", start: 2})
+	c := NewCache(NewReader(root, 0))
+
+	res, err := c.Get(10)
+	require.NoError(t, err)
+	assert.Equal(t, "java", res.ExecutableName)
+	_, err = c.Get(11)
+	require.NoError(t, err)
+	c.Sweep()
+	assert.Equal(t, 2, c.Len())
+
+	// pid 10 exits and a new process reuses its pid.
+	writeFakeProc(t, root, fakeProcess{pid: 10, comm: "tritonserver", exe: "/bin/tritonserver", start: 500})
+	res, err = c.Get(10)
+	require.NoError(t, err)
+	assert.Equal(t, "tritonserver", res.ExecutableName, "a reused pid is resolved again")
+
+	// pid 11 was not looked up since the last sweep: it is forgotten.
+	c.Sweep()
+	assert.Equal(t, 1, c.Len())
+
+	require.NoError(t, os.RemoveAll(filepath.Join(root, "10")))
+	_, err = c.Get(10)
+	assert.ErrorIs(t, err, ErrNoProcess)
+	assert.Equal(t, 0, c.Len())
+}
