@@ -1,0 +1,348 @@
+// Package jfrprint prints JFR recordings the way the JDK's `jfr` tool does:
+// [JSON] writes what `jfr print --json` writes and [Summary] what
+// `jfr summary` writes, so that output can be compared with the JDK's.
+package jfrprint
+
+import (
+	"io"
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
+)
+
+// JSON prints events in the shape of `jfr print --json`:
+// {"recording":{"events":[{"type":…,"values":{…}}]}}, events of each chunk
+// ordered by end time, timestamps as ISO-8601 date-times at the recording's
+// UTC offset, durations as ISO-8601 durations, stack traces cut after
+// StackDepth frames.
+type JSON struct {
+	// StackDepth is the number of frames printed per stack trace; the JDK's
+	// default is 5.
+	StackDepth int
+	// Accept selects event types; nil accepts all.
+	Accept func(*jfr.Type) bool
+}
+
+// Print writes the events of every chunk of r to w.
+func (p *JSON) Print(w io.Writer, r *jfr.Reader) error {
+	jw := &jsonWriter{w: w, stackDepth: p.StackDepth}
+	jw.objectBegin()
+	jw.name("recording")
+	jw.objectBegin()
+	jw.name("events")
+	jw.b = append(jw.b, '[')
+	first := true
+	for i := range r.Chunks() {
+		c, err := r.Chunk(i)
+		if err != nil {
+			jw.flush()
+			return err
+		}
+		evs, err := chunkEvents(c, p.Accept)
+		if err != nil {
+			jw.flush()
+			return err
+		}
+		jw.setChunk(c)
+		for k := range evs {
+			if !first {
+				jw.b = append(jw.b, ", "...)
+			}
+			first = false
+			jw.event(&evs[k])
+			if len(jw.b) > 64<<10 {
+				if err := jw.flush(); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	jw.b = append(jw.b, ']')
+	jw.objectEnd()
+	jw.objectEnd()
+	return jw.flush()
+}
+
+// chunkEvents reads the accepted events of a chunk, ordered as the JDK tool
+// orders them: stably by end time in ticks.
+func chunkEvents(c *jfr.Chunk, accept func(*jfr.Type) bool) ([]jfr.Event, error) {
+	var evs []jfr.Event
+	var ends []int64
+	er := c.Events()
+	for er.Next() {
+		ev := er.Event()
+		if accept != nil && !accept(ev.Type) {
+			continue
+		}
+		evs = append(evs, ev)
+		ends = append(ends, ev.Value("startTime").Int()+ev.Value("duration").Int())
+	}
+	if err := er.Err(); err != nil {
+		return nil, err
+	}
+	idx := make([]int, len(evs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return ends[idx[a]] < ends[idx[b]] })
+	out := make([]jfr.Event, len(evs))
+	for i, j := range idx {
+		out[i] = evs[j]
+	}
+	return out, nil
+}
+
+type jsonWriter struct {
+	w          io.Writer
+	b          []byte
+	indent     int
+	stackDepth int
+	hdr        *jfr.Header
+	zoneSec    int64
+	err        error
+}
+
+func (j *jsonWriter) setChunk(c *jfr.Chunk) {
+	j.hdr = &c.Header
+	j.zoneSec = c.Metadata.GMTOffset / 1000
+	if j.zoneSec < -18*3600 || j.zoneSec > 18*3600 {
+		j.zoneSec = 0 // ZoneOffset rejects it; the JDK falls back to UTC
+	}
+}
+
+func (j *jsonWriter) flush() error {
+	if j.err == nil && len(j.b) > 0 {
+		_, j.err = j.w.Write(j.b)
+	}
+	j.b = j.b[:0]
+	return j.err
+}
+
+func (j *jsonWriter) newline() { j.b = append(j.b, '\n') }
+
+func (j *jsonWriter) writeIndent() {
+	for i := 0; i < j.indent; i++ {
+		j.b = append(j.b, ' ')
+	}
+}
+
+func (j *jsonWriter) objectBegin() {
+	j.b = append(j.b, '{')
+	j.newline()
+	j.indent += 2
+}
+
+func (j *jsonWriter) objectEnd() {
+	j.indent -= 2
+	j.newline()
+	j.writeIndent()
+	j.b = append(j.b, '}')
+}
+
+func (j *jsonWriter) name(n string) {
+	j.writeIndent()
+	j.b = appendJSONString(j.b, n)
+	j.b = append(j.b, ": "...)
+}
+
+// sep starts a new member: ", " and a line break unless first; the name
+// unless an array element.
+func (j *jsonWriter) sep(first, element bool, name string) {
+	if !first {
+		j.b = append(j.b, ", "...)
+		if !element {
+			j.newline()
+		}
+	}
+	if !element {
+		j.name(name)
+	}
+}
+
+func (j *jsonWriter) event(ev *jfr.Event) {
+	j.objectBegin()
+	j.name("type")
+	j.b = appendJSONString(j.b, ev.Type.Name)
+	j.sep(false, false, "values")
+	j.fields(ev.Type, ev.Fields)
+	j.objectEnd()
+}
+
+func (j *jsonWriter) fields(t *jfr.Type, vals []jfr.Value) {
+	j.objectBegin()
+	for i := range t.Fields {
+		var v jfr.Value
+		if i < len(vals) {
+			v = vals[i]
+		}
+		j.field(i == 0, false, &t.Fields[i], v)
+	}
+	j.objectEnd()
+}
+
+// isObject reports whether a field's type prints as a JSON object: a
+// struct that is not a simple type (the JDK reduces those to their field).
+func isObject(t *jfr.Type) bool {
+	return t.Kind == jfr.KindStruct && !(t.SimpleType && len(t.Fields) == 1)
+}
+
+func (j *jsonWriter) field(first, element bool, f *jfr.Field, v jfr.Value) {
+	if f.Array && !element {
+		j.sep(first, element, f.Name)
+		if v.Kind() != jfr.KindArrayValue {
+			j.b = append(j.b, "null"...)
+			return
+		}
+		j.b = append(j.b, '[')
+		frames := f.Type.Name == "jdk.types.StackFrame"
+		n := v.Len()
+		for i := 0; i < n; i++ {
+			if frames && i >= j.stackDepth {
+				break
+			}
+			j.field(i == 0, true, f, v.Index(i))
+		}
+		j.b = append(j.b, ']')
+		return
+	}
+	if isObject(f.Type) {
+		j.sep(first, element, f.Name)
+		r := v.Resolve()
+		if r.Kind() != jfr.KindStructValue {
+			j.b = append(j.b, "null"...)
+			return
+		}
+		vals := make([]jfr.Value, r.Len())
+		for i := range vals {
+			vals[i] = r.Index(i)
+		}
+		j.fields(f.Type, vals)
+		return
+	}
+	j.sep(first, element, f.Name)
+	j.scalar(f, v)
+}
+
+func (j *jsonWriter) scalar(f *jfr.Field, v jfr.Value) {
+	// A simple type's single field stands for it; the outer field's
+	// annotations still decide the format.
+	t := f.Type
+	for i := 0; i < 8 && t.Kind == jfr.KindStruct && len(t.Fields) == 1; i++ {
+		t = t.Fields[0].Type
+	}
+	if v.IsNull() {
+		j.b = append(j.b, "null"...)
+		return
+	}
+	switch {
+	case f.Timespan != "":
+		j.b = appendJSONString(j.b, j.duration(f.Timespan, v.Int()))
+		return
+	case f.Timestamp != "":
+		j.b = appendJSONString(j.b, j.timestamp(f.Timestamp, v.Int()))
+		return
+	case f.Unsigned && (t.Kind == jfr.KindByte || t.Kind == jfr.KindShort || t.Kind == jfr.KindInt || t.Kind == jfr.KindLong):
+		j.b = strconv.AppendUint(j.b, v.Uint(), 10)
+		return
+	}
+	switch v.Kind() {
+	case jfr.KindBoolValue:
+		j.b = strconv.AppendBool(j.b, v.Bool())
+	case jfr.KindIntValue:
+		j.b = strconv.AppendInt(j.b, v.Int(), 10)
+	case jfr.KindCharValue:
+		j.b = appendJSONString(j.b, string(rune(v.Int())))
+	case jfr.KindFloatValue:
+		x := v.Float()
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			j.b = append(j.b, "null"...)
+			return
+		}
+		bits := 64
+		if t.Kind == jfr.KindFloat {
+			bits = 32
+		}
+		j.b = append(j.b, javaDouble(x, bits)...)
+	case jfr.KindStringValue:
+		j.b = appendJSONString(j.b, v.Str())
+	default:
+		j.b = appendJSONString(j.b, v.String())
+	}
+}
+
+// ticksToNanos converts like the JDK's TimeConverter, which divides by
+// ticksPerSecond/1e9 truncated to an integer (exact for 1 GHz clocks).
+func (j *jsonWriter) ticksToNanos(ticks int64) int64 {
+	div := float64(j.hdr.TicksPerSecond / 1_000_000_000)
+	return javaLong(float64(ticks) / div)
+}
+
+// javaLong is Java's (long) cast of a double: saturating, NaN → 0.
+func javaLong(x float64) int64 {
+	switch {
+	case math.IsNaN(x):
+		return 0
+	case x >= math.MaxInt64:
+		return math.MaxInt64
+	case x <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(x)
+}
+
+func (j *jsonWriter) duration(unit string, v int64) string {
+	switch v {
+	case 0:
+		return "PT0S"
+	case math.MinInt64:
+		return javaDuration(math.MinInt64, 0)
+	case math.MaxInt64:
+		return javaDuration(math.MaxInt64, 999_999_999)
+	}
+	var s int64
+	var n int32
+	switch unit {
+	case "MICROSECONDS":
+		s, n = durationOfNanos(1000 * v)
+	case "SECONDS":
+		s = v
+	case "MILLISECONDS":
+		s, n = floorDivMod(v, 1000)
+		n *= 1_000_000
+	case "NANOSECONDS":
+		s, n = durationOfNanos(v)
+	default: // TICKS
+		s, n = durationOfNanos(j.ticksToNanos(v))
+	}
+	return javaDuration(s, n)
+}
+
+func floorDivMod(a, b int64) (int64, int32) {
+	q := a / b
+	r := a % b
+	if r < 0 {
+		r += b
+		q--
+	}
+	return q, int32(r)
+}
+
+func (j *jsonWriter) timestamp(unit string, v int64) string {
+	if v == math.MinInt64 {
+		return "-1000000000-01-01T00:00Z"
+	}
+	var s int64
+	var n int32
+	switch unit {
+	case "MILLISECONDS_SINCE_EPOCH":
+		s, n = floorDivMod(v, 1000)
+		n *= 1_000_000
+	case "NANOSECONDS_SINCE_EPOCH":
+		s, n = durationOfNanos(v)
+	default: // TICKS
+		s, n = durationOfNanos(j.hdr.StartNanos + j.ticksToNanos(v-j.hdr.StartTicks))
+	}
+	return javaOffsetDateTime(s, n, j.zoneSec)
+}
