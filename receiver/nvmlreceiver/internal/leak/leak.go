@@ -1,0 +1,240 @@
+// Package leak decides, from a series of memory readings per process and
+// device, whether the process's GPU memory is growing in a way that looks
+// like a leak rather than an allocator at work.
+//
+// A series is suspected when, over the sliding window, both
+//
+//   - the least-squares slope of the readings is at least MinGrowthRate
+//     bytes per second, and
+//   - the floor rose: the lowest reading in the newest quarter of the window
+//     exceeds the lowest reading in the oldest quarter by at least MinGrowth
+//     bytes, and
+//   - it rose steadily: the floor of each quarter is above the previous
+//     one's in at least two of the three steps and never falls by more than
+//     MinGrowth/16 (jitter), so one step up (a second model loaded) is not
+//     a leak.
+//
+// The slope alone would flag a caching allocator caught on a rising edge; the
+// floor rule does not, as long as the allocator releases memory at least once
+// per quarter window (a sawtooth whose troughs stay put). A leak underneath a
+// sawtooth still raises the troughs and is caught.
+package leak // import "github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/leak"
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config holds the thresholds. The zero value is not useful; see Validate.
+type Config struct {
+	// Window is the length of history assessed.
+	Window time.Duration
+	// MinGrowthRate is the smallest slope, in bytes per second, that counts
+	// as growth.
+	MinGrowthRate float64
+	// MinGrowth is the smallest rise of the floor, in bytes, over the window.
+	MinGrowth uint64
+	// MinSamples is the fewest readings a series needs before it is
+	// assessed at all.
+	MinSamples int
+}
+
+// Validate reports the first threshold that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Window <= 0:
+		return fmt.Errorf("window must be positive, got %s", c.Window)
+	case c.MinGrowthRate <= 0:
+		return fmt.Errorf("min_growth_rate must be positive, got %g", c.MinGrowthRate)
+	case c.MinGrowth == 0:
+		return fmt.Errorf("min_growth must be positive")
+	case c.MinSamples < 3:
+		return fmt.Errorf("min_samples must be at least 3, got %d", c.MinSamples)
+	}
+	return nil
+}
+
+// Key names one series: a process on a device.
+type Key struct {
+	PID    int
+	Device string
+}
+
+// Assessment is the state of one series after a reading.
+type Assessment struct {
+	// Ready is true once the series has MinSamples readings spanning at
+	// least half the window; the other fields are zero until then.
+	Ready bool
+	// GrowthRate is the least-squares slope over the window, bytes/s.
+	GrowthRate float64
+	// FloorGrowth is the rise of the low-water mark (newest quarter minus
+	// oldest quarter), bytes; negative when the floor fell.
+	FloorGrowth int64
+	// Span is the time the readings in the window cover.
+	Span time.Duration
+	// Samples is the number of readings in the window.
+	Samples int
+	// Suspected is true while both thresholds are met.
+	Suspected bool
+	// Report is true when the caller should emit a leak record now: at the
+	// onset of a suspicion and then once per window while it lasts.
+	Report bool
+}
+
+type sample struct {
+	at    time.Time
+	bytes uint64
+}
+
+type series struct {
+	samples    []sample
+	suspected  bool
+	lastReport time.Time
+	seen       bool
+}
+
+// Detector tracks many series. It is not safe for concurrent use.
+type Detector struct {
+	cfg    Config
+	series map[Key]*series
+}
+
+// New returns a detector with the given thresholds (validate them first).
+func New(cfg Config) *Detector {
+	return &Detector{cfg: cfg, series: map[Key]*series{}}
+}
+
+// Len returns the number of series tracked.
+func (d *Detector) Len() int { return len(d.series) }
+
+// Observe adds one reading to a series and assesses it. Readings must come
+// in time order per series; an older one is ignored.
+func (d *Detector) Observe(k Key, at time.Time, bytes uint64) Assessment {
+	s, ok := d.series[k]
+	if !ok {
+		s = &series{}
+		d.series[k] = s
+	}
+	s.seen = true
+	if n := len(s.samples); n > 0 && !at.After(s.samples[n-1].at) {
+		return d.assess(s, at)
+	}
+	s.samples = append(s.samples, sample{at: at, bytes: bytes})
+	cutoff := at.Add(-d.cfg.Window)
+	drop := 0
+	for drop < len(s.samples) && s.samples[drop].at.Before(cutoff) {
+		drop++
+	}
+	if drop > 0 {
+		// Shift in place so the backing array is reused.
+		s.samples = s.samples[:copy(s.samples, s.samples[drop:])]
+	}
+	return d.assess(s, at)
+}
+
+// Sweep forgets series that received no reading since the previous Sweep:
+// their processes exited or left the device.
+func (d *Detector) Sweep() {
+	for k, s := range d.series {
+		if !s.seen {
+			delete(d.series, k)
+			continue
+		}
+		s.seen = false
+	}
+}
+
+func (d *Detector) assess(s *series, now time.Time) Assessment {
+	n := len(s.samples)
+	if n == 0 {
+		return Assessment{}
+	}
+	first, last := s.samples[0].at, s.samples[n-1].at
+	span := last.Sub(first)
+	a := Assessment{Span: span, Samples: n}
+	if n < d.cfg.MinSamples || span < d.cfg.Window/2 {
+		s.suspected = false
+		return a
+	}
+	a.Ready = true
+	a.GrowthRate = slope(s.samples)
+
+	floors := quarterFloors(s.samples, span)
+	a.FloorGrowth = int64(floors[3]) - int64(floors[0])
+	a.Suspected = a.GrowthRate >= d.cfg.MinGrowthRate &&
+		a.FloorGrowth >= 0 && uint64(a.FloorGrowth) >= d.cfg.MinGrowth &&
+		risesSteadily(floors, d.cfg.MinGrowth/16)
+	switch {
+	case a.Suspected && !s.suspected:
+		a.Report = true
+	case a.Suspected && now.Sub(s.lastReport) >= d.cfg.Window:
+		a.Report = true
+	}
+	if a.Report {
+		s.lastReport = now
+	}
+	s.suspected = a.Suspected
+	return a
+}
+
+// quarterFloors returns the lowest reading in each quarter of the span. A
+// quarter without readings (a gap in scraping) takes the previous floor.
+func quarterFloors(ps []sample, span time.Duration) [4]uint64 {
+	var floors [4]uint64
+	var have [4]bool
+	first := ps[0].at
+	for _, p := range ps {
+		q := 3
+		if span > 0 {
+			q = int(4 * p.at.Sub(first) / span)
+		}
+		q = min(q, 3)
+		if !have[q] || p.bytes < floors[q] {
+			floors[q], have[q] = p.bytes, true
+		}
+	}
+	for q := 1; q < 4; q++ {
+		if !have[q] {
+			floors[q] = floors[q-1]
+		}
+	}
+	return floors
+}
+
+// risesSteadily reports whether the floor rose in at least two of the three
+// quarter-to-quarter steps and never fell by more than jitter: growth spread
+// over the window, not one step up (a second model loaded).
+func risesSteadily(floors [4]uint64, jitter uint64) bool {
+	rises := 0
+	for q := 1; q < 4; q++ {
+		switch {
+		case floors[q] > floors[q-1]:
+			rises++
+		case floors[q-1]-floors[q] > jitter:
+			return false
+		}
+	}
+	return rises >= 2
+}
+
+// slope is the least-squares slope of bytes over time, in bytes per second.
+func slope(ps []sample) float64 {
+	n := float64(len(ps))
+	t0 := ps[0].at
+	var st, sy float64
+	for _, p := range ps {
+		st += p.at.Sub(t0).Seconds()
+		sy += float64(p.bytes)
+	}
+	mt, my := st/n, sy/n
+	var num, den float64
+	for _, p := range ps {
+		dt := p.at.Sub(t0).Seconds() - mt
+		num += dt * (float64(p.bytes) - my)
+		den += dt * dt
+	}
+	if den == 0 {
+		return 0
+	}
+	return num / den
+}

@@ -1,0 +1,220 @@
+package leak
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const mib = 1 << 20
+
+var testConfig = Config{
+	Window:        10 * time.Minute,
+	MinGrowthRate: 32 * 1024, // 32 KiB/s
+	MinGrowth:     32 * mib,
+	MinSamples:    5,
+}
+
+// run feeds a scripted series, one reading every step, and returns every
+// assessment.
+func run(d *Detector, k Key, step time.Duration, values []uint64) []Assessment {
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	out := make([]Assessment, len(values))
+	for i, v := range values {
+		out[i] = d.Observe(k, t0.Add(time.Duration(i)*step), v)
+	}
+	return out
+}
+
+// script builds n readings from f(i).
+func script(n int, f func(i int) uint64) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = f(i)
+	}
+	return out
+}
+
+func TestScriptedSeries(t *testing.T) {
+	step := 10 * time.Second
+	base := uint64(2048 * mib)
+	tests := []struct {
+		name      string
+		values    []uint64
+		suspected bool // at the last reading
+		reports   int  // leak records that would be emitted
+		minRate   float64
+		maxRate   float64
+	}{
+		{
+			name:      "steady: model loaded, memory flat",
+			values:    script(120, func(int) uint64 { return base }),
+			suspected: false,
+			minRate:   0, maxRate: 0,
+		},
+		{
+			name: "steady with jitter of a few MiB",
+			values: script(120, func(i int) uint64 {
+				return base + uint64(i%3)*2*mib
+			}),
+			suspected: false,
+			minRate:   -1024, maxRate: 1024,
+		},
+		{
+			name: "leak: 1 MiB per reading (about 100 KiB/s), never freed",
+			values: script(120, func(i int) uint64 {
+				return base + uint64(i)*mib
+			}),
+			suspected: true,
+			reports:   2, // onset, then once more a window later
+			minRate:   100 * 1024, maxRate: 106 * 1024,
+		},
+		{
+			name: "sawtooth: caching allocator grows 4 GiB over 2 min then empties, troughs stay put",
+			values: script(120, func(i int) uint64 {
+				return base + uint64(i%12)*(4096*mib/12)
+			}),
+			suspected: false,
+		},
+		{
+			name: "leak under a sawtooth: troughs rise 24 MiB per cycle",
+			values: script(120, func(i int) uint64 {
+				return base + uint64(i/12)*24*mib + uint64(i%12)*(1024*mib/12)
+			}),
+			suspected: true,
+			reports:   2,
+		},
+		{
+			name: "slow growth below the rate threshold",
+			values: script(120, func(i int) uint64 {
+				return base + uint64(i)*64*1024 // 6.4 KiB/s
+			}),
+			suspected: false,
+			minRate:   6000, maxRate: 7000,
+		},
+		{
+			name: "one step up (a second model loaded) is not sustained growth",
+			values: script(120, func(i int) uint64 {
+				if i < 60 {
+					return base
+				}
+				return base + 1024*mib
+			}),
+			suspected: false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := New(testConfig)
+			as := run(d, Key{PID: 1, Device: "GPU-0"}, step, tt.values)
+			last := as[len(as)-1]
+			require.True(t, last.Ready)
+			assert.Equal(t, tt.suspected, last.Suspected, "rate %.0f B/s, floor growth %d B", last.GrowthRate, last.FloorGrowth)
+			reports := 0
+			for _, a := range as {
+				if a.Report {
+					reports++
+				}
+			}
+			assert.Equal(t, tt.reports, reports)
+			if tt.minRate != 0 || tt.maxRate != 0 {
+				assert.GreaterOrEqual(t, last.GrowthRate, tt.minRate)
+				assert.LessOrEqual(t, last.GrowthRate, tt.maxRate)
+			}
+			assert.Equal(t, 61, last.Samples, "a 10 min window at 10 s holds 61 readings")
+			assert.Equal(t, 10*time.Minute, last.Span)
+		})
+	}
+}
+
+func TestNotReadyUntilHalfWindow(t *testing.T) {
+	d := New(testConfig)
+	as := run(d, Key{PID: 1, Device: "GPU-0"}, 10*time.Second, script(31, func(i int) uint64 {
+		return uint64(i) * 10 * mib
+	}))
+	for i, a := range as[:30] {
+		assert.False(t, a.Ready, "reading %d", i)
+		assert.False(t, a.Suspected, "reading %d", i)
+	}
+	assert.True(t, as[30].Ready, "5 minutes of readings is half the window")
+	assert.True(t, as[30].Suspected)
+	assert.True(t, as[30].Report)
+}
+
+func TestSuspicionEndsAndRestarts(t *testing.T) {
+	d := New(testConfig)
+	k := Key{PID: 7, Device: "GPU-1"}
+	// Leak for 10 minutes, flat for 20 (the window forgets the growth),
+	// then leak again: two separate onsets.
+	values := script(180, func(i int) uint64 {
+		switch {
+		case i < 60:
+			return uint64(i) * mib
+		case i < 120:
+			return 60 * mib
+		default:
+			return uint64(60+i-120) * mib
+		}
+	})
+	as := run(d, k, 10*time.Second, values)
+	onsets := 0
+	for i := 1; i < len(as); i++ {
+		if as[i].Suspected && !as[i-1].Suspected {
+			onsets++
+		}
+	}
+	assert.Equal(t, 2, onsets)
+	assert.False(t, as[119].Suspected, "flat for long enough clears the suspicion")
+	assert.True(t, as[179].Suspected)
+}
+
+func TestSweepForgetsExitedProcesses(t *testing.T) {
+	d := New(testConfig)
+	now := time.Now()
+	d.Observe(Key{PID: 1, Device: "a"}, now, 1)
+	d.Observe(Key{PID: 2, Device: "a"}, now, 1)
+	d.Sweep()
+	assert.Equal(t, 2, d.Len())
+	d.Observe(Key{PID: 1, Device: "a"}, now.Add(time.Second), 1)
+	d.Sweep()
+	assert.Equal(t, 1, d.Len())
+	d.Sweep()
+	assert.Equal(t, 0, d.Len())
+}
+
+func TestOutOfOrderReadingIgnored(t *testing.T) {
+	d := New(testConfig)
+	k := Key{PID: 1, Device: "a"}
+	now := time.Now()
+	d.Observe(k, now, 10)
+	a := d.Observe(k, now.Add(-time.Second), 99)
+	assert.Equal(t, 1, a.Samples)
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		mut  func(*Config)
+		want string
+	}{
+		{"valid", func(*Config) {}, ""},
+		{"window", func(c *Config) { c.Window = 0 }, "window"},
+		{"rate", func(c *Config) { c.MinGrowthRate = -1 }, "min_growth_rate"},
+		{"growth", func(c *Config) { c.MinGrowth = 0 }, "min_growth"},
+		{"samples", func(c *Config) { c.MinSamples = 2 }, "min_samples"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testConfig
+			tt.mut(&c)
+			err := c.Validate()
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+}
