@@ -1,0 +1,580 @@
+package onnxinferenceextension // import "github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	ort "github.com/yalue/onnxruntime_go"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension/internal/ortenv"
+	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension/internal/repository"
+	"github.com/otelcol-ai/otelcol-ai/internal/ortlib"
+	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
+)
+
+// onnxExtension serves the models of one repository.
+type onnxExtension struct {
+	cfg    *Config
+	logger *zap.Logger
+	tel    *metadata.TelemetryBuilder
+
+	// reload serialises scans (Start's and the poller's).
+	reload sync.Mutex
+
+	mu       sync.RWMutex
+	started  bool
+	host     component.Host
+	repo     *repository.Repository
+	opts     *ort.SessionOptions
+	models   map[string]*model
+	checks   map[string]map[int]func(modelrunner.Signature) error
+	nextID   int
+	cancel   context.CancelFunc
+	pollDone chan struct{}
+}
+
+// model holds the versions of one model being served.
+type model struct {
+	name string
+	mu   sync.RWMutex
+	// served maps version number to loaded version.
+	served map[int64]*version
+	// failed remembers versions that failed to load, by file fingerprint,
+	// so that an unchanged bad file is not retried (and counted) each poll.
+	failed map[int64]fingerprint
+}
+
+type fingerprint struct {
+	size    int64
+	modTime time.Time
+}
+
+var (
+	_ extension.Extension  = (*onnxExtension)(nil)
+	_ modelrunner.Provider = (*onnxExtension)(nil)
+)
+
+func newExtension(set extension.Settings, cfg *Config) (*onnxExtension, error) {
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, fmt.Errorf("onnxinference: telemetry: %w", err)
+	}
+	return &onnxExtension{cfg: cfg, logger: set.Logger, tel: tel}, nil
+}
+
+// Start loads ONNX Runtime and the repository's models and starts polling.
+// A model named in the config that has no loadable version fails Start.
+func (e *onnxExtension) Start(_ context.Context, host component.Host) error {
+	path, source, err := ortlib.Locate(e.cfg.LibraryPath)
+	if err != nil {
+		return fmt.Errorf("onnxinference: library_path: %w", err)
+	}
+	repo, err := repository.Open(e.cfg.Repository, e.cfg.MaxModelBytes, e.cfg.SettleTime)
+	if err != nil {
+		return fmt.Errorf("onnxinference: repository: %w", err)
+	}
+	if err := ortenv.Acquire(path); err != nil {
+		return fmt.Errorf("onnxinference: %w", err)
+	}
+	opts, err := e.sessionOptions()
+	if err != nil {
+		_ = ortenv.Release()
+		return fmt.Errorf("onnxinference: session: %w", err)
+	}
+	if err := e.tel.RegisterOnnxinferenceModelVersionCallback(e.observeVersions); err != nil {
+		_ = opts.Destroy()
+		_ = ortenv.Release()
+		return fmt.Errorf("onnxinference: telemetry: %w", err)
+	}
+	e.logger.Info("ONNX Runtime loaded", zap.String("library", path), zap.String("from", string(source)),
+		zap.String("version", ortenv.Version()), zap.String("repository", e.cfg.Repository))
+
+	e.mu.Lock()
+	e.started, e.host, e.repo, e.opts = true, host, repo, opts
+	e.models = map[string]*model{}
+	if e.checks == nil {
+		e.checks = map[string]map[int]func(modelrunner.Signature) error{}
+	}
+	e.mu.Unlock()
+
+	e.scan()
+	var errs []error
+	for name := range e.cfg.Models {
+		if len(e.servedVersions(name)) == 0 {
+			errs = append(errs, fmt.Errorf("onnxinference: models::%s: no loadable version in %s", name, e.cfg.Repository))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		_ = e.Shutdown(context.Background())
+		return err
+	}
+	if e.cfg.PollInterval > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		e.cancel, e.pollDone = cancel, make(chan struct{})
+		go e.poll(ctx, e.pollDone)
+	}
+	return nil
+}
+
+// Shutdown stops polling, drains and destroys every session and releases
+// ONNX Runtime. It is safe without Start and safe twice.
+func (e *onnxExtension) Shutdown(context.Context) error {
+	if e.cancel != nil {
+		e.cancel()
+		<-e.pollDone
+		e.cancel, e.pollDone = nil, nil
+	}
+	e.mu.Lock()
+	started := e.started
+	models := e.models
+	opts := e.opts
+	e.started, e.models, e.opts, e.repo, e.host = false, nil, nil, nil, nil
+	e.mu.Unlock()
+	if !started {
+		return nil
+	}
+	for _, m := range models {
+		m.mu.Lock()
+		served := m.served
+		m.served = nil
+		m.mu.Unlock()
+		for _, v := range served {
+			v.inflight.Wait()
+			v.destroy()
+		}
+	}
+	if opts != nil {
+		_ = opts.Destroy()
+	}
+	e.tel.Shutdown()
+	return ortenv.Release()
+}
+
+func (e *onnxExtension) sessionOptions() (*ort.SessionOptions, error) {
+	s := e.cfg.Session
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		return nil, err
+	}
+	fail := func(field string, err error) (*ort.SessionOptions, error) {
+		_ = opts.Destroy()
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	if s.IntraOpThreads > 0 {
+		if err := opts.SetIntraOpNumThreads(s.IntraOpThreads); err != nil {
+			return fail("intra_op_threads", err)
+		}
+	}
+	if s.InterOpThreads > 0 {
+		if err := opts.SetInterOpNumThreads(s.InterOpThreads); err != nil {
+			return fail("inter_op_threads", err)
+		}
+	}
+	level := map[string]ort.GraphOptimizationLevel{
+		"disabled": ort.GraphOptimizationLevelDisableAll,
+		"basic":    ort.GraphOptimizationLevelEnableBasic,
+		"extended": ort.GraphOptimizationLevelEnableExtended,
+		"all":      ort.GraphOptimizationLevelEnableAll,
+	}[s.GraphOptimizationLevel]
+	if err := opts.SetGraphOptimizationLevel(level); err != nil {
+		return fail("graph_optimization_level", err)
+	}
+	if s.ExecutionProvider == ProviderCUDA {
+		if err := appendCUDA(opts, s.DeviceID); err != nil {
+			e.logger.Warn("CUDA execution provider unavailable: running models on the CPU",
+				zap.Int("device_id", s.DeviceID), zap.Error(err))
+		}
+	}
+	return opts, nil
+}
+
+func appendCUDA(opts *ort.SessionOptions, device int) error {
+	cuda, err := ort.NewCUDAProviderOptions()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cuda.Destroy() }()
+	if err := cuda.Update(map[string]string{"device_id": fmt.Sprint(device)}); err != nil {
+		return err
+	}
+	return opts.AppendExecutionProviderCUDA(cuda)
+}
+
+func (e *onnxExtension) poll(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	ticker := time.NewTicker(e.cfg.PollInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			e.scan()
+		}
+	}
+}
+
+// scan brings the served versions in line with the repository: loads what
+// the policies want and is not served, unloads what they no longer want.
+func (e *onnxExtension) scan() {
+	e.reload.Lock()
+	defer e.reload.Unlock()
+	e.mu.RLock()
+	repo := e.repo
+	e.mu.RUnlock()
+	if repo == nil {
+		return
+	}
+	var names []string
+	if len(e.cfg.Models) > 0 {
+		for name := range e.cfg.Models {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+	} else {
+		var err error
+		if names, err = repo.Models(); err != nil {
+			e.reportFailure("", 0, err)
+			return
+		}
+	}
+	e.mu.Lock()
+	for name := range e.models {
+		if !slices.Contains(names, name) {
+			// The model's directory is gone: unload it after draining.
+			m := e.models[name]
+			delete(e.models, name)
+			defer e.unloadAll(m)
+		}
+	}
+	for _, name := range names {
+		if e.models[name] == nil {
+			e.models[name] = &model{name: name, served: map[int64]*version{}, failed: map[int64]fingerprint{}}
+		}
+	}
+	e.mu.Unlock()
+	for _, name := range names {
+		e.reconcile(repo, name)
+	}
+}
+
+func (e *onnxExtension) reconcile(repo *repository.Repository, name string) {
+	e.mu.RLock()
+	m := e.models[name]
+	e.mu.RUnlock()
+	if m == nil {
+		return
+	}
+	policy, err := e.policy(repo, name)
+	if err != nil {
+		e.reportFailure(name, 0, err)
+	}
+	candidates, err := repo.Versions(name)
+	if err != nil {
+		e.reportFailure(name, 0, err)
+		candidates = nil
+	}
+	// Versions eligible for the policy: those on disk that are complete and
+	// have not failed with the same file. A newer version that failed
+	// therefore leaves the older one serving.
+	var eligible []int64
+	present := map[int64]bool{}
+	for _, c := range candidates {
+		present[c.Version] = true
+		if errors.Is(c.Err, repository.ErrUnsettled) {
+			if m.isServed(c.Version) {
+				eligible = append(eligible, c.Version)
+			}
+			continue
+		}
+		if fp, ok := m.failed[c.Version]; ok && fp == (fingerprint{c.Size, c.ModTime}) {
+			continue
+		}
+		eligible = append(eligible, c.Version)
+	}
+	for v := range m.failed {
+		if !present[v] {
+			delete(m.failed, v)
+		}
+	}
+	for i := 0; i < len(candidates); i++ {
+		c := candidates[i]
+		if !slices.Contains(eligible, c.Version) || m.isServed(c.Version) || !policy.Wants(c.Version, eligible) {
+			continue
+		}
+		if err := e.load(repo, m, c); err != nil {
+			m.failed[c.Version] = fingerprint{c.Size, c.ModTime}
+			e.reportFailure(name, c.Version, err)
+			eligible = slices.DeleteFunc(eligible, func(v int64) bool { return v == c.Version })
+			i = -1 // the policy's choice may now reach an older version
+		}
+	}
+	// Unload what the policy no longer wants, once something it wants is
+	// serving (or the version directory is gone).
+	m.mu.Lock()
+	var drop []*version
+	for num, v := range m.served {
+		if !present[num] || !policy.Wants(num, eligible) {
+			delete(m.served, num)
+			drop = append(drop, v)
+		}
+	}
+	m.mu.Unlock()
+	for _, v := range drop {
+		e.logger.Info("model version unloaded", zap.String("model", name), zap.Int64("version", v.sig.Version))
+		v.inflight.Wait()
+		v.destroy()
+	}
+}
+
+func (e *onnxExtension) load(repo *repository.Repository, m *model, c repository.Candidate) error {
+	start := time.Now()
+	data, err := repo.Read(c)
+	if err != nil {
+		return err
+	}
+	e.mu.RLock()
+	opts := e.opts
+	e.mu.RUnlock()
+	v, err := loadVersion(m.name, c.Version, data, opts)
+	if err != nil {
+		return err
+	}
+	if err := e.runChecks(v.sig); err != nil {
+		v.destroy()
+		return err
+	}
+	m.mu.Lock()
+	m.served[c.Version] = v
+	m.mu.Unlock()
+	e.tel.OnnxinferenceModelLoadDuration.Record(context.Background(), time.Since(start).Seconds(),
+		metric.WithAttributes(attribute.String("model", m.name)))
+	e.logger.Info("model version loaded", zap.String("model", m.name), zap.Int64("version", c.Version),
+		zap.Stringers("inputs", stringers(v.sig.Inputs)), zap.Stringers("outputs", stringers(v.sig.Outputs)),
+		zap.Duration("took", time.Since(start)))
+	return nil
+}
+
+func stringers(infos []modelrunner.ValueInfo) []fmt.Stringer {
+	out := make([]fmt.Stringer, len(infos))
+	for i := range infos {
+		out[i] = infos[i]
+	}
+	return out
+}
+
+func (e *onnxExtension) unloadAll(m *model) {
+	m.mu.Lock()
+	served := m.served
+	m.served = map[int64]*version{}
+	m.mu.Unlock()
+	for _, v := range served {
+		e.logger.Info("model unloaded: its directory is gone", zap.String("model", m.name), zap.Int64("version", v.sig.Version))
+		v.inflight.Wait()
+		v.destroy()
+	}
+}
+
+// policy returns the model's version policy: the extension's config, else the
+// model's config.yaml, else the newest version.
+func (e *onnxExtension) policy(repo *repository.Repository, name string) (repository.Policy, error) {
+	if mc, ok := e.cfg.Models[name]; ok {
+		return mc.VersionPolicy, nil
+	}
+	data, err := repo.ReadConfig(name)
+	if err != nil || data == nil {
+		return repository.Policy{}, err
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return repository.Policy{}, fmt.Errorf("%s: %w", repository.ConfigFileName, err)
+	}
+	var mc ModelConfig
+	if err := confmap.NewFromStringMap(raw).Unmarshal(&mc); err != nil {
+		return repository.Policy{}, fmt.Errorf("%s: %w", repository.ConfigFileName, err)
+	}
+	if err := mc.VersionPolicy.Validate(); err != nil {
+		return repository.Policy{}, fmt.Errorf("%s: version_policy: %w", repository.ConfigFileName, err)
+	}
+	return mc.VersionPolicy, nil
+}
+
+// reportFailure logs, counts and reports as a recoverable status a failure
+// to load a model version (version 0: the model as a whole).
+func (e *onnxExtension) reportFailure(name string, version int64, err error) {
+	err = fmt.Errorf("onnxinference: model %q version %d: %w", name, version, err)
+	e.logger.Error("model version failed to load; the previous version keeps serving",
+		zap.String("model", name), zap.Int64("version", version), zap.Error(err))
+	e.tel.OnnxinferenceModelLoadFailures.Add(context.Background(), 1,
+		metric.WithAttributes(attribute.String("model", name)))
+	e.mu.RLock()
+	host := e.host
+	e.mu.RUnlock()
+	if host != nil {
+		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
+	}
+}
+
+func (e *onnxExtension) observeVersions(_ context.Context, o metric.Int64Observer) error {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for name, m := range e.models {
+		if vs := m.versions(); len(vs) > 0 {
+			o.Observe(vs[0], metric.WithAttributes(attribute.String("model", name)))
+		}
+	}
+	return nil
+}
+
+func (m *model) isServed(v int64) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.served[v]
+	return ok
+}
+
+// versions returns the served version numbers, newest first.
+func (m *model) versions() []int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]int64, 0, len(m.served))
+	for v := range m.served {
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b int64) int { return int(b - a) })
+	return out
+}
+
+func (e *onnxExtension) servedVersions(name string) []int64 {
+	e.mu.RLock()
+	m := e.models[name]
+	e.mu.RUnlock()
+	if m == nil {
+		return nil
+	}
+	return m.versions()
+}
+
+// acquire returns the version to run, with a run registered on it so that it
+// is not destroyed before release.
+func (e *onnxExtension) acquire(name string, number int64) (*version, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if !e.started {
+		return nil, modelrunner.ErrClosed
+	}
+	m := e.models[name]
+	if m == nil {
+		return nil, fmt.Errorf("model %q: %w", name, modelrunner.ErrUnknownModel)
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var v *version
+	if number == 0 {
+		for num, cand := range m.served {
+			if v == nil || num > v.sig.Version {
+				v = cand
+			}
+		}
+		if v == nil {
+			return nil, fmt.Errorf("model %q: %w (no version loaded)", name, modelrunner.ErrUnknownModel)
+		}
+	} else if v = m.served[number]; v == nil {
+		return nil, fmt.Errorf("model %q version %d: %w", name, number, modelrunner.ErrUnknownVersion)
+	}
+	v.inflight.Add(1)
+	return v, nil
+}
+
+// Signature implements modelrunner.Provider.
+func (e *onnxExtension) Signature(name string, number int64) (modelrunner.Signature, error) {
+	v, err := e.acquire(name, number)
+	if err != nil {
+		return modelrunner.Signature{}, err
+	}
+	defer v.inflight.Done()
+	return v.sig, nil
+}
+
+// Run implements modelrunner.Provider.
+func (e *onnxExtension) Run(ctx context.Context, name string, req modelrunner.Request) (modelrunner.Result, error) {
+	v, err := e.acquire(name, req.Version)
+	if err != nil {
+		return modelrunner.Result{}, err
+	}
+	defer v.inflight.Done()
+	attrs := metric.WithAttributes(attribute.String("model", name))
+	e.tel.OnnxinferenceRunsInFlight.Add(ctx, 1, attrs)
+	defer e.tel.OnnxinferenceRunsInFlight.Add(ctx, -1, attrs)
+	start := time.Now()
+	outputs, err := v.run(req.Inputs, req.Outputs)
+	if err != nil {
+		return modelrunner.Result{Model: name, Version: v.sig.Version}, err
+	}
+	e.tel.OnnxinferenceRunDuration.Record(ctx, time.Since(start).Seconds(), attrs)
+	if len(req.Inputs) > 0 && len(req.Inputs[0].Shape) > 0 {
+		e.tel.OnnxinferenceRunBatchSize.Record(ctx, req.Inputs[0].Shape[0], attrs)
+	}
+	return modelrunner.Result{Model: name, Version: v.sig.Version, Outputs: outputs}, nil
+}
+
+// Watch implements modelrunner.Provider.
+func (e *onnxExtension) Watch(name string, check func(modelrunner.Signature) error) (func(), error) {
+	e.mu.Lock()
+	if e.checks == nil {
+		e.checks = map[string]map[int]func(modelrunner.Signature) error{}
+	}
+	if e.checks[name] == nil {
+		e.checks[name] = map[int]func(modelrunner.Signature) error{}
+	}
+	id := e.nextID
+	e.nextID++
+	e.checks[name][id] = check
+	e.mu.Unlock()
+	unregister := func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		delete(e.checks[name], id)
+	}
+	sig, err := e.Signature(name, 0)
+	if err == nil {
+		err = check(sig)
+	}
+	if err != nil {
+		unregister()
+		return func() {}, err
+	}
+	return unregister, nil
+}
+
+func (e *onnxExtension) runChecks(sig modelrunner.Signature) error {
+	e.mu.RLock()
+	checks := make([]func(modelrunner.Signature) error, 0, len(e.checks[sig.Model]))
+	for _, c := range e.checks[sig.Model] {
+		checks = append(checks, c)
+	}
+	e.mu.RUnlock()
+	var errs []error
+	for _, c := range checks {
+		if err := c(sig); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("refused by a component that runs it: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,267 @@
+package onnxinferenceextension // import "github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension"
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	ort "github.com/yalue/onnxruntime_go"
+
+	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
+)
+
+// version is one loaded model version: its session, its signature (read once
+// at load) and the runs in flight on it, which a swap waits for before the
+// session is destroyed.
+type version struct {
+	sig      modelrunner.Signature
+	session  *ort.DynamicAdvancedSession
+	inputs   []modelrunner.ValueInfo // declared order, which the session was built with
+	outputs  []string                // tensor outputs, which the session was built with
+	inflight sync.WaitGroup
+	size     int64 // file size, for the change fingerprint
+}
+
+// loadVersion builds a session for one model version from the model file's
+// bytes, refuses models the extension cannot feed or read, and warms the
+// session up with one run on zero-valued inputs.
+func loadVersion(model string, number int64, data []byte, opts *ort.SessionOptions) (*version, error) {
+	ins, outs, err := ort.GetInputOutputInfoWithONNXData(data)
+	if err != nil {
+		return nil, fmt.Errorf("read model: %w", err)
+	}
+	v := &version{
+		sig: modelrunner.Signature{
+			Model: model, Version: number,
+			Inputs: valueInfos(ins), Outputs: valueInfos(outs),
+		},
+		size: int64(len(data)),
+	}
+	v.inputs = v.sig.Inputs
+	inputNames := make([]string, 0, len(ins))
+	for _, in := range v.sig.Inputs {
+		if in.Kind != modelrunner.KindTensor {
+			return nil, fmt.Errorf("input %q is a %s: only tensor inputs can be fed", in.Name, in.Kind)
+		}
+		if in.Type == modelrunner.TypeString || in.Type == modelrunner.TypeOther {
+			return nil, fmt.Errorf("input %q has element type %s, which cannot be fed", in.Name, in.Type)
+		}
+		inputNames = append(inputNames, in.Name)
+	}
+	for _, out := range v.sig.Outputs {
+		if out.Kind == modelrunner.KindTensor && out.Type != modelrunner.TypeString && out.Type != modelrunner.TypeOther {
+			v.outputs = append(v.outputs, out.Name)
+		}
+	}
+	if len(inputNames) == 0 {
+		return nil, errors.New("model declares no inputs")
+	}
+	if len(v.outputs) == 0 {
+		return nil, errors.New("model has no numeric tensor output to read")
+	}
+	v.session, err = ort.NewDynamicAdvancedSessionWithONNXData(data, inputNames, v.outputs, opts)
+	if err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	if _, err := v.run(warmupInputs(v.inputs), nil); err != nil {
+		v.destroy()
+		return nil, fmt.Errorf("warm-up run: %w", err)
+	}
+	return v, nil
+}
+
+// warmupInputs returns zero-valued inputs with every dynamic dimension 1.
+func warmupInputs(infos []modelrunner.ValueInfo) []modelrunner.Tensor {
+	out := make([]modelrunner.Tensor, len(infos))
+	for i, in := range infos {
+		shape := make([]int64, len(in.Shape))
+		n := 1
+		for j, d := range in.Shape {
+			if d < 0 {
+				d = 1
+			}
+			shape[j] = d
+			n *= int(d)
+		}
+		out[i] = modelrunner.Tensor{Name: in.Name, Type: in.Type, Shape: shape, Data: zeroData(in.Type, n)}
+	}
+	return out
+}
+
+func zeroData(t modelrunner.ElementType, n int) any {
+	switch t {
+	case modelrunner.TypeFloat32:
+		return make([]float32, n)
+	case modelrunner.TypeFloat64:
+		return make([]float64, n)
+	case modelrunner.TypeInt8:
+		return make([]int8, n)
+	case modelrunner.TypeUint8:
+		return make([]uint8, n)
+	case modelrunner.TypeInt16:
+		return make([]int16, n)
+	case modelrunner.TypeUint16:
+		return make([]uint16, n)
+	case modelrunner.TypeInt32:
+		return make([]int32, n)
+	case modelrunner.TypeUint32:
+		return make([]uint32, n)
+	case modelrunner.TypeInt64:
+		return make([]int64, n)
+	case modelrunner.TypeUint64:
+		return make([]uint64, n)
+	case modelrunner.TypeBool:
+		return make([]bool, n)
+	case modelrunner.TypeFloat16, modelrunner.TypeBFloat16:
+		return make([]uint8, 2*n)
+	}
+	return nil
+}
+
+// validate checks a request's inputs against the signature and returns them
+// in the session's input order.
+func (v *version) validate(inputs []modelrunner.Tensor) ([]modelrunner.Tensor, error) {
+	ordered := make([]modelrunner.Tensor, len(v.inputs))
+	seen := make([]bool, len(v.inputs))
+	for _, t := range inputs {
+		i := v.inputIndex(t.Name)
+		if i < 0 {
+			return nil, v.inputError(t.Name, fmt.Sprintf("the model has no such input (it declares %s)", v.inputList()))
+		}
+		if seen[i] {
+			return nil, v.inputError(t.Name, "given twice")
+		}
+		seen[i] = true
+		want := v.inputs[i]
+		if t.Type != want.Type {
+			return nil, v.inputError(t.Name, fmt.Sprintf("element type %s, the model declares %s", t.Type, want.Type))
+		}
+		if len(t.Shape) != len(want.Shape) {
+			return nil, v.inputError(t.Name, fmt.Sprintf("shape %s has rank %d, the model declares %s",
+				modelrunner.ShapeString(t.Shape), len(t.Shape), modelrunner.ShapeString(want.Shape)))
+		}
+		for d := range t.Shape {
+			if t.Shape[d] < 0 || (want.Shape[d] >= 0 && t.Shape[d] != want.Shape[d]) {
+				return nil, v.inputError(t.Name, fmt.Sprintf("shape %s does not fit the declared %s (dimension %d)",
+					modelrunner.ShapeString(t.Shape), modelrunner.ShapeString(want.Shape), d))
+			}
+		}
+		n, ok := dataLen(t.Type, t.Data)
+		if !ok {
+			return nil, v.inputError(t.Name, fmt.Sprintf("data %T does not carry element type %s", t.Data, t.Type))
+		}
+		if int64(n) != t.Len() {
+			return nil, v.inputError(t.Name, fmt.Sprintf("%d elements for shape %s, which needs %d",
+				n, modelrunner.ShapeString(t.Shape), t.Len()))
+		}
+		if n == 0 {
+			return nil, v.inputError(t.Name, "empty tensor")
+		}
+		ordered[i] = t
+	}
+	for i, ok := range seen {
+		if !ok {
+			return nil, v.inputError(v.inputs[i].Name, "missing")
+		}
+	}
+	return ordered, nil
+}
+
+func (v *version) inputIndex(name string) int {
+	for i, in := range v.inputs {
+		if in.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (v *version) inputList() string {
+	s := ""
+	for i, in := range v.inputs {
+		if i > 0 {
+			s += ", "
+		}
+		s += in.String()
+	}
+	return s
+}
+
+func (v *version) inputError(input, reason string) error {
+	return &modelrunner.InputError{Model: v.sig.Model, Version: v.sig.Version, Input: input, Reason: reason}
+}
+
+// run validates inputs, runs the session and copies the requested outputs
+// (all tensor outputs when wanted is empty) into Go memory.
+func (v *version) run(inputs []modelrunner.Tensor, wanted []string) ([]modelrunner.Tensor, error) {
+	ordered, err := v.validate(inputs)
+	if err != nil {
+		return nil, err
+	}
+	pick := make([]int, 0, len(v.outputs))
+	if len(wanted) == 0 {
+		for i := range v.outputs {
+			pick = append(pick, i)
+		}
+	}
+	for _, name := range wanted {
+		i := indexOf(v.outputs, name)
+		if i < 0 {
+			if info, ok := v.sig.Output(name); ok {
+				return nil, fmt.Errorf("model %q version %d: output %q is a %s: %w",
+					v.sig.Model, v.sig.Version, name, info.Kind, modelrunner.ErrUnsupportedOutput)
+			}
+			return nil, fmt.Errorf("model %q version %d: no output %q (it declares %v)",
+				v.sig.Model, v.sig.Version, name, v.outputs)
+		}
+		pick = append(pick, i)
+	}
+
+	ortIn := make([]ort.Value, len(ordered))
+	defer func() {
+		for _, t := range ortIn {
+			if t != nil {
+				_ = t.Destroy()
+			}
+		}
+	}()
+	for i, t := range ordered {
+		if ortIn[i], err = newOrtTensor(t); err != nil {
+			return nil, v.inputError(t.Name, err.Error())
+		}
+	}
+	ortOut := make([]ort.Value, len(v.outputs))
+	defer func() {
+		for _, t := range ortOut {
+			if t != nil {
+				_ = t.Destroy()
+			}
+		}
+	}()
+	if err := v.session.Run(ortIn, ortOut); err != nil {
+		return nil, fmt.Errorf("model %q version %d: run: %w", v.sig.Model, v.sig.Version, err)
+	}
+	result := make([]modelrunner.Tensor, len(pick))
+	for j, i := range pick {
+		if result[j], err = fromOrtValue(v.outputs[i], ortOut[i]); err != nil {
+			return nil, fmt.Errorf("model %q version %d: %w", v.sig.Model, v.sig.Version, err)
+		}
+	}
+	return result, nil
+}
+
+func (v *version) destroy() {
+	if v.session != nil {
+		_ = v.session.Destroy()
+		v.session = nil
+	}
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
