@@ -1,0 +1,388 @@
+package distribution_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+)
+
+var update = flag.Bool("update", false, "rewrite kubernetes/otelcol-ai.yaml from the chart")
+
+const (
+	chartDir      = "helm/otelcol-ai"
+	manifestsFile = "kubernetes/otelcol-ai.yaml"
+	releaseName   = "otelcol-ai"
+	namespace     = "otelcol-ai"
+)
+
+// rendered is the chart's output: every manifest, strictly decoded.
+type rendered struct {
+	daemonSets  []appsv1.DaemonSet
+	deployments []appsv1.Deployment
+	services    []corev1.Service
+	configMaps  []corev1.ConfigMap
+	accounts    []corev1.ServiceAccount
+	// text is the manifests in a stable order, as kubectl apply takes them.
+	text string
+}
+
+// render renders the chart with the Helm SDK and decodes every manifest into
+// its Kubernetes API type, failing on unknown fields and unknown kinds.
+func render(t *testing.T, values map[string]any) rendered {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{
+		Name: releaseName, Namespace: namespace, IsInstall: true, Revision: 1,
+	}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Render(ch, vals)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		if strings.HasSuffix(name, ".yaml") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var out rendered
+	var text strings.Builder
+	for _, name := range names {
+		docs := releaseutil.SplitManifests(files[name])
+		keys := make([]string, 0, len(docs))
+		for k := range docs {
+			keys = append(keys, k)
+		}
+		sort.Sort(releaseutil.BySplitManifestsOrder(keys))
+		for _, k := range keys {
+			doc := strings.TrimSpace(docs[k])
+			if doc == "" {
+				continue
+			}
+			fmt.Fprintf(&text, "---\n# Source: %s\n%s\n", strings.TrimPrefix(name, "otelcol-ai/"), doc)
+			decodeStrict(t, name, doc, &out)
+		}
+	}
+	out.text = text.String()
+	return out
+}
+
+func decodeStrict(t *testing.T, name, doc string, out *rendered) {
+	t.Helper()
+	js, err := yaml.YAMLToJSONStrict([]byte(doc))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var meta struct{ APIVersion, Kind string }
+	if err := json.Unmarshal(js, &meta); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	strict := func(v any) {
+		dec := json.NewDecoder(bytes.NewReader(js))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(v); err != nil {
+			t.Fatalf("%s: %s %s: %v", name, meta.APIVersion, meta.Kind, err)
+		}
+	}
+	switch meta.APIVersion + "/" + meta.Kind {
+	case "apps/v1/DaemonSet":
+		var v appsv1.DaemonSet
+		strict(&v)
+		out.daemonSets = append(out.daemonSets, v)
+	case "apps/v1/Deployment":
+		var v appsv1.Deployment
+		strict(&v)
+		out.deployments = append(out.deployments, v)
+	case "v1/Service":
+		var v corev1.Service
+		strict(&v)
+		out.services = append(out.services, v)
+	case "v1/ConfigMap":
+		var v corev1.ConfigMap
+		strict(&v)
+		out.configMaps = append(out.configMaps, v)
+	case "v1/ServiceAccount":
+		var v corev1.ServiceAccount
+		strict(&v)
+		out.accounts = append(out.accounts, v)
+	default:
+		t.Fatalf("%s: unexpected kind %s %s", name, meta.APIVersion, meta.Kind)
+	}
+}
+
+func TestChartLints(t *testing.T) {
+	linter := lint.All(chartDir, nil, namespace, false)
+	for _, msg := range linter.Messages {
+		if msg.Severity >= support.WarningSev {
+			t.Errorf("helm lint: %s", msg)
+		}
+	}
+}
+
+func TestDaemonSetEssentials(t *testing.T) {
+	r := render(t, nil)
+	if len(r.daemonSets) != 1 {
+		t.Fatalf("%d DaemonSets, want 1", len(r.daemonSets))
+	}
+	ds := r.daemonSets[0]
+	pod := ds.Spec.Template.Spec
+	if !pod.HostPID {
+		t.Error("hostPID is off: pids from NVML and /proc would not match the host's")
+	}
+	if pod.NodeSelector["nvidia.com/gpu.present"] != "true" {
+		t.Errorf("nodeSelector %v does not select GPU nodes", pod.NodeSelector)
+	}
+	if !slices.ContainsFunc(pod.Tolerations, func(tl corev1.Toleration) bool {
+		return tl.Key == "nvidia.com/gpu" && tl.Operator == corev1.TolerationOpExists
+	}) {
+		t.Errorf("no toleration for nvidia.com/gpu taints: %v", pod.Tolerations)
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	sc := c.SecurityContext
+	if sc == nil || sc.Capabilities == nil {
+		t.Fatal("no securityContext capabilities")
+	}
+	if sc.Privileged != nil && *sc.Privileged {
+		t.Error("the agent runs privileged; capabilities should be enough")
+	}
+	if !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("drop = %v, want [ALL]", sc.Capabilities.Drop)
+	}
+	for _, want := range []corev1.Capability{"BPF", "PERFMON", "SYS_PTRACE"} {
+		if !slices.Contains(sc.Capabilities.Add, want) {
+			t.Errorf("capability %s not added (have %v)", want, sc.Capabilities.Add)
+		}
+	}
+	if slices.Contains(sc.Capabilities.Add, "SYS_ADMIN") {
+		t.Error("SYS_ADMIN added: BPF and PERFMON replace it")
+	}
+
+	// Read-only host mounts of /proc and the kubelet's pod-resources socket.
+	hostPaths := map[string]string{}
+	for _, v := range pod.Volumes {
+		if v.HostPath != nil {
+			hostPaths[v.Name] = v.HostPath.Path
+		}
+	}
+	for path, mountPath := range map[string]string{"/proc": "/hostfs/proc", "/var/lib/kubelet/pod-resources": "/var/lib/kubelet/pod-resources"} {
+		found := false
+		for _, m := range c.VolumeMounts {
+			if hostPaths[m.Name] == path {
+				found = true
+				if !m.ReadOnly {
+					t.Errorf("hostPath %s is mounted read-write", path)
+				}
+				if m.MountPath != mountPath {
+					t.Errorf("hostPath %s mounted at %s, want %s", path, m.MountPath, mountPath)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("hostPath %s not mounted", path)
+		}
+	}
+
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	if e := env["K8S_NODE_NAME"]; e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+		t.Errorf("K8S_NODE_NAME not from the downward API: %+v", e)
+	}
+	// 80% of the 512Mi limit.
+	if got := env["GOMEMLIMIT"].Value; got != "409MiB" {
+		t.Errorf("GOMEMLIMIT = %q, want 409MiB", got)
+	}
+
+	// Probes reach the health_check extension on the pod IP.
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if ports["health"] != 13133 {
+		t.Errorf("health port %d", ports["health"])
+	}
+	if !strings.HasSuffix(env["OTELCOL_AI_HEALTH_ENDPOINT"].Value, ":13133") {
+		t.Errorf("health_check endpoint %q does not listen where the probes look", env["OTELCOL_AI_HEALTH_ENDPOINT"].Value)
+	}
+	for name, probe := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe} {
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Port.String() != "health" {
+			t.Errorf("%s probe does not GET the health port: %+v", name, probe)
+		}
+	}
+	if !slices.Contains(c.Args, "--config=embedded:default") {
+		t.Errorf("agent args %v do not start from the embedded default", c.Args)
+	}
+}
+
+func TestGoMemLimitFollowsTheLimit(t *testing.T) {
+	tests := []struct {
+		limit string
+		want  string
+	}{
+		{"1Gi", "819MiB"},
+		{"2000Mi", "1600MiB"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.limit, func(t *testing.T) {
+			// A null value removes the chart's default limit.
+			limits := map[string]any{"memory": nil}
+			if tt.limit != "" {
+				limits["memory"] = tt.limit
+			}
+			r := render(t, map[string]any{"agent": map[string]any{"resources": map[string]any{"limits": limits}}})
+			got := ""
+			for _, e := range r.daemonSets[0].Spec.Template.Spec.Containers[0].Env {
+				if e.Name == "GOMEMLIMIT" {
+					got = e.Value
+				}
+			}
+			if got != tt.want {
+				t.Errorf("GOMEMLIMIT = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestGatewayTier(t *testing.T) {
+	r := render(t, nil)
+	if len(r.deployments) != 1 || *r.deployments[0].Spec.Replicas != 2 {
+		t.Fatalf("want one gateway Deployment with 2 replicas, got %d", len(r.deployments))
+	}
+	var headless *corev1.Service
+	for i := range r.services {
+		if r.services[i].Spec.ClusterIP == corev1.ClusterIPNone {
+			headless = &r.services[i]
+		}
+	}
+	if headless == nil {
+		t.Fatal("no headless Service for the loadbalancing exporter's DNS resolver")
+	}
+	node := agentOverlay(t, r)
+	var cfg struct {
+		Exporters map[string]struct {
+			RoutingKey string `json:"routing_key"`
+			Resolver   struct {
+				DNS struct {
+					Hostname string `json:"hostname"`
+					Port     int    `json:"port"`
+				} `json:"dns"`
+			} `json:"resolver"`
+		} `json:"exporters"`
+		Service struct {
+			Pipelines map[string]struct {
+				Exporters []string `json:"exporters"`
+			} `json:"pipelines"`
+		} `json:"service"`
+	}
+	if err := yaml.Unmarshal([]byte(node), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	lb := cfg.Exporters["loadbalancing"]
+	if lb.RoutingKey != "traceID" {
+		t.Errorf("routing_key %q, want traceID", lb.RoutingKey)
+	}
+	wantHost := headless.Name + "." + namespace + ".svc.cluster.local"
+	if lb.Resolver.DNS.Hostname != wantHost || lb.Resolver.DNS.Port != 4317 {
+		t.Errorf("resolver %s:%d, want %s:4317", lb.Resolver.DNS.Hostname, lb.Resolver.DNS.Port, wantHost)
+	}
+	if !slices.Contains(cfg.Service.Pipelines["traces"].Exporters, "loadbalancing") {
+		t.Errorf("traces pipeline exporters %v: traces do not reach the gateway", cfg.Service.Pipelines["traces"].Exporters)
+	}
+
+	// Without the gateway, no Deployment and no loadbalancing exporter.
+	r = render(t, map[string]any{"gateway": map[string]any{"enabled": false}})
+	if len(r.deployments) != 0 || len(r.services) != 0 {
+		t.Errorf("gateway disabled but %d Deployments, %d Services rendered", len(r.deployments), len(r.services))
+	}
+	if strings.Contains(agentOverlay(t, r), "loadbalancing") {
+		t.Error("gateway disabled but agents still route to it")
+	}
+}
+
+func agentOverlay(t *testing.T, r rendered) string {
+	t.Helper()
+	for _, cm := range r.configMaps {
+		if strings.HasSuffix(cm.Name, "-agent") {
+			return cm.Data["node.yaml"]
+		}
+	}
+	t.Fatal("no agent ConfigMap")
+	return ""
+}
+
+// TestRenderedConfigsValidate runs the binary's validate on what the pods
+// run: the embedded configurations with the chart's overlays over them.
+func TestRenderedConfigsValidate(t *testing.T) {
+	for _, values := range []map[string]any{nil, {"gateway": map[string]any{"enabled": false}}} {
+		r := render(t, values)
+		dir := t.TempDir()
+		for _, cm := range r.configMaps {
+			component := strings.TrimPrefix(cm.Name, releaseName+"-")
+			embedded := map[string]string{"agent": "embedded:default", "gateway": "embedded:gateway"}[component]
+			args := []string{"validate", "--config", embedded}
+			for _, key := range []string{"node.yaml", "user.yaml"} {
+				if data, ok := cm.Data[key]; ok {
+					path := filepath.Join(dir, component+"-"+key)
+					if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+						t.Fatal(err)
+					}
+					args = append(args, "--config", path)
+				}
+			}
+			if res := e2e.Run(t, nil, args...); res.ExitCode != 0 {
+				t.Errorf("%s (values %v): validate failed:\n%s%s", component, values, res.Stdout, res.Stderr)
+			}
+		}
+	}
+}
+
+// TestManifestsMatchChart keeps the plain manifests in kubernetes/ equal to
+// the chart rendered with its defaults; -update rewrites them.
+func TestManifestsMatchChart(t *testing.T) {
+	r := render(t, nil)
+	want := "# otelcol-ai for kubectl apply: the Helm chart in distribution/helm/otelcol-ai rendered with\n" +
+		"# its default values (release \"otelcol-ai\", namespace \"otelcol-ai\"). Regenerate with\n" +
+		"#   go test ./distribution -run TestManifestsMatchChart -update\n" + r.text
+	if *update {
+		if err := os.WriteFile(manifestsFile, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(manifestsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Errorf("%s differs from the chart's rendering: run go test ./distribution -run TestManifestsMatchChart -update", manifestsFile)
+	}
+}

@@ -1,0 +1,80 @@
+{{/* The chart's name. */}}
+{{- define "otelcol-ai.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The release's full name, the prefix of every object. */}}
+{{- define "otelcol-ai.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "otelcol-ai.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+app.kubernetes.io/name: {{ include "otelcol-ai.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "otelcol-ai.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "otelcol-ai.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "otelcol-ai.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "otelcol-ai.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "otelcol-ai.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/*
+GOMEMLIMIT from a memory limit in Mi or Gi and a percentage, in MiB; empty
+when the limit is in another unit or unset.
+*/}}
+{{- define "otelcol-ai.goMemLimit" -}}
+{{- $limit := toString (default "" .limit) -}}
+{{- $mib := 0 -}}
+{{- if hasSuffix "Gi" $limit -}}
+{{- $mib = mul (trimSuffix "Gi" $limit | atoi) 1024 -}}
+{{- else if hasSuffix "Mi" $limit -}}
+{{- $mib = trimSuffix "Mi" $limit | atoi -}}
+{{- end -}}
+{{- if gt (int $mib) 0 -}}
+{{- printf "%dMiB" (div (mul $mib .percent) 100) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Environment every collector container gets from the downward API. */}}
+{{- define "otelcol-ai.downwardEnv" -}}
+- name: K8S_NODE_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: spec.nodeName
+- name: K8S_POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: K8S_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: K8S_POD_IP
+  valueFrom:
+    fieldRef:
+      fieldPath: status.podIP
+{{- end -}}
