@@ -3,6 +3,7 @@ package jfr
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // ValueKind says what a [Value] holds.
@@ -108,44 +109,66 @@ func (v Value) Bool() bool { return v.flat().bits != 0 }
 // field, like jdk.types.GCName) are flattened to their field.
 func (v Value) Str() string { return v.flat().str }
 
-// String formats the value for humans; it is not the JDK's format (see the
-// jfrprint package for that).
+// String formats the value for humans, nesting at most 6 levels deep
+// (references can form cycles). It is not the JDK's format; the jfrprint
+// package writes that.
 func (v Value) String() string {
+	var b strings.Builder
+	v.format(&b, 6)
+	return b.String()
+}
+
+func (v *Value) format(b *strings.Builder, depth int) {
 	r := v.resolved()
 	switch r.kind {
 	case KindNullValue:
-		return "null"
+		b.WriteString("null")
+		return
 	case KindBoolValue:
-		return strconv.FormatBool(r.bits != 0)
+		b.WriteString(strconv.FormatBool(r.bits != 0))
+		return
 	case KindIntValue:
-		return strconv.FormatInt(int64(r.bits), 10)
+		b.WriteString(strconv.FormatInt(int64(r.bits), 10))
+		return
 	case KindCharValue:
-		return string(rune(r.bits))
+		b.WriteRune(rune(r.bits))
+		return
 	case KindFloatValue:
-		return strconv.FormatFloat(math.Float64frombits(r.bits), 'g', -1, 64)
+		b.WriteString(strconv.FormatFloat(math.Float64frombits(r.bits), 'g', -1, 64))
+		return
 	case KindStringValue:
-		return r.str
-	case KindArrayValue:
-		s := "["
+		b.WriteString(r.str)
+		return
+	}
+	if depth == 0 {
+		b.WriteString("…")
+		return
+	}
+	if r.kind == KindArrayValue {
+		b.WriteByte('[')
 		for i := range r.elems {
 			if i > 0 {
-				s += ", "
+				b.WriteString(", ")
 			}
-			s += r.elems[i].String()
+			r.elems[i].format(b, depth-1)
 		}
-		return s + "]"
+		b.WriteByte(']')
+		return
 	}
 	if r.typ != nil && r.typ.SimpleType && len(r.elems) == 1 {
-		return r.elems[0].String()
+		r.elems[0].format(b, depth-1)
+		return
 	}
-	s := "{"
+	b.WriteByte('{')
 	for i := range r.elems {
 		if i > 0 {
-			s += ", "
+			b.WriteString(", ")
 		}
-		s += r.typ.Fields[i].Name + "=" + r.elems[i].String()
+		b.WriteString(r.typ.Fields[i].Name)
+		b.WriteByte('=')
+		r.elems[i].format(b, depth-1)
 	}
-	return s + "}"
+	b.WriteByte('}')
 }
 
 // flat resolves references and unwraps simple types.

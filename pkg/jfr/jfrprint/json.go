@@ -94,6 +94,10 @@ func chunkEvents(c *jfr.Chunk, accept func(*jfr.Type) bool) ([]jfr.Event, error)
 	return out, nil
 }
 
+// maxDepth bounds object nesting; real recordings nest about 8 deep
+// (frame → method → class → package → module → class loader).
+const maxDepth = 32
+
 type jsonWriter struct {
 	w          io.Writer
 	b          []byte
@@ -101,6 +105,7 @@ type jsonWriter struct {
 	stackDepth int
 	hdr        *jfr.Header
 	zoneSec    int64
+	depth      int // nesting of objects; bounded because pools can form cycles
 	err        error
 }
 
@@ -210,7 +215,7 @@ func (j *jsonWriter) field(first, element bool, f *jfr.Field, v jfr.Value) {
 	if isObject(f.Type) {
 		j.sep(first, element, f.Name)
 		r := v.Resolve()
-		if r.Kind() != jfr.KindStructValue {
+		if r.Kind() != jfr.KindStructValue || j.depth >= maxDepth {
 			j.b = append(j.b, "null"...)
 			return
 		}
@@ -218,7 +223,9 @@ func (j *jsonWriter) field(first, element bool, f *jfr.Field, v jfr.Value) {
 		for i := range vals {
 			vals[i] = r.Index(i)
 		}
+		j.depth++
 		j.fields(f.Type, vals)
+		j.depth--
 		return
 	}
 	j.sep(first, element, f.Name)

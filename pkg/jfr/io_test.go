@@ -1,0 +1,5 @@
+package jfr_test
+
+import "io"
+
+var ioEOF = io.EOF
