@@ -10,8 +10,8 @@ package jdktest
 
 import (
 	"bufio"
-	_ "embed"
 	"bytes"
+	_ "embed"
 	"fmt"
 	"os"
 	"os/exec"
