@@ -48,3 +48,8 @@ func (c *Cache) Sweep() {
 
 // Len returns the number of cached processes.
 func (c *Cache) Len() int { return len(c.entries) }
+
+// Getenv reads one variable of pid's environment (see Reader.Getenv).
+func (c *Cache) Getenv(pid int, name string) (string, bool) {
+	return c.reader.Getenv(pid, name)
+}

@@ -1,0 +1,344 @@
+package nvmlreceiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/receiver"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/leak"
+	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/podresources"
+)
+
+// sharedReceivers gives the metrics and logs receivers of one component ID
+// the same nvmlReceiver, so NVML is initialised once and leak records come
+// from the same series as the metrics.
+type sharedReceivers struct {
+	mu sync.Mutex
+	m  map[component.ID]*nvmlReceiver
+}
+
+func newSharedReceivers() *sharedReceivers {
+	return &sharedReceivers{m: map[component.ID]*nvmlReceiver{}}
+}
+
+func (s *sharedReceivers) get(set receiver.Settings, cfg *Config, open openLibrary) (*nvmlReceiver, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.m[set.ID]; ok {
+		return r, nil
+	}
+	r, err := newNVMLReceiver(set, cfg, open)
+	if err != nil {
+		return nil, err
+	}
+	r.onLastShutdown = func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.m[set.ID] == r {
+			delete(s.m, set.ID)
+		}
+	}
+	s.m[set.ID] = r
+	return r, nil
+}
+
+// session is NVML while it is initialised: the library and the GPUs found.
+type session struct {
+	lib           nvml.Interface
+	driverVersion string
+	gpus          []*gpu
+}
+
+// nvmlReceiver owns NVML for one component ID: initialisation with retry,
+// the scrape, the event loop and the leak detector.
+type nvmlReceiver struct {
+	cfg            *Config
+	set            receiver.Settings
+	logger         *zap.Logger
+	open           openLibrary
+	telemetry      *metadata.TelemetryBuilder
+	timer          *callTimer
+	onLastShutdown func()
+
+	mu     sync.Mutex // guards the fields up to wg
+	starts int
+	host   component.Host
+	cancel context.CancelFunc
+	logs   consumer.Logs
+	wg     sync.WaitGroup
+
+	// session is nil while NVML is unavailable.
+	session atomic.Pointer[session]
+	// inflight counts device goroutines, so Shutdown does not unload NVML
+	// under a call that is still running.
+	inflight sync.WaitGroup
+
+	// Used only by the scrape goroutine.
+	scr scrapeState
+}
+
+func newNVMLReceiver(set receiver.Settings, cfg *Config, open openLibrary) (*nvmlReceiver, error) {
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, fmt.Errorf("nvml: telemetry: %w", err)
+	}
+	r := &nvmlReceiver{
+		cfg:       cfg,
+		set:       set,
+		logger:    set.Logger,
+		open:      open,
+		telemetry: tb,
+		timer:     newCallTimer(tb),
+	}
+	r.scr = newScrapeState(set, cfg)
+	return r, nil
+}
+
+func (r *nvmlReceiver) setLogsConsumer(next consumer.Logs) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = next
+}
+
+func (r *nvmlReceiver) logsConsumer() consumer.Logs {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.logs
+}
+
+// start is called by both faces (metrics scraper, logs receiver); the first
+// call does the work. It never fails for a missing GPU: the receiver
+// reports a recoverable error and retries in the background.
+func (r *nvmlReceiver) start(_ context.Context, host component.Host) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.starts++
+	if r.starts > 1 {
+		return nil
+	}
+	r.host = host
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+
+	if r.cfg.Processes.Enabled {
+		r.scr.procs = procresource.NewCache(procresource.NewReader(r.cfg.Processes.ProcRoot, r.cfg.Processes.CommandLineMaxLength))
+		if r.cfg.PodResources.Endpoint != "" {
+			c, err := podresources.NewClient(r.cfg.PodResources.Endpoint)
+			if err != nil {
+				return err
+			}
+			r.scr.pods = c
+		}
+	}
+
+	if err := r.activate(ctx); err != nil {
+		r.reportUnavailable(err)
+		r.wg.Add(1)
+		go r.retryInit(ctx)
+	}
+	return nil
+}
+
+// activate initialises NVML, enumerates the GPUs and starts the event loop.
+// The caller holds r.mu.
+func (r *nvmlReceiver) activate(ctx context.Context) error {
+	lib, err := libraries.acquire(r.cfg.LibraryPath, r.open)
+	if err != nil {
+		return err
+	}
+	s, err := r.enumerate(lib)
+	if err != nil {
+		if rerr := libraries.release(r.cfg.LibraryPath); rerr != nil {
+			r.logger.Warn("Releasing NVML after a failed enumeration", zap.Error(rerr))
+		}
+		return err
+	}
+	r.session.Store(s)
+	r.telemetry.ReceiverNvmlAvailable.Record(context.Background(), 1)
+	componentstatus.ReportStatus(r.host, componentstatus.NewEvent(componentstatus.StatusOK))
+	r.logger.Info("NVML initialised",
+		zap.String("library", libraryName(r.cfg.LibraryPath)),
+		zap.String("driver_version", s.driverVersion),
+		zap.Int("gpus", len(s.gpus)))
+	if r.logs != nil && r.eventsWanted() && len(s.gpus) > 0 {
+		r.wg.Add(1)
+		go r.watchEvents(ctx, s)
+	}
+	return nil
+}
+
+// reportUnavailable says, once per outage, why the receiver is idle and what
+// it would report on a GPU node.
+func (r *nvmlReceiver) reportUnavailable(err error) {
+	r.telemetry.ReceiverNvmlAvailable.Record(context.Background(), 0)
+	componentstatus.ReportStatus(r.host, componentstatus.NewRecoverableErrorEvent(err))
+	var ie *InitError
+	fields := []zap.Field{
+		zap.Error(err),
+		zap.Duration("retry_interval", r.cfg.InitRetryInterval),
+	}
+	msg := "NVML is not available; the nvml receiver stays idle and retries. On a GPU node it reports per-GPU memory (used/free/reserved), utilization, power, energy, temperature and ECC errors, per-process GPU memory attributed to containers and pods, MIG instances, XID events and GPU-memory leak suspicion."
+	if errors.As(err, &ie) && ie.LibraryMissing() {
+		msg = "No NVIDIA driver library (" + libraryName(r.cfg.LibraryPath) + ") on this host; the nvml receiver stays idle and retries. On a GPU node it reports per-GPU memory (used/free/reserved), utilization, power, energy, temperature and ECC errors, per-process GPU memory attributed to containers and pods, MIG instances, XID events and GPU-memory leak suspicion."
+	}
+	r.logger.Warn(msg, fields...)
+}
+
+func (r *nvmlReceiver) retryInit(ctx context.Context) {
+	defer r.wg.Done()
+	t := time.NewTicker(r.cfg.InitRetryInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		if ctx.Err() != nil {
+			r.mu.Unlock()
+			return
+		}
+		// wg.Add inside activate happens under r.mu while this goroutine
+		// still holds its own count, so Shutdown's Wait cannot miss it.
+		err := r.activate(ctx)
+		r.mu.Unlock()
+		if err == nil {
+			return
+		}
+		r.logger.Debug("NVML still unavailable", zap.Error(err))
+	}
+}
+
+// enumerate reads what does not change about each GPU.
+func (r *nvmlReceiver) enumerate(lib nvml.Interface) (s *session, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("nvml: panic in NVML binding during enumeration: %v", p)
+		}
+	}()
+	s = &session{lib: lib}
+	count, ret := lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("nvml: nvmlDeviceGetCount: %s", ret.Error())
+	}
+	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
+		s.driverVersion = v
+	}
+	for i := 0; i < count; i++ {
+		h, ret := lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			r.logger.Warn("Skipping GPU NVML cannot open", zap.Int("index", i), zap.String("nvml_return", ret.Error()))
+			continue
+		}
+		uuid, ret := h.GetUUID()
+		if ret != nvml.SUCCESS {
+			r.logger.Warn("Skipping GPU without a UUID", zap.Int("index", i), zap.String("nvml_return", ret.Error()))
+			continue
+		}
+		g := &gpu{index: i, handle: h, uuid: uuid}
+		if name, ret := h.GetName(); ret == nvml.SUCCESS {
+			g.model = name
+		}
+		if minor, ret := h.GetMinorNumber(); ret == nvml.SUCCESS {
+			g.nodeName = fmt.Sprintf("nvidia%d", minor)
+		}
+		if pci, ret := h.GetPciInfo(); ret == nvml.SUCCESS {
+			g.busID = pciBusID(pci)
+		}
+		if r.cfg.ResourceAttributes.HwSerialNumber.Enabled {
+			if serial, ret := h.GetSerial(); ret == nvml.SUCCESS {
+				g.serial = serial
+			}
+		}
+		rb := r.scr.mb.NewResourceBuilder()
+		rb.SetHwID(g.uuid)
+		rb.SetHwType("gpu")
+		rb.SetHwVendor("NVIDIA")
+		rb.SetHwModel(g.model)
+		rb.SetHwName(g.nodeName)
+		rb.SetHwDriverVersion(s.driverVersion)
+		rb.SetGpuIndex(int64(i))
+		rb.SetGpuPciBusID(g.busID)
+		if g.serial != "" {
+			rb.SetHwSerialNumber(g.serial)
+		}
+		g.resource = rb.Emit()
+		s.gpus = append(s.gpus, g)
+	}
+	return s, nil
+}
+
+// shutdown is called by both faces; the last call stops everything. It is
+// safe without start and when called twice.
+func (r *nvmlReceiver) shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	if r.starts > 1 {
+		r.starts--
+		r.mu.Unlock()
+		return nil
+	}
+	wasStarted := r.starts == 1
+	r.starts = 0
+	cancel := r.cancel
+	r.cancel = nil
+	r.mu.Unlock()
+
+	if r.onLastShutdown != nil {
+		r.onLastShutdown()
+	}
+	if !wasStarted {
+		return nil
+	}
+	cancel()
+	r.wg.Wait()
+
+	var errs []error
+	if r.scr.pods != nil {
+		errs = append(errs, r.scr.pods.Close())
+		r.scr.pods = nil
+	}
+	if s := r.session.Swap(nil); s != nil {
+		if waitGroup(ctx, &r.inflight) {
+			errs = append(errs, libraries.release(r.cfg.LibraryPath))
+		} else {
+			// A device call is still stuck inside NVML; unloading the
+			// library under it could crash the process. Keep the
+			// reference: the library stays loaded until the process ends.
+			r.logger.Warn("An NVML call is still running at shutdown; NVML is left initialised")
+		}
+	}
+	r.telemetry.Shutdown()
+	return errors.Join(errs...)
+}
+
+// waitGroup waits for wg or ctx, whichever comes first, and reports whether
+// wg finished.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// leakConfig returns the detector thresholds.
+func (cfg *Config) leakConfig() leak.Config { return cfg.LeakDetection.thresholds() }
