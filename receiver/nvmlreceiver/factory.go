@@ -2,6 +2,7 @@ package nvmlreceiver
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -84,7 +85,24 @@ func (f *factory) createMetrics(_ context.Context, set receiver.Settings, cfg co
 	if err != nil {
 		return nil, err
 	}
-	return scraperhelper.NewMetricsController(&oCfg.ControllerConfig, set, next, scraperhelper.AddMetricsScraper(metadata.Type, s))
+	ctrl, err := scraperhelper.NewMetricsController(&oCfg.ControllerConfig, set, next, scraperhelper.AddMetricsScraper(metadata.Type, s))
+	if err != nil {
+		return nil, err
+	}
+	return &metricsReceiver{Metrics: ctrl}, nil
+}
+
+// metricsReceiver makes the scraper controller's Shutdown idempotent, as the
+// collector's lifecycle contract asks.
+type metricsReceiver struct {
+	receiver.Metrics
+	once sync.Once
+	err  error
+}
+
+func (m *metricsReceiver) Shutdown(ctx context.Context) error {
+	m.once.Do(func() { m.err = m.Metrics.Shutdown(ctx) })
+	return m.err
 }
 
 func (f *factory) createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {

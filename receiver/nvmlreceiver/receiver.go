@@ -70,6 +70,7 @@ type nvmlReceiver struct {
 	open           openLibrary
 	telemetry      *metadata.TelemetryBuilder
 	timer          *callTimer
+	now            func() time.Time
 	onLastShutdown func()
 
 	mu     sync.Mutex // guards the fields up to wg
@@ -101,6 +102,7 @@ func newNVMLReceiver(set receiver.Settings, cfg *Config, open openLibrary) (*nvm
 		open:      open,
 		telemetry: tb,
 		timer:     newCallTimer(tb),
+		now:       time.Now,
 	}
 	r.scr = newScrapeState(set, cfg)
 	return r, nil

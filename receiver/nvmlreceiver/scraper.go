@@ -67,7 +67,7 @@ func (r *nvmlReceiver) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		defer cancel()
 	}
 	readings := r.readDevices(ctx, s)
-	now := time.Now()
+	now := r.now()
 	ts := pcommon.NewTimestampFromTime(now)
 	st := &r.scr
 
