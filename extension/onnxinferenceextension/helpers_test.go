@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/ortlib"
@@ -127,3 +128,9 @@ func rows(n, width int, f func(row, col int) float32) modelrunner.Tensor {
 func named(name string, t modelrunner.Tensor) modelrunner.Tensor { t.Name = name; return t }
 
 func timeNow() time.Time { return time.Now() }
+
+func extensiontestSettings() extension.Settings {
+	return extensiontest.NewNopSettings(NewFactory().Type())
+}
+
+func nopHost() component.Host { return componenttest.NewNopHost() }
