@@ -256,6 +256,10 @@ func (f *fakeKubelet) List(context.Context, *podresourcesv1.ListPodResourcesRequ
 }
 
 func serveKubelet(t *testing.T, pods []*podresourcesv1.PodResources) string {
+	return serveKubeletB(t, pods)
+}
+
+func serveKubeletB(t testing.TB, pods []*podresourcesv1.PodResources) string {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "kubelet.sock")
 	lis, err := net.Listen("unix", sock)

@@ -1,0 +1,98 @@
+package nvmlreceiver
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
+)
+
+// benchmarkScrape measures one scrape of the 8-GPU DGX H100 mock with 200
+// processes (25 per GPU), each with a fake /proc entry in a container. The
+// mock answers instantly, so the figure is the receiver's own cost: the
+// parallel device reads, building metrics, process resolution, leak
+// tracking and (with pods) one pod-resources List over a UNIX socket.
+func benchmarkScrape(b *testing.B, withPods bool) {
+	srv := dgxh100.New()
+	node := newFakeNode(b, srv)
+	cfg := createDefaultConfig().(*Config)
+	cfg.LibraryPath = "mock://" + b.Name()
+	cfg.Processes.ProcRoot = b.TempDir()
+	cfg.PodResources.Endpoint = ""
+	var pods []*podresourcesv1.PodResources
+	for g := range 8 {
+		for k := range 25 {
+			pid := 10000 + g*100 + k
+			writeProc(b, cfg.Processes.ProcRoot, fakeProc{
+				pid:     pid,
+				exe:     "/usr/lib/jvm/java-21/bin/java",
+				cmdline: "java\x00-Xmx16g\x00-cp\x00/app/lib/*\x00com.example.inference.Server\x00--port=8080\x00",
+				cgroup:  "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + podUIDUnder + ".slice/cri-containerd-" + containerID + ".scope\n",
+				environ: "HOSTNAME=inference-" + string(rune('a'+k%26)) + "\x00",
+			})
+			node.setProcess(g, uint32(pid), uint64(512+k)*mib)
+		}
+		pods = append(pods, pod("inference", "inference-"+string(rune('a'+g)), "server", uuidOf(srv, g)))
+	}
+	if withPods {
+		cfg.PodResources.Endpoint = serveKubeletB(b, pods)
+	}
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.ID = component.NewIDWithName(metadata.Type, strings.ReplaceAll(b.Name(), "/", "_"))
+	r, err := newNVMLReceiver(set, cfg, node.open)
+	require.NoError(b, err)
+	r.setLogsConsumer(consumertest.NewNop())
+	require.NoError(b, r.start(context.Background(), &statusHost{}))
+	b.Cleanup(func() { require.NoError(b, r.shutdown(context.Background())) })
+
+	ctx := context.Background()
+	// Warm the process cache, as every scrape after the first finds it.
+	md, err := r.scrape(ctx)
+	require.NoError(b, err)
+	require.Equal(b, 8+200, md.ResourceMetrics().Len())
+
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := r.scrape(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/8, "ns/gpu")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/200, "ns/process")
+}
+
+func BenchmarkScrape8GPUs200Processes(b *testing.B) {
+	b.Run("without_pods", func(b *testing.B) { benchmarkScrape(b, false) })
+	b.Run("with_pods", func(b *testing.B) { benchmarkScrape(b, true) })
+}
+
+func BenchmarkScrape8GPUsDevicesOnly(b *testing.B) {
+	srv := dgxh100.New()
+	node := newFakeNode(b, srv)
+	cfg := createDefaultConfig().(*Config)
+	cfg.LibraryPath = "mock://" + b.Name()
+	cfg.Processes.Enabled = false
+	cfg.PodResources.Endpoint = ""
+	set := receivertest.NewNopSettings(metadata.Type)
+	r, err := newNVMLReceiver(set, cfg, node.open)
+	require.NoError(b, err)
+	require.NoError(b, r.start(context.Background(), &statusHost{}))
+	b.Cleanup(func() { require.NoError(b, r.shutdown(context.Background())) })
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.scrape(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/8, "ns/gpu")
+}
