@@ -474,3 +474,36 @@ func logsConfig() *Config {
 	cfg.Features[0] = FeatureConfig{Attribute: "duration_ns", Scale: 1e-6}
 	return cfg
 }
+
+func TestConditionsSelectItems(t *testing.T) {
+	repo := t.TempDir()
+	place(t, repo, "runtime_overlap", 1, defaultModelFile)
+	h := startExtension(t, repo, 0)
+	cfg := defaultConfig()
+	cfg.Conditions = []string{
+		`attributes["gen_ai.request.model"] == "llama"`,
+		`status.code == STATUS_CODE_ERROR and resource.attributes["service.name"] == "inference-api"`,
+	}
+	p, sink := startTraces(t, h, cfg, settings())
+	err := p.ConsumeTraces(context.Background(), traces(
+		spanSpec{duration: ms, attrs: map[string]any{"gen_ai.request.model": "llama"}},
+		spanSpec{duration: ms, attrs: map[string]any{"gen_ai.request.model": "mistral"}},
+		spanSpec{duration: ms, status: ptrace.StatusCodeError},
+		spanSpec{duration: ms, attrs: map[string]any{"gen_ai.request.model": 7}}, // compares false, not an error
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{true, false, true, false}
+	for i, s := range spans(sink) {
+		if _, judged := s.Attributes().Get(AttributeModelName); judged != want[i] {
+			t.Errorf("span %d judged %v, want %v", i, judged, want[i])
+		}
+	}
+
+	cfg.Conditions = []string{`attributes["x"] == `}
+	_, err = NewFactory().CreateTraces(context.Background(), settings(), cfg, consumertest.NewNop())
+	if err == nil || !strings.Contains(err.Error(), "conditions[0]") {
+		t.Fatalf("a condition that does not parse: %v, want an error naming conditions[0]", err)
+	}
+}
