@@ -52,6 +52,8 @@ type model struct {
 	mu   sync.RWMutex
 	// served maps version number to loaded version.
 	served map[int64]*version
+	// attrs labels the model's metrics, made once.
+	attrs metric.MeasurementOption
 	// failed remembers versions that failed to load, by file fingerprint,
 	// so that an unchanged bad file is not retried (and counted) each poll.
 	failed map[int64]fingerprint
@@ -262,7 +264,8 @@ func (e *onnxExtension) scan() {
 	}
 	for _, name := range names {
 		if e.models[name] == nil {
-			e.models[name] = &model{name: name, served: map[int64]*version{}, failed: map[int64]fingerprint{}}
+			e.models[name] = &model{name: name, served: map[int64]*version{}, failed: map[int64]fingerprint{},
+				attrs: metric.WithAttributeSet(attribute.NewSet(attribute.String("model", name)))}
 		}
 	}
 	e.mu.Unlock()
@@ -360,8 +363,7 @@ func (e *onnxExtension) load(repo *repository.Repository, m *model, c repository
 	m.mu.Lock()
 	m.served[c.Version] = v
 	m.mu.Unlock()
-	e.tel.OnnxinferenceModelLoadDuration.Record(context.Background(), time.Since(start).Seconds(),
-		metric.WithAttributes(attribute.String("model", m.name)))
+	e.tel.OnnxinferenceModelLoadDuration.Record(context.Background(), time.Since(start).Seconds(), m.attrs)
 	e.logger.Info("model version loaded", zap.String("model", m.name), zap.Int64("version", c.Version),
 		zap.Stringers("inputs", stringers(v.sig.Inputs)), zap.Stringers("outputs", stringers(v.sig.Outputs)),
 		zap.Duration("took", time.Since(start)))
@@ -431,9 +433,9 @@ func (e *onnxExtension) reportFailure(name string, version int64, err error) {
 func (e *onnxExtension) observeVersions(_ context.Context, o metric.Int64Observer) error {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	for name, m := range e.models {
+	for _, m := range e.models {
 		if vs := m.versions(); len(vs) > 0 {
-			o.Observe(vs[0], metric.WithAttributes(attribute.String("model", name)))
+			o.Observe(vs[0], m.attrs)
 		}
 	}
 	return nil
@@ -470,15 +472,15 @@ func (e *onnxExtension) servedVersions(name string) []int64 {
 
 // acquire returns the version to run, with a run registered on it so that it
 // is not destroyed before release.
-func (e *onnxExtension) acquire(name string, number int64) (*version, error) {
+func (e *onnxExtension) acquire(name string, number int64) (*version, metric.MeasurementOption, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if !e.started {
-		return nil, modelrunner.ErrClosed
+		return nil, nil, modelrunner.ErrClosed
 	}
 	m := e.models[name]
 	if m == nil {
-		return nil, fmt.Errorf("model %q: %w", name, modelrunner.ErrUnknownModel)
+		return nil, nil, fmt.Errorf("model %q: %w", name, modelrunner.ErrUnknownModel)
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -490,18 +492,18 @@ func (e *onnxExtension) acquire(name string, number int64) (*version, error) {
 			}
 		}
 		if v == nil {
-			return nil, fmt.Errorf("model %q: %w (no version loaded)", name, modelrunner.ErrUnknownModel)
+			return nil, nil, fmt.Errorf("model %q: %w (no version loaded)", name, modelrunner.ErrUnknownModel)
 		}
 	} else if v = m.served[number]; v == nil {
-		return nil, fmt.Errorf("model %q version %d: %w", name, number, modelrunner.ErrUnknownVersion)
+		return nil, nil, fmt.Errorf("model %q version %d: %w", name, number, modelrunner.ErrUnknownVersion)
 	}
 	v.inflight.Add(1)
-	return v, nil
+	return v, m.attrs, nil
 }
 
 // Signature implements modelrunner.Provider.
 func (e *onnxExtension) Signature(name string, number int64) (modelrunner.Signature, error) {
-	v, err := e.acquire(name, number)
+	v, _, err := e.acquire(name, number)
 	if err != nil {
 		return modelrunner.Signature{}, err
 	}
@@ -511,12 +513,11 @@ func (e *onnxExtension) Signature(name string, number int64) (modelrunner.Signat
 
 // Run implements modelrunner.Provider.
 func (e *onnxExtension) Run(ctx context.Context, name string, req modelrunner.Request) (modelrunner.Result, error) {
-	v, err := e.acquire(name, req.Version)
+	v, attrs, err := e.acquire(name, req.Version)
 	if err != nil {
 		return modelrunner.Result{}, err
 	}
 	defer v.inflight.Done()
-	attrs := metric.WithAttributes(attribute.String("model", name))
 	e.tel.OnnxinferenceRunsInFlight.Add(ctx, 1, attrs)
 	defer e.tel.OnnxinferenceRunsInFlight.Add(ctx, -1, attrs)
 	start := time.Now()

@@ -30,6 +30,12 @@ const (
 	reasonBadOutput      = "bad_output"
 )
 
+var reasonAttrs = map[string]metric.AddOption{
+	reasonMissingFeature: metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reasonMissingFeature))),
+	reasonRunFailed:      metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reasonRunFailed))),
+	reasonBadOutput:      metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reasonBadOutput))),
+}
+
 // ErrModelMismatch says that the model's signature does not fit the
 // processor's features or outputs.
 var ErrModelMismatch = errors.New("model does not fit the processor's configuration")
@@ -314,7 +320,7 @@ func (p *inferenceProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 // whose run failed are left unchanged and counted.
 func (p *inferenceProcessor) judge(ctx context.Context, items []item, rows []float32, missing int) {
 	if missing > 0 {
-		p.tel.ProcessorInferenceItemsNotJudged.Add(ctx, int64(missing), metric.WithAttributes(attribute.String("reason", reasonMissingFeature)))
+		p.tel.ProcessorInferenceItemsNotJudged.Add(ctx, int64(missing), reasonAttrs[reasonMissingFeature])
 	}
 	if len(items) == 0 {
 		return
@@ -339,7 +345,7 @@ func (p *inferenceProcessor) judge(ctx context.Context, items []item, rows []flo
 			if errors.Is(err, errBadOutput) {
 				reason = reasonBadOutput
 			}
-			p.tel.ProcessorInferenceItemsNotJudged.Add(ctx, int64(s.Rows), metric.WithAttributes(attribute.String("reason", reason)))
+			p.tel.ProcessorInferenceItemsNotJudged.Add(ctx, int64(s.Rows), reasonAttrs[reason])
 			p.report(err)
 			continue
 		}
@@ -377,6 +383,7 @@ func (p *inferenceProcessor) write(items []item, s batcher.Segment) error {
 	}
 	for r, attrs := range items {
 		row := s.Offset + r
+		attrs.EnsureCapacity(attrs.Len() + 2 + len(p.cfg.Outputs))
 		attrs.PutStr(AttributeModelName, res.Model)
 		attrs.PutInt(AttributeModelVersion, res.Version)
 		for i, o := range p.cfg.Outputs {
