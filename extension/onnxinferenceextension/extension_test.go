@@ -11,6 +11,8 @@ import (
 
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension/internal/ortenv"
 	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension/internal/repository"
@@ -425,5 +427,36 @@ func TestStartFailsWithoutLibrary(t *testing.T) {
 	}
 	if err := e.Start(context.Background(), componenttest.NewNopHost()); err == nil || !strings.Contains(err.Error(), "library_path") {
 		t.Fatalf("Start = %v, want an error naming library_path", err)
+	}
+}
+
+// With a CPU-only ONNX Runtime (as the distribution ships), cuda falls back
+// to the CPU with a warning, and models still run.
+func TestCUDAFallsBackToCPU(t *testing.T) {
+	requireLibrary(t)
+	repo := t.TempDir()
+	place(t, repo, "sum", 1, modelDynamicAxes)
+	cfg := testConfig(repo)
+	cfg.Session.ExecutionProvider, cfg.Session.DeviceID = ProviderCUDA, 0
+	core, logs := observer.New(zap.WarnLevel)
+	set := extensiontestSettings()
+	set.Logger = zap.New(core)
+	e, err := newExtension(set, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(context.Background(), nopHost()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = e.Shutdown(context.Background()) }()
+	warned := logs.FilterMessageSnippet("CUDA execution provider unavailable").All()
+	if len(warned) != 1 {
+		t.Skipf("the CUDA provider loaded here (%d fallback warnings): nothing to fall back from", len(warned))
+	}
+	res, err := e.Run(context.Background(), "sum", modelrunner.Request{
+		Inputs: []modelrunner.Tensor{named("input_vectors", rows(1, 10, func(int, int) float32 { return 2 }))},
+	})
+	if err != nil || res.Outputs[0].Float32s()[0] != 20 {
+		t.Fatalf("run on the CPU after the fallback: %+v, %v", res, err)
 	}
 }
