@@ -294,7 +294,7 @@ func TestGatewayTier(t *testing.T) {
 			Resolver   struct {
 				DNS struct {
 					Hostname string `json:"hostname"`
-					Port     int    `json:"port"`
+					Port     string `json:"port"`
 				} `json:"dns"`
 			} `json:"resolver"`
 		} `json:"exporters"`
@@ -312,8 +312,8 @@ func TestGatewayTier(t *testing.T) {
 		t.Errorf("routing_key %q, want traceID", lb.RoutingKey)
 	}
 	wantHost := headless.Name + "." + namespace + ".svc.cluster.local"
-	if lb.Resolver.DNS.Hostname != wantHost || lb.Resolver.DNS.Port != 4317 {
-		t.Errorf("resolver %s:%d, want %s:4317", lb.Resolver.DNS.Hostname, lb.Resolver.DNS.Port, wantHost)
+	if lb.Resolver.DNS.Hostname != wantHost || lb.Resolver.DNS.Port != "4317" {
+		t.Errorf("resolver %s:%s, want %s:4317", lb.Resolver.DNS.Hostname, lb.Resolver.DNS.Port, wantHost)
 	}
 	if !slices.Contains(cfg.Service.Pipelines["traces"].Exporters, "loadbalancing") {
 		t.Errorf("traces pipeline exporters %v: traces do not reach the gateway", cfg.Service.Pipelines["traces"].Exporters)
