@@ -55,9 +55,15 @@ type inferenceProcessor struct {
 	unregister func()
 	host       component.Host
 
-	// scratch buffers, reused across calls under scratchMu
-	scratchMu sync.Mutex
-	rows      []float32
+	// scratch holds *scratch buffers reused across calls; concurrent calls
+	// each take their own, so that they can share a batch.
+	scratch sync.Pool
+}
+
+// scratch is one call's working memory.
+type scratch struct {
+	rows  []float32
+	items []item
 }
 
 func newInferenceProcessor(set processor.Settings, cfg *Config, forLogs bool) (*inferenceProcessor, error) {
@@ -249,12 +255,10 @@ func indexOf(list []string, s string) int {
 type item = pcommon.Map
 
 func (p *inferenceProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
-	p.scratchMu.Lock()
-	defer p.scratchMu.Unlock()
-	width := p.extractor.Width()
-	var items []item
-	rows := p.rows[:0]
-	row := make([]float32, width)
+	buf := p.getScratch()
+	defer p.scratch.Put(buf)
+	rows, items := buf.rows[:0], buf.items[:0]
+	row := make([]float32, p.extractor.Width())
 	missing := 0
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
@@ -277,18 +281,17 @@ func (p *inferenceProcessor) processTraces(ctx context.Context, td ptrace.Traces
 			}
 		}
 	}
-	p.rows = rows
 	p.judge(ctx, items, rows, missing)
+	clear(items) // drop references to this call's data before pooling
+	buf.rows, buf.items = rows, items[:0]
 	return td, nil
 }
 
 func (p *inferenceProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
-	p.scratchMu.Lock()
-	defer p.scratchMu.Unlock()
-	width := p.extractor.Width()
-	var items []item
-	rows := p.rows[:0]
-	row := make([]float32, width)
+	buf := p.getScratch()
+	defer p.scratch.Put(buf)
+	rows, items := buf.rows[:0], buf.items[:0]
+	row := make([]float32, p.extractor.Width())
 	missing := 0
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
@@ -311,9 +314,17 @@ func (p *inferenceProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 			}
 		}
 	}
-	p.rows = rows
 	p.judge(ctx, items, rows, missing)
+	clear(items) // drop references to this call's data before pooling
+	buf.rows, buf.items = rows, items[:0]
 	return ld, nil
+}
+
+func (p *inferenceProcessor) getScratch() *scratch {
+	if buf, ok := p.scratch.Get().(*scratch); ok {
+		return buf
+	}
+	return &scratch{}
 }
 
 // judge runs the model on the rows and writes the outputs onto items; items
