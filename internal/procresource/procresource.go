@@ -42,6 +42,9 @@ type Resource struct {
 	ExecutableName string
 	// ExecutablePath is the target of /proc/<pid>/exe ("" when unreadable).
 	ExecutablePath string
+	// RuntimeName is the language runtime the executable is known to be
+	// ("java", "cpython"), or "" (see RuntimeOf).
+	RuntimeName string
 	// CommandLine is /proc/<pid>/cmdline with arguments joined by spaces,
 	// truncated to the reader's limit at a UTF-8 boundary.
 	CommandLine string
@@ -99,6 +102,7 @@ func (r *Reader) Resolve(pid int) (Resource, error) {
 			res.ExecutableName = strings.TrimRight(string(comm), "\n")
 		}
 	}
+	res.RuntimeName = RuntimeOf(res.ExecutableName)
 	if cmdline, err := os.ReadFile(r.path(pid, "cmdline")); err == nil {
 		res.CommandLine = formatCommandLine(cmdline, r.maxCommandLine)
 	}
@@ -142,6 +146,35 @@ func (r *Reader) Getenv(pid int, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// Runtime names, as the project's resources spell process.runtime.name.
+const (
+	RuntimeJava    = "java"
+	RuntimeCPython = "cpython"
+)
+
+// RuntimeOf tells the runtime from an executable's base name: the JVM
+// launchers (java, javaw) and CPython interpreters (python, python3,
+// python3.12, python3.13t). Anything else, including programs that embed a
+// runtime (a JVM loading libpython through Jep, a C++ server embedding a JVM),
+// is "" here: those are found by the receivers that look inside processes.
+func RuntimeOf(executableName string) string {
+	switch executableName {
+	case "java", "javaw":
+		return RuntimeJava
+	}
+	rest, ok := strings.CutPrefix(executableName, "python")
+	if !ok {
+		return ""
+	}
+	rest = strings.TrimSuffix(rest, "t") // free-threaded builds
+	for _, c := range rest {
+		if (c < '0' || c > '9') && c != '.' {
+			return ""
+		}
+	}
+	return RuntimeCPython
 }
 
 // parseStartTicks extracts field 22 (starttime) of /proc/<pid>/stat. The

@@ -76,7 +76,7 @@ func TestResolve(t *testing.T) {
 			name: "kubernetes JVM",
 			pid:  4242,
 			want: Resource{
-				PID: 4242, ExecutableName: "java", ExecutablePath: "/usr/lib/jvm/java-21-openjdk/bin/java",
+				PID: 4242, ExecutableName: "java", ExecutablePath: "/usr/lib/jvm/java-21-openjdk/bin/java", RuntimeName: RuntimeJava,
 				CommandLine: "java -Xmx8g -jar /app/inference.jar", StartTicks: 123456,
 				Container: Container{ID: cid, Runtime: RuntimeContainerd, PodUID: podUID},
 			},
@@ -178,4 +178,25 @@ func TestCache(t *testing.T) {
 	_, err = c.Get(10)
 	assert.ErrorIs(t, err, ErrNoProcess)
 	assert.Equal(t, 0, c.Len())
+}
+
+func TestRuntimeOf(t *testing.T) {
+	tests := map[string]string{
+		"java":           RuntimeJava,
+		"javaw":          RuntimeJava,
+		"python":         RuntimeCPython,
+		"python3":        RuntimeCPython,
+		"python3.12":     RuntimeCPython,
+		"python3.13t":    RuntimeCPython,
+		"python3-config": "",
+		"pythonista":     "",
+		"tritonserver":   "",
+		"javac":          "",
+		"":               "",
+	}
+	for exe, want := range tests {
+		t.Run(exe, func(t *testing.T) {
+			assert.Equal(t, want, RuntimeOf(exe))
+		})
+	}
 }
