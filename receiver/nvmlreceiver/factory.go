@@ -100,6 +100,7 @@ type metricsReceiver struct {
 	err  error
 }
 
+// Shutdown stops the scraper controller once; later calls return the same result.
 func (m *metricsReceiver) Shutdown(ctx context.Context) error {
 	m.once.Do(func() { m.err = m.Metrics.Shutdown(ctx) })
 	return m.err
@@ -120,10 +121,12 @@ type logsReceiver struct {
 	core *nvmlReceiver
 }
 
+// Start starts the shared receiver (first caller) and its event loop.
 func (l *logsReceiver) Start(ctx context.Context, host component.Host) error {
 	return l.core.start(ctx, host)
 }
 
+// Shutdown stops the shared receiver when its last face stops.
 func (l *logsReceiver) Shutdown(ctx context.Context) error {
 	return l.core.shutdown(ctx)
 }

@@ -44,6 +44,7 @@ type InitError struct {
 	Return nvml.Return
 }
 
+// Error says which library failed, NVML's code and what it usually means.
 func (e *InitError) Error() string {
 	return fmt.Sprintf("nvml: init %s: %s: %s", libraryName(e.Path), nvmlReturnName(e.Return), initHint(e.Return))
 }
