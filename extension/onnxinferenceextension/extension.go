@@ -113,6 +113,13 @@ func (e *onnxExtension) Start(_ context.Context, host component.Host) error {
 	e.mu.Unlock()
 
 	e.scan()
+	if e.waitingToSettle() {
+		// A model whose only versions were written moments ago (an init
+		// container copying the repository, say) is loaded at start, not
+		// one poll later: wait for its files to settle, once.
+		time.Sleep(e.cfg.SettleTime)
+		e.scan()
+	}
 	var errs []error
 	for name := range e.cfg.Models {
 		if len(e.servedVersions(name)) == 0 {
@@ -227,6 +234,29 @@ func (e *onnxExtension) poll(ctx context.Context, done chan struct{}) {
 			e.scan()
 		}
 	}
+}
+
+// waitingToSettle reports whether some model serves nothing yet but has a
+// version whose file is still settling.
+func (e *onnxExtension) waitingToSettle() bool {
+	e.mu.RLock()
+	repo, models := e.repo, make([]*model, 0, len(e.models))
+	for _, m := range e.models {
+		models = append(models, m)
+	}
+	e.mu.RUnlock()
+	for _, m := range models {
+		if len(m.versions()) > 0 {
+			continue
+		}
+		candidates, _ := repo.Versions(m.name)
+		for _, c := range candidates {
+			if errors.Is(c.Err, repository.ErrUnsettled) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // scan brings the served versions in line with the repository: loads what

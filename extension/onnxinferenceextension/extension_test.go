@@ -460,3 +460,19 @@ func TestCUDAFallsBackToCPU(t *testing.T) {
 		t.Fatalf("run on the CPU after the fallback: %+v, %v", res, err)
 	}
 }
+
+// A model copied in just before start is served once it settles, at start.
+func TestStartWaitsForFreshFilesToSettle(t *testing.T) {
+	repo := t.TempDir()
+	path := place(t, repo, "m", 1, modelDynamicAxes)
+	now := timeNow()
+	if err := os.Chtimes(path, now, now); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(repo)
+	cfg.SettleTime = 200e6
+	e := start(t, cfg)
+	if got := e.servedVersions("m"); !slices.Equal(got, []int64{1}) {
+		t.Fatalf("served %v at start, want [1]", got)
+	}
+}

@@ -120,7 +120,7 @@ func (p *inferenceProcessor) start(_ context.Context, host component.Host) error
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("inference: model %q: %w", p.cfg.Model, err)
+		return fmt.Errorf("inference: %w", err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
