@@ -180,10 +180,10 @@ func containsSampleValue(body, metric, value string) bool {
 // expectedComponents are the component types the distribution bundles; a
 // component added to builder-config.yaml is added here.
 var expectedComponents = map[string][]string{
-	"receivers":  {"otlp", "prometheus", "host_metrics", "file_log"},
-	"processors": {"batch", "memory_limiter", "resource", "resource_detection", "k8s_attributes", "transform", "filter"},
+	"receivers":  {"nvml", "otlp", "prometheus", "host_metrics", "file_log"},
+	"processors": {"inference", "batch", "memory_limiter", "resource", "resource_detection", "k8s_attributes", "transform", "filter"},
 	"exporters":  {"otlp_grpc", "otlp_http", "debug", "file", "prometheus", "load_balancing"},
-	"extensions": {"zpages", "health_check", "pprof", "file_storage"},
+	"extensions": {"onnxinference", "zpages", "health_check", "pprof", "file_storage"},
 	"connectors": {"span_metrics"},
 	"providers":  {"env", "file", "yaml", "embedded"},
 }
