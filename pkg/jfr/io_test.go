@@ -1,5 +1,10 @@
 package jfr_test
 
-import "io"
+import (
+	"errors"
+	"io"
+)
 
 var ioEOF = io.EOF
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }

@@ -58,8 +58,7 @@ func (l *LiveChunk) Chunk() *Chunk { return l.c }
 
 // snapshot reads the header until two reads of the file state agree and
 // the JVM is not rewriting it.
-func (l *LiveChunk) snapshot() (Header, error) {
-	var hb [HeaderSize]byte
+func (l *LiveChunk) snapshot(hb *[HeaderSize]byte) (Header, error) {
 	var st [1]byte
 	for try := 0; ; try++ {
 		if try > 0 {
@@ -100,7 +99,8 @@ func (l *LiveChunk) Poll() (Segment, error) {
 	if l.done {
 		return Segment{Chunk: l.c, From: l.pos, To: l.pos}, nil
 	}
-	h, err := l.snapshot()
+	var hb [HeaderSize]byte
+	h, err := l.snapshot(&hb)
 	if err != nil {
 		return Segment{}, err
 	}
@@ -136,6 +136,7 @@ func (l *LiveChunk) Poll() (Segment, error) {
 	}
 	prev := c.Header
 	c.Header = h
+	copy(c.buf, hb[:]) // the header as of this snapshot
 	if first || h.MetadataOffset != prev.MetadataOffset {
 		if err := c.loadMetadata(h.MetadataOffset); err != nil {
 			c.Header = prev

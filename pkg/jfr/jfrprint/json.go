@@ -338,7 +338,7 @@ func floorDivMod(a, b int64) (int64, int32) {
 
 func (j *jsonWriter) timestamp(unit string, v int64) string {
 	if v == math.MinInt64 {
-		return "-1000000000-01-01T00:00Z"
+		return "-999999999-01-01T00:00+18:00" // OffsetDateTime.MIN, as the JDK prints Instant.MIN
 	}
 	var s int64
 	var n int32

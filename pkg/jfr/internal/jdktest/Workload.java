@@ -1,6 +1,8 @@
 // Workload gives the JVM something to record: allocation churn that keeps
 // the collector busy, explicit GCs, direct buffers, contended and parked
-// threads. Usage: java Workload.java MILLIS
+// threads. Usage: java Workload.java MILLIS [rotate]
+// With "rotate", a second recording starts and stops midway: each start and
+// stop makes the JVM begin a new chunk, so the file gets several chunks.
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -31,6 +33,9 @@ public class Workload {
         List<Object> live = new ArrayList<>();
         List<ByteBuffer> direct = new ArrayList<>();
         long nextGC = System.currentTimeMillis() + 300;
+        boolean rotate = args.length > 1 && args[1].equals("rotate");
+        long rotateAt = System.currentTimeMillis() + millis / 3;
+        jdk.jfr.Recording second = null;
         int i = 0;
         while (System.currentTimeMillis() < end) {
             live.add(new long[128 + (i & 255)]);
@@ -42,6 +47,15 @@ public class Workload {
                 synchronized (lock) {
                     sink = String.valueOf(i);
                 }
+            }
+            if (rotate && second == null && System.currentTimeMillis() > rotateAt) {
+                second = new jdk.jfr.Recording();
+                second.start();
+                rotateAt = System.currentTimeMillis() + millis / 3;
+            } else if (second != null && rotate && System.currentTimeMillis() > rotateAt) {
+                second.stop();
+                second.close();
+                rotate = false;
             }
             if (System.currentTimeMillis() > nextGC) {
                 System.gc();

@@ -145,6 +145,7 @@ type Spec struct {
 	Settings string   // "default" or "profile"
 	Millis   int      // how long the workload runs
 	Flags    []string // JVM flags, e.g. "-XX:+UseZGC"
+	Rotate   bool     // start and stop a second recording midway: several chunks
 }
 
 var (
@@ -223,6 +224,9 @@ func JVMFlags(s Spec, file string, extra ...string) ([]string, error) {
 	}
 	args := append([]string{"-Xmx256m"}, s.Flags...)
 	args = append(args, "-Xlog:disable", rec, filepath.Join(d, "Workload.java"), strconv.Itoa(s.Millis))
+	if s.Rotate {
+		args = append(args, "rotate")
+	}
 	return args, nil
 }
 

@@ -1,0 +1,289 @@
+package jfr_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/internal/jdktest"
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrprint"
+)
+
+// The event types whose values are compared with `jfr print --json`, field
+// by field (the JSON text must be identical).
+var oracleTypes = []string{
+	"jdk.GarbageCollection", "jdk.GCPhasePause", "jdk.GCPhasePauseLevel1",
+	"jdk.SafepointBegin", "jdk.SafepointEnd", "jdk.ExecuteVMOperation",
+	"jdk.GCHeapSummary", "jdk.DirectBufferStatistics",
+	"jdk.NativeMemoryUsage", "jdk.NativeMemoryUsageTotal", "jdk.GCHeapMemoryUsage",
+}
+
+type oracleCase struct {
+	name      string
+	major     int
+	settings  string
+	flags     []string
+	mustHave  []string // event types the recording must contain
+	fullPrint bool     // also compare the JSON of every event in the file
+}
+
+var oracleCases = []oracleCase{
+	{name: "g1-default-17", major: 17, settings: "default", flags: []string{"-XX:+UseG1GC"}, mustHave: []string{"jdk.GarbageCollection", "jdk.SafepointEnd", "jdk.GCHeapSummary"}},
+	{name: "g1-profile-17", major: 17, settings: "profile", flags: []string{"-XX:+UseG1GC"}, mustHave: []string{"jdk.ExecuteVMOperation", "jdk.SafepointBegin", "jdk.ExecutionSample"}},
+	{name: "parallel-17", major: 17, settings: "default", flags: []string{"-XX:+UseParallelGC"}, mustHave: []string{"jdk.GarbageCollection"}},
+	{name: "serial-17", major: 17, settings: "default", flags: []string{"-XX:+UseSerialGC"}, mustHave: []string{"jdk.GarbageCollection"}},
+	{name: "zgc-17", major: 17, settings: "default", flags: []string{"-XX:+UseZGC"}, mustHave: []string{"jdk.GarbageCollection"}},
+	{name: "shenandoah-17", major: 17, settings: "default", flags: []string{"-XX:+UseShenandoahGC"}, mustHave: []string{"jdk.GarbageCollection"}},
+	{name: "g1-profile-nmt-25", major: 25, settings: "profile", flags: []string{"-XX:+UseG1GC", "-XX:NativeMemoryTracking=summary"}, mustHave: []string{"jdk.NativeMemoryUsage", "jdk.NativeMemoryUsageTotal", "jdk.GarbageCollection"}, fullPrint: true},
+	{name: "zgc-generational-25", major: 25, settings: "default", flags: []string{"-XX:+UseZGC"}, mustHave: []string{"jdk.GarbageCollection", "jdk.GCHeapMemoryUsage"}},
+	{name: "shenandoah-25", major: 25, settings: "default", flags: []string{"-XX:+UseShenandoahGC"}, mustHave: []string{"jdk.GarbageCollection"}},
+	{name: "parallel-profile-25", major: 25, settings: "profile", flags: []string{"-XX:+UseParallelGC"}, mustHave: []string{"jdk.GarbageCollection", "jdk.ExecuteVMOperation"}},
+}
+
+func (oc oracleCase) spec(j jdktest.JDK) jdktest.Spec {
+	return jdktest.Spec{Name: oc.name, JDK: j, Settings: oc.settings, Millis: 1500, Flags: oc.flags}
+}
+
+// TestJDKOracle records with every collector on the installed JDKs and
+// compares pkg/jfr with the JDK's own tool: every event type's count with
+// `jfr summary`, and the values of the GC, safepoint, VM-operation, heap,
+// buffer and NMT events with `jfr print --json`.
+func TestJDKOracle(t *testing.T) {
+	for _, oc := range oracleCases {
+		t.Run(oc.name, func(t *testing.T) {
+			t.Parallel()
+			j := jdktest.Find(t, oc.major)
+			path := jdktest.Record(t, oc.spec(j))
+			r, err := jfr.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+
+			summary := jdktest.Tool(t, j, "summary", path)
+			got := countAll(t, r)
+			compareWithSummary(t, got, summary)
+			for _, name := range oc.mustHave {
+				if got[name] == 0 {
+					t.Errorf("recording has no %s events", name)
+				}
+			}
+			if oc.major >= 21 { // JDK 21+ orders the table deterministically
+				s, err := jfrprint.Summarize(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b bytes.Buffer
+				s.WriteTo(&b)
+				if diff := firstDiff(b.Bytes(), summary); diff != "" {
+					t.Errorf("jfrstat summary differs from jfr summary: %s", diff)
+				}
+			}
+
+			want := jdktest.Tool(t, j, "print", "--json", "--events", strings.Join(oracleTypes, ","), path)
+			accept := map[string]bool{}
+			for _, n := range oracleTypes {
+				accept[n] = true
+			}
+			var b bytes.Buffer
+			p := &jfrprint.JSON{StackDepth: 5, Accept: func(t *jfr.Type) bool { return accept[t.Name] }}
+			if err := p.Print(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			if diff := firstDiff(b.Bytes(), want); diff != "" {
+				t.Errorf("JSON differs from jfr print --json: %s", diff)
+			}
+			if oc.fullPrint {
+				want := jdktest.Tool(t, j, "print", "--json", path)
+				b.Reset()
+				if err := (&jfrprint.JSON{StackDepth: 5}).Print(&b, r); err != nil {
+					t.Fatal(err)
+				}
+				if diff := firstDiff(b.Bytes(), want); diff != "" {
+					t.Errorf("JSON of all events differs from jfr print --json: %s", diff)
+				}
+			}
+		})
+	}
+}
+
+// firstDiff describes the first differing line, or returns "".
+func firstDiff(got, want []byte) string {
+	if bytes.Equal(got, want) {
+		return ""
+	}
+	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := 0; i < len(g) && i < len(w); i++ {
+		if g[i] != w[i] {
+			return "line " + itoa(i+1) + ":\n got: " + g[i] + "\nwant: " + w[i]
+		}
+	}
+	return "lengths differ: " + itoa(len(g)) + " vs " + itoa(len(w)) + " lines"
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestJDKOracleMultiChunk reads a file in which the JVM started new chunks
+// mid-recording, sequentially and in parallel, and compares with jfr summary.
+func TestJDKOracleMultiChunk(t *testing.T) {
+	t.Parallel()
+	j := jdktest.Find(t, 17)
+	path := jdktest.Record(t, jdktest.Spec{Name: "multichunk-17", JDK: j, Settings: "default", Millis: 1500, Rotate: true})
+	r, err := jfr.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if n := len(r.Chunks()); n < 2 {
+		t.Fatalf("%d chunks, want several", n)
+	}
+	got := countAll(t, r)
+	compareWithSummary(t, got, jdktest.Tool(t, j, "summary", path))
+	var mu sync.Mutex
+	parallel := map[string]int64{}
+	err = r.ForEachChunk(0, func(c *jfr.Chunk) error {
+		local := map[string]int64{}
+		er := c.Events()
+		for er.Next() {
+			ev := er.Event()
+			local[ev.Type.Name]++
+		}
+		mu.Lock()
+		for k, v := range local {
+			parallel[k] += v
+		}
+		mu.Unlock()
+		return er.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range parallel {
+		if got[k] != v {
+			t.Errorf("%s: %d decoded in parallel, %d sequentially", k, v, got[k])
+		}
+	}
+}
+
+// TestJDKOracleLiveRepository follows the chunk file in a running JVM's
+// disk repository with LiveChunk, while the JVM writes it, until the chunk
+// is finished; every event must arrive exactly once (counts equal jfr
+// summary of the finished chunk), and some must arrive while the JVM runs.
+func TestJDKOracleLiveRepository(t *testing.T) {
+	t.Parallel()
+	j := jdktest.Find(t, 17)
+	repo := t.TempDir()
+	spec := jdktest.Spec{Name: "live", JDK: j, Settings: "default", Millis: 4000, Flags: []string{
+		"-XX:FlightRecorderOptions:repository=" + repo}}
+	args, err := jdktest.JVMFlags(spec, filepath.Join(repo, "dump.jfr"), "flush-interval=1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(j.Java(), args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	running := true
+	defer func() {
+		if running {
+			cmd.Process.Kill()
+			<-exited
+		}
+	}()
+
+	deadline := time.Now().Add(60 * time.Second)
+	var file string
+	for file == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no chunk file appeared in %s\n%s", repo, out.Bytes())
+		}
+		ms, _ := filepath.Glob(filepath.Join(repo, "*", "*.jfr"))
+		sort.Strings(ms)
+		if len(ms) > 0 {
+			file = ms[0]
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+
+	live := jfr.NewLiveChunk(f, 0)
+	counts := map[string]int64{}
+	var whileRunning int64
+	segments := 0
+	for !live.Finished() {
+		if time.Now().After(deadline) {
+			t.Fatalf("chunk not finished before the deadline; %d segments read", segments)
+		}
+		if running {
+			select {
+			case err := <-exited:
+				running = false
+				if err != nil {
+					t.Fatalf("JVM failed: %v\n%s", err, out.Bytes())
+				}
+			default:
+			}
+		}
+		seg, err := live.Poll()
+		if err != nil {
+			if !errorsIs(err, jfr.ErrNotFlushed) {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if !seg.Empty() {
+			segments++
+		}
+		er := seg.Events()
+		for er.Next() {
+			ev := er.Event()
+			counts[ev.Type.Name]++
+			if running {
+				whileRunning++
+			}
+		}
+		if er.Err() != nil {
+			t.Fatal(er.Err())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if whileRunning == 0 || segments < 2 {
+		t.Errorf("%d events in %d segments read while the JVM ran; want some events in at least 2 segments", whileRunning, segments)
+	}
+	// The JVM removes its repository at exit; the chunk's bytes as read
+	// live are what the JDK's tool checks.
+	finished := filepath.Join(t.TempDir(), "finished.jfr")
+	if err := os.WriteFile(finished, live.Chunk().Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := jdktest.ParseSummary(jdktest.Tool(t, j, "summary", finished))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want {
+		if name == "jdk.Metadata" || name == "jdk.Checkpoint" || name == "jdk.CheckPoint" {
+			continue
+		}
+		if counts[name] != w.Count {
+			t.Errorf("%s: %d events read live, jfr summary of the finished chunk says %d", name, counts[name], w.Count)
+		}
+	}
+	t.Logf("%d segments, %d events while the JVM ran", segments, whileRunning)
+}
