@@ -17,7 +17,9 @@ type Config struct {
 	// libonnxruntime.so.1 next to the collector's executable.
 	LibraryPath string `mapstructure:"library_path"`
 	// Repository is the model repository's root:
-	// <repository>/<model>/<version>/model.onnx.
+	// <repository>/<model>/<version>/model.onnx. Empty: the environment
+	// variable OTELCOL_AI_MODEL_REPOSITORY, then models/ next to the
+	// collector's executable.
 	Repository string `mapstructure:"repository"`
 	// Models selects the models served and their version policies. Empty:
 	// every model in the repository, each with the policy of its own
@@ -75,9 +77,6 @@ var optimizationLevels = []string{"disabled", "basic", "extended", "all"}
 // Validate checks the configuration, naming the field (and model) at fault.
 func (cfg *Config) Validate() error {
 	var errs []error
-	if cfg.Repository == "" {
-		errs = append(errs, errors.New("repository: must be set to the model repository's directory"))
-	}
 	if cfg.PollInterval < 0 {
 		errs = append(errs, fmt.Errorf("poll_interval: must not be negative, got %s", cfg.PollInterval))
 	}

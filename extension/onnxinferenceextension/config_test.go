@@ -36,7 +36,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatalf("default config invalid: %v", err)
 	}
 	want := createDefaultConfig().(*Config)
-	if cfg.Repository != "./models" || cfg.PollInterval != 10*time.Second || cfg.SettleTime != 2*time.Second ||
+	if cfg.Repository != "" || cfg.PollInterval != 10*time.Second || cfg.SettleTime != 2*time.Second ||
 		cfg.MaxModelBytes != 256<<20 || cfg.Session != want.Session || cfg.LibraryPath != "" || len(cfg.Models) != 0 {
 		t.Fatalf("defaults: %+v", cfg)
 	}
@@ -86,9 +86,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		})
 	}
 	cfg := createDefaultConfig().(*Config)
-	cfg.Repository, cfg.MaxModelBytes, cfg.PollInterval = "", 0, -1
+	cfg.MaxModelBytes, cfg.PollInterval, cfg.SettleTime = 0, -1, -1
 	err := cfg.Validate()
-	for _, w := range []string{"repository:", "max_model_bytes:", "poll_interval:"} {
+	for _, w := range []string{"max_model_bytes:", "poll_interval:", "settle_time:"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("error %v does not name %s", err, w)
 		}

@@ -84,7 +84,11 @@ func (e *onnxExtension) Start(_ context.Context, host component.Host) error {
 	if err != nil {
 		return fmt.Errorf("onnxinference: library_path: %w", err)
 	}
-	repo, err := repository.Open(e.cfg.Repository, e.cfg.MaxModelBytes, e.cfg.SettleTime)
+	root, err := repository.Locate(e.cfg.Repository)
+	if err != nil {
+		return fmt.Errorf("onnxinference: repository: %w", err)
+	}
+	repo, err := repository.Open(root, e.cfg.MaxModelBytes, e.cfg.SettleTime)
 	if err != nil {
 		return fmt.Errorf("onnxinference: repository: %w", err)
 	}
@@ -102,7 +106,7 @@ func (e *onnxExtension) Start(_ context.Context, host component.Host) error {
 		return fmt.Errorf("onnxinference: telemetry: %w", err)
 	}
 	e.logger.Info("ONNX Runtime loaded", zap.String("library", path), zap.String("from", string(source)),
-		zap.String("version", ortenv.Version()), zap.String("repository", e.cfg.Repository))
+		zap.String("version", ortenv.Version()), zap.String("repository", root))
 
 	e.mu.Lock()
 	e.started, e.host, e.repo, e.opts = true, host, repo, opts
@@ -123,7 +127,7 @@ func (e *onnxExtension) Start(_ context.Context, host component.Host) error {
 	var errs []error
 	for name := range e.cfg.Models {
 		if len(e.servedVersions(name)) == 0 {
-			errs = append(errs, fmt.Errorf("onnxinference: models::%s: no loadable version in %s", name, e.cfg.Repository))
+			errs = append(errs, fmt.Errorf("onnxinference: models::%s: no loadable version in %s", name, root))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -11,7 +11,6 @@ import (
 )
 
 const (
-	defaultRepository    = "./models"
 	defaultPollInterval  = 10 * time.Second
 	defaultSettleTime    = 2 * time.Second
 	defaultMaxModelBytes = 256 << 20
@@ -24,7 +23,6 @@ func NewFactory() extension.Factory {
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		Repository:    defaultRepository,
 		PollInterval:  defaultPollInterval,
 		SettleTime:    defaultSettleTime,
 		MaxModelBytes: defaultMaxModelBytes,
