@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -114,11 +115,14 @@ func (r *Reader) Resolve(pid int) (Resource, error) {
 
 // StartTicks returns the start time of pid in clock ticks since boot, read
 // from /proc/<pid>/stat. It is the cheap call a cache uses to tell a live
-// process from a new one that reused its pid.
+// process from a new one that reused its pid: three system calls and no
+// allocation for the usual stat line.
 func (r *Reader) StartTicks(pid int) (uint64, error) {
-	data, err := os.ReadFile(r.path(pid, "stat"))
+	var buf [1024]byte
+	path := r.path(pid, "stat")
+	data, err := readSmall(path, buf[:])
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 			return 0, fmt.Errorf("procresource: pid %d under %s: %w", pid, r.root, ErrNoProcess)
 		}
 		return 0, fmt.Errorf("procresource: pid %d: %w", pid, err)
@@ -128,6 +132,35 @@ func (r *Reader) StartTicks(pid int) (uint64, error) {
 		return 0, fmt.Errorf("procresource: pid %d stat: %w", pid, err)
 	}
 	return v, nil
+}
+
+// readSmall reads a small file into buf with plain system calls, falling
+// back to os.ReadFile when it does not fit.
+func readSmall(path string, buf []byte) ([]byte, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	n := 0
+	for n < len(buf) {
+		m, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			_ = syscall.Close(fd)
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	_ = syscall.Close(fd)
+	if n == len(buf) {
+		return os.ReadFile(path)
+	}
+	return buf[:n], nil
 }
 
 // Getenv returns the value of one variable from the process's initial
@@ -186,16 +219,30 @@ func parseStartTicks(stat []byte) (uint64, error) {
 		return 0, errors.New("no command name in stat line")
 	}
 	// After ") " come fields 3 (state) onwards; starttime is field 22.
-	fields := strings.Fields(string(stat[end+1:]))
-	const startField = 22 - 3
-	if len(fields) <= startField {
-		return 0, fmt.Errorf("stat line has %d fields after the command name, want more than %d", len(fields), startField)
+	const startField = 22
+	field := 2
+	rest := stat[end+1:]
+	for {
+		rest = bytes.TrimLeft(rest, " ")
+		if len(rest) == 0 {
+			return 0, fmt.Errorf("stat line has %d fields, want at least %d", field, startField)
+		}
+		field++
+		word := rest
+		if i := bytes.IndexAny(rest, " \n"); i >= 0 {
+			word, rest = rest[:i], rest[i:]
+		} else {
+			rest = nil
+		}
+		if field == startField {
+			v, err := strconv.ParseUint(string(word), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("starttime %q: %w", word, err)
+			}
+			return v, nil
+		}
+		rest = bytes.TrimLeft(rest, "\n")
 	}
-	v, err := strconv.ParseUint(fields[startField], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("starttime %q: %w", fields[startField], err)
-	}
-	return v, nil
 }
 
 // formatCommandLine joins NUL-separated arguments with spaces and truncates
