@@ -129,4 +129,11 @@ func BenchmarkLoadUnloadCycles(b *testing.B) {
 	per := func(d int64) float64 { return float64(d>>10) * 1000 / float64(b.N) }
 	b.ReportMetric(per(after.rss-before.rss), "rss-KiB/1000")
 	b.ReportMetric(per(after.cHeap-before.cHeap), "cheap-KiB/1000")
+	// One leaked session per cycle would be tens of MiB by now.
+	if grew := after.cHeap - before.cHeap; before.cHeap >= 0 && grew > 2<<20 {
+		b.Errorf("C heap grew %d KiB over %d load/unload cycles", grew>>10, b.N)
+	}
+	if grew := after.rss - before.rss; grew > 16<<20 {
+		b.Errorf("RSS grew %d KiB over %d load/unload cycles", grew>>10, b.N)
+	}
 }
