@@ -3,10 +3,12 @@ package onnxinferenceextension
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -474,5 +476,46 @@ func TestStartWaitsForFreshFilesToSettle(t *testing.T) {
 	e := start(t, cfg)
 	if got := e.servedVersions("m"); !slices.Equal(got, []int64{1}) {
 		t.Fatalf("served %v at start, want [1]", got)
+	}
+}
+
+// Runs in flight while versions are swapped in and out finish on the version
+// they started on: none fails, and each result names a version that existed.
+func TestSwapsDrainRunsInFlight(t *testing.T) {
+	repo := t.TempDir()
+	place(t, repo, "m", 1, modelDynamicAxes)
+	e := start(t, testConfig(repo))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	in := []modelrunner.Tensor{named("input_vectors", rows(8, 10, func(_, c int) float32 { return float32(c) }))}
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				res, err := e.Run(context.Background(), "m", modelrunner.Request{Inputs: in})
+				if err == nil && (res.Version < 1 || res.Outputs[0].Float32s()[7] != 45) {
+					err = fmt.Errorf("version %d gave %v", res.Version, res.Outputs[0].Float32s())
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	next := int64(1)
+	reloadCycles(t, e, repo, &next, 30)
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("a run during the swaps failed: %v", err)
 	}
 }
