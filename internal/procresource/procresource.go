@@ -144,7 +144,7 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 	n := 0
 	for n < len(buf) {
 		m, err := syscall.Read(fd, buf[n:])
-		if err == syscall.EINTR {
+		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
 		if err != nil {

@@ -1,7 +1,6 @@
 package nvmlreceiver
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -297,5 +296,3 @@ func (c *fakeClock) now() time.Time {
 	c.t = c.t.Add(c.step)
 	return c.t
 }
-
-var _ = context.Background

@@ -33,7 +33,6 @@ type scrapeState struct {
 	byPID           map[uint32][]processReading
 	pidOrder        []uint32
 	timeoutsLogged  map[int]bool
-	lostLogged      map[int]bool
 	readingsScratch []deviceReading
 }
 
@@ -43,7 +42,6 @@ func newScrapeState(set receiver.Settings, cfg *Config) scrapeState {
 		lb:             metadata.NewLogsBuilder(metadata.LogsBuilderConfig{Events: cfg.Events, ResourceAttributes: cfg.ResourceAttributes}, set),
 		byPID:          map[uint32][]processReading{},
 		timeoutsLogged: map[int]bool{},
-		lostLogged:     map[int]bool{},
 	}
 	if cfg.LeakDetection.Enabled {
 		st.leaks = leak.New(cfg.leakConfig())

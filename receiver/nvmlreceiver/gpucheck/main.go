@@ -57,12 +57,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer metricsFile.Close()
+	defer func() { _ = metricsFile.Close() }()
 	logsFile, err := os.Create(filepath.Join(*out, "logs.jsonl"))
 	if err != nil {
 		return err
 	}
-	defer logsFile.Close()
+	defer func() { _ = logsFile.Close() }()
 
 	logger, err := zap.NewDevelopment(zap.AddStacktrace(zap.ErrorLevel))
 	if err != nil {
@@ -188,7 +188,7 @@ func writeCallTimes(ctx context.Context, reader *sdkmetric.ManualReader, path st
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fmt.Fprintf(f, "%-48s %8s %12s %12s %12s\n", "function", "calls", "total_ms", "mean_us", "max_us")
 	for _, r := range rows {
 		fmt.Fprintf(f, "%-48s %8d %12.3f %12.1f %12.1f\n", r.fn, r.count, r.sum*1e3, r.sum/float64(max(r.count, 1))*1e6, r.maxed*1e6)
