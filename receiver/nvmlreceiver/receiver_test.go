@@ -543,11 +543,19 @@ func TestSlowDeviceDoesNotStallOthers(t *testing.T) {
 		assert.True(t, ok, "GPU %d still reported", i)
 	}
 
-	// Next scrape: GPU 3 is still busy, so no second goroutine piles up.
+	assert.Equal(t, 1, tr.logged.FilterMessageSnippet("did not answer NVML within the scrape timeout").Len())
+
+	// Next scrape: GPU 3 is still busy, so no second goroutine piles up, and
+	// the GPU is not named again.
 	md = tr.scrapeOnce(t)
 	_, ok = resourceWith(md, "hw.id", uuidOf(srv, 3))
 	assert.False(t, ok)
-	assert.Equal(t, 1, tr.logged.FilterMessageSnippet("still busy").Len())
+	assert.Equal(t, 0, tr.logged.FilterMessageSnippet("still busy").Len())
+	for i := 0; i < md.ResourceMetrics().Len()-1; i++ {
+		a, _ := md.ResourceMetrics().At(i).Resource().Attributes().Get("gpu.index")
+		b, _ := md.ResourceMetrics().At(i + 1).Resource().Attributes().Get("gpu.index")
+		assert.Less(t, a.Int(), b.Int(), "GPUs in index order")
+	}
 }
 
 func TestEvents(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,7 +106,7 @@ func (r *nvmlReceiver) readDevices(ctx context.Context, s *session) []deviceRead
 			r.telemetry.ReceiverNvmlDeviceTimeouts.Add(context.Background(), 1)
 			if !r.scr.timeoutsLogged[g.index] {
 				r.scr.timeoutsLogged[g.index] = true
-				r.logger.Warn("GPU still busy with the previous scrape's NVML calls; skipping it", zap.Int("index", g.index), zap.String("uuid", g.uuid))
+				r.logger.Warn("GPU still busy with an earlier scrape's NVML calls; skipping it", zap.Int("index", g.index), zap.String("uuid", g.uuid))
 			}
 			continue
 		}
@@ -119,18 +120,37 @@ func (r *nvmlReceiver) readDevices(ctx context.Context, s *session) []deviceRead
 		}(g)
 	}
 	out := r.scr.readingsScratch[:0]
+wait:
 	for received := 0; received < started; received++ {
 		select {
 		case rd := <-results:
 			out = append(out, rd)
+			delete(r.scr.timeoutsLogged, rd.gpu.index)
 		case <-ctx.Done():
 			r.telemetry.ReceiverNvmlDeviceTimeouts.Add(context.Background(), int64(started-received))
-			r.scr.readingsScratch = out
-			return out
+			r.warnLate(s, out)
+			break wait
 		}
 	}
+	// Report GPUs in index order whatever order they answered in.
+	slices.SortFunc(out, func(a, b deviceReading) int { return a.gpu.index - b.gpu.index })
 	r.scr.readingsScratch = out
 	return out
+}
+
+// warnLate names, once until they answer again, the GPUs that missed the
+// scrape deadline.
+func (r *nvmlReceiver) warnLate(s *session, answered []deviceReading) {
+	for _, g := range s.gpus {
+		if g.lost.Load() || r.scr.timeoutsLogged[g.index] {
+			continue
+		}
+		if slices.ContainsFunc(answered, func(rd deviceReading) bool { return rd.gpu == g }) {
+			continue
+		}
+		r.scr.timeoutsLogged[g.index] = true
+		r.logger.Warn("GPU did not answer NVML within the scrape timeout; left out of this scrape", zap.Int("index", g.index), zap.String("uuid", g.uuid))
+	}
 }
 
 func (r *nvmlReceiver) recordDevice(ts pcommon.Timestamp, rd *deviceReading) {
