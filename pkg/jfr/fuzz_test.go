@@ -45,6 +45,8 @@ func FuzzChunkHeader(f *testing.F) {
 	c := loadSeed(f)
 	f.Add(c.buf[:HeaderSize])
 	f.Add(c.buf[:HeaderSize+200])
+	f.Add(synthChunk(false))
+	f.Add(synthChunk(true))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := ParseHeader(b)
 		if err == nil {
@@ -69,6 +71,11 @@ func FuzzMetadata(f *testing.F) {
 	d := c.decoder(off)
 	size := int(d.u32())
 	f.Add(c.buf[off : off+size])
+	for _, fixed := range []bool{false, true} {
+		s := &synth{fixed: fixed}
+		s.metadata(synthMetadata())
+		f.Add(s.b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		md, err := parseMetadata(&decoder{buf: b, compressed: true})
 		if err == nil && md == nil {
