@@ -46,7 +46,11 @@ func (s *synth) int(width int, v uint64) {
 func (s *synth) long(v int64) { s.int(8, uint64(v)) }
 func (s *synth) i32(v int)    { s.int(4, uint64(v)) }
 
-func (s *synth) utf8(str string) { s.b = append(s.b, strUTF8); s.i32(len(str)); s.b = append(s.b, str...) }
+func (s *synth) utf8(str string) {
+	s.b = append(s.b, strUTF8)
+	s.i32(len(str))
+	s.b = append(s.b, str...)
+}
 
 func (s *synth) utf16(str string) {
 	u := utf16.Encode([]rune(str))
@@ -111,8 +115,8 @@ func annotation(typ int, value string) el {
 // Type IDs of the synthetic metadata.
 const (
 	sBoolean, sByte, sChar, sShort, sInt, sLong, sFloat, sDouble, sString = 4, 5, 6, 7, 8, 9, 10, 11, 12
-	sThread, sPair, sTimestamp, sTimespan, sUnsigned, sSample            = 20, 21, 30, 31, 32, 1000
-	sThreadKey                                                             = uint64(1) << 40
+	sThread, sPair, sTimestamp, sTimespan, sUnsigned, sSample             = 20, 21, 30, 31, 32, 1000
+	sThreadKey                                                            = uint64(1) << 40
 )
 
 func synthMetadata() el {
