@@ -151,7 +151,7 @@ func TestServesThirdPartyModels(t *testing.T) {
 		}
 	})
 
-	t.Run("scikit-learn forest: tensor output served, sequence output refused", func(t *testing.T) {
+	t.Run("scikit-learn forest: label tensor, and ZipMap probabilities as a tensor", func(t *testing.T) {
 		sig, err := e.Signature("forest", 0)
 		if err != nil {
 			t.Fatal(err)
@@ -167,9 +167,30 @@ func TestServesThirdPartyModels(t *testing.T) {
 		if res.Version != 3 || len(res.Outputs) != 1 || len(res.Outputs[0].Data.([]int64)) != 2 {
 			t.Fatalf("result %+v", res)
 		}
-		_, err = e.Run(ctx, "forest", modelrunner.Request{Inputs: []modelrunner.Tensor{in}, Outputs: []string{"output_probability"}})
-		if !errors.Is(err, modelrunner.ErrUnsupportedOutput) || !strings.Contains(err.Error(), "sequence") {
-			t.Fatalf("asking for the sequence output: %v, want ErrUnsupportedOutput", err)
+		res, err = e.Run(ctx, "forest", modelrunner.Request{Inputs: []modelrunner.Tensor{in}, Outputs: []string{"output_probability", "output_label"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, labels := res.Outputs[0], res.Outputs[1].Data.([]int64)
+		if p.Type != modelrunner.TypeFloat32 || len(p.Shape) != 2 || p.Shape[0] != 2 || p.Shape[1] < 2 {
+			t.Fatalf("probabilities %s %v, want float32 [2 classes]", p.Type, p.Shape)
+		}
+		k := int(p.Shape[1])
+		for r := 0; r < 2; r++ {
+			row := p.Float32s()[r*k : (r+1)*k]
+			sum, best := float32(0), 0
+			for c, v := range row {
+				sum += v
+				if v > row[best] {
+					best = c
+				}
+			}
+			if sum < 0.999 || sum > 1.001 {
+				t.Fatalf("row %d probabilities %v sum to %v", r, row, sum)
+			}
+			if int64(best) != labels[r] { // classes are 0..k-1: the label is the likeliest
+				t.Fatalf("row %d: label %d but probabilities %v", r, labels[r], row)
+			}
 		}
 	})
 

@@ -1,7 +1,9 @@
 package onnxinferenceextension // import "github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension"
 
 import (
+	"errors"
 	"fmt"
+	"sort"
 
 	ort "github.com/yalue/onnxruntime_go"
 
@@ -179,6 +181,8 @@ func fromOrtValue(name string, v ort.Value) (modelrunner.Tensor, error) {
 		out.Type, out.Data = modelrunner.TypeBool, clone(t.GetData())
 	case *ort.CustomDataTensor:
 		out.Type, out.Data = elementType(ort.TensorElementDataType(t.DataType())), clone(t.GetData())
+	case *ort.Sequence:
+		return fromSequenceOfMaps(name, t)
 	default:
 		return out, fmt.Errorf("output %q: %w (%s)", name, modelrunner.ErrUnsupportedOutput, v.GetONNXType())
 	}
@@ -186,3 +190,103 @@ func fromOrtValue(name string, v ort.Value) (modelrunner.Tensor, error) {
 }
 
 func clone[T any](s []T) []T { return append([]T(nil), s...) }
+
+// fromSequenceOfMaps turns a sequence of maps with numeric values, one map
+// per row (scikit-learn's ZipMap: class -> probability), into a float32
+// tensor [rows, keys], keys in ascending order. Every row must have the same
+// keys; anything else is refused.
+func fromSequenceOfMaps(name string, seq *ort.Sequence) (modelrunner.Tensor, error) {
+	refuse := func(format string, args ...any) (modelrunner.Tensor, error) {
+		return modelrunner.Tensor{}, fmt.Errorf("output %q: %w: %s", name, modelrunner.ErrUnsupportedOutput, fmt.Sprintf(format, args...))
+	}
+	elems, err := seq.GetValues()
+	if err != nil {
+		return refuse("read sequence: %v", err)
+	}
+	var keys []string // the first row's keys, in order, as text
+	var data []float32
+	for row, elem := range elems {
+		m, ok := elem.(*ort.Map)
+		if !ok {
+			return refuse("a sequence of %s, not of maps", elem.GetONNXType())
+		}
+		k, v, err := m.GetKeysAndValues()
+		if err != nil {
+			return refuse("read map: %v", err)
+		}
+		entries, err := mapEntries(k, v)
+		if err != nil {
+			return refuse("row %d: %v", row, err)
+		}
+		if row == 0 {
+			for _, e := range entries {
+				keys = append(keys, e.key)
+			}
+			data = make([]float32, 0, len(elems)*len(keys))
+		}
+		if len(entries) != len(keys) {
+			return refuse("row %d has %d keys, row 0 has %d", row, len(entries), len(keys))
+		}
+		for i, e := range entries {
+			if e.key != keys[i] {
+				return refuse("row %d has key %s where row 0 has %s", row, e.key, keys[i])
+			}
+			data = append(data, e.value)
+		}
+	}
+	return modelrunner.Tensor{Name: name, Type: modelrunner.TypeFloat32,
+		Shape: []int64{int64(len(elems)), int64(len(keys))}, Data: data}, nil
+}
+
+type mapEntry struct {
+	key   string
+	order float64
+	value float32
+}
+
+// mapEntries returns a map's entries sorted by key: numeric keys by value,
+// string keys as text.
+func mapEntries(keys, values ort.Value) ([]mapEntry, error) {
+	var entries []mapEntry
+	switch k := keys.(type) {
+	case *ort.Tensor[int64]:
+		for _, key := range k.GetData() {
+			entries = append(entries, mapEntry{key: fmt.Sprint(key), order: float64(key)})
+		}
+	case *ort.StringTensor:
+		texts, err := k.GetContents()
+		if err != nil {
+			return nil, err
+		}
+		for _, key := range texts {
+			entries = append(entries, mapEntry{key: key})
+		}
+	default:
+		return nil, fmt.Errorf("map keys of type %T", keys)
+	}
+	switch v := values.(type) {
+	case *ort.Tensor[float32]:
+		if len(v.GetData()) != len(entries) {
+			return nil, errors.New("map has more keys than values")
+		}
+		for i, x := range v.GetData() {
+			entries[i].value = x
+		}
+	case *ort.Tensor[float64]:
+		if len(v.GetData()) != len(entries) {
+			return nil, errors.New("map has more keys than values")
+		}
+		for i, x := range v.GetData() {
+			entries[i].value = float32(x)
+		}
+	default:
+		return nil, fmt.Errorf("map values of type %T", values)
+	}
+	sort.SliceStable(entries, func(i, j int) bool {
+		if entries[i].order != entries[j].order {
+			return entries[i].order < entries[j].order
+		}
+		return entries[i].key < entries[j].key
+	})
+	return entries, nil
+}

@@ -17,7 +17,8 @@ type version struct {
 	sig      modelrunner.Signature
 	session  *ort.DynamicAdvancedSession
 	inputs   []modelrunner.ValueInfo // declared order, which the session was built with
-	outputs  []string                // tensor outputs, which the session was built with
+	outputs  []string                // numeric tensor and sequence outputs, which the session was built with
+	tensors  []bool                  // whether outputs[i] is a tensor
 	inflight sync.WaitGroup
 	size     int64 // file size, for the change fingerprint
 }
@@ -49,15 +50,23 @@ func loadVersion(model string, number int64, data []byte, opts *ort.SessionOptio
 		inputNames = append(inputNames, in.Name)
 	}
 	for _, out := range v.sig.Outputs {
-		if out.Kind == modelrunner.KindTensor && out.Type != modelrunner.TypeString && out.Type != modelrunner.TypeOther {
+		switch {
+		case out.Kind == modelrunner.KindTensor && out.Type != modelrunner.TypeString && out.Type != modelrunner.TypeOther:
 			v.outputs = append(v.outputs, out.Name)
+			v.tensors = append(v.tensors, true)
+		case out.Kind == modelrunner.KindSequence:
+			// Read as a [rows, keys] tensor when it is a sequence of
+			// maps (checked on each run, as the model does not declare
+			// what its sequences hold).
+			v.outputs = append(v.outputs, out.Name)
+			v.tensors = append(v.tensors, false)
 		}
 	}
 	if len(inputNames) == 0 {
 		return nil, errors.New("model declares no inputs")
 	}
 	if len(v.outputs) == 0 {
-		return nil, errors.New("model has no numeric tensor output to read")
+		return nil, errors.New("model has no numeric output to read")
 	}
 	v.session, err = ort.NewDynamicAdvancedSessionWithONNXData(data, inputNames, v.outputs, opts)
 	if err != nil {
@@ -192,7 +201,8 @@ func (v *version) inputError(input, reason string) error {
 }
 
 // run validates inputs, runs the session and copies the requested outputs
-// (all tensor outputs when wanted is empty) into Go memory.
+// (all tensor outputs when wanted is empty) into Go memory. A sequence of
+// maps comes back as a float32 [rows, keys] tensor.
 func (v *version) run(inputs []modelrunner.Tensor, wanted []string) ([]modelrunner.Tensor, error) {
 	ordered, err := v.validate(inputs)
 	if err != nil {
@@ -201,7 +211,9 @@ func (v *version) run(inputs []modelrunner.Tensor, wanted []string) ([]modelrunn
 	pick := make([]int, 0, len(v.outputs))
 	if len(wanted) == 0 {
 		for i := range v.outputs {
-			pick = append(pick, i)
+			if v.tensors[i] {
+				pick = append(pick, i)
+			}
 		}
 	}
 	for _, name := range wanted {

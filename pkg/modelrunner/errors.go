@@ -18,8 +18,8 @@ var (
 	// (wrapped by *InputError).
 	ErrInputMismatch = errors.New("input does not match the model")
 	// ErrUnsupportedOutput: an output was requested that Run cannot return
-	// as a tensor (a sequence or map, as scikit-learn converters emit for
-	// class probabilities).
+	// as a tensor (a map, a sequence of tensors, a sequence of maps whose
+	// rows have different keys).
 	ErrUnsupportedOutput = errors.New("output is not a tensor")
 	// ErrClosed: the provider has shut down.
 	ErrClosed = errors.New("model provider closed")

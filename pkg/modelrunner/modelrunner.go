@@ -23,7 +23,11 @@ type Provider interface {
 
 	// Run runs a version of a model (req.Version; 0 for the newest served)
 	// on req.Inputs and returns the outputs named in req.Outputs (all
-	// tensor outputs when empty). Inputs are validated against the
+	// tensor outputs when empty). An output that is a sequence of maps
+	// with numeric values, one per row (scikit-learn's ZipMap of class
+	// probabilities), is returned as a float32 tensor [rows, keys] with the
+	// keys in ascending order; other non-tensor outputs are refused with
+	// ErrUnsupportedOutput. Inputs are validated against the
 	// signature of the version that runs: a mismatch in name, element type
 	// or shape is an *InputError, never a broadcast or a truncation.
 	Run(ctx context.Context, model string, req Request) (Result, error)

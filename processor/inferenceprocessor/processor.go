@@ -180,6 +180,9 @@ func (p *inferenceProcessor) fits(sig modelrunner.Signature) (string, error) {
 		if !ok {
 			return "", mismatch(fmt.Sprintf("outputs[%d]::output", i), "the model has no output %q (it declares %v)", o.Output, names(sig.Outputs))
 		}
+		if out.Kind == modelrunner.KindSequence {
+			continue // a sequence of maps, one per item: checked on each run
+		}
 		if out.Kind != modelrunner.KindTensor {
 			return "", mismatch(fmt.Sprintf("outputs[%d]::output", i), "output %s is a %s, not a tensor: %v", out, out.Kind, modelrunner.ErrUnsupportedOutput)
 		}

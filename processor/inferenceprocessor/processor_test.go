@@ -150,20 +150,52 @@ func TestThirdPartyModels(t *testing.T) {
 		}
 	})
 
-	t.Run("random forest's probability map output is refused at start", func(t *testing.T) {
+	t.Run("random forest's ZipMap probabilities, one attribute per class", func(t *testing.T) {
 		cfg := defaultConfig()
 		cfg.Model = "forest"
-		cfg.Features = []FeatureConfig{{Attribute: "a"}, {Attribute: "b"}, {Attribute: "c"}, {Attribute: "d"}}
-		cfg.Outputs = []OutputConfig{{Output: "output_probability", Attribute: "forest.p"}}
-		p, err := NewFactory().CreateTraces(context.Background(), settings(), cfg, consumertest.NewNop())
-		if err != nil {
+		cfg.Features = []FeatureConfig{{Attribute: "sepal.length"}, {Attribute: "sepal.width"}, {Attribute: "petal.length"}, {Attribute: "petal.width"}}
+		cfg.Outputs = []OutputConfig{
+			{Output: "output_label", Attribute: "iris.class"},
+			{Output: "output_probability", Index: 0, Attribute: "iris.p.setosa"},
+			{Output: "output_probability", Index: 2, Attribute: "iris.p.virginica"},
+		}
+		p, sink := startTraces(t, h, cfg, settings())
+		setosa := map[string]any{"sepal.length": 5.1, "sepal.width": 3.5, "petal.length": 1.4, "petal.width": 0.2}
+		virginica := map[string]any{"sepal.length": 6.7, "sepal.width": 3.0, "petal.length": 5.2, "petal.width": 2.3}
+		if err := p.ConsumeTraces(context.Background(), traces(spanSpec{duration: ms, attrs: setosa}, spanSpec{duration: ms, attrs: virginica})); err != nil {
 			t.Fatal(err)
 		}
-		err = p.Start(context.Background(), h)
-		if !errors.Is(err, ErrModelMismatch) || !strings.Contains(err.Error(), "outputs[0]::output") || !strings.Contains(err.Error(), "sequence") {
-			t.Fatalf("Start = %v, want a mismatch naming outputs[0]::output and the sequence", err)
+		got := spans(sink)
+		if c := attr(t, got[0], "iris.class").Int(); c != 0 || attr(t, got[0], "iris.p.setosa").Double() < 0.8 {
+			t.Fatalf("setosa judged class %d, p(setosa) %v", c, attr(t, got[0], "iris.p.setosa").Double())
 		}
-		_ = p.Shutdown(context.Background())
+		if c := attr(t, got[1], "iris.class").Int(); c != 2 || attr(t, got[1], "iris.p.virginica").Double() < 0.6 {
+			t.Fatalf("virginica judged class %d, p(virginica) %v", c, attr(t, got[1], "iris.p.virginica").Double())
+		}
+		if p := attr(t, got[1], "iris.p.setosa").Double(); p > 0.1 {
+			t.Fatalf("virginica: p(setosa) %v", p)
+		}
+	})
+
+	t.Run("an index past the classes leaves the items unjudged", func(t *testing.T) {
+		tel := componenttest.NewTelemetry()
+		t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+		cfg := defaultConfig()
+		cfg.Model = "forest"
+		cfg.Features = []FeatureConfig{{Attribute: "a", Default: ptr(1)}, {Attribute: "b", Default: ptr(1)}, {Attribute: "c", Default: ptr(1)}, {Attribute: "d", Default: ptr(1)}}
+		cfg.Outputs = []OutputConfig{{Output: "output_probability", Index: 3, Attribute: "p3"}}
+		p, sink := startTraces(t, h, cfg, metadatatest.NewSettings(tel))
+		if err := p.ConsumeTraces(context.Background(), traces(spanSpec{duration: ms}, spanSpec{duration: ms})); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range spans(sink) {
+			if _, ok := s.Attributes().Get(AttributeModelName); ok {
+				t.Fatalf("span judged: %v", s.Attributes().AsRaw())
+			}
+		}
+		metadatatest.AssertEqualProcessorInferenceItemsNotJudged(t, tel, []metricdata.DataPoint[int64]{
+			{Value: 2, Attributes: attribute.NewSet(attribute.String("reason", reasonBadOutput))},
+		}, metricdatatest.IgnoreTimestamp())
 	})
 
 	t.Run("dynamic axes: ten features summed", func(t *testing.T) {
