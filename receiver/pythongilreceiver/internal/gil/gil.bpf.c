@@ -1,0 +1,377 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (MIT OR GPL-2.0-only)
+//
+// Uprobes on CPython's GIL and GC functions. Each probe keeps a little state
+// per thread and, when a window closes, either sends it to user space through
+// the ring buffer (windows at least min_duration_ns long) or adds it to
+// per-thread counts and sums (shorter ones), so that a thread releasing the
+// GIL hundreds of thousands of times a second does not flood the ring buffer.
+//
+// Windows are measured with bpf_ktime_get_ns (CLOCK_MONOTONIC); user space
+// maps them to Unix time.
+
+#include <linux/bpf.h>
+#include <linux/ptrace.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+// Window kinds; user space has the same numbers (probe.go).
+enum kind {
+	KIND_RELEASED = 0, // PyEval_SaveThread -> PyEval_RestoreThread
+	KIND_WAIT = 1,     // waiting to take the GIL
+	KIND_GC = 2,       // gc_collect_main entry -> return
+	KIND_HELD = 3,     // take_gil return -> drop_gil (aggregate only)
+	KIND_SWITCH = 4,   // forced drops by the switch interval (count only)
+};
+
+// Why a thread waited.
+enum cause {
+	CAUSE_UNKNOWN = 0,
+	CAUSE_RESTORE = 1, // PyEval_RestoreThread / PyEval_AcquireThread
+	CAUSE_ENSURE = 2,  // inside PyGILState_Ensure
+	CAUSE_SWITCH = 3,  // dropped by the switch interval
+};
+
+// Indexes into the counters array.
+enum counter {
+	COUNTER_RINGBUF_FULL = 0, // window aggregated because the ring buffer was full
+	COUNTER_AGG_FULL = 1,     // window lost because the aggregate map was full
+	COUNTER_STALE = 2,        // window discarded: it began before the current attach
+	COUNTER_HITS = 3,         // probe hits, for the overhead budget
+	COUNTER_MAX = 4,
+};
+
+struct event {
+	__u64 start;
+	__u64 duration;
+	__u32 pid;
+	__u32 tid;
+	__u8 kind;
+	__u8 cause;
+	__u8 generation;
+	__u8 _pad[5];
+};
+
+// Referenced so that the type reaches BTF and bpf2go generates it.
+const struct event *unused_event __attribute__((unused));
+
+struct agg_key {
+	__u32 pid;
+	__u32 tid;
+	__u32 kind;
+};
+
+struct agg_value {
+	__u64 count;
+	__u64 sum;
+};
+
+struct thread {
+	__u64 released_at;
+	__u64 wait_at;
+	__u64 held_at;
+	__u64 gc_at;
+	__u8 wait_cause;
+	__u8 in_save;
+	__u8 in_restore;
+	__u8 in_ensure;
+	__u8 gc_generation;
+	__u8 _pad[3];
+};
+
+// Set by user space before loading.
+volatile const __u64 min_duration_ns = 100000;
+volatile const __u8 filter_pids = 0;
+
+// attached_since is when the probes were last attached (bpf_ktime_get_ns),
+// set by user space through the control map: state recorded before it may
+// have lost its closing probe during a detached period and is discarded.
+struct control {
+	__u64 attached_since;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct control);
+} control_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, struct thread);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct agg_key);
+	__type(value, struct agg_value);
+} aggregates SEC(".maps");
+
+// pids selected by user space when filter_pids is set.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, COUNTER_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &which);
+	if (v)
+		(*v)++;
+}
+
+// current returns the calling thread's state, creating it, or NULL when the
+// process is not selected.
+static __always_inline struct thread *current(__u32 *pid, __u32 *tid)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	*pid = id >> 32;
+	*tid = (__u32)id;
+	count(COUNTER_HITS);
+	if (filter_pids && !bpf_map_lookup_elem(&pids, pid))
+		return 0;
+	struct thread *t = bpf_map_lookup_elem(&threads, tid);
+	if (t)
+		return t;
+	struct thread zero = {};
+	bpf_map_update_elem(&threads, tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&threads, tid);
+}
+
+// valid reports whether a window that began at start was seen whole.
+static __always_inline int valid(__u64 start)
+{
+	if (!start)
+		return 0;
+	__u32 zero = 0;
+	struct control *c = bpf_map_lookup_elem(&control_map, &zero);
+	if (c && start < c->attached_since) {
+		count(COUNTER_STALE);
+		return 0;
+	}
+	return 1;
+}
+
+static __always_inline void aggregate(__u32 pid, __u32 tid, __u32 kind, __u64 duration)
+{
+	struct agg_key key = {.pid = pid, .tid = tid, .kind = kind};
+	struct agg_value *v = bpf_map_lookup_elem(&aggregates, &key);
+	if (!v) {
+		struct agg_value zero = {};
+		bpf_map_update_elem(&aggregates, &key, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&aggregates, &key);
+		if (!v) {
+			count(COUNTER_AGG_FULL);
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->count, 1);
+	__sync_fetch_and_add(&v->sum, duration);
+}
+
+static __always_inline void emit(__u32 pid, __u32 tid, __u8 kind, __u8 cause, __u8 generation, __u64 start, __u64 end)
+{
+	__u64 duration = end - start;
+	if (duration < min_duration_ns) {
+		aggregate(pid, tid, kind, duration);
+		return;
+	}
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		// Keep the totals right even when the window itself is lost.
+		count(COUNTER_RINGBUF_FULL);
+		aggregate(pid, tid, kind, duration);
+		return;
+	}
+	e->start = start;
+	e->duration = duration;
+	e->pid = pid;
+	e->tid = tid;
+	e->kind = kind;
+	e->cause = cause;
+	e->generation = generation;
+	__builtin_memset(e->_pad, 0, sizeof(e->_pad));
+	bpf_ringbuf_submit(e, 0);
+}
+
+// The thread is about to run without the GIL.
+SEC("uprobe")
+int save_thread(struct pt_regs *ctx)
+{
+	__u32 pid, tid;
+	struct thread *t = current(&pid, &tid);
+	if (!t)
+		return 0;
+	t->released_at = bpf_ktime_get_ns();
+	t->in_save = 1;
+	return 0;
+}
+
+// The thread is back from native code and asks for the GIL.
+SEC("uprobe")
+int restore_thread(struct pt_regs *ctx)
+{
+	__u32 pid, tid;
+	struct thread *t = current(&pid, &tid);
+	if (!t)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	if (valid(t->released_at))
+		emit(pid, tid, KIND_RELEASED, 0, 0, t->released_at, now);
+	t->released_at = 0;
+	t->in_save = 0;
+	t->wait_at = now;
+	t->wait_cause = t->in_ensure ? CAUSE_ENSURE : CAUSE_RESTORE;
+	t->in_restore = 1;
+	return 0;
+}
+
+// PyEval_RestoreThread returned: the thread holds the GIL. Attached only
+// when take_gil cannot be probed.
+SEC("uretprobe")
+int restore_thread_return(struct pt_regs *ctx)
+{
+	__u32 pid, tid;
+	struct thread *t = current(&pid, &tid);
+	if (!t)
+		return 0;
+	if (valid(t->wait_at))
+		emit(pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_at, bpf_ktime_get_ns());
+	t->wait_at = 0;
+	t->in_restore = 0;
+	return 0;
+}
+
+SEC("uprobe")
+int gilstate_ensure(struct pt_regs *ctx)
+{
+	__u32 pid, tid;
+	struct thread *t = current(&pid, &tid);
+	if (t)
+		t->in_ensure = 1;
+	return 0;
+}
+
+SEC("uretprobe")
+int gilstate_ensure_return(struct pt_regs *ctx)
+{
+	__u32 pid, tid;
+	struct thread *t = current(&pid, &tid);
+	if (t)
+		t->in_ensure = 0;
+	return 0;
+}
+
+// drop_gil: the GIL is let go, voluntarily (inside PyEval_SaveThread) or
+// forced by the switch interval.
+SEC("uprobe")
+int drop_gil(struct pt_regs *ctx)
+{
+	__u32 pid, tid;
+	struct thread *t = current(&pid, &tid);
+	if (!t)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	if (valid(t->held_at))
+		aggregate(pid, tid, KIND_HELD, now - t->held_at);
+	t->held_at = 0;
+	if (t->in_save) {
+		t->in_save = 0;
+		return 0;
+	}
+	if (t->in_restore)
+		return 0;
+	// Forced (or the thread is exiting): the thread may want to go on
+	// running; its wait starts now. It counts as a switch once take_gil
+	// follows, which an exiting thread never calls.
+	t->wait_at = now;
+	t->wait_cause = CAUSE_SWITCH;
+	return 0;
+}
+
+SEC("uprobe")
+int take_gil(struct pt_regs *ctx)
+{
+	__u32 pid, tid;
+	struct thread *t = current(&pid, &tid);
+	if (!t)
+		return 0;
+	if (t->wait_at && t->wait_cause == CAUSE_SWITCH) {
+		aggregate(pid, tid, KIND_SWITCH, 0);
+		return 0;
+	}
+	t->wait_at = bpf_ktime_get_ns();
+	if (!t->in_restore)
+		t->wait_cause = CAUSE_UNKNOWN;
+	return 0;
+}
+
+SEC("uretprobe")
+int take_gil_return(struct pt_regs *ctx)
+{
+	__u32 pid, tid;
+	struct thread *t = current(&pid, &tid);
+	if (!t)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	if (valid(t->wait_at))
+		emit(pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_at, now);
+	t->wait_at = 0;
+	t->in_restore = 0;
+	t->held_at = now;
+	return 0;
+}
+
+SEC("uprobe")
+int gc_collect(struct pt_regs *ctx)
+{
+	__u32 pid, tid;
+	struct thread *t = current(&pid, &tid);
+	if (!t)
+		return 0;
+	t->gc_at = bpf_ktime_get_ns();
+	t->gc_generation = (__u8)PT_REGS_PARM2(ctx);
+	return 0;
+}
+
+SEC("uretprobe")
+int gc_collect_return(struct pt_regs *ctx)
+{
+	__u32 pid, tid;
+	struct thread *t = current(&pid, &tid);
+	if (!t)
+		return 0;
+	if (valid(t->gc_at))
+		emit(pid, tid, KIND_GC, 0, t->gc_generation, t->gc_at, bpf_ktime_get_ns());
+	t->gc_at = 0;
+	return 0;
+}
+
+// count_hit is the "bare probe" of the overhead benchmark: it only counts.
+SEC("uprobe")
+int count_hit(struct pt_regs *ctx)
+{
+	count(COUNTER_HITS);
+	return 0;
+}

@@ -1,0 +1,181 @@
+// Package gil measures CPython's GIL from outside the process: uprobes on the
+// interpreter's GIL and GC functions (gil.bpf.c) report, per thread, when it
+// ran without the GIL, how long it waited to take it back, how long it held
+// it and when the cyclic GC ran.
+//
+// A Probe is one loaded copy of the BPF objects. Attach adds one ELF file
+// (libpython3.X.so or a static python executable); its uprobes fire in
+// every process that maps the file. Windows at least Options.MinDuration
+// long come one by one from ReadEvent; shorter ones are summed in the kernel
+// and read with Aggregates. Times are CLOCK_MONOTONIC ns.
+package gil // import "github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Symbols probed, by name in the ELF symbol tables.
+const (
+	SymSaveThread     = "PyEval_SaveThread"
+	SymRestoreThread  = "PyEval_RestoreThread"
+	SymAcquireThread  = "PyEval_AcquireThread"
+	SymReleaseThread  = "PyEval_ReleaseThread"
+	SymGILStateEnsure = "PyGILState_Ensure"
+	SymTakeGIL        = "take_gil"
+	SymDropGIL        = "drop_gil"
+	SymGCCollectMain  = "gc_collect_main"
+)
+
+var probedSymbols = []string{SymSaveThread, SymRestoreThread, SymAcquireThread, SymReleaseThread,
+	SymGILStateEnsure, SymTakeGIL, SymDropGIL, SymGCCollectMain}
+
+// Options configure a Probe when it is loaded.
+type Options struct {
+	// MinDuration: windows shorter than this are counted and summed in the
+	// kernel instead of being sent one by one.
+	MinDuration time.Duration
+	// FilterPIDs restricts probing to the pids given to Select; without it
+	// every process mapping an attached file is probed.
+	FilterPIDs bool
+	// SwitchProbes attaches take_gil/drop_gil where the symbol table has
+	// them: true waits, forced switches and held time.
+	SwitchProbes bool
+	// GC attaches gc_collect_main where present, for GC pauses.
+	GC bool
+	// Bare replaces every program with one that only counts hits: the
+	// baseline of the overhead benchmark.
+	Bare bool
+}
+
+// Kind is what a window or aggregate measures.
+type Kind uint8
+
+// Kinds, numbered as in gil.bpf.c.
+const (
+	KindReleased Kind = 0 // thread ran without the GIL
+	KindWait     Kind = 1 // thread waited for the GIL
+	KindGC       Kind = 2 // cyclic GC ran
+	KindHeld     Kind = 3 // thread held the GIL (aggregate only, needs take/drop)
+	KindSwitch   Kind = 4 // forced drops by the switch interval (count only)
+)
+
+// Cause says why a thread waited.
+type Cause uint8
+
+// Causes, numbered as in gil.bpf.c.
+const (
+	CauseUnknown Cause = 0
+	CauseRestore Cause = 1 // returning from native code (PyEval_RestoreThread/AcquireThread)
+	CauseEnsure  Cause = 2 // entering from outside (PyGILState_Ensure)
+	CauseSwitch  Cause = 3 // forced off by the switch interval
+)
+
+// Event is one window from the ring buffer.
+type Event struct {
+	Kind  Kind
+	Cause Cause
+	PID   uint32
+	TID   uint32
+	// Start is CLOCK_MONOTONIC ns.
+	Start    int64
+	Duration time.Duration
+	// Generation is the GC generation for KindGC.
+	Generation uint8
+}
+
+// AggregateKey names one in-kernel aggregate.
+type AggregateKey struct {
+	PID  uint32
+	TID  uint32
+	Kind Kind
+}
+
+// Aggregate is a count and total duration of windows shorter than the
+// minimum (or lost to a full ring buffer), or of held time.
+type Aggregate struct {
+	Count uint64
+	Sum   time.Duration
+}
+
+// Counters are kernel-side counters, cumulative since Load.
+type Counters struct {
+	// RingBufferFull counts windows summed instead of sent because the
+	// ring buffer was full.
+	RingBufferFull uint64
+	// AggregateMapFull counts windows lost because the aggregate map was
+	// full.
+	AggregateMapFull uint64
+	// Stale counts windows discarded because they began before the probes
+	// were last attached (duty cycling).
+	Stale uint64
+	// Hits counts probe hits, the basis of the overhead estimate.
+	Hits uint64
+}
+
+// ErrUnavailable is wrapped by errors that mean eBPF uprobes cannot be used
+// here at all: no privileges, no kernel support.
+var ErrUnavailable = errors.New("eBPF uprobes unavailable: needs root or CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE on a kernel with uprobe and ring buffer support (5.8+); in Kubernetes run the collector with hostPID: true and securityContext.capabilities.add [BPF, PERFMON, SYS_RESOURCE, SYS_PTRACE] or privileged: true")
+
+// ErrNoSymbols is returned when a file has none of the GIL functions.
+var ErrNoSymbols = errors.New("no CPython GIL symbols")
+
+// ErrClosed is returned by a closed Probe.
+var ErrClosed = errors.New("gil: probe closed")
+
+// UnavailableError says which step the kernel refused. It matches
+// ErrUnavailable with errors.Is.
+type UnavailableError struct {
+	Op  string
+	Err error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("gil: %s: %v (%v)", e.Op, e.Err, ErrUnavailable)
+}
+
+// Unwrap returns both the cause and ErrUnavailable.
+func (e *UnavailableError) Unwrap() []error { return []error{e.Err, ErrUnavailable} }
+
+// Symbols is the set of probed functions an ELF file defines.
+type Symbols map[string]bool
+
+// Has reports whether the file defines name.
+func (s Symbols) Has(name string) bool { return s[name] }
+
+// HasGIL reports whether the exported GIL functions are there.
+func (s Symbols) HasGIL() bool { return s[SymSaveThread] && s[SymRestoreThread] }
+
+// Switch reports whether take_gil and drop_gil can both be probed.
+func (s Symbols) Switch() bool { return s[SymTakeGIL] && s[SymDropGIL] }
+
+// ReadSymbols reads which probed functions path defines, from .dynsym and
+// .symtab (static functions such as take_gil are only in the latter, and
+// only in unstripped builds).
+func ReadSymbols(path string) (Symbols, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("gil: read ELF %s: %w", path, err)
+	}
+	defer f.Close()
+	out := Symbols{}
+	for _, load := range []func() ([]elf.Symbol, error){f.DynamicSymbols, f.Symbols} {
+		syms, err := load()
+		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+			return nil, fmt.Errorf("gil: symbols of %s: %w", path, err)
+		}
+		for _, s := range syms {
+			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
+				continue
+			}
+			for _, name := range probedSymbols {
+				if s.Name == name {
+					out[name] = true
+				}
+			}
+		}
+	}
+	return out, nil
+}

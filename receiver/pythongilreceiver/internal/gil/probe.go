@@ -1,0 +1,420 @@
+//go:build linux && amd64
+
+package gil
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+)
+
+// Probe owns one loaded copy of the BPF programs and maps, and the uprobe
+// links of every library it was attached to. Close releases all of it.
+type Probe struct {
+	opts   Options
+	objs   gilObjects
+	reader *ringbuf.Reader
+
+	mu        sync.Mutex
+	libraries map[*Library]struct{}
+	active    bool
+	closed    bool
+}
+
+var removeMemlock = sync.OnceValue(rlimit.RemoveMemlock)
+
+// Load loads the BPF objects. It fails with an error wrapping
+// ErrUnavailable when the kernel refuses them (no CAP_BPF/CAP_PERFMON, BPF
+// disabled, no ring buffer support).
+func Load(opts Options) (*Probe, error) {
+	if err := removeMemlock(); err != nil {
+		return nil, unavailable("lift the memlock limit", err)
+	}
+	spec, err := loadGil()
+	if err != nil {
+		return nil, fmt.Errorf("gil: read embedded BPF objects: %w", err)
+	}
+	minNS := uint64(max(opts.MinDuration, 0))
+	if err := spec.Variables["min_duration_ns"].Set(minNS); err != nil {
+		return nil, fmt.Errorf("gil: set min_duration_ns: %w", err)
+	}
+	filter := uint8(0)
+	if opts.FilterPIDs {
+		filter = 1
+	}
+	if err := spec.Variables["filter_pids"].Set(filter); err != nil {
+		return nil, fmt.Errorf("gil: set filter_pids: %w", err)
+	}
+	p := &Probe{opts: opts, libraries: map[*Library]struct{}{}, active: true}
+	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+		return nil, unavailable("load BPF programs", err)
+	}
+	p.reader, err = ringbuf.NewReader(p.objs.Events)
+	if err != nil {
+		_ = p.objs.Close()
+		return nil, unavailable("open ring buffer", err)
+	}
+	if err := p.setAttachedSince(); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func unavailable(what string, err error) error {
+	return &UnavailableError{Op: what, Err: err}
+}
+
+// Close detaches every library and releases the BPF objects. It is safe to
+// call more than once; ReadEvent returns ErrClosed afterwards.
+func (p *Probe) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	libs := p.libraries
+	p.libraries = nil
+	p.mu.Unlock()
+	var errs []error
+	for l := range libs {
+		errs = append(errs, l.close())
+	}
+	errs = append(errs, p.reader.Close(), p.objs.Close())
+	return errors.Join(errs...)
+}
+
+// setAttachedSince marks now as the start of an attached period: the BPF
+// side discards state from before it.
+func (p *Probe) setAttachedSince() error {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return fmt.Errorf("gil: read CLOCK_MONOTONIC: %w", err)
+	}
+	if err := p.objs.ControlMap.Put(uint32(0), gilControl{AttachedSince: uint64(ts.Nano())}); err != nil {
+		return fmt.Errorf("gil: write control map: %w", err)
+	}
+	return nil
+}
+
+// probePoint is one uprobe or uretprobe on one symbol.
+type probePoint struct {
+	symbol string
+	ret    bool
+	prog   func(*gilPrograms) *ebpf.Program
+	// when says whether the point is wanted given what else the library has.
+	when func(s Symbols, o Options) bool
+}
+
+func always(Symbols, Options) bool { return true }
+
+var probePoints = []probePoint{
+	{SymSaveThread, false, func(g *gilPrograms) *ebpf.Program { return g.SaveThread }, always},
+	{SymReleaseThread, false, func(g *gilPrograms) *ebpf.Program { return g.SaveThread }, always},
+	{SymRestoreThread, false, func(g *gilPrograms) *ebpf.Program { return g.RestoreThread }, always},
+	{SymAcquireThread, false, func(g *gilPrograms) *ebpf.Program { return g.RestoreThread }, always},
+	// Without take_gil the wait ends when RestoreThread returns.
+	{SymRestoreThread, true, func(g *gilPrograms) *ebpf.Program { return g.RestoreThreadReturn }, withoutSwitch},
+	{SymAcquireThread, true, func(g *gilPrograms) *ebpf.Program { return g.RestoreThreadReturn }, withoutSwitch},
+	{SymGILStateEnsure, false, func(g *gilPrograms) *ebpf.Program { return g.GilstateEnsure }, always},
+	{SymGILStateEnsure, true, func(g *gilPrograms) *ebpf.Program { return g.GilstateEnsureReturn }, always},
+	{SymDropGIL, false, func(g *gilPrograms) *ebpf.Program { return g.DropGil }, withSwitch},
+	{SymTakeGIL, false, func(g *gilPrograms) *ebpf.Program { return g.TakeGil }, withSwitch},
+	{SymTakeGIL, true, func(g *gilPrograms) *ebpf.Program { return g.TakeGilReturn }, withSwitch},
+	{SymGCCollectMain, false, func(g *gilPrograms) *ebpf.Program { return g.GcCollect }, withGC},
+	{SymGCCollectMain, true, func(g *gilPrograms) *ebpf.Program { return g.GcCollectReturn }, withGC},
+}
+
+func withSwitch(s Symbols, o Options) bool { return o.SwitchProbes && s.Switch() }
+
+func withoutSwitch(s Symbols, o Options) bool { return !withSwitch(s, o) }
+
+func withGC(s Symbols, o Options) bool { return o.GC && s.Has(SymGCCollectMain) }
+
+// Library is one ELF file (libpython or a static python executable) with
+// the probe's uprobes attached to it. The uprobes are not tied to a pid:
+// every process that maps the file is probed, including processes started
+// later, and the pid filter (Options.FilterPIDs) selects among them.
+type Library struct {
+	probe   *Probe
+	file    *os.File
+	exe     *link.Executable
+	symbols Symbols
+	links   []link.Link
+}
+
+// Attach opens the ELF file at path (typically /proc/<pid>/root/<path from
+// maps>) and attaches the probes its symbols allow. The file stays open
+// while the Library lives so that re-attaching (duty cycling) works after
+// the process that revealed it is gone. It fails with ErrNoSymbols when the
+// file has none of the GIL functions.
+func (p *Probe) Attach(path string) (*Library, error) {
+	symbols, err := ReadSymbols(path)
+	if err != nil {
+		return nil, err
+	}
+	if !symbols.HasGIL() {
+		return nil, fmt.Errorf("gil: %s: %w", path, ErrNoSymbols)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("gil: open %s: %w", path, err)
+	}
+	// The open file, through /proc/self/fd, names the same inode however
+	// the original path changes (a container's root going away).
+	exe, err := link.OpenExecutable(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("gil: %s: %w", path, err)
+	}
+	l := &Library{probe: p, file: f, exe: exe, symbols: symbols}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		_ = f.Close()
+		return nil, fmt.Errorf("gil: attach %s: %w", path, ErrClosed)
+	}
+	if p.active {
+		if err := l.link(); err != nil {
+			_ = l.close()
+			return nil, fmt.Errorf("gil: attach %s: %w", path, err)
+		}
+	}
+	p.libraries[l] = struct{}{}
+	return l, nil
+}
+
+// Symbols returns what the library's symbol tables offer.
+func (l *Library) Symbols() Symbols { return l.symbols }
+
+// link attaches every wanted probe point; on failure it undoes what it did.
+func (l *Library) link() error {
+	for _, pp := range probePoints {
+		if !l.symbols.Has(pp.symbol) {
+			continue
+		}
+		if !pp.when(l.symbols, l.probe.opts) {
+			continue
+		}
+		prog := pp.prog(&l.probe.objs.gilPrograms)
+		if l.probe.opts.Bare {
+			prog = l.probe.objs.CountHit
+		}
+		var (
+			lk  link.Link
+			err error
+		)
+		if pp.ret {
+			lk, err = l.exe.Uretprobe(pp.symbol, prog, nil)
+		} else {
+			lk, err = l.exe.Uprobe(pp.symbol, prog, nil)
+		}
+		if err != nil {
+			l.unlink()
+			if errors.Is(err, os.ErrPermission) || errors.Is(err, ebpf.ErrNotSupported) {
+				return unavailable("attach uprobe "+pp.symbol, err)
+			}
+			return fmt.Errorf("uprobe %s (return %v): %w", pp.symbol, pp.ret, err)
+		}
+		l.links = append(l.links, lk)
+	}
+	return nil
+}
+
+func (l *Library) unlink() error {
+	var errs []error
+	for _, lk := range l.links {
+		errs = append(errs, lk.Close())
+	}
+	l.links = nil
+	return errors.Join(errs...)
+}
+
+func (l *Library) close() error {
+	return errors.Join(l.unlink(), l.file.Close())
+}
+
+// Links returns how many uprobe links are attached now.
+func (l *Library) Links() int {
+	l.probe.mu.Lock()
+	defer l.probe.mu.Unlock()
+	return len(l.links)
+}
+
+// Close detaches the library's probes and closes its file.
+func (l *Library) Close() error {
+	p := l.probe
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.libraries[l]; !ok {
+		return nil
+	}
+	delete(p.libraries, l)
+	return l.close()
+}
+
+// SetActive attaches (true) or detaches (false) the probes of every
+// library, for duty cycling. Windows open across a detached period are
+// discarded, not reported with a wrong length.
+func (p *Probe) SetActive(active bool) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	if p.active == active {
+		return nil
+	}
+	p.active = active
+	var errs []error
+	if !active {
+		for l := range p.libraries {
+			errs = append(errs, l.unlink())
+		}
+		return errors.Join(errs...)
+	}
+	if err := p.setAttachedSince(); err != nil {
+		return err
+	}
+	for l := range p.libraries {
+		errs = append(errs, l.link())
+	}
+	return errors.Join(errs...)
+}
+
+// Active reports whether the probes are attached (see SetActive).
+func (p *Probe) Active() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.active
+}
+
+// SetDeadline makes ReadEvent return an error wrapping
+// os.ErrDeadlineExceeded once the buffer is empty after t; the zero time
+// removes the deadline. A deadline in the past drains what is pending.
+func (p *Probe) SetDeadline(t time.Time) { p.reader.SetDeadline(t) }
+
+// ReadEvent blocks until a window arrives in the ring buffer. It returns
+// ErrClosed once the probe is closed.
+func (p *Probe) ReadEvent() (Event, error) {
+	var rec ringbuf.Record
+	for {
+		if err := p.reader.ReadInto(&rec); err != nil {
+			if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
+				return Event{}, ErrClosed
+			}
+			return Event{}, fmt.Errorf("gil: read ring buffer: %w", err)
+		}
+		if len(rec.RawSample) < int(unsafe.Sizeof(gilEvent{})) {
+			continue
+		}
+		raw := (*gilEvent)(unsafe.Pointer(&rec.RawSample[0]))
+		return Event{
+			Kind:       Kind(raw.Kind),
+			Cause:      Cause(raw.Cause),
+			PID:        raw.Pid,
+			TID:        raw.Tid,
+			Start:      int64(raw.Start),
+			Duration:   time.Duration(raw.Duration),
+			Generation: raw.Generation,
+		}, nil
+	}
+}
+
+// Aggregates returns the in-kernel counts and sums of short windows, held
+// time and forced switches, cumulative since each thread was first seen.
+func (p *Probe) Aggregates() (map[AggregateKey]Aggregate, error) {
+	out := map[AggregateKey]Aggregate{}
+	var (
+		k gilAggKey
+		v gilAggValue
+	)
+	it := p.objs.Aggregates.Iterate()
+	for it.Next(&k, &v) {
+		out[AggregateKey{PID: k.Pid, TID: k.Tid, Kind: Kind(k.Kind)}] = Aggregate{Count: v.Count, Sum: time.Duration(v.Sum)}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("gil: read aggregates: %w", err)
+	}
+	return out, nil
+}
+
+// Forget removes the aggregates and per-thread state of pid, once the
+// process has exited and its totals have been reported.
+func (p *Probe) Forget(pid uint32) error {
+	var (
+		k    gilAggKey
+		v    gilAggValue
+		keys []gilAggKey
+	)
+	it := p.objs.Aggregates.Iterate()
+	for it.Next(&k, &v) {
+		if k.Pid == pid {
+			keys = append(keys, k)
+		}
+	}
+	var errs []error
+	if err := it.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, key := range keys {
+		if err := p.objs.Aggregates.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := p.objs.Pids.Delete(pid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("gil: forget pid %d: %w", pid, err)
+	}
+	return nil
+}
+
+// Select adds pid to the processes probed when Options.FilterPIDs is set.
+func (p *Probe) Select(pid uint32) error {
+	if err := p.objs.Pids.Put(pid, uint8(1)); err != nil {
+		return fmt.Errorf("gil: select pid %d: %w", pid, err)
+	}
+	return nil
+}
+
+// Counters returns the kernel-side counters, summed over CPUs.
+func (p *Probe) Counters() (Counters, error) {
+	var c Counters
+	read := func(i uint32) (uint64, error) {
+		var perCPU []uint64
+		if err := p.objs.Counters.Lookup(i, &perCPU); err != nil {
+			return 0, fmt.Errorf("gil: read counter %d: %w", i, err)
+		}
+		var sum uint64
+		for _, v := range perCPU {
+			sum += v
+		}
+		return sum, nil
+	}
+	var err error
+	if c.RingBufferFull, err = read(0); err != nil {
+		return c, err
+	}
+	if c.AggregateMapFull, err = read(1); err != nil {
+		return c, err
+	}
+	if c.Stale, err = read(2); err != nil {
+		return c, err
+	}
+	if c.Hits, err = read(3); err != nil {
+		return c, err
+	}
+	return c, nil
+}

@@ -1,0 +1,152 @@
+"""GIL workloads that report their own ground truth, for the pythongil tests.
+
+Usage: gilwork.py MODE [args...]
+
+The process prints {"event": "ready", "pid": ...} and waits for a line on
+stdin, so that the test can attach its probes first; then it runs MODE and
+prints one JSON line with what it did (thread ids, counts, wall-clock and
+monotonic times), then waits for stdin to close (or exits at once with
+--exit).
+
+Modes:
+  sleep N D_MS        one thread calls time.sleep(D_MS/1000) N times
+  hash T N SIZE       T threads each hash a SIZE-byte buffer N times (each
+                      call releases the GIL once inside hashlib)
+  spin T SECONDS      T pure-Python threads count in a loop: they contend
+                      for the GIL and are switched by the switch interval
+  gc N                N explicit gc.collect(2) calls over a heap of cycles
+  churn RATE SECONDS  one thread releases the GIL RATE times a second
+                      (hashlib on 4 KB buffers), then reports calls/s
+"""
+import gc
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+
+
+def out(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def run_threads(n, target):
+    results = [None] * n
+    def body(i):
+        results[i] = target(i)
+    ts = [threading.Thread(target=body, args=(i,), name=f"work-{i}") for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return results
+
+
+def mode_sleep(n, d_ms):
+    def work(_):
+        tid = threading.get_native_id()
+        calls = []
+        for _ in range(n):
+            w0, m0 = time.time_ns(), time.monotonic_ns()
+            time.sleep(d_ms / 1000)
+            m1, w1 = time.monotonic_ns(), time.time_ns()
+            calls.append([w0, w1, m0, m1])
+        return {"tid": tid, "calls": calls}
+    r = run_threads(1, work)[0]
+    return {"tid": r["tid"], "n": n, "d_ns": d_ms * 1_000_000, "calls": r["calls"]}
+
+
+def mode_hash(t, n, size):
+    buf = b"x" * size
+    def work(_):
+        tid = threading.get_native_id()
+        for _ in range(n):
+            hashlib.sha256(buf)
+        return tid
+    return {"tids": run_threads(t, work), "n": n}
+
+
+def mode_spin(t, seconds):
+    deadline = time.monotonic() + seconds
+    def work(_):
+        tid = threading.get_native_id()
+        c0 = time.thread_time_ns()
+        i = 0
+        while time.monotonic() < deadline:
+            i += 1
+        return {"tid": tid, "cpu_ns": time.thread_time_ns() - c0}
+    m0 = time.monotonic_ns()
+    r = run_threads(t, work)
+    return {"threads": r, "wall_ns": time.monotonic_ns() - m0, "switch_interval_s": sys.getswitchinterval()}
+
+
+class Node:
+    def __init__(self):
+        self.ref = self
+
+
+def mode_gc(n):
+    gc.disable()
+    tid = threading.get_native_id()
+    keep = [Node() for _ in range(200_000)]
+    calls = []
+    for _ in range(n):
+        m0 = time.monotonic_ns()
+        gc.collect(2)
+        calls.append([m0, time.monotonic_ns()])
+    del keep
+    return {"tid": tid, "n": n, "calls": calls}
+
+
+def mode_churn(rate, seconds):
+    buf = b"x" * 4096
+    tid = threading.get_native_id()
+    period = 1.0 / rate
+    calls = 0
+    t0 = time.perf_counter()
+    next_at = t0
+    end = t0 + seconds
+    busy = 0.0
+    while True:
+        now = time.perf_counter()
+        if now >= end:
+            break
+        if now < next_at:
+            continue
+        b0 = time.perf_counter()
+        hashlib.sha256(buf)
+        busy += time.perf_counter() - b0
+        calls += 1
+        next_at += period
+    return {"tid": tid, "calls": calls, "seconds": seconds, "busy_s": busy}
+
+
+def main():
+    args = sys.argv[1:]
+    exit_now = "--exit" in args
+    args = [a for a in args if a != "--exit"]
+    mode, rest = args[0], args[1:]
+    out({"event": "ready", "pid": os.getpid(), "main_tid": threading.get_native_id()})
+    sys.stdin.readline()
+    if mode == "sleep":
+        res = mode_sleep(int(rest[0]), int(rest[1]))
+    elif mode == "hash":
+        res = mode_hash(int(rest[0]), int(rest[1]), int(rest[2]))
+    elif mode == "spin":
+        res = mode_spin(int(rest[0]), float(rest[1]))
+    elif mode == "gc":
+        res = mode_gc(int(rest[0]))
+    elif mode == "churn":
+        res = mode_churn(int(rest[0]), float(rest[1]))
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+    res["event"] = "done"
+    out(res)
+    if not exit_now:
+        sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()
