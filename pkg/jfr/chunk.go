@@ -9,9 +9,11 @@ type Chunk struct {
 	Index    int   // position in the file
 	Offset   int64 // absolute offset of the chunk in the file
 
-	buf   []byte
-	pools poolSet
-	slab  []Value
+	buf       []byte
+	pools     poolSet
+	perm      arena // pool values and kept events
+	opsDense  [][]fieldOp
+	opsSparse map[int64][]fieldOp
 
 	checkpoints map[int64]bool // offsets of the checkpoints indexed
 }
@@ -64,6 +66,7 @@ func (c *Chunk) loadMetadata(off int64) error {
 	c.Metadata = md
 	c.pools.reset(md)
 	c.checkpoints = nil
+	c.resetOps()
 	return nil
 }
 
@@ -74,6 +77,10 @@ func (c *Chunk) indexCheckpoints(off int64, seen map[int64]bool) error {
 	if c.checkpoints == nil {
 		c.checkpoints = map[int64]bool{}
 	}
+	defer func() {
+		c.pools.index()
+		c.resetOps() // ops cache pool pointers; new pools may exist now
+	}()
 	limit := int64(len(c.buf))
 	for off != 0 {
 		if c.checkpoints[off] {
@@ -143,18 +150,4 @@ func (c *Chunk) indexCheckpoint(off int64) (delta int64, err error) {
 		}
 	}
 	return delta, nil
-}
-
-// alloc returns n zeroed Values from the chunk's slab; slabs amortize the
-// allocation of decoded events. Callers may keep the values.
-func (c *Chunk) alloc(n int) []Value {
-	if n > len(c.slab) {
-		if n > 256 {
-			return make([]Value, n)
-		}
-		c.slab = make([]Value, 4096)
-	}
-	v := c.slab[:n:n]
-	c.slab = c.slab[n:]
-	return v
 }

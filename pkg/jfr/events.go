@@ -12,6 +12,17 @@ type Event struct {
 	chunk  *Chunk
 }
 
+// Clone returns a copy of the event whose values stay valid after the
+// reader moves on (constant-pool values are shared with the chunk).
+func (e Event) Clone() Event {
+	f := make([]Value, len(e.Fields))
+	for i, v := range e.Fields {
+		f[i] = v.Clone()
+	}
+	e.Fields = f
+	return e
+}
+
 // Chunk returns the chunk the event was read from.
 func (e *Event) Chunk() *Chunk { return e.chunk }
 
@@ -86,16 +97,26 @@ func fieldNanos(h *Header, f *Field, v int64) (int64, bool) {
 //
 // Events delivered before an error stay valid (best effort).
 type EventReader struct {
-	c   *Chunk
-	pos int
-	end int
-	ev  Event
-	err error
+	c     *Chunk
+	pos   int
+	end   int
+	ev    Event
+	err   error
+	keep  bool
+	arena arena
 }
 
-// Events returns a reader over all events of the chunk.
+// Events returns a reader over all events of the chunk. The values of an
+// event are reused by the next call to Next, so reading allocates nothing
+// per event; keep an event with [Event.Clone], or use [Chunk.AllEvents].
 func (c *Chunk) Events() *EventReader {
 	return &EventReader{c: c, pos: HeaderSize, end: len(c.buf)}
+}
+
+// AllEvents is like Events, but every event stays valid: its values are
+// allocated (in large blocks) for as long as the chunk lives.
+func (c *Chunk) AllEvents() *EventReader {
+	return &EventReader{c: c, pos: HeaderSize, end: len(c.buf), keep: true}
 }
 
 // eventsBetween reads the records in [from, to) of the chunk.
@@ -127,13 +148,15 @@ func (r *EventReader) Next() bool {
 			continue
 		}
 		d.buf = c.buf[:end]
-		fields := c.alloc(len(t.Fields))
-		for i := range t.Fields {
-			fields[i] = c.decodeField(&d, &t.Fields[i], 0)
-			if d.failed() {
-				r.err = c.errorf(int64(d.pos), "event", fmt.Errorf("%w (field %s of %s, record at %d)", decodeErr(&d, "field value"), t.Fields[i].Name, t.Name, c.Offset+int64(start)))
-				return false
-			}
+		a := &c.perm
+		if !r.keep {
+			a = &r.arena
+			a.reset()
+		}
+		fields := a.values(len(t.Fields))
+		if i := c.decodeFields(&d, c.ops(t), fields, 0, a); i >= 0 {
+			r.err = c.errorf(int64(d.pos), "event", fmt.Errorf("%w (field %s of %s, record at %d)", decodeErr(&d, "field value"), t.Fields[i].Name, t.Name, c.Offset+int64(start)))
+			return false
 		}
 		d.buf = c.buf[:r.end]
 		r.ev = Event{Type: t, Fields: fields, Offset: c.Offset + int64(start), Size: int(size), chunk: c}
@@ -142,8 +165,9 @@ func (r *EventReader) Next() bool {
 	return false
 }
 
-// Event returns the event decoded by the last call to Next. The Event and
-// its values may be kept.
+// Event returns the event decoded by the last call to Next. Unless the
+// reader came from AllEvents, its values are valid until the next call to
+// Next; use [Event.Clone] to keep them.
 func (r *EventReader) Event() Event { return r.ev }
 
 // Err returns the error that stopped iteration, if any.

@@ -36,7 +36,8 @@ type Segment struct {
 	From, To int // chunk-relative offsets of the first record and the end
 }
 
-// Events reads every event of the segment (see [Chunk.Events]).
+// Events reads every event of the segment (see [Chunk.Events]; values are
+// reused from one event to the next).
 func (s Segment) Events() *EventReader { return s.Chunk.eventsBetween(s.From, s.To) }
 
 // Scan reads the selected events of the segment (see [Chunk.Scan]).

@@ -19,8 +19,10 @@ type pool struct {
 	typ    *Type
 	chunk  *Chunk
 	keys   map[uint64]*poolEntry
+	dense  []*poolEntry // by key, when keys are small enough
 	blocks [][]poolEntry
 	n      int
+	maxKey uint64
 }
 
 func (p *pool) grow(n int) {
@@ -43,9 +45,31 @@ func (p *pool) add(key uint64, off int32) {
 	e.off, e.pool = off, p
 	p.keys[key] = e
 	p.n++
+	p.maxKey = max(p.maxKey, key)
+	p.dense = nil
 }
 
-func (p *pool) lookup(key uint64) *poolEntry { return p.keys[key] }
+// index builds the dense lookup table when the keys are small compared
+// with the number of entries (thread, stack trace and most type ids are).
+func (p *pool) index() {
+	if p.dense != nil || p.maxKey >= uint64(8*p.n+4096) {
+		return
+	}
+	p.dense = make([]*poolEntry, p.maxKey+1)
+	for k, e := range p.keys {
+		p.dense[k] = e
+	}
+}
+
+func (p *pool) lookup(key uint64) *poolEntry {
+	if key < uint64(len(p.dense)) {
+		return p.dense[key]
+	}
+	if p.dense != nil && p.maxKey < uint64(len(p.dense)) {
+		return nil
+	}
+	return p.keys[key]
+}
 
 // value decodes the entry on first use and returns the cached result.
 func (e *poolEntry) value() *Value {
@@ -56,11 +80,11 @@ func (e *poolEntry) value() *Value {
 		if e.pool.typ.Kind == KindString {
 			depth = -1 // a pooled string may not refer to the pool again
 		}
-		v := c.decodeType(d, e.pool.typ, depth)
+		v := c.decodeType(d, e.pool.typ, depth, &c.perm)
 		if d.failed() {
 			// The entry was skipped successfully while indexing, so this
 			// cannot happen unless the bytes changed; deliver null.
-			v = Value{kind: KindNullValue, typ: e.pool.typ}
+			v = Value{}
 		}
 		e.val = v
 		e.decoded = true
@@ -73,6 +97,18 @@ type poolSet struct {
 	dense  []*pool
 	sparse map[int64]*pool
 	str    *pool // java.lang.String, for string encoding 2
+}
+
+// index builds the pools' lookup tables after checkpoints were indexed.
+func (s *poolSet) index() {
+	for _, p := range s.dense {
+		if p != nil {
+			p.index()
+		}
+	}
+	for _, p := range s.sparse {
+		p.index()
+	}
 }
 
 func (s *poolSet) reset(md *Metadata) {
@@ -115,7 +151,7 @@ func (c *Chunk) lookupString(key uint64) (string, bool) {
 		return "", false
 	}
 	v := e.value()
-	return v.str, v.kind == KindStringValue
+	return v.str(), v.kind == KindStringValue
 }
 
 // PoolSize returns the number of constants of the named type in the chunk's

@@ -191,7 +191,7 @@ func TestGarbageCollectionValues(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			er := c.Events()
+			er := c.AllEvents()
 			for er.Next() {
 				if ev := er.Event(); ev.Type.Name == "jdk.GarbageCollection" {
 					byID[ev.Value("gcId").Int()] = ev

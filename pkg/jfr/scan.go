@@ -122,6 +122,7 @@ type Scanner struct {
 	sparse map[int64]*typePlan
 	rec    Record
 	err    error
+	arena  arena
 }
 
 // Scan returns a scanner over the chunk's events that decodes only what sel
@@ -134,8 +135,9 @@ func (c *Chunk) Scan(sel *Selection) *Scanner {
 
 // Record is a selected event. Slot i holds the i-th field named in
 // [Selection.Add]; a field the recording does not have reads as null.
-// The Record is reused by the next call to [Scanner.Next]; Values taken
-// from it may be kept.
+// The Record and its Values are reused by the next call to
+// [Scanner.Next]; numbers and strings read from it may be kept, Values
+// through [Value.Clone].
 type Record struct {
 	Selected int   // the index returned by Selection.Add
 	Type     *Type // the event type
@@ -190,13 +192,15 @@ func (s *Scanner) decode(d *decoder, p *typePlan, start int) error {
 	r.slots = r.slots[:p.nslots]
 	clear(r.slots)
 	r.Selected, r.Type, r.Offset, r.plan, r.chunk = p.selected, p.typ, c.Offset+int64(start), p, c
+	ops := c.ops(p.typ)
+	s.arena.reset()
 	for i := range p.steps {
 		st := &p.steps[i]
 		f := st.field
 		if len(st.targets) == 0 {
 			skipField(d, f, 0)
 		} else {
-			v := c.decodeField(d, f, 0)
+			v := c.decodeField(d, &ops[i], 0, &s.arena)
 			for _, t := range st.targets {
 				r.slots[t.slot] = follow(v, t.rest)
 			}
@@ -214,11 +218,12 @@ func follow(v Value, rest []string) Value {
 		if r.kind != KindStructValue {
 			return Value{}
 		}
-		i := r.typ.FieldIndex(name)
-		if i < 0 || i >= len(r.elems) {
+		c := (*composite)(r.p)
+		i := c.typ.FieldIndex(name)
+		if i < 0 || i >= len(c.elems) {
 			return Value{}
 		}
-		v = r.elems[i]
+		v = c.elems[i]
 	}
 	return v
 }

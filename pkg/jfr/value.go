@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // ValueKind says what a [Value] holds.
@@ -24,21 +25,53 @@ const (
 
 // Value is a decoded field value. Constant-pool references resolve on
 // access: every accessor (and Kind) looks through them. Values stay valid
-// as long as their Chunk is referenced.
+// as long as their Chunk is referenced. A Value is 24 bytes and holds one
+// pointer, so decoding millions of them stays cheap for the collector.
 type Value struct {
-	kind  ValueKind
+	// p is the string's bytes, the *poolEntry of a reference, or the
+	// *composite of a struct or array.
+	p    unsafe.Pointer
+	bits uint64 // integer or float bits, string length, or pool key
+	kind ValueKind
+	prim Kind // the primitive type of an integer or float
+}
+
+// composite holds a struct's fields or an array's elements.
+type composite struct {
 	typ   *Type
-	bits  uint64
-	str   string
 	elems []Value
-	ref   *poolEntry
 }
 
 func (v *Value) resolved() *Value {
 	if v.kind == kindRef {
-		return v.ref.value()
+		return (*poolEntry)(v.p).value()
 	}
 	return v
+}
+
+func (v *Value) comp() *composite {
+	if v.kind == KindStructValue || v.kind == KindArrayValue {
+		return (*composite)(v.p)
+	}
+	return nil
+}
+
+func (v *Value) elems() []Value {
+	if c := v.comp(); c != nil {
+		return c.elems
+	}
+	return nil
+}
+
+func (v *Value) str() string {
+	if v.kind != KindStringValue || v.p == nil {
+		return ""
+	}
+	return unsafe.String((*byte)(v.p), int(v.bits))
+}
+
+func stringValue(s string) Value {
+	return Value{kind: KindStringValue, p: unsafe.Pointer(unsafe.StringData(s)), bits: uint64(len(s)), prim: KindString}
 }
 
 // Resolve returns the pooled value a reference points to, or v itself.
@@ -47,8 +80,17 @@ func (v Value) Resolve() Value { return *v.resolved() }
 // Kind reports the kind of the (resolved) value.
 func (v Value) Kind() ValueKind { return v.resolved().kind }
 
-// Type returns the declared type of the value: for arrays, the element type.
-func (v Value) Type() *Type { return v.typ }
+// Type returns the type of a struct, array (the element type) or
+// reference; nil for primitives and strings.
+func (v Value) Type() *Type {
+	if v.kind == kindRef {
+		return (*poolEntry)(v.p).pool.typ
+	}
+	if c := v.comp(); c != nil {
+		return c.typ
+	}
+	return nil
+}
 
 // IsNull reports whether the value is null (a null string, or a constant
 // that is not in the pool).
@@ -82,7 +124,7 @@ func (v Value) Uint() uint64 {
 	if r.kind != KindIntValue {
 		return uint64(r.Int())
 	}
-	switch r.typ.Kind {
+	switch r.prim {
 	case KindByte:
 		return uint64(uint8(r.bits))
 	case KindShort:
@@ -107,7 +149,7 @@ func (v Value) Bool() bool { return v.flat().bits != 0 }
 
 // Str returns a string value ("" for null). Simple types (a struct with one
 // field, like jdk.types.GCName) are flattened to their field.
-func (v Value) Str() string { return v.flat().str }
+func (v Value) Str() string { return v.flat().str() }
 
 // String formats the value for humans, nesting at most 6 levels deep
 // (references can form cycles). It is not the JDK's format; the jfrprint
@@ -137,36 +179,37 @@ func (v *Value) format(b *strings.Builder, depth int) {
 		b.WriteString(strconv.FormatFloat(math.Float64frombits(r.bits), 'g', -1, 64))
 		return
 	case KindStringValue:
-		b.WriteString(r.str)
+		b.WriteString(r.str())
 		return
 	}
 	if depth == 0 {
 		b.WriteString("…")
 		return
 	}
+	c := r.comp()
 	if r.kind == KindArrayValue {
 		b.WriteByte('[')
-		for i := range r.elems {
+		for i := range c.elems {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			r.elems[i].format(b, depth-1)
+			c.elems[i].format(b, depth-1)
 		}
 		b.WriteByte(']')
 		return
 	}
-	if r.typ != nil && r.typ.SimpleType && len(r.elems) == 1 {
-		r.elems[0].format(b, depth-1)
+	if c.typ.SimpleType && len(c.elems) == 1 {
+		c.elems[0].format(b, depth-1)
 		return
 	}
 	b.WriteByte('{')
-	for i := range r.elems {
+	for i := range c.elems {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(r.typ.Fields[i].Name)
+		b.WriteString(c.typ.Fields[i].Name)
 		b.WriteByte('=')
-		r.elems[i].format(b, depth-1)
+		c.elems[i].format(b, depth-1)
 	}
 	b.WriteByte('}')
 }
@@ -174,22 +217,26 @@ func (v *Value) format(b *strings.Builder, depth int) {
 // flat resolves references and unwraps simple types.
 func (v *Value) flat() *Value {
 	r := v.resolved()
-	for i := 0; i < 8 && r.kind == KindStructValue && r.typ.SimpleType && len(r.elems) == 1; i++ {
-		r = r.elems[0].resolved()
+	for i := 0; i < 8 && r.kind == KindStructValue; i++ {
+		c := (*composite)(r.p)
+		if !c.typ.SimpleType || len(c.elems) != 1 {
+			break
+		}
+		r = c.elems[0].resolved()
 	}
 	return r
 }
 
 // Len returns the number of elements of an array or fields of a struct.
-func (v Value) Len() int { return len(v.resolved().elems) }
+func (v Value) Len() int { return len(v.resolved().elems()) }
 
 // Index returns element i of an array or field i of a struct.
 func (v Value) Index(i int) Value {
-	r := v.resolved()
-	if i < 0 || i >= len(r.elems) {
+	es := v.resolved().elems()
+	if i < 0 || i >= len(es) {
 		return Value{}
 	}
-	return r.elems[i]
+	return es[i]
 }
 
 // Field returns the struct field with the given name; a dotted name walks
@@ -208,92 +255,241 @@ func (v Value) Field(name string) Value {
 				break
 			}
 		}
-		i := r.typ.FieldIndex(head)
-		if i < 0 || i >= len(r.elems) {
+		c := (*composite)(r.p)
+		i := c.typ.FieldIndex(head)
+		if i < 0 || i >= len(c.elems) {
 			return Value{}
 		}
 		if rest == "" {
-			return r.elems[i]
+			return c.elems[i]
 		}
-		r, name = r.elems[i].resolved(), rest
+		r, name = c.elems[i].resolved(), rest
 	}
 }
 
-// decodeType decodes one non-array, non-pooled value of type t.
-func (c *Chunk) decodeType(d *decoder, t *Type, depth int) Value {
-	switch t.Kind {
-	case KindBoolean:
-		return Value{kind: KindBoolValue, typ: t, bits: uint64(d.u8() & 1)}
-	case KindByte:
-		return Value{kind: KindIntValue, typ: t, bits: uint64(int64(int8(d.u8())))}
-	case KindChar:
-		return Value{kind: KindCharValue, typ: t, bits: uint64(uint16(d.u16()))}
-	case KindShort:
-		return Value{kind: KindIntValue, typ: t, bits: uint64(int64(int16(d.u16())))}
-	case KindInt:
-		return Value{kind: KindIntValue, typ: t, bits: uint64(int64(int32(d.u32())))}
-	case KindLong:
-		return Value{kind: KindIntValue, typ: t, bits: d.u64()}
-	case KindFloat:
-		return Value{kind: KindFloatValue, typ: t, bits: math.Float64bits(float64(d.f32()))}
-	case KindDouble:
-		return Value{kind: KindFloatValue, typ: t, bits: math.Float64bits(d.f64())}
-	case KindString:
-		var sp stringPool
-		if depth >= 0 { // strings inside the String pool may not refer to it
-			sp = c
+// opCode says how to decode one field; fieldOps are compiled per type and
+// chunk so that the hot loop is one switch per field.
+type opCode uint8
+
+const (
+	opBoolean opCode = iota
+	opByte
+	opChar
+	opShort
+	opInt
+	opLong
+	opFloat
+	opDouble
+	opString
+	opStruct
+	opPool
+)
+
+type fieldOp struct {
+	code  opCode
+	array bool
+	typ   *Type
+	pool  *pool // opPool: the pool of typ, nil when the chunk has none
+}
+
+var primOps = [...]opCode{KindBoolean: opBoolean, KindByte: opByte, KindChar: opChar, KindShort: opShort,
+	KindInt: opInt, KindLong: opLong, KindFloat: opFloat, KindDouble: opDouble, KindString: opString}
+
+// ops returns the compiled field operations of t.
+func (c *Chunk) ops(t *Type) []fieldOp {
+	if uint64(t.ID) < uint64(len(c.opsDense)) {
+		if o := c.opsDense[t.ID]; o != nil {
+			return o
 		}
-		s, null := d.str(sp)
-		if null {
-			return Value{kind: KindNullValue, typ: t}
-		}
-		return Value{kind: KindStringValue, typ: t, str: s}
+	} else if o, ok := c.opsSparse[t.ID]; ok {
+		return o
 	}
-	elems := c.alloc(len(t.Fields))
+	o := make([]fieldOp, len(t.Fields))
 	for i := range t.Fields {
-		elems[i] = c.decodeField(d, &t.Fields[i], depth+1)
-		if d.failed() {
-			break
+		f := &t.Fields[i]
+		op := fieldOp{array: f.Array, typ: f.Type}
+		switch {
+		case f.ConstantPool:
+			op.code = opPool
+			op.pool = c.pools.find(f.Type.ID)
+		case f.Type.Kind == KindStruct:
+			op.code = opStruct
+		default:
+			op.code = primOps[f.Type.Kind]
 		}
+		o[i] = op
 	}
-	return Value{kind: KindStructValue, typ: t, elems: elems}
+	if uint64(t.ID) < uint64(len(c.opsDense)) {
+		c.opsDense[t.ID] = o
+	} else {
+		if c.opsSparse == nil {
+			c.opsSparse = map[int64][]fieldOp{}
+		}
+		c.opsSparse[t.ID] = o
+	}
+	return o
 }
 
-func (c *Chunk) decodeField(d *decoder, f *Field, depth int) Value {
-	if f.Array {
-		n := d.count(len(d.buf) - d.pos)
-		if n <= 0 {
-			if n < 0 && d.short {
+// resetOps drops compiled operations (metadata or pools changed).
+func (c *Chunk) resetOps() {
+	if c.Metadata != nil {
+		c.opsDense = make([][]fieldOp, len(c.Metadata.dense))
+	}
+	c.opsSparse = nil
+}
+
+// decodeType decodes one non-array, non-pooled value of type t. depth < 0
+// marks a string inside the String pool, which may not refer to it again.
+func (c *Chunk) decodeType(d *decoder, t *Type, depth int, a *arena) Value {
+	if t.Kind != KindStruct {
+		op := fieldOp{code: primOps[t.Kind], typ: t}
+		if depth < 0 && t.Kind == KindString {
+			s, null := d.str(nil)
+			if null {
 				return Value{}
 			}
-			if n < 0 {
-				d.bad = true
-			}
-			return Value{kind: KindArrayValue, typ: f.Type}
+			return stringValue(s)
 		}
-		elems := c.alloc(n)
-		for i := range elems {
-			elems[i] = c.decodeScalar(d, f, depth)
+		return c.decodeOne(d, &op, depth, a)
+	}
+	return c.decodeStruct(d, t, depth, a)
+}
+
+func (c *Chunk) decodeStruct(d *decoder, t *Type, depth int, a *arena) Value {
+	comp := a.composite()
+	comp.typ = t
+	comp.elems = a.values(len(t.Fields))
+	c.decodeFields(d, c.ops(t), comp.elems, depth+1, a)
+	return Value{kind: KindStructValue, p: unsafe.Pointer(comp)}
+}
+
+// decodeFields decodes one value per op into out. It returns the index of
+// the field where decoding failed, or -1.
+func (c *Chunk) decodeFields(d *decoder, ops []fieldOp, out []Value, depth int, a *arena) int {
+	for i := range ops {
+		op := &ops[i]
+		if op.array {
+			out[i] = c.decodeArray(d, op, depth, a)
+		} else {
+			out[i] = c.decodeOne(d, op, depth, a)
+		}
+		if d.failed() {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *Chunk) decodeField(d *decoder, op *fieldOp, depth int, a *arena) Value {
+	if op.array {
+		return c.decodeArray(d, op, depth, a)
+	}
+	return c.decodeOne(d, op, depth, a)
+}
+
+func (c *Chunk) decodeArray(d *decoder, op *fieldOp, depth int, a *arena) Value {
+	n := d.count(len(d.buf) - d.pos)
+	if n < 0 {
+		return Value{}
+	}
+	comp := a.composite()
+	comp.typ = op.typ
+	if n > 0 {
+		comp.elems = a.values(n)
+		for i := range comp.elems {
+			comp.elems[i] = c.decodeOne(d, op, depth, a)
 			if d.failed() {
 				break
 			}
 		}
-		return Value{kind: KindArrayValue, typ: f.Type, elems: elems}
 	}
-	return c.decodeScalar(d, f, depth)
+	return Value{kind: KindArrayValue, p: unsafe.Pointer(comp)}
 }
 
-func (c *Chunk) decodeScalar(d *decoder, f *Field, depth int) Value {
-	if f.ConstantPool {
+func (c *Chunk) decodeOne(d *decoder, op *fieldOp, depth int, a *arena) Value {
+	switch op.code {
+	case opLong:
+		return Value{kind: KindIntValue, prim: KindLong, bits: d.u64()}
+	case opPool:
 		key := d.u64()
-		if p := c.pools.find(f.Type.ID); p != nil {
-			if e := p.lookup(key); e != nil {
-				return Value{kind: kindRef, typ: f.Type, bits: key, ref: e}
+		if op.pool != nil {
+			if e := op.pool.lookup(key); e != nil {
+				return Value{kind: kindRef, p: unsafe.Pointer(e), bits: key}
 			}
 		}
-		return Value{kind: KindNullValue, typ: f.Type, bits: key}
+		return Value{kind: KindNullValue, bits: key}
+	case opInt:
+		return Value{kind: KindIntValue, prim: KindInt, bits: uint64(int64(int32(d.u32())))}
+	case opBoolean:
+		return Value{kind: KindBoolValue, prim: KindBoolean, bits: uint64(d.u8() & 1)}
+	case opByte:
+		return Value{kind: KindIntValue, prim: KindByte, bits: uint64(int64(int8(d.u8())))}
+	case opChar:
+		return Value{kind: KindCharValue, prim: KindChar, bits: uint64(uint16(d.u16()))}
+	case opShort:
+		return Value{kind: KindIntValue, prim: KindShort, bits: uint64(int64(int16(d.u16())))}
+	case opFloat:
+		return Value{kind: KindFloatValue, prim: KindFloat, bits: math.Float64bits(float64(d.f32()))}
+	case opDouble:
+		return Value{kind: KindFloatValue, prim: KindDouble, bits: math.Float64bits(d.f64())}
+	case opString:
+		s, null := d.str(c)
+		if null {
+			return Value{}
+		}
+		return stringValue(s)
 	}
-	return c.decodeType(d, f.Type, depth)
+	return c.decodeStruct(d, op.typ, depth, a)
+}
+
+// arena hands out Values and composites from large blocks. The chunk's
+// arena is never reset (pool values live as long as the chunk); an
+// EventReader's is reset before each event, so reading events allocates
+// nothing once its blocks are large enough.
+type arena struct {
+	vals  []Value
+	used  int
+	comps []composite
+	cused int
+}
+
+func (a *arena) values(n int) []Value {
+	if a.used+n > len(a.vals) {
+		a.vals = make([]Value, max(4096, n, 2*len(a.vals)))
+		a.used = 0
+	}
+	v := a.vals[a.used : a.used+n : a.used+n]
+	a.used += n
+	clear(v)
+	return v
+}
+
+func (a *arena) composite() *composite {
+	if a.cused == len(a.comps) {
+		a.comps = make([]composite, max(256, 2*len(a.comps)))
+		a.cused = 0
+	}
+	p := &a.comps[a.cused]
+	a.cused++
+	*p = composite{}
+	return p
+}
+
+// reset makes the arena's current blocks reusable. Values handed out
+// before are overwritten by later use.
+func (a *arena) reset() { a.used, a.cused = 0, 0 }
+
+// Clone deep-copies the structs and arrays of a value that a reader will
+// reuse; constant-pool references keep pointing into the chunk.
+func (v Value) Clone() Value {
+	if c := v.comp(); c != nil {
+		nc := &composite{typ: c.typ, elems: make([]Value, len(c.elems))}
+		for i := range c.elems {
+			nc.elems[i] = c.elems[i].Clone()
+		}
+		v.p = unsafe.Pointer(nc)
+	}
+	return v
 }
 
 // skipType advances past one non-array, non-pooled value of type t.

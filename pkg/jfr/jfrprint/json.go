@@ -70,7 +70,7 @@ func (p *JSON) Print(w io.Writer, r *jfr.Reader) error {
 func chunkEvents(c *jfr.Chunk, accept func(*jfr.Type) bool) ([]jfr.Event, error) {
 	var evs []jfr.Event
 	var ends []int64
-	er := c.Events()
+	er := c.AllEvents()
 	for er.Next() {
 		ev := er.Event()
 		if accept != nil && !accept(ev.Type) {
