@@ -190,7 +190,7 @@ func (r *Repository) Read(c Candidate) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", c.Path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: nothing to flush
 	limit := r.maxBytes
 	if limit <= 0 {
 		limit = 1<<63 - 2
