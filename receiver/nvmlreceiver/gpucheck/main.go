@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -184,16 +185,12 @@ func writeCallTimes(ctx context.Context, reader *sdkmetric.ManualReader, path st
 		}
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].sum > rows[j].sum })
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Close() }()
-	fmt.Fprintf(f, "%-48s %8s %12s %12s %12s\n", "function", "calls", "total_ms", "mean_us", "max_us")
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-48s %8s %12s %12s %12s\n", "function", "calls", "total_ms", "mean_us", "max_us")
 	for _, r := range rows {
-		fmt.Fprintf(f, "%-48s %8d %12.3f %12.1f %12.1f\n", r.fn, r.count, r.sum*1e3, r.sum/float64(max(r.count, 1))*1e6, r.maxed*1e6)
+		fmt.Fprintf(&b, "%-48s %8d %12.3f %12.1f %12.1f\n", r.fn, r.count, r.sum*1e3, r.sum/float64(max(r.count, 1))*1e6, r.maxed*1e6)
 	}
-	return nil
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // printingHost prints component status changes.
