@@ -34,14 +34,17 @@ type onnxExtension struct {
 	// reload serialises scans (Start's and the poller's).
 	reload sync.Mutex
 
-	mu       sync.RWMutex
-	started  bool
-	host     component.Host
-	repo     *repository.Repository
-	opts     *ort.SessionOptions
-	models   map[string]*model
-	checks   map[string]map[int]func(modelrunner.Signature) error
-	nextID   int
+	mu      sync.RWMutex
+	started bool
+	host    component.Host
+	repo    *repository.Repository
+	opts    *ort.SessionOptions
+	models  map[string]*model
+	checks  map[string]map[int]func(modelrunner.Signature) error
+	nextID  int
+	// degraded is set by a failed load and cleared, with a StatusOK
+	// report, by the next successful one.
+	degraded bool
 	cancel   context.CancelFunc
 	pollDone chan struct{}
 }
@@ -397,6 +400,7 @@ func (e *onnxExtension) load(repo *repository.Repository, m *model, c repository
 	m.mu.Lock()
 	m.served[c.Version] = v
 	m.mu.Unlock()
+	e.reportRecovered()
 	e.tel.OnnxinferenceModelLoadDuration.Record(context.Background(), time.Since(start).Seconds(), m.attrs)
 	e.logger.Info("model version loaded", zap.String("model", m.name), zap.Int64("version", c.Version),
 		zap.Stringers("inputs", stringers(v.sig.Inputs)), zap.Stringers("outputs", stringers(v.sig.Outputs)),
@@ -455,12 +459,25 @@ func (e *onnxExtension) reportFailure(name string, version int64, err error) {
 	e.logger.Error("model version failed to load; the previous version keeps serving",
 		zap.String("model", name), zap.Int64("version", version), zap.Error(err))
 	e.tel.OnnxinferenceModelLoadFailures.Add(context.Background(), 1,
-		metric.WithAttributes(attribute.String("model", name)))
-	e.mu.RLock()
+		metric.WithAttributeSet(attribute.NewSet(attribute.String("model", name))))
+	e.mu.Lock()
 	host := e.host
-	e.mu.RUnlock()
+	e.degraded = true
+	e.mu.Unlock()
 	if host != nil {
 		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
+	}
+}
+
+// reportRecovered reports the component healthy again after failures, once
+// a version has loaded since.
+func (e *onnxExtension) reportRecovered() {
+	e.mu.Lock()
+	host, was := e.host, e.degraded
+	e.degraded = false
+	e.mu.Unlock()
+	if was && host != nil {
+		componentstatus.ReportStatus(host, componentstatus.NewEvent(componentstatus.StatusOK))
 	}
 }
 

@@ -321,6 +321,10 @@ func TestHotReload(t *testing.T) {
 	if v := version(); v != 1 {
 		t.Fatalf("after removing 2: serving %d, want 1", v)
 	}
+	// Loading a version after failures reports the extension healthy again.
+	if errs := host.errors(); errs[len(errs)-1] != nil {
+		t.Fatalf("last status %v, want StatusOK after a successful load", errs[len(errs)-1])
+	}
 
 	// Removing the model's directory unloads it.
 	if err := os.RemoveAll(filepath.Join(repo, "m")); err != nil {
@@ -410,7 +414,9 @@ func TestRepositoryBoundaries(t *testing.T) {
 	}
 	var all string
 	for _, err := range host.errors() {
-		all += err.Error() + "\n"
+		if err != nil {
+			all += err.Error() + "\n"
+		}
 	}
 	for _, want := range []string{repository.ErrOutsideRoot.Error(), repository.ErrTooLarge.Error()} {
 		if !strings.Contains(all, want) {

@@ -54,6 +54,9 @@ type inferenceProcessor struct {
 	batcher    *batcher.Batcher
 	unregister func()
 	host       component.Host
+	// degraded is set when items went unjudged for a failed run or a bad
+	// output, and cleared, with a StatusOK report, by the next good batch.
+	degraded bool
 
 	// scratch holds *scratch buffers reused across calls; concurrent calls
 	// each take their own, so that they can share a batch.
@@ -367,6 +370,13 @@ func (p *inferenceProcessor) judge(ctx context.Context, items []item, rows []flo
 	}
 	if judged > 0 {
 		p.tel.ProcessorInferenceItemsJudged.Add(ctx, int64(judged))
+		p.mu.Lock()
+		host, was := p.host, p.degraded
+		p.degraded = false
+		p.mu.Unlock()
+		if was && host != nil {
+			componentstatus.ReportStatus(host, componentstatus.NewEvent(componentstatus.StatusOK))
+		}
 	}
 }
 
@@ -432,6 +442,7 @@ func (p *inferenceProcessor) report(err error) {
 	p.logger.Warn("items forwarded without inference", zap.String("model", p.cfg.Model), zap.Error(err))
 	p.mu.Lock()
 	host := p.host
+	p.degraded = true
 	p.mu.Unlock()
 	if host != nil {
 		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(
