@@ -57,6 +57,7 @@ type gpu struct {
 
 	// The fields below are touched only by the goroutine holding busy.
 	unsupported  feature
+	migEnabled   bool      // MIG mode at the previous scrape
 	lastSample   [3]uint64 // per utilizationTasks entry, NVML µs timestamps
 	migProfiles  map[uint32]string
 	migProfilesK bool
@@ -221,6 +222,12 @@ func (r *nvmlReceiver) readDevice(g *gpu, withProcesses bool) (rd deviceReading)
 		current, _, ret := g.handle.GetMigMode()
 		t.observe("nvmlDeviceGetMigMode", start)
 		migEnabled = g.note(featMIG, ret) && current == nvml.DEVICE_MIG_ENABLE
+	}
+	if migEnabled != g.migEnabled {
+		// What a GPU supports changes with MIG mode (utilization samples
+		// are not available in MIG mode): ask again.
+		g.migEnabled = migEnabled
+		g.unsupported &= featMIG
 	}
 	if migEnabled {
 		rd.migs, rd.processes = r.readMIG(g, withProcesses)

@@ -90,8 +90,13 @@ type series struct {
 	samples    []sample
 	suspected  bool
 	lastReport time.Time
-	seen       bool
+	seen       bool // a reading since the last Sweep
+	missed     int  // Sweeps in a row without a reading
 }
+
+// keepMissed is how many Sweeps a series survives without a reading, so that
+// one scrape in which its device did not answer does not erase its history.
+const keepMissed = 3
 
 // Detector tracks many series. It is not safe for concurrent use.
 type Detector struct {
@@ -132,15 +137,19 @@ func (d *Detector) Observe(k Key, at time.Time, bytes uint64) Assessment {
 	return d.assess(s, at)
 }
 
-// Sweep forgets series that received no reading since the previous Sweep:
-// their processes exited or left the device.
+// Sweep is called once per round of readings. It forgets series that have
+// had no reading for keepMissed rounds: their processes exited or left the
+// device.
 func (d *Detector) Sweep() {
 	for k, s := range d.series {
-		if !s.seen {
-			delete(d.series, k)
+		if s.seen {
+			s.seen, s.missed = false, 0
 			continue
 		}
-		s.seen = false
+		s.missed++
+		if s.missed > keepMissed {
+			delete(d.series, k)
+		}
 	}
 }
 

@@ -177,11 +177,32 @@ func TestSweepForgetsExitedProcesses(t *testing.T) {
 	d.Observe(Key{PID: 2, Device: "a"}, now, 1)
 	d.Sweep()
 	assert.Equal(t, 2, d.Len())
-	d.Observe(Key{PID: 1, Device: "a"}, now.Add(time.Second), 1)
+	// pid 1 keeps reporting; pid 2 is gone. A missed round or three (its
+	// device timed out) keeps the history; a fourth forgets it.
+	for round := 1; round <= keepMissed; round++ {
+		d.Observe(Key{PID: 1, Device: "a"}, now.Add(time.Duration(round)*time.Second), 1)
+		d.Sweep()
+		assert.Equal(t, 2, d.Len(), "round %d", round)
+	}
+	d.Observe(Key{PID: 1, Device: "a"}, now.Add(10*time.Second), 1)
 	d.Sweep()
 	assert.Equal(t, 1, d.Len())
-	d.Sweep()
-	assert.Equal(t, 0, d.Len())
+}
+
+func TestHistorySurvivesAMissedRound(t *testing.T) {
+	d := New(testConfig)
+	k := Key{PID: 1, Device: "a"}
+	t0 := time.Now()
+	var a Assessment
+	for i := range 40 {
+		if i == 20 {
+			d.Sweep() // a round where the device did not answer
+			continue
+		}
+		a = d.Observe(k, t0.Add(time.Duration(i)*10*time.Second), uint64(i)*mib)
+		d.Sweep()
+	}
+	assert.Equal(t, 39, a.Samples)
 }
 
 func TestOutOfOrderReadingIgnored(t *testing.T) {
