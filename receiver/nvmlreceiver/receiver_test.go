@@ -630,3 +630,20 @@ func TestXIDDescription(t *testing.T) {
 	assert.Equal(t, "double-bit ECC error (uncorrectable)", xidDescription(48))
 	assert.Equal(t, "unknown XID", xidDescription(99999))
 }
+
+func TestUnsupportedCallsAskedAgainAfterMIGModeChange(t *testing.T) {
+	srv := dgxh100.New()
+	node := newFakeNode(t, srv)
+	tr := newTestReceiver(t, node, nil)
+	tr.scrapeOnce(t)
+	asked := node.decoderCalls.Load()
+	assert.Equal(t, int32(8), asked, "each GPU asked once")
+	tr.scrapeOnce(t)
+	assert.Equal(t, asked, node.decoderCalls.Load(), "NOT_SUPPORTED remembered")
+
+	_, ret := srv.Devices[2].(*server.Device).SetMigMode(nvml.DEVICE_MIG_ENABLE)
+	require.Equal(t, nvml.SUCCESS, ret)
+	tr.scrapeOnce(t) // sees the new mode
+	tr.scrapeOnce(t)
+	assert.Equal(t, asked+1, node.decoderCalls.Load(), "GPU 2 asked again after its MIG mode changed")
+}
