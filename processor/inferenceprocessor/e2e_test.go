@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
@@ -235,6 +236,92 @@ func TestEndToEndWrongConfigFailsAtStartup(t *testing.T) {
 	for _, want := range []string{`model "runtime_overlap"`, "features", "4 features configured"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("startup error does not mention %q:\n%s", want, log)
+		}
+	}
+}
+
+// A logs pipeline with an OTTL condition: only the selected records are judged.
+func TestEndToEndLogs(t *testing.T) {
+	binaryWithInference(t)
+	repo := t.TempDir()
+	copyModel(t, repo, "runtime_overlap", 1, filepath.Join("..", "..", "models", "runtime_overlap", "1", "model.onnx"))
+	config := fmt.Sprintf(`
+extensions:
+  onnxinference:
+    repository: %s
+processors:
+  inference/logs:
+    conditions: ['attributes["request.duration_ms"] != nil']
+    features:
+      - attribute: request.duration_ms
+      - attribute: gc_ms
+        default: 0
+      - attribute: none
+        default: 0
+      - attribute: none
+        default: 0
+      - attribute: none
+        default: 0
+    outputs:
+      - output: explained_fraction
+        attribute: gc.share
+service:
+  extensions: [health_check, onnxinference]
+  pipelines:
+    logs:
+      processors: [memory_limiter, inference/logs, batch]
+`, repo)
+	c := e2e.Start(t, e2e.Options{Configs: []string{"embedded:default"}, ConfigYAML: config})
+	if err := c.WaitHealthy(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ld := plog.NewLogs()
+	records := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	for i, attrs := range []map[string]any{
+		{"request.duration_ms": 200.0, "gc_ms": 50.0, "n": 0},
+		{"request.duration_ms": 100.0, "n": 1},
+		{"message": "not a request", "n": 2},
+	} {
+		r := records.AppendEmpty()
+		r.SetTimestamp(pcommon.NewTimestampFromTime(time.Now()))
+		r.Body().SetStr(fmt.Sprintf("record %d", i))
+		_ = r.Attributes().FromRaw(attrs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.SendLogs(ctx, ld); err != nil {
+		t.Fatal(err)
+	}
+	var got []plog.LogRecord
+	if err := c.Eventually(20*time.Second, func() bool {
+		got = got[:0]
+		batches, err := c.Logs("logs.jsonl")
+		if err != nil {
+			return false
+		}
+		for _, b := range batches {
+			for i := 0; i < b.ResourceLogs().Len(); i++ {
+				sls := b.ResourceLogs().At(i).ScopeLogs()
+				for j := 0; j < sls.Len(); j++ {
+					for k := 0; k < sls.At(j).LogRecords().Len(); k++ {
+						got = append(got, sls.At(j).LogRecords().At(k))
+					}
+				}
+			}
+		}
+		return len(got) == 3
+	}); err != nil {
+		t.Fatalf("%d of 3 log records came back: %v", len(got), err)
+	}
+	want := map[int64]float64{0: 0.25, 1: 0, 2: -1} // -1: not judged
+	for _, r := range got {
+		n, _ := r.Attributes().Get("n")
+		share, judged := r.Attributes().Get("gc.share")
+		switch w := want[n.Int()]; {
+		case w < 0 && judged:
+			t.Errorf("record %d judged though no condition matched: %v", n.Int(), r.Attributes().AsRaw())
+		case w >= 0 && (!judged || share.Double() != w):
+			t.Errorf("record %d: gc.share %v (judged %v), want %v", n.Int(), share.Double(), judged, w)
 		}
 	}
 }
