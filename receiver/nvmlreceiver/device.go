@@ -35,7 +35,46 @@ const (
 	featMIG
 	featGraphicsProcesses
 	featComputeProcesses
+	featProcessUtilization
 )
+
+// optionalSymbols are the NVML functions that older drivers lack, with the
+// features that call them. go-nvml resolves C symbols lazily: calling one the
+// loaded library does not export would end the process, so a feature whose
+// symbol is missing is marked unsupported before any call.
+var optionalSymbols = []struct {
+	features feature
+	symbol   string
+}{
+	{featMemoryV2, "nvmlDeviceGetMemoryInfo_v2"},
+	{featUtilGeneral | featUtilEncoder | featUtilDecoder, "nvmlDeviceGetSamples"},
+	{featPower, "nvmlDeviceGetPowerUsage"},
+	{featEnergy, "nvmlDeviceGetTotalEnergyConsumption"},
+	{featTemperature, "nvmlDeviceGetTemperature"},
+	{featECC, "nvmlDeviceGetTotalEccErrors"},
+	{featMIG, "nvmlDeviceGetMigMode"},
+	{featMIG, "nvmlDeviceGetMaxMigDeviceCount"},
+	{featMIG, "nvmlDeviceGetMigDeviceHandleByIndex"},
+	{featProcessUtilization, "nvmlDeviceGetProcessUtilization"},
+}
+
+// missingFeatures returns the features whose NVML functions the loaded
+// library does not export, and the names of those functions.
+func missingFeatures(lib nvml.Interface) (feature, []string) {
+	ext := lib.Extensions()
+	if ext == nil {
+		return 0, nil
+	}
+	var missing feature
+	var names []string
+	for _, o := range optionalSymbols {
+		if err := ext.LookupSymbol(o.symbol); err != nil {
+			missing |= o.features
+			names = append(names, o.symbol)
+		}
+	}
+	return missing, names
+}
 
 // gpu is one physical device: what never changes, found at enumeration, and
 // the little state its scrapes carry from one to the next.
@@ -57,8 +96,10 @@ type gpu struct {
 
 	// The fields below are touched only by the goroutine holding busy.
 	unsupported  feature
+	missing      feature   // functions the loaded library lacks
 	migEnabled   bool      // MIG mode at the previous scrape
 	lastSample   [3]uint64 // per utilizationTasks entry, NVML µs timestamps
+	lastProcess  uint64    // newest per-process utilization sample, µs
 	migProfiles  map[uint32]string
 	migProfilesK bool
 }
@@ -93,6 +134,10 @@ type processReading struct {
 	pid      uint32
 	used     uint64
 	deviceID string
+	// smUtil is the mean fraction of time the process had kernels running,
+	// over the samples since the previous scrape; valid when smOK.
+	smUtil float64
+	smOK   bool
 }
 
 type migReading struct {
@@ -225,16 +270,50 @@ func (r *nvmlReceiver) readDevice(g *gpu, withProcesses bool) (rd deviceReading)
 	}
 	if migEnabled != g.migEnabled {
 		// What a GPU supports changes with MIG mode (utilization samples
-		// are not available in MIG mode): ask again.
+		// are not available in MIG mode): ask again, except for what the
+		// library does not have at all.
 		g.migEnabled = migEnabled
-		g.unsupported &= featMIG
+		g.unsupported = g.unsupported&featMIG | g.missing
 	}
 	if migEnabled {
 		rd.migs, rd.processes = r.readMIG(g, withProcesses)
 	} else if withProcesses {
 		rd.processes = r.readProcesses(g, g.handle, g.uuid, nil)
+		if len(rd.processes) > 0 {
+			r.readProcessUtilization(g, rd.processes)
+		}
 	}
 	return rd
+}
+
+// readProcessUtilization averages NVML's per-process samples since the
+// previous scrape onto the processes read from the same GPU.
+func (r *nvmlReceiver) readProcessUtilization(g *gpu, procs []processReading) {
+	if !g.supports(featProcessUtilization) {
+		return
+	}
+	start := time.Now()
+	samples, ret := g.handle.GetProcessUtilization(g.lastProcess)
+	r.timer.observe("nvmlDeviceGetProcessUtilization", start)
+	if !g.note(featProcessUtilization, ret) {
+		return // ERROR_NOT_FOUND: no sample since the previous scrape
+	}
+	newest := g.lastProcess
+	for i := range procs {
+		var sum float64
+		n := 0
+		for _, s := range samples {
+			if s.Pid == procs[i].pid && s.TimeStamp > g.lastProcess {
+				sum += float64(s.SmUtil)
+				n++
+				newest = max(newest, s.TimeStamp)
+			}
+		}
+		if n > 0 {
+			procs[i].smUtil, procs[i].smOK = sum/float64(n)/100, true
+		}
+	}
+	g.lastProcess = newest
 }
 
 // readProcesses lists the compute and graphics processes on a GPU or MIG

@@ -159,6 +159,24 @@ func (n *fakeNode) script(i int, d *server.Device) {
 		}
 		return nil, nvml.SUCCESS
 	}
+	d.GetProcessUtilizationFunc = func(since uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		ps := n.processes[i]
+		if len(ps) == 0 {
+			return nil, nvml.ERROR_NOT_FOUND
+		}
+		// Each process: an already-counted sample at `since`, then two new
+		// ones at 20 % and 40 % SM time (mean 30 %).
+		var out []nvml.ProcessUtilizationSample
+		for _, p := range ps {
+			out = append(out,
+				nvml.ProcessUtilizationSample{Pid: p.Pid, TimeStamp: since, SmUtil: 100},
+				nvml.ProcessUtilizationSample{Pid: p.Pid, TimeStamp: n.sampleTS - 1, SmUtil: 20},
+				nvml.ProcessUtilizationSample{Pid: p.Pid, TimeStamp: n.sampleTS, SmUtil: 40})
+		}
+		return out, nvml.SUCCESS
+	}
 	d.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
 	d.GetMigDeviceHandleByIndexFunc = func(k int) (nvml.Device, nvml.Return) {
 		n.mu.Lock()

@@ -239,6 +239,11 @@ func (r *nvmlReceiver) enumerate(lib nvml.Interface) (s *session, err error) {
 	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
 		s.driverVersion = v
 	}
+	missing, names := missingFeatures(lib)
+	if len(names) > 0 {
+		r.logger.Info("The NVML library lacks some functions (older driver); the metrics that need them are not reported",
+			zap.Strings("functions", names), zap.String("driver_version", s.driverVersion))
+	}
 	for i := 0; i < count; i++ {
 		h, ret := lib.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
@@ -250,7 +255,7 @@ func (r *nvmlReceiver) enumerate(lib nvml.Interface) (s *session, err error) {
 			r.logger.Warn("Skipping GPU without a UUID", zap.Int("index", i), zap.String("nvml_return", ret.Error()))
 			continue
 		}
-		g := &gpu{index: i, handle: h, uuid: uuid}
+		g := &gpu{index: i, handle: h, uuid: uuid, unsupported: missing, missing: missing}
 		if name, ret := h.GetName(); ret == nvml.SUCCESS {
 			g.model = name
 		}

@@ -225,6 +225,8 @@ func TestScrapeProcessesWithContainers(t *testing.T) {
 	}, resourceAttrs(java.Resource()))
 	assert.Equal(t, float64(3*1024*mib), point(t, java, "gpu.process.memory.usage", map[string]any{"hw.id": uuidOf(srv, 0)}),
 		"listed as compute and graphics, counted once")
+	assert.InDelta(t, 0.3, point(t, java, "gpu.process.utilization", map[string]any{"hw.id": uuidOf(srv, 0)}), 1e-12,
+		"mean of the samples since the previous scrape")
 
 	py, ok := resourceWith(md, "process.pid", int64(5000))
 	require.True(t, ok)

@@ -229,6 +229,9 @@ func (r *nvmlReceiver) recordProcesses(ctx context.Context, now time.Time, readi
 		procLeak := false
 		for _, p := range procs {
 			st.mb.RecordGpuProcessMemoryUsageDataPoint(ts, int64(p.used), p.deviceID)
+			if p.smOK {
+				st.mb.RecordGpuProcessUtilizationDataPoint(ts, p.smUtil, p.deviceID)
+			}
 			if st.leaks == nil {
 				continue
 			}

@@ -95,6 +95,8 @@ func TestRealBindingAgainstStubLibrary(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Base(exe), resourceAttrs(self.Resource())["process.executable.name"])
 	assert.Equal(t, float64(2*gib), point(t, self, "gpu.process.memory.usage", map[string]any{"hw.id": "GPU-5a17b0c2-0000-4000-8000-000000000000"}))
+	_, ok = findPoint(self, "gpu.process.utilization", nil)
+	assert.False(t, ok, "the stub lacks nvmlDeviceGetProcessUtilization: not called, not reported")
 
 	// The event loop delivered the scripted XID 13 on GPU 1.
 	require.Eventually(t, func() bool { return logs.LogRecordCount() >= 1 }, 10*time.Second, time.Millisecond)

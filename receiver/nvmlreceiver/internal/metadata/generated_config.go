@@ -206,6 +206,54 @@ func (ms *GpuProcessMemoryUsageMetricConfig) Validate() error {
 	return nil
 }
 
+// GpuProcessUtilizationMetricAttributeKey specifies the key of an attribute for the gpu.process.utilization metric.
+type GpuProcessUtilizationMetricAttributeKey string
+
+const (
+	GpuProcessUtilizationMetricAttributeKeyDeviceID GpuProcessUtilizationMetricAttributeKey = "hw.id"
+)
+
+// GpuProcessUtilizationMetricConfig provides config for the gpu.process.utilization metric.
+type GpuProcessUtilizationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                    `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []GpuProcessUtilizationMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *GpuProcessUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *GpuProcessUtilizationMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case GpuProcessUtilizationMetricAttributeKeyDeviceID:
+		default:
+			return fmt.Errorf("metric gpu.process.utilization doesn't have an attribute %v, valid attributes: [hw.id]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // HwEnergyMetricConfig provides config for the hw.energy metric.
 type HwEnergyMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -456,6 +504,7 @@ type MetricsConfig struct {
 	GpuMigMemoryUsage          GpuMigMemoryUsageMetricConfig          `mapstructure:"gpu.mig.memory.usage"`
 	GpuProcessMemoryGrowthRate GpuProcessMemoryGrowthRateMetricConfig `mapstructure:"gpu.process.memory.growth_rate"`
 	GpuProcessMemoryUsage      GpuProcessMemoryUsageMetricConfig      `mapstructure:"gpu.process.memory.usage"`
+	GpuProcessUtilization      GpuProcessUtilizationMetricConfig      `mapstructure:"gpu.process.utilization"`
 	HwEnergy                   HwEnergyMetricConfig                   `mapstructure:"hw.energy"`
 	HwErrors                   HwErrorsMetricConfig                   `mapstructure:"hw.errors"`
 	HwGpuMemoryLimit           HwGpuMemoryLimitMetricConfig           `mapstructure:"hw.gpu.memory.limit"`
@@ -487,6 +536,11 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []GpuProcessMemoryUsageMetricAttributeKey{GpuProcessMemoryUsageMetricAttributeKeyDeviceID},
+		},
+		GpuProcessUtilization: GpuProcessUtilizationMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []GpuProcessUtilizationMetricAttributeKey{GpuProcessUtilizationMetricAttributeKeyDeviceID},
 		},
 		HwEnergy: HwEnergyMetricConfig{
 			Enabled: true,

@@ -46,6 +46,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []GpuProcessMemoryUsageMetricAttributeKey{GpuProcessMemoryUsageMetricAttributeKeyDeviceID},
 					},
+					GpuProcessUtilization: GpuProcessUtilizationMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []GpuProcessUtilizationMetricAttributeKey{GpuProcessUtilizationMetricAttributeKeyDeviceID},
+					},
 					HwEnergy: HwEnergyMetricConfig{
 						Enabled: true,
 					},
@@ -122,6 +127,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []GpuProcessMemoryUsageMetricAttributeKey{GpuProcessMemoryUsageMetricAttributeKeyDeviceID},
 					},
+					GpuProcessUtilization: GpuProcessUtilizationMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []GpuProcessUtilizationMetricAttributeKey{GpuProcessUtilizationMetricAttributeKeyDeviceID},
+					},
 					HwEnergy: HwEnergyMetricConfig{
 						Enabled: false,
 					},
@@ -178,7 +188,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(GpuMigMemoryLimitMetricConfig{}, GpuMigMemoryUsageMetricConfig{}, GpuProcessMemoryGrowthRateMetricConfig{}, GpuProcessMemoryUsageMetricConfig{}, HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwTemperatureMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(GpuMigMemoryLimitMetricConfig{}, GpuMigMemoryUsageMetricConfig{}, GpuProcessMemoryGrowthRateMetricConfig{}, GpuProcessMemoryUsageMetricConfig{}, GpuProcessUtilizationMetricConfig{}, HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwTemperatureMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
@@ -227,6 +237,18 @@ func TestGpuProcessMemoryUsageMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric gpu.process.memory.usage doesn't have an attribute invalid, valid attributes: [hw.id]")
 
 	cfg = DefaultMetricsConfig().GpuProcessMemoryUsage
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestGpuProcessUtilizationMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().GpuProcessUtilization
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []GpuProcessUtilizationMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric gpu.process.utilization doesn't have an attribute invalid, valid attributes: [hw.id]")
+
+	cfg = DefaultMetricsConfig().GpuProcessUtilization
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

@@ -122,6 +122,10 @@ var MetricsInfo = metricsInfo{
 		Name:       "gpu.process.memory.usage",
 		Attributes: []string{"device_id"},
 	},
+	GpuProcessUtilization: metricInfo{
+		Name:       "gpu.process.utilization",
+		Attributes: []string{"device_id"},
+	},
 	HwEnergy: metricInfo{
 		Name: "hw.energy",
 	},
@@ -156,6 +160,7 @@ type metricsInfo struct {
 	GpuMigMemoryUsage          metricInfo
 	GpuProcessMemoryGrowthRate metricInfo
 	GpuProcessMemoryUsage      metricInfo
+	GpuProcessUtilization      metricInfo
 	HwEnergy                   metricInfo
 	HwErrors                   metricInfo
 	HwGpuMemoryLimit           metricInfo
@@ -540,6 +545,95 @@ func (m *metricGpuProcessMemoryUsage) emit(metrics pmetric.MetricSlice) {
 
 func newMetricGpuProcessMemoryUsage(cfg GpuProcessMemoryUsageMetricConfig) metricGpuProcessMemoryUsage {
 	m := metricGpuProcessMemoryUsage{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricGpuProcessUtilization struct {
+	data          pmetric.Metric                    // data buffer for generated metric.
+	config        GpuProcessUtilizationMetricConfig // metric config provided by user.
+	capacity      int                               // max observed number of data points added to the metric.
+	aggDataPoints []float64                         // slice containing number of aggregated datapoints at each index
+}
+
+// init fills gpu.process.utilization metric with initial data.
+func (m *metricGpuProcessUtilization) init() {
+	m.data.SetName("gpu.process.utilization")
+	m.data.SetDescription("Fraction of time the process had kernels running on the GPU, averaged over NVML's per-process samples since the previous scrape (not available on MIG devices).")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricGpuProcessUtilization) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, deviceIDAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, GpuProcessUtilizationMetricAttributeKeyDeviceID) {
+		dp.Attributes().PutStr("hw.id", deviceIDAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricGpuProcessUtilization) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricGpuProcessUtilization) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricGpuProcessUtilization(cfg GpuProcessUtilizationMetricConfig) metricGpuProcessUtilization {
+	m := metricGpuProcessUtilization{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -1087,6 +1181,7 @@ type MetricsBuilder struct {
 	metricGpuMigMemoryUsage          metricGpuMigMemoryUsage
 	metricGpuProcessMemoryGrowthRate metricGpuProcessMemoryGrowthRate
 	metricGpuProcessMemoryUsage      metricGpuProcessMemoryUsage
+	metricGpuProcessUtilization      metricGpuProcessUtilization
 	metricHwEnergy                   metricHwEnergy
 	metricHwErrors                   metricHwErrors
 	metricHwGpuMemoryLimit           metricHwGpuMemoryLimit
@@ -1124,6 +1219,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricGpuMigMemoryUsage:          newMetricGpuMigMemoryUsage(mbc.Metrics.GpuMigMemoryUsage),
 		metricGpuProcessMemoryGrowthRate: newMetricGpuProcessMemoryGrowthRate(mbc.Metrics.GpuProcessMemoryGrowthRate),
 		metricGpuProcessMemoryUsage:      newMetricGpuProcessMemoryUsage(mbc.Metrics.GpuProcessMemoryUsage),
+		metricGpuProcessUtilization:      newMetricGpuProcessUtilization(mbc.Metrics.GpuProcessUtilization),
 		metricHwEnergy:                   newMetricHwEnergy(mbc.Metrics.HwEnergy),
 		metricHwErrors:                   newMetricHwErrors(mbc.Metrics.HwErrors),
 		metricHwGpuMemoryLimit:           newMetricHwGpuMemoryLimit(mbc.Metrics.HwGpuMemoryLimit),
@@ -1310,6 +1406,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricGpuMigMemoryUsage.emit(ils.Metrics())
 	mb.metricGpuProcessMemoryGrowthRate.emit(ils.Metrics())
 	mb.metricGpuProcessMemoryUsage.emit(ils.Metrics())
+	mb.metricGpuProcessUtilization.emit(ils.Metrics())
 	mb.metricHwEnergy.emit(ils.Metrics())
 	mb.metricHwErrors.emit(ils.Metrics())
 	mb.metricHwGpuMemoryLimit.emit(ils.Metrics())
@@ -1367,6 +1464,11 @@ func (mb *MetricsBuilder) RecordGpuProcessMemoryGrowthRateDataPoint(ts pcommon.T
 // RecordGpuProcessMemoryUsageDataPoint adds a data point to gpu.process.memory.usage metric.
 func (mb *MetricsBuilder) RecordGpuProcessMemoryUsageDataPoint(ts pcommon.Timestamp, val int64, deviceIDAttributeValue string) {
 	mb.metricGpuProcessMemoryUsage.recordDataPoint(mb.startTime, ts, val, deviceIDAttributeValue)
+}
+
+// RecordGpuProcessUtilizationDataPoint adds a data point to gpu.process.utilization metric.
+func (mb *MetricsBuilder) RecordGpuProcessUtilizationDataPoint(ts pcommon.Timestamp, val float64, deviceIDAttributeValue string) {
+	mb.metricGpuProcessUtilization.recordDataPoint(mb.startTime, ts, val, deviceIDAttributeValue)
 }
 
 // RecordHwEnergyDataPoint adds a data point to hw.energy metric.

@@ -71,6 +71,7 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["gpu.mig.memory.usage"] = mb.metricGpuMigMemoryUsage.config.AggregationStrategy
 			aggMap["gpu.process.memory.growth_rate"] = mb.metricGpuProcessMemoryGrowthRate.config.AggregationStrategy
 			aggMap["gpu.process.memory.usage"] = mb.metricGpuProcessMemoryUsage.config.AggregationStrategy
+			aggMap["gpu.process.utilization"] = mb.metricGpuProcessUtilization.config.AggregationStrategy
 			aggMap["hw.errors"] = mb.metricHwErrors.config.AggregationStrategy
 			aggMap["hw.gpu.memory.usage"] = mb.metricHwGpuMemoryUsage.config.AggregationStrategy
 			aggMap["hw.gpu.utilization"] = mb.metricHwGpuUtilization.config.AggregationStrategy
@@ -105,6 +106,12 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordGpuProcessMemoryUsageDataPoint(ts, 1, "device_id-val")
 			if tt.name == "reaggregate_set" {
 				mb.RecordGpuProcessMemoryUsageDataPoint(ts, 3, "device_id-val-2")
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordGpuProcessUtilizationDataPoint(ts, 1, "device_id-val")
+			if tt.name == "reaggregate_set" {
+				mb.RecordGpuProcessUtilizationDataPoint(ts, 3, "device_id-val-2")
 			}
 			defaultMetricsCount++
 			allMetricsCount++
@@ -165,6 +172,7 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricGpuMigMemoryUsage.aggDataPoints)
 				assert.Empty(t, mb.metricGpuProcessMemoryGrowthRate.aggDataPoints)
 				assert.Empty(t, mb.metricGpuProcessMemoryUsage.aggDataPoints)
+				assert.Empty(t, mb.metricGpuProcessUtilization.aggDataPoints)
 				assert.Empty(t, mb.metricHwErrors.aggDataPoints)
 				assert.Empty(t, mb.metricHwGpuMemoryUsage.aggDataPoints)
 				assert.Empty(t, mb.metricHwGpuUtilization.aggDataPoints)
@@ -388,6 +396,46 @@ func TestMetricsBuilder(t *testing.T) {
 							assert.Equal(t, int64(1), dp.IntValue())
 						case "max":
 							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("hw.id")
+						assert.False(t, ok)
+					}
+				case "gpu.process.utilization":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["gpu.process.utilization"], "Found a duplicate in the metrics slice: gpu.process.utilization")
+						validatedMetrics["gpu.process.utilization"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Fraction of time the process had kernels running on the GPU, averaged over NVML's per-process samples since the previous scrape (not available on MIG devices).", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						deviceIDAttrVal, ok := dp.Attributes().Get("hw.id")
+						assert.True(t, ok)
+						assert.Equal(t, "device_id-val", deviceIDAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["gpu.process.utilization"], "Found a duplicate in the metrics slice: gpu.process.utilization")
+						validatedMetrics["gpu.process.utilization"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Fraction of time the process had kernels running on the GPU, averaged over NVML's per-process samples since the previous scrape (not available on MIG devices).", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["gpu.process.utilization"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
 						}
 						_, ok := dp.Attributes().Get("hw.id")
 						assert.False(t, ok)

@@ -9,6 +9,10 @@
  * process itself (getpid()), holding 2 GiB; GPU 1 is idle. The first event
  * wait delivers XID 13 on GPU 1; later waits time out.
  *
+ * nvmlDeviceGetProcessUtilization is left out on purpose, as older drivers
+ * lack some functions: the receiver must look symbols up before calling them
+ * (a missing one would end the process with "undefined symbol").
+ *
  * If NVML_STUB_LOG names a file, every nvmlInit/nvmlShutdown appends a line
  * to it, so a test can check the two are balanced.
  *
