@@ -28,6 +28,26 @@ func (d *decoder) varint() uint64 {
 		d.pos = p + 1
 		return uint64(b[p])
 	}
+	if len(b)-p >= 9 {
+		// Enough bytes for the longest encoding: no bounds checks per byte.
+		w := b[p : p+9 : p+9]
+		v := uint64(w[0] & 0x7f)
+		for i := 1; i < 8; i++ {
+			c := w[i]
+			v |= uint64(c&0x7f) << (7 * uint(i))
+			if c < 0x80 {
+				d.pos = p + i + 1
+				return v
+			}
+		}
+		d.pos = p + 9
+		return v | uint64(w[8])<<56
+	}
+	return d.varintSlow()
+}
+
+func (d *decoder) varintSlow() uint64 {
+	b, p := d.buf, d.pos
 	var v uint64
 	for shift := uint(0); shift < 56; shift += 7 {
 		if p >= len(b) {

@@ -159,16 +159,18 @@ func (r *EventReader) Next() bool {
 			return false
 		}
 		d.buf = c.buf[:r.end]
-		r.ev = Event{Type: t, Fields: fields, Offset: c.Offset + int64(start), Size: int(size), chunk: c}
+		ev := &r.ev
+		ev.Type, ev.Fields, ev.Offset, ev.Size, ev.chunk = t, fields, c.Offset+int64(start), int(size), c
 		return true
 	}
 	return false
 }
 
-// Event returns the event decoded by the last call to Next. Unless the
-// reader came from AllEvents, its values are valid until the next call to
-// Next; use [Event.Clone] to keep them.
-func (r *EventReader) Event() Event { return r.ev }
+// Event returns the event decoded by the last call to Next. The Event is
+// overwritten by the next call; copy it (*ev) to keep it. Unless the reader
+// came from AllEvents, its values are reused too: keep them with
+// [Event.Clone].
+func (r *EventReader) Event() *Event { return &r.ev }
 
 // Err returns the error that stopped iteration, if any.
 func (r *EventReader) Err() error { return r.err }

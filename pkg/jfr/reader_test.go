@@ -194,7 +194,7 @@ func TestGarbageCollectionValues(t *testing.T) {
 			er := c.AllEvents()
 			for er.Next() {
 				if ev := er.Event(); ev.Type.Name == "jdk.GarbageCollection" {
-					byID[ev.Value("gcId").Int()] = ev
+					byID[ev.Value("gcId").Int()] = *ev
 				}
 			}
 			if len(byID) != len(want) {

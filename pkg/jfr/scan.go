@@ -120,10 +120,15 @@ type Scanner struct {
 	end    int
 	dense  []*typePlan
 	sparse map[int64]*typePlan
-	rec    Record
-	err    error
-	arena  arena
+	rec     Record
+	err     error
+	arena   arena
+	records int
 }
+
+// Count returns the number of event records, selected or not, that the
+// scanner has passed so far (metadata and checkpoint records excluded).
+func (s *Scanner) Count() int { return s.records }
 
 // Scan returns a scanner over the chunk's events that decodes only what sel
 // names.
@@ -163,6 +168,9 @@ func (s *Scanner) Next() bool {
 		end := start + int(size)
 		s.pos = end
 		tid := d.u64()
+		if tid > 1 {
+			s.records++
+		}
 		var p *typePlan
 		if tid < uint64(len(s.dense)) {
 			p = s.dense[tid]

@@ -366,16 +366,39 @@ func (c *Chunk) decodeStruct(d *decoder, t *Type, depth int, a *arena) Value {
 // decodeFields decodes one value per op into out. It returns the index of
 // the field where decoding failed, or -1.
 func (c *Chunk) decodeFields(d *decoder, ops []fieldOp, out []Value, depth int, a *arena) int {
+	out = out[:len(ops)]
 	for i := range ops {
 		op := &ops[i]
-		if op.array {
+		switch {
+		case op.code == opLong && !op.array && d.compressed:
+			out[i] = Value{kind: KindIntValue, prim: KindLong, bits: d.varint()}
+		case op.code == opPool && !op.array && d.compressed:
+			key := d.varint()
+			var e *poolEntry
+			if op.pool != nil {
+				e = op.pool.lookup(key)
+			}
+			if e != nil {
+				out[i] = Value{kind: kindRef, p: unsafe.Pointer(e), bits: key}
+			} else {
+				out[i] = Value{kind: KindNullValue, bits: key}
+			}
+		case op.array:
 			out[i] = c.decodeArray(d, op, depth, a)
-		} else {
+			if d.failed() {
+				return i
+			}
+		default:
 			out[i] = c.decodeOne(d, op, depth, a)
+			if d.failed() {
+				return i
+			}
 		}
-		if d.failed() {
-			return i
-		}
+	}
+	// Reads past the end leave zeros and a sticky flag; integers are
+	// checked once here rather than after each field.
+	if d.failed() {
+		return len(ops) - 1
 	}
 	return -1
 }
@@ -460,7 +483,8 @@ func (a *arena) values(n int) []Value {
 	}
 	v := a.vals[a.used : a.used+n : a.used+n]
 	a.used += n
-	clear(v)
+	// Not cleared: decoders assign every element before anyone reads it,
+	// and a failed decode is never delivered.
 	return v
 }
 

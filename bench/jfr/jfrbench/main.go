@@ -100,12 +100,7 @@ func pass(path, mode string, workers int, peak *uint64) (int64, error) {
 			if err := sc.Err(); err != nil {
 				return err
 			}
-			st, _ := c.Stats()
-			for _, s := range st {
-				if s.ID > 1 {
-					n += s.Count
-				}
-			}
+			n += int64(sc.Count())
 		case "stats":
 			st, err := c.Stats()
 			if err != nil {

@@ -76,7 +76,7 @@ func chunkEvents(c *jfr.Chunk, accept func(*jfr.Type) bool) ([]jfr.Event, error)
 		if accept != nil && !accept(ev.Type) {
 			continue
 		}
-		evs = append(evs, ev)
+		evs = append(evs, *ev)
 		ends = append(ends, ev.Value("startTime").Int()+ev.Value("duration").Int())
 	}
 	if err := er.Err(); err != nil {
