@@ -115,11 +115,11 @@ func leafField(f *Field, rest []string) *Field {
 // Scanner reads the selected events of a chunk and skips every other
 // record by its size, without allocating. Create one with [Chunk.Scan].
 type Scanner struct {
-	c      *Chunk
-	pos    int
-	end    int
-	dense  []*typePlan
-	sparse map[int64]*typePlan
+	c       *Chunk
+	pos     int
+	end     int
+	dense   []*typePlan
+	sparse  map[int64]*typePlan
 	rec     Record
 	err     error
 	arena   arena
