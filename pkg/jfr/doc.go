@@ -1,5 +1,20 @@
 // Package jfr reads Java Flight Recorder recordings (.jfr files) as written
 // by HotSpot JDK 11 and later (file format 2.x; 1.x headers are accepted).
+// It uses only the standard library.
+//
+//	r, err := jfr.Open("recording.jfr")
+//	…
+//	defer r.Close()
+//	for i := range r.Chunks() {
+//		c, err := r.Chunk(i)
+//		…
+//		er := c.Events()
+//		for er.Next() {
+//			ev := er.Event()
+//			fmt.Println(ev.Type.Name, ev.StartNanos(), ev.Value("eventThread.javaName").Str())
+//		}
+//		if err := er.Err(); err != nil { … }
+//	}
 //
 // A recording is a sequence of self-contained chunks. [NewReader] and [Open]
 // list the chunk headers of a file; [Reader.Chunk] loads one chunk into
@@ -12,7 +27,10 @@
 //
 //   - [Chunk.Events] decodes every field of every event into [Value]s: typed
 //     primitives, strings, arrays, nested structs and constant-pool
-//     references that resolve lazily to their pooled values.
+//     references that resolve lazily to their pooled values (each constant
+//     is decoded once per chunk). The reader reuses one event's storage for
+//     the next, so it allocates nothing per event; [Event.Clone] keeps one,
+//     and [Chunk.AllEvents] keeps them all.
 //   - [Chunk.Scan] with a [Selection] decodes only the event types and fields
 //     a caller names and skips every other record by its size without
 //     allocating. Long-running consumers (the jfr receiver) use this one.

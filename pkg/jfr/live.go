@@ -121,6 +121,15 @@ func (l *LiveChunk) Poll() (Segment, error) {
 		return Segment{}, &FormatError{Chunk: l.index, Offset: l.offset + 8, What: "chunk header", Err: detail(ErrCorrupt, "chunk shrank from %d to %d bytes", old, h.Size)}
 	}
 	if h.Size > old {
+		// Check that the bytes exist before allocating for them: a header
+		// can announce up to 2 GB.
+		var last [1]byte
+		if _, err := l.r.ReadAt(last[:], l.offset+h.Size-1); err != nil {
+			if errors.Is(err, io.EOF) {
+				return Segment{}, &FormatError{Chunk: l.index, Offset: l.offset + old, What: "chunk", Err: detail(ErrNotFlushed, "header announces %d bytes not yet in the file", h.Size)}
+			}
+			return Segment{}, err
+		}
 		grown := c.buf[:cap(c.buf)]
 		if int64(len(grown)) < h.Size {
 			grown = make([]byte, h.Size, max(h.Size, 2*old))

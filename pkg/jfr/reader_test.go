@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -598,4 +599,41 @@ func TestOpenFile(t *testing.T) {
 		t.Error("opening a missing file succeeded")
 	}
 	_ = strconv.Itoa
+}
+
+func TestForEachChunkStopsItsGoroutines(t *testing.T) {
+	a := readFixture(t, fixtures[0]+".jfr")
+	r := openBytes(t, append(append(append([]byte{}, a...), a...), a...))
+	before := runtime.NumGoroutine()
+	stop := errors.New("stop")
+	for _, tc := range []struct {
+		name string
+		fn   func(*jfr.Chunk) error
+		want error
+	}{
+		{"all chunks", func(*jfr.Chunk) error { return nil }, nil},
+		{"error stops the rest", func(*jfr.Chunk) error { return stop }, stop},
+	} {
+		if err := r.ForEachChunk(4, tc.fn); !errors.Is(err, tc.want) {
+			t.Errorf("%s: err %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after ForEachChunk, %d before", n, before)
+	}
+}
+
+func TestLiveChunkRejectsAnnouncedBytesNotInFile(t *testing.T) {
+	full := readFixture(t, fixtures[0]+".jfr")
+	g := &growingFile{data: append([]byte{}, full...)}
+	setUint64(g.data[8:], 1<<31-1) // 2 GB announced, not present
+	g.data[64] = 3
+	live := jfr.NewLiveChunk(g, 0)
+	if _, err := live.Poll(); !errors.Is(err, jfr.ErrNotFlushed) {
+		t.Fatalf("err %v, want ErrNotFlushed", err)
+	}
 }
