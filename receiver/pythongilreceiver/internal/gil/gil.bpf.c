@@ -216,8 +216,7 @@ static __always_inline void emit(__u32 pid, __u32 tid, __u8 kind, __u8 cause, __
 }
 
 // The thread is about to run without the GIL.
-SEC("uprobe")
-int save_thread(struct pt_regs *ctx)
+static __always_inline int save_thread(struct pt_regs *ctx)
 {
 	__u32 pid, tid;
 	struct thread *t = current(&pid, &tid);
@@ -229,8 +228,7 @@ int save_thread(struct pt_regs *ctx)
 }
 
 // The thread is back from native code and asks for the GIL.
-SEC("uprobe")
-int restore_thread(struct pt_regs *ctx)
+static __always_inline int restore_thread(struct pt_regs *ctx)
 {
 	__u32 pid, tid;
 	struct thread *t = current(&pid, &tid);
@@ -249,8 +247,7 @@ int restore_thread(struct pt_regs *ctx)
 
 // PyEval_RestoreThread returned: the thread holds the GIL. Attached only
 // when take_gil cannot be probed.
-SEC("uretprobe")
-int restore_thread_return(struct pt_regs *ctx)
+static __always_inline int restore_thread_return(struct pt_regs *ctx)
 {
 	__u32 pid, tid;
 	struct thread *t = current(&pid, &tid);
@@ -263,8 +260,7 @@ int restore_thread_return(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uprobe")
-int gilstate_ensure(struct pt_regs *ctx)
+static __always_inline int gilstate_ensure(struct pt_regs *ctx)
 {
 	__u32 pid, tid;
 	struct thread *t = current(&pid, &tid);
@@ -273,8 +269,7 @@ int gilstate_ensure(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uretprobe")
-int gilstate_ensure_return(struct pt_regs *ctx)
+static __always_inline int gilstate_ensure_return(struct pt_regs *ctx)
 {
 	__u32 pid, tid;
 	struct thread *t = current(&pid, &tid);
@@ -285,8 +280,7 @@ int gilstate_ensure_return(struct pt_regs *ctx)
 
 // drop_gil: the GIL is let go, voluntarily (inside PyEval_SaveThread) or
 // forced by the switch interval.
-SEC("uprobe")
-int drop_gil(struct pt_regs *ctx)
+static __always_inline int drop_gil(struct pt_regs *ctx)
 {
 	__u32 pid, tid;
 	struct thread *t = current(&pid, &tid);
@@ -310,8 +304,7 @@ int drop_gil(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uprobe")
-int take_gil(struct pt_regs *ctx)
+static __always_inline int take_gil(struct pt_regs *ctx)
 {
 	__u32 pid, tid;
 	struct thread *t = current(&pid, &tid);
@@ -327,8 +320,7 @@ int take_gil(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uretprobe")
-int take_gil_return(struct pt_regs *ctx)
+static __always_inline int take_gil_return(struct pt_regs *ctx)
 {
 	__u32 pid, tid;
 	struct thread *t = current(&pid, &tid);
@@ -343,8 +335,7 @@ int take_gil_return(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uprobe")
-int gc_collect(struct pt_regs *ctx)
+static __always_inline int gc_collect(struct pt_regs *ctx)
 {
 	__u32 pid, tid;
 	struct thread *t = current(&pid, &tid);
@@ -355,8 +346,7 @@ int gc_collect(struct pt_regs *ctx)
 	return 0;
 }
 
-SEC("uretprobe")
-int gc_collect_return(struct pt_regs *ctx)
+static __always_inline int gc_collect_return(struct pt_regs *ctx)
 {
 	__u32 pid, tid;
 	struct thread *t = current(&pid, &tid);
@@ -368,9 +358,77 @@ int gc_collect_return(struct pt_regs *ctx)
 	return 0;
 }
 
-// count_hit is the "bare probe" of the overhead benchmark: it only counts.
+// Probe points, passed as the attach cookie (probe.go has the same numbers):
+// one program serves every entry and one every return, so that a library
+// needs two uprobe-multi links, not one link per symbol (closing each link
+// costs an RCU grace period).
+enum point {
+	POINT_SAVE = 1,    // PyEval_SaveThread, PyEval_ReleaseThread
+	POINT_RESTORE = 2, // PyEval_RestoreThread, PyEval_AcquireThread
+	POINT_ENSURE = 3,  // PyGILState_Ensure
+	POINT_DROP = 4,    // drop_gil
+	POINT_TAKE = 5,    // take_gil
+	POINT_GC = 6,      // gc_collect_main
+};
+
+static __always_inline int on_entry(struct pt_regs *ctx)
+{
+	switch (bpf_get_attach_cookie(ctx)) {
+	case POINT_SAVE:
+		return save_thread(ctx);
+	case POINT_RESTORE:
+		return restore_thread(ctx);
+	case POINT_ENSURE:
+		return gilstate_ensure(ctx);
+	case POINT_DROP:
+		return drop_gil(ctx);
+	case POINT_TAKE:
+		return take_gil(ctx);
+	case POINT_GC:
+		return gc_collect(ctx);
+	}
+	return 0;
+}
+
+static __always_inline int on_return(struct pt_regs *ctx)
+{
+	switch (bpf_get_attach_cookie(ctx)) {
+	case POINT_RESTORE:
+		return restore_thread_return(ctx);
+	case POINT_ENSURE:
+		return gilstate_ensure_return(ctx);
+	case POINT_TAKE:
+		return take_gil_return(ctx);
+	case POINT_GC:
+		return gc_collect_return(ctx);
+	}
+	return 0;
+}
+
+// Programs for uprobe-multi links (kernel 6.6+) and for one-link-per-symbol
+// uprobes (older kernels); the same code behind both.
+SEC("uprobe.multi")
+int entry_multi(struct pt_regs *ctx) { return on_entry(ctx); }
+
+SEC("uretprobe.multi")
+int return_multi(struct pt_regs *ctx) { return on_return(ctx); }
+
 SEC("uprobe")
-int count_hit(struct pt_regs *ctx)
+int entry_single(struct pt_regs *ctx) { return on_entry(ctx); }
+
+SEC("uretprobe")
+int return_single(struct pt_regs *ctx) { return on_return(ctx); }
+
+// count_hit is the "bare probe" of the overhead benchmark: it only counts.
+SEC("uprobe.multi")
+int count_multi(struct pt_regs *ctx)
+{
+	count(COUNTER_HITS);
+	return 0;
+}
+
+SEC("uprobe")
+int count_single(struct pt_regs *ctx)
 {
 	count(COUNTER_HITS);
 	return 0;

@@ -99,17 +99,12 @@ type gilSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type gilProgramSpecs struct {
-	CountHit             *ebpf.ProgramSpec `ebpf:"count_hit"`
-	DropGil              *ebpf.ProgramSpec `ebpf:"drop_gil"`
-	GcCollect            *ebpf.ProgramSpec `ebpf:"gc_collect"`
-	GcCollectReturn      *ebpf.ProgramSpec `ebpf:"gc_collect_return"`
-	GilstateEnsure       *ebpf.ProgramSpec `ebpf:"gilstate_ensure"`
-	GilstateEnsureReturn *ebpf.ProgramSpec `ebpf:"gilstate_ensure_return"`
-	RestoreThread        *ebpf.ProgramSpec `ebpf:"restore_thread"`
-	RestoreThreadReturn  *ebpf.ProgramSpec `ebpf:"restore_thread_return"`
-	SaveThread           *ebpf.ProgramSpec `ebpf:"save_thread"`
-	TakeGil              *ebpf.ProgramSpec `ebpf:"take_gil"`
-	TakeGilReturn        *ebpf.ProgramSpec `ebpf:"take_gil_return"`
+	CountMulti   *ebpf.ProgramSpec `ebpf:"count_multi"`
+	CountSingle  *ebpf.ProgramSpec `ebpf:"count_single"`
+	EntryMulti   *ebpf.ProgramSpec `ebpf:"entry_multi"`
+	EntrySingle  *ebpf.ProgramSpec `ebpf:"entry_single"`
+	ReturnMulti  *ebpf.ProgramSpec `ebpf:"return_multi"`
+	ReturnSingle *ebpf.ProgramSpec `ebpf:"return_single"`
 }
 
 // gilMapSpecs contains maps before they are loaded into the kernel.
@@ -185,32 +180,22 @@ type gilVariables struct {
 //
 // It can be passed to loadGilObjects or ebpf.CollectionSpec.LoadAndAssign.
 type gilPrograms struct {
-	CountHit             *ebpf.Program `ebpf:"count_hit"`
-	DropGil              *ebpf.Program `ebpf:"drop_gil"`
-	GcCollect            *ebpf.Program `ebpf:"gc_collect"`
-	GcCollectReturn      *ebpf.Program `ebpf:"gc_collect_return"`
-	GilstateEnsure       *ebpf.Program `ebpf:"gilstate_ensure"`
-	GilstateEnsureReturn *ebpf.Program `ebpf:"gilstate_ensure_return"`
-	RestoreThread        *ebpf.Program `ebpf:"restore_thread"`
-	RestoreThreadReturn  *ebpf.Program `ebpf:"restore_thread_return"`
-	SaveThread           *ebpf.Program `ebpf:"save_thread"`
-	TakeGil              *ebpf.Program `ebpf:"take_gil"`
-	TakeGilReturn        *ebpf.Program `ebpf:"take_gil_return"`
+	CountMulti   *ebpf.Program `ebpf:"count_multi"`
+	CountSingle  *ebpf.Program `ebpf:"count_single"`
+	EntryMulti   *ebpf.Program `ebpf:"entry_multi"`
+	EntrySingle  *ebpf.Program `ebpf:"entry_single"`
+	ReturnMulti  *ebpf.Program `ebpf:"return_multi"`
+	ReturnSingle *ebpf.Program `ebpf:"return_single"`
 }
 
 func (p *gilPrograms) Close() error {
 	return _GilClose(
-		p.CountHit,
-		p.DropGil,
-		p.GcCollect,
-		p.GcCollectReturn,
-		p.GilstateEnsure,
-		p.GilstateEnsureReturn,
-		p.RestoreThread,
-		p.RestoreThreadReturn,
-		p.SaveThread,
-		p.TakeGil,
-		p.TakeGilReturn,
+		p.CountMulti,
+		p.CountSingle,
+		p.EntryMulti,
+		p.EntrySingle,
+		p.ReturnMulti,
+		p.ReturnSingle,
 	)
 }
 

@@ -107,11 +107,21 @@ func (p *Probe) setAttachedSince() error {
 	return nil
 }
 
+// Probe points, the attach cookies of gil.bpf.c's enum point.
+const (
+	pointSave    = 1
+	pointRestore = 2
+	pointEnsure  = 3
+	pointDrop    = 4
+	pointTake    = 5
+	pointGC      = 6
+)
+
 // probePoint is one uprobe or uretprobe on one symbol.
 type probePoint struct {
 	symbol string
 	ret    bool
-	prog   func(*gilPrograms) *ebpf.Program
+	point  uint64
 	// when says whether the point is wanted given what else the library has.
 	when func(s Symbols, o Options) bool
 }
@@ -119,20 +129,20 @@ type probePoint struct {
 func always(Symbols, Options) bool { return true }
 
 var probePoints = []probePoint{
-	{SymSaveThread, false, func(g *gilPrograms) *ebpf.Program { return g.SaveThread }, always},
-	{SymReleaseThread, false, func(g *gilPrograms) *ebpf.Program { return g.SaveThread }, always},
-	{SymRestoreThread, false, func(g *gilPrograms) *ebpf.Program { return g.RestoreThread }, always},
-	{SymAcquireThread, false, func(g *gilPrograms) *ebpf.Program { return g.RestoreThread }, always},
+	{SymSaveThread, false, pointSave, always},
+	{SymReleaseThread, false, pointSave, always},
+	{SymRestoreThread, false, pointRestore, always},
+	{SymAcquireThread, false, pointRestore, always},
 	// Without take_gil the wait ends when RestoreThread returns.
-	{SymRestoreThread, true, func(g *gilPrograms) *ebpf.Program { return g.RestoreThreadReturn }, withoutSwitch},
-	{SymAcquireThread, true, func(g *gilPrograms) *ebpf.Program { return g.RestoreThreadReturn }, withoutSwitch},
-	{SymGILStateEnsure, false, func(g *gilPrograms) *ebpf.Program { return g.GilstateEnsure }, always},
-	{SymGILStateEnsure, true, func(g *gilPrograms) *ebpf.Program { return g.GilstateEnsureReturn }, always},
-	{SymDropGIL, false, func(g *gilPrograms) *ebpf.Program { return g.DropGil }, withSwitch},
-	{SymTakeGIL, false, func(g *gilPrograms) *ebpf.Program { return g.TakeGil }, withSwitch},
-	{SymTakeGIL, true, func(g *gilPrograms) *ebpf.Program { return g.TakeGilReturn }, withSwitch},
-	{SymGCCollectMain, false, func(g *gilPrograms) *ebpf.Program { return g.GcCollect }, withGC},
-	{SymGCCollectMain, true, func(g *gilPrograms) *ebpf.Program { return g.GcCollectReturn }, withGC},
+	{SymRestoreThread, true, pointRestore, withoutSwitch},
+	{SymAcquireThread, true, pointRestore, withoutSwitch},
+	{SymGILStateEnsure, false, pointEnsure, always},
+	{SymGILStateEnsure, true, pointEnsure, always},
+	{SymDropGIL, false, pointDrop, withSwitch},
+	{SymTakeGIL, false, pointTake, withSwitch},
+	{SymTakeGIL, true, pointTake, withSwitch},
+	{SymGCCollectMain, false, pointGC, withGC},
+	{SymGCCollectMain, true, pointGC, withGC},
 }
 
 func withSwitch(s Symbols, o Options) bool { return o.SwitchProbes && s.Switch() }
@@ -197,33 +207,85 @@ func (p *Probe) Attach(path string) (*Library, error) {
 // Symbols returns what the library's symbol tables offer.
 func (l *Library) Symbols() Symbols { return l.symbols }
 
-// link attaches every wanted probe point; on failure it undoes what it did.
+// link attaches every wanted probe point, as two uprobe-multi links (one
+// for entries, one for returns) where the kernel has them (6.6+), else as
+// one link per point. On failure it undoes what it did.
 func (l *Library) link() error {
+	var entries, returns []probePoint
 	for _, pp := range probePoints {
-		if !l.symbols.Has(pp.symbol) {
+		if !l.symbols.Has(pp.symbol) || !pp.when(l.symbols, l.probe.opts) {
 			continue
 		}
-		if !pp.when(l.symbols, l.probe.opts) {
+		if pp.ret {
+			if !l.probe.opts.Bare {
+				returns = append(returns, pp)
+			}
+		} else {
+			entries = append(entries, pp)
+		}
+	}
+	err := l.linkMulti(entries, returns)
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		err = l.linkSingle(entries, returns)
+	}
+	if err != nil {
+		_ = l.unlink()
+		if errors.Is(err, os.ErrPermission) || errors.Is(err, ebpf.ErrNotSupported) {
+			return unavailable("attach uprobes", err)
+		}
+		return err
+	}
+	return nil
+}
+
+func (l *Library) linkMulti(entries, returns []probePoint) error {
+	progs := &l.probe.objs.gilPrograms
+	entry, ret := progs.EntryMulti, progs.ReturnMulti
+	if l.probe.opts.Bare {
+		entry = progs.CountMulti
+	}
+	for _, set := range []struct {
+		points []probePoint
+		prog   *ebpf.Program
+		attach func([]string, *ebpf.Program, *link.UprobeMultiOptions) (link.Link, error)
+	}{
+		{entries, entry, l.exe.UprobeMulti},
+		{returns, ret, l.exe.UretprobeMulti},
+	} {
+		if len(set.points) == 0 {
 			continue
 		}
-		prog := pp.prog(&l.probe.objs.gilPrograms)
-		if l.probe.opts.Bare {
-			prog = l.probe.objs.CountHit
+		syms := make([]string, len(set.points))
+		cookies := make([]uint64, len(set.points))
+		for i, pp := range set.points {
+			syms[i], cookies[i] = pp.symbol, pp.point
 		}
+		lk, err := set.attach(syms, set.prog, &link.UprobeMultiOptions{Cookies: cookies})
+		if err != nil {
+			return fmt.Errorf("uprobe-multi on %v: %w", syms, err)
+		}
+		l.links = append(l.links, lk)
+	}
+	return nil
+}
+
+func (l *Library) linkSingle(entries, returns []probePoint) error {
+	progs := &l.probe.objs.gilPrograms
+	for _, pp := range append(entries, returns...) {
 		var (
 			lk  link.Link
 			err error
 		)
-		if pp.ret {
-			lk, err = l.exe.Uretprobe(pp.symbol, prog, nil)
-		} else {
-			lk, err = l.exe.Uprobe(pp.symbol, prog, nil)
+		opts := &link.UprobeOptions{Cookie: pp.point}
+		switch {
+		case l.probe.opts.Bare:
+			lk, err = l.exe.Uprobe(pp.symbol, progs.CountSingle, opts)
+		case pp.ret:
+			lk, err = l.exe.Uretprobe(pp.symbol, progs.ReturnSingle, opts)
+		default:
+			lk, err = l.exe.Uprobe(pp.symbol, progs.EntrySingle, opts)
 		}
 		if err != nil {
-			l.unlink()
-			if errors.Is(err, os.ErrPermission) || errors.Is(err, ebpf.ErrNotSupported) {
-				return unavailable("attach uprobe "+pp.symbol, err)
-			}
 			return fmt.Errorf("uprobe %s (return %v): %w", pp.symbol, pp.ret, err)
 		}
 		l.links = append(l.links, lk)
@@ -231,11 +293,16 @@ func (l *Library) link() error {
 	return nil
 }
 
+// unlink closes every link. Closing a uprobe link waits for an RCU grace
+// period in the kernel (around 100 ms here), so the links are closed
+// concurrently: the waits overlap.
 func (l *Library) unlink() error {
-	var errs []error
-	for _, lk := range l.links {
-		errs = append(errs, lk.Close())
+	errs := make([]error, len(l.links))
+	var wg sync.WaitGroup
+	for i, lk := range l.links {
+		wg.Go(func() { errs[i] = lk.Close() })
 	}
+	wg.Wait()
 	l.links = nil
 	return errors.Join(errs...)
 }

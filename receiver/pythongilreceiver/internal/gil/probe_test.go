@@ -99,3 +99,236 @@ func TestSleepReleasesGILOncePerCall(t *testing.T) {
 		}
 	}
 }
+
+func aggregatesOf(t *testing.T, p *Probe, pid int) map[AggregateKey]Aggregate {
+	t.Helper()
+	all, err := p.Aggregates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[AggregateKey]Aggregate{}
+	for k, v := range all {
+		if int(k.PID) == pid {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func TestHashlibReleasesCountedPerThread(t *testing.T) {
+	p := load(t, defaults)
+	w := workload.Start(t, "hash", "3", "2000", "65536")
+	attach(t, p, w.PID)
+	var res struct {
+		TIDs []uint32 `json:"tids"`
+		N    uint64   `json:"n"`
+	}
+	w.Run(&res)
+	events := drain(t, p, w.PID)
+	aggs := aggregatesOf(t, p, w.PID)
+	for _, tid := range res.TIDs {
+		// Short releases are summed in the kernel, long ones come as
+		// events: together one per hashlib call. The thread's own start
+		// and exit add none (a new thread acquires, an exiting one drops
+		// without PyEval_SaveThread).
+		n := aggs[AggregateKey{PID: uint32(w.PID), TID: tid, Kind: KindReleased}].Count
+		for _, e := range events {
+			if e.TID == tid && e.Kind == KindReleased {
+				n++
+			}
+		}
+		if n != res.N {
+			t.Errorf("thread %d: %d released windows, want %d", tid, n, res.N)
+		}
+		if held := aggs[AggregateKey{PID: uint32(w.PID), TID: tid, Kind: KindHeld}]; held.Count < res.N {
+			t.Errorf("thread %d: GIL taken %d times, want at least %d", tid, held.Count, res.N)
+		}
+	}
+}
+
+func TestContendingThreadsWaitOnSwitchInterval(t *testing.T) {
+	p := load(t, defaults)
+	w := workload.Start(t, "spin", "3", "0.5")
+	attach(t, p, w.PID)
+	var res struct {
+		Threads []struct {
+			TID   uint32 `json:"tid"`
+			CPUNS int64  `json:"cpu_ns"`
+		} `json:"threads"`
+		WallNS   int64   `json:"wall_ns"`
+		Interval float64 `json:"switch_interval_s"`
+	}
+	w.Run(&res)
+	events := drain(t, p, w.PID)
+	aggs := aggregatesOf(t, p, w.PID)
+	interval := time.Duration(res.Interval * float64(time.Second))
+	var held time.Duration
+	for _, th := range res.Threads {
+		var waits int
+		for _, e := range events {
+			if e.TID == th.TID && e.Kind == KindWait && e.Cause == CauseSwitch {
+				waits++
+				// A forced switch happens after another thread asked
+				// for the GIL for a whole interval.
+				if e.Duration < interval/2 {
+					t.Errorf("thread %d: switch wait of %s, shorter than half the %s interval", th.TID, e.Duration, interval)
+				}
+			}
+		}
+		switches := aggs[AggregateKey{PID: uint32(w.PID), TID: th.TID, Kind: KindSwitch}].Count
+		if waits == 0 || switches == 0 {
+			t.Errorf("thread %d: %d switch waits, %d forced switches, want some of each", th.TID, waits, switches)
+		}
+		h := aggs[AggregateKey{PID: uint32(w.PID), TID: th.TID, Kind: KindHeld}].Sum
+		// A thread that holds the GIL runs: held time is bounded by CPU time.
+		if h > time.Duration(th.CPUNS)+10*time.Millisecond {
+			t.Errorf("thread %d: held %s, more than its CPU time %s", th.TID, h, time.Duration(th.CPUNS))
+		}
+		held += h
+	}
+	// Only one thread holds the GIL at a time, and in this workload one
+	// always does.
+	wall := time.Duration(res.WallNS)
+	if held > wall || held < wall*7/10 {
+		t.Errorf("GIL held %s in total over %s of contention, want between 70%% and 100%%", held, wall)
+	}
+}
+
+func TestGCPausesWithGeneration(t *testing.T) {
+	p := load(t, defaults)
+	w := workload.Start(t, "gc", "4")
+	l := attach(t, p, w.PID)
+	if !l.Symbols().Has(SymGCCollectMain) {
+		t.Skipf("libpython of pid %d has no gc_collect_main", w.PID)
+	}
+	var res struct {
+		TID   uint32     `json:"tid"`
+		N     int        `json:"n"`
+		Calls [][2]int64 `json:"calls"`
+	}
+	w.Run(&res)
+	var gcs []Event
+	for _, e := range drain(t, p, w.PID) {
+		if e.Kind == KindGC && e.TID == res.TID && e.Generation == 2 {
+			gcs = append(gcs, e)
+		}
+	}
+	if len(gcs) != res.N {
+		t.Fatalf("%d generation-2 GC windows, want %d: %+v", len(gcs), res.N, gcs)
+	}
+	for i, e := range gcs {
+		m0, m1 := res.Calls[i][0], res.Calls[i][1]
+		if e.Start < m0 || e.Start+int64(e.Duration) > m1 {
+			t.Errorf("gc %d [%d, +%s] outside gc.collect [%d, %d]", i, e.Start, e.Duration, m0, m1)
+		}
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+func TestAttachDetachCyclesLeakNothing(t *testing.T) {
+	p := load(t, defaults)
+	w := workload.Start(t, "sleep", "1", "1")
+	path, err := workload.LibPython(w.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := openFDs(t)
+	for i := range 100 {
+		l, err := p.Attach(path)
+		if err != nil {
+			t.Fatalf("cycle %d: %v", i, err)
+		}
+		if l.Links() == 0 {
+			t.Fatalf("cycle %d: no links", i)
+		}
+		if i%10 == 0 {
+			// Duty cycling detaches and re-attaches in place.
+			if err := p.SetActive(false); err != nil {
+				t.Fatal(err)
+			}
+			if l.Links() != 0 {
+				t.Fatalf("cycle %d: %d links while inactive", i, l.Links())
+			}
+			if err := p.SetActive(true); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Close(); err != nil {
+			t.Fatalf("cycle %d close: %v", i, err)
+		}
+	}
+	if after := openFDs(t); after != before {
+		t.Fatalf("%d fds open after 100 attach/detach cycles, %d before", after, before)
+	}
+}
+
+func TestProcessExitingWhileProbed(t *testing.T) {
+	p := load(t, defaults)
+	before := openFDs(t)
+	w := workload.Start(t, "sleep", "3", "5", "--exit")
+	l := attach(t, p, w.PID)
+	var res struct {
+		TID uint32 `json:"tid"`
+	}
+	w.Run(&res)
+	w.Wait()
+	if n := len(drain(t, p, w.PID)); n < 3 {
+		t.Errorf("%d windows from the exited process, want at least its 3 sleeps", n)
+	}
+	if err := p.Forget(uint32(w.PID)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(aggregatesOf(t, p, w.PID)); n != 0 {
+		t.Errorf("%d aggregates left for the exited process", n)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := openFDs(t); after != before {
+		t.Fatalf("%d fds open after the exit, %d before", after, before)
+	}
+}
+
+func TestInactiveProbeSeesNothing(t *testing.T) {
+	p := load(t, defaults)
+	w := workload.Start(t, "sleep", "3", "5")
+	attach(t, p, w.PID)
+	if err := p.SetActive(false); err != nil {
+		t.Fatal(err)
+	}
+	var res struct{}
+	w.Run(&res)
+	if ev := drain(t, p, w.PID); len(ev) != 0 {
+		t.Fatalf("%d windows while detached: %+v", len(ev), ev)
+	}
+}
+
+func TestCloseTwiceAndUseAfterClose(t *testing.T) {
+	p, err := Load(defaults)
+	if errors.Is(err, ErrUnavailable) {
+		t.Skipf("eBPF unavailable: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := p.ReadEvent(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("ReadEvent after Close = %v, want ErrClosed", err)
+	}
+	if err := p.SetActive(false); !errors.Is(err, ErrClosed) {
+		t.Fatalf("SetActive after Close = %v, want ErrClosed", err)
+	}
+}
