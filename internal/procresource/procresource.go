@@ -266,3 +266,19 @@ func formatCommandLine(raw []byte, limit int) string {
 	}
 	return string(out)
 }
+
+// initialPIDNamespace is the inode of the kernel's initial pid namespace
+// (PROC_PID_INIT_INO), the one host processes live in.
+const initialPIDNamespace = "pid:[4026531836]"
+
+// InHostPIDNamespace reports whether this process runs in the host's pid
+// namespace, so that pids other tools report for the host (NVML, the
+// kernel's perf events) name the same processes in /proc. known is false
+// when the namespace cannot be read (a sandboxed kernel).
+func InHostPIDNamespace() (inHost, known bool) {
+	link, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		return false, false
+	}
+	return link == initialPIDNamespace, true
+}

@@ -200,3 +200,13 @@ func TestRuntimeOf(t *testing.T) {
 		})
 	}
 }
+
+func TestInHostPIDNamespace(t *testing.T) {
+	link, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		t.Skip("no /proc/self/ns/pid here")
+	}
+	inHost, known := InHostPIDNamespace()
+	assert.True(t, known)
+	assert.Equal(t, link == "pid:[4026531836]", inHost)
+}

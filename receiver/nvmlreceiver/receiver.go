@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,7 @@ type nvmlReceiver struct {
 	telemetry      *metadata.TelemetryBuilder
 	timer          *callTimer
 	now            func() time.Time
+	hostPIDs       func() (inHost, known bool)
 	onLastShutdown func()
 
 	mu     sync.Mutex // guards the fields up to wg
@@ -103,6 +105,7 @@ func newNVMLReceiver(set receiver.Settings, cfg *Config, open openLibrary) (*nvm
 		telemetry: tb,
 		timer:     newCallTimer(tb),
 		now:       time.Now,
+		hostPIDs:  procresource.InHostPIDNamespace,
 	}
 	r.scr = newScrapeState(set, cfg)
 	return r, nil
@@ -135,7 +138,9 @@ func (r *nvmlReceiver) start(_ context.Context, host component.Host) error {
 	r.cancel = cancel
 
 	if r.cfg.Processes.Enabled {
-		r.scr.procs = procresource.NewCache(procresource.NewReader(r.cfg.Processes.ProcRoot, r.cfg.Processes.CommandLineMaxLength))
+		if r.procPIDsMatchNVML() {
+			r.scr.procs = procresource.NewCache(procresource.NewReader(r.cfg.Processes.ProcRoot, r.cfg.Processes.CommandLineMaxLength))
+		}
 		if r.cfg.PodResources.Endpoint != "" {
 			c, err := podresources.NewClient(r.cfg.PodResources.Endpoint)
 			if err != nil {
@@ -151,6 +156,24 @@ func (r *nvmlReceiver) start(_ context.Context, host component.Host) error {
 		go r.retryInit(ctx)
 	}
 	return nil
+}
+
+// procPIDsMatchNVML reports whether pids from NVML (host pids) can be looked
+// up in the configured proc root. The collector's own /proc shows its own pid
+// namespace: outside the host's (no hostPID), a host pid there is at best
+// absent and at worst another process, so nothing is read rather than the
+// wrong thing. A host /proc mounted elsewhere (proc_root: /hostfs/proc) is
+// trusted.
+func (r *nvmlReceiver) procPIDsMatchNVML() bool {
+	if filepath.Clean(r.cfg.Processes.ProcRoot) != procresource.DefaultProcRoot {
+		return true
+	}
+	inHost, known := r.hostPIDs()
+	if !known || inHost {
+		return true
+	}
+	r.logger.Warn("The collector is not in the host's pid namespace, so NVML's (host) pids cannot be looked up in /proc: GPU processes are reported by process.pid only, without executable, command line, container or pod. Run the collector with hostPID: true, or mount the host's /proc and set processes.proc_root to it.")
+	return false
 }
 
 // activate initialises NVML, enumerates the GPUs and starts the event loop.

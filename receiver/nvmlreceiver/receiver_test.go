@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -648,4 +649,29 @@ func TestUnsupportedCallsAskedAgainAfterMIGModeChange(t *testing.T) {
 	tr.scrapeOnce(t) // sees the new mode
 	tr.scrapeOnce(t)
 	assert.Equal(t, asked+1, node.decoderCalls.Load(), "GPU 2 asked again after its MIG mode changed")
+}
+
+func TestNotInHostPIDNamespace(t *testing.T) {
+	srv := dgxh100.New()
+	node := newFakeNode(t, srv)
+	node.setProcess(0, uint32(os.Getpid()), mib)
+	cfg := createDefaultConfig().(*Config)
+	cfg.LibraryPath = "mock://" + t.Name()
+	cfg.PodResources.Endpoint = ""
+	core, logged := observer.New(zap.InfoLevel)
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.Logger = zap.New(core)
+	r, err := newNVMLReceiver(set, cfg, node.open)
+	require.NoError(t, err)
+	r.hostPIDs = func() (bool, bool) { return false, true }
+	require.NoError(t, r.start(context.Background(), &statusHost{}))
+	defer func() { require.NoError(t, r.shutdown(context.Background())) }()
+
+	md, err := r.scrape(context.Background())
+	require.NoError(t, err)
+	rm, ok := resourceWith(md, "process.pid", int64(os.Getpid()))
+	require.True(t, ok)
+	assert.Equal(t, map[string]any{"process.pid": int64(os.Getpid())}, resourceAttrs(rm.Resource()),
+		"our /proc is another pid namespace: nothing is read from it")
+	assert.Equal(t, 1, logged.FilterMessageSnippet("not in the host's pid namespace").Len())
 }

@@ -54,6 +54,9 @@ func TestRealBindingAgainstStubLibrary(t *testing.T) {
 	set.ID = component.NewIDWithName(metadata.Type, "stub")
 	r, err := newNVMLReceiver(set, cfg, openSystemLibrary)
 	require.NoError(t, err)
+	// The stub reports this test's own pid, which its /proc shows whatever
+	// the namespace.
+	r.hostPIDs = func() (bool, bool) { return true, true }
 	logs := new(consumertest.LogsSink)
 	r.setLogsConsumer(logs)
 	host := &statusHost{}
