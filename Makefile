@@ -40,7 +40,9 @@ FUZZTIME ?= 10s
 
 .PHONY: build run test bench lint fmt clean distclean tools onnxruntime
 
-build: $(BIN) $(ORT_LIB) ## Build dist/otelcol-ai and place libonnxruntime.so.1 beside it.
+MODELS      := $(shell find models -type f)
+
+build: $(BIN) $(ORT_LIB) $(DIST)/models ## Build dist/otelcol-ai; place libonnxruntime.so.1 and the models beside it.
 
 run: build ## Build, then run the collector on its embedded default config.
 	cd $(CURDIR) && exec $(BIN) --config embedded:default
@@ -86,6 +88,10 @@ $(BIN): $(OCB) $(SOURCES) builder-config.yaml
 	mkdir -p $(DIST)
 	$(OCB) --config builder-config.yaml
 	touch $@
+
+# The shipped model repository, next to the binary where onnxinference looks.
+$(DIST)/models: $(MODELS)
+	rm -rf $@.tmp && mkdir -p $(DIST) && cp -R models $@.tmp && rm -rf $@ && mv $@.tmp $@
 
 $(OCB):
 	mkdir -p $(TOOLS)

@@ -39,19 +39,25 @@ func makeTraces(prefix string, n int) ptrace.Traces {
 // spanIndexes returns, per span name, the request.index attribute seen.
 func spanIndexes(batches []ptrace.Traces) map[string]int64 {
 	seen := map[string]int64{}
+	forEachSpan(batches, func(s ptrace.Span) {
+		v, _ := s.Attributes().Get("request.index")
+		seen[s.Name()] = v.Int()
+	})
+	return seen
+}
+
+func forEachSpan(batches []ptrace.Traces, f func(ptrace.Span)) {
 	for _, td := range batches {
 		for i := 0; i < td.ResourceSpans().Len(); i++ {
 			ss := td.ResourceSpans().At(i).ScopeSpans()
 			for j := 0; j < ss.Len(); j++ {
 				spans := ss.At(j).Spans()
 				for k := 0; k < spans.Len(); k++ {
-					v, _ := spans.At(k).Attributes().Get("request.index")
-					seen[spans.At(k).Name()] = v.Int()
+					f(spans.At(k))
 				}
 			}
 		}
 	}
-	return seen
 }
 
 func TestDefaultConfigRoundTrip(t *testing.T) {
@@ -82,6 +88,18 @@ func TestDefaultConfigRoundTrip(t *testing.T) {
 			t.Errorf("span infer-%d: request.index = %d (present %v), want %d", i, got, ok, i)
 		}
 	}
+	// The default traces pipeline scores every span with the shipped model.
+	batches, err := c.Traces("traces.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forEachSpan(batches, func(s ptrace.Span) {
+		name, _ := s.Attributes().Get("inference.model.name")
+		version, _ := s.Attributes().Get("inference.model.version")
+		if name.AsString() != "runtime_overlap" || version.AsString() != "1" {
+			t.Errorf("span %s: inference.model.name=%q version=%q, want runtime_overlap 1", s.Name(), name.AsString(), version.AsString())
+		}
+	})
 
 	// Logs over HTTP.
 	ld := plog.NewLogs()
@@ -153,7 +171,7 @@ func TestDefaultConfigRoundTrip(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit code %d after SIGTERM, want 0", code)
 	}
-	batches, err := c.Traces("traces.jsonl")
+	batches, err = c.Traces("traces.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
