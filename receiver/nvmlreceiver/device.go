@@ -36,6 +36,7 @@ const (
 	featGraphicsProcesses
 	featComputeProcesses
 	featProcessUtilization
+	featMPSProcesses
 )
 
 // optionalSymbols are the NVML functions that older drivers lack, with the
@@ -56,6 +57,7 @@ var optionalSymbols = []struct {
 	{featMIG, "nvmlDeviceGetMaxMigDeviceCount"},
 	{featMIG, "nvmlDeviceGetMigDeviceHandleByIndex"},
 	{featProcessUtilization, "nvmlDeviceGetProcessUtilization"},
+	{featMPSProcesses, "nvmlDeviceGetMPSComputeRunningProcesses"},
 }
 
 // missingFeatures returns the features whose NVML functions the loaded
@@ -316,9 +318,11 @@ func (r *nvmlReceiver) readProcessUtilization(g *gpu, procs []processReading) {
 	g.lastProcess = newest
 }
 
-// readProcesses lists the compute and graphics processes on a GPU or MIG
-// device. A process with both kinds of context is reported once, with the
-// larger figure (NVML reports the same allocation in both lists).
+// readProcesses lists the compute, MPS-client and graphics processes on a
+// GPU or MIG device. Under MPS the clients are listed apart from the MPS
+// server, so a GPU shared through MPS is split per client process. A process
+// in several lists is reported once, with the larger figure (NVML reports the
+// same allocation in each).
 func (r *nvmlReceiver) readProcesses(g *gpu, dev nvml.Device, deviceID string, out []processReading) []processReading {
 	first := len(out)
 	add := func(infos []nvml.ProcessInfo) {
@@ -341,6 +345,14 @@ func (r *nvmlReceiver) readProcesses(g *gpu, dev nvml.Device, deviceID string, o
 		infos, ret := dev.GetComputeRunningProcesses()
 		r.timer.observe("nvmlDeviceGetComputeRunningProcesses", start)
 		if g.note(featComputeProcesses, ret) {
+			add(infos)
+		}
+	}
+	if g.supports(featMPSProcesses) {
+		start := time.Now()
+		infos, ret := dev.GetMPSComputeRunningProcesses()
+		r.timer.observe("nvmlDeviceGetMPSComputeRunningProcesses", start)
+		if g.note(featMPSProcesses, ret) {
 			add(infos)
 		}
 	}

@@ -32,6 +32,7 @@ type fakeNode struct {
 	mu        sync.Mutex
 	used      map[int]uint64             // device index → framebuffer used
 	processes map[int][]nvml.ProcessInfo // device index → compute processes
+	mps       map[int][]nvml.ProcessInfo // device index → MPS client processes
 	migs      map[int][]*fakeMIG         // device index → MIG devices
 	sampleTS  uint64                     // newest sample timestamp, µs
 	blockMem  map[int]chan struct{}      // device index → blocks GetMemoryInfo_v2 until closed
@@ -58,6 +59,7 @@ func newFakeNode(t testing.TB, srv *server.Server) *fakeNode {
 		srv:       srv,
 		used:      map[int]uint64{},
 		processes: map[int][]nvml.ProcessInfo{},
+		mps:       map[int][]nvml.ProcessInfo{},
 		migs:      map[int][]*fakeMIG{},
 		blockMem:  map[int]chan struct{}{},
 		sampleTS:  1_000_000,
@@ -150,6 +152,11 @@ func (n *fakeNode) script(i int, d *server.Device) {
 		defer n.mu.Unlock()
 		return append([]nvml.ProcessInfo(nil), n.processes[i]...), nvml.SUCCESS
 	}
+	d.GetMPSComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return append([]nvml.ProcessInfo(nil), n.mps[i]...), nvml.SUCCESS
+	}
 	d.GetGraphicsRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
@@ -214,7 +221,8 @@ func (n *fakeNode) migDevice(m *fakeMIG) nvml.Device {
 			defer n.mu.Unlock()
 			return append([]nvml.ProcessInfo(nil), m.processes...), nvml.SUCCESS
 		},
-		GetGraphicsRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS },
+		GetGraphicsRunningProcessesFunc:   func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS },
+		GetMPSComputeRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS },
 	}
 }
 

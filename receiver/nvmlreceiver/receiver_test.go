@@ -675,3 +675,22 @@ func TestNotInHostPIDNamespace(t *testing.T) {
 		"our /proc is another pid namespace: nothing is read from it")
 	assert.Equal(t, 1, logged.FilterMessageSnippet("not in the host's pid namespace").Len())
 }
+
+func TestMPSClientsSplitPerProcess(t *testing.T) {
+	srv := dgxh100.New()
+	node := newFakeNode(t, srv)
+	// Under MPS the compute list shows the MPS server; the clients, each
+	// with its own memory, are in the MPS list.
+	node.setProcess(4, 900, 64*mib) // nvidia-cuda-mps-server
+	node.mps[4] = []nvml.ProcessInfo{
+		{Pid: 901, UsedGpuMemory: 3 * 1024 * mib},
+		{Pid: 902, UsedGpuMemory: 5 * 1024 * mib},
+	}
+	tr := newTestReceiver(t, node, nil)
+	md := tr.scrapeOnce(t)
+	for pid, want := range map[int64]float64{900: 64 * mib, 901: 3 * 1024 * mib, 902: 5 * 1024 * mib} {
+		rm, ok := resourceWith(md, "process.pid", pid)
+		require.True(t, ok, "pid %d", pid)
+		assert.Equal(t, want, point(t, rm, "gpu.process.memory.usage", map[string]any{"hw.id": uuidOf(srv, 4)}), "pid %d", pid)
+	}
+}
