@@ -287,7 +287,7 @@ func (c *Collector) poll(timeout time.Duration, cond func() (bool, error)) error
 			return err
 		}
 		if c.Exited() {
-			return fmt.Errorf("e2e: collector exited (%v) while waiting", c.waitErr)
+			return fmt.Errorf("e2e: collector exited while waiting: %w", c.waitErr)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("e2e: condition not met within %s", timeout)
