@@ -11,7 +11,8 @@ type Chunk struct {
 
 	buf       []byte
 	pools     poolSet
-	perm      arena // pool values and kept events
+	perm      arena    // pool values and kept events
+	strs      interner // short strings shared by events
 	opsDense  [][]fieldOp
 	opsSparse map[int64][]fieldOp
 

@@ -16,6 +16,33 @@ type decoder struct {
 	compressed bool
 	short      bool // ran past the end of buf
 	bad        bool // malformed encoding (not merely short)
+	strs       *interner
+}
+
+// interner shares the short strings that repeat across a chunk's events
+// (phase names, causes) instead of allocating each occurrence.
+type interner struct{ m map[string]string }
+
+const (
+	maxInterned    = 8192
+	maxInternedLen = 64
+)
+
+func (in *interner) get(b []byte) string {
+	if in == nil || len(b) > maxInternedLen {
+		return string(b)
+	}
+	if s, ok := in.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(in.m) < maxInterned {
+		if in.m == nil {
+			in.m = make(map[string]string)
+		}
+		in.m[s] = s
+	}
+	return s
 }
 
 func (d *decoder) failed() bool { return d.short || d.bad }
@@ -240,7 +267,7 @@ func (d *decoder) str(pool stringPool) (s string, null bool) {
 		b := d.buf[d.pos : d.pos+n]
 		d.pos += n
 		if utf8.Valid(b) {
-			return string(b), false
+			return d.strs.get(b), false
 		}
 		return string([]rune(string(b))), false // replaces invalid sequences
 	case strLatin1:
@@ -250,7 +277,12 @@ func (d *decoder) str(pool stringPool) (s string, null bool) {
 		}
 		b := d.buf[d.pos : d.pos+n]
 		d.pos += n
-		return latin1(b), false
+		for _, c := range b {
+			if c >= 0x80 {
+				return latin1(b), false
+			}
+		}
+		return d.strs.get(b), false
 	case strUTF16:
 		n := d.count(len(d.buf))
 		if n <= 0 {

@@ -128,7 +128,7 @@ func (c *Chunk) eventsBetween(from, to int) *EventReader {
 func (r *EventReader) Next() bool {
 	c := r.c
 	md := c.Metadata
-	d := decoder{buf: c.buf[:r.end], compressed: c.Header.CompressedInts()}
+	d := decoder{buf: c.buf[:r.end], compressed: c.Header.CompressedInts(), strs: &c.strs}
 	for r.err == nil && r.pos < r.end {
 		start := r.pos
 		d.pos = start
@@ -147,7 +147,9 @@ func (r *EventReader) Next() bool {
 		if t == nil {
 			continue
 		}
-		d.buf = c.buf[:end]
+		// Fields are decoded against the rest of the chunk, not just the
+		// record, so that varints near the record end take the fast path;
+		// running past the record is checked once afterwards.
 		a := &c.perm
 		if !r.keep {
 			a = &r.arena
@@ -158,7 +160,10 @@ func (r *EventReader) Next() bool {
 			r.err = c.errorf(int64(d.pos), "event", fmt.Errorf("%w (field %s of %s, record at %d)", decodeErr(&d, "field value"), t.Fields[i].Name, t.Name, c.Offset+int64(start)))
 			return false
 		}
-		d.buf = c.buf[:r.end]
+		if d.pos > end {
+			r.err = c.errorf(int64(start), "event", detail(ErrCorrupt, "fields of %s run %d bytes past the record's size %d", t.Name, d.pos-end, size))
+			return false
+		}
 		ev := &r.ev
 		ev.Type, ev.Fields, ev.Offset, ev.Size, ev.chunk = t, fields, c.Offset+int64(start), int(size), c
 		return true

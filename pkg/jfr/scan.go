@@ -156,7 +156,7 @@ type Record struct {
 // the chunk or on error.
 func (s *Scanner) Next() bool {
 	c := s.c
-	d := decoder{buf: c.buf[:s.end], compressed: c.Header.CompressedInts()}
+	d := decoder{buf: c.buf[:s.end], compressed: c.Header.CompressedInts(), strs: &c.strs}
 	for s.err == nil && s.pos < s.end {
 		start := s.pos
 		d.pos = start
@@ -180,12 +180,14 @@ func (s *Scanner) Next() bool {
 		if p == nil {
 			continue
 		}
-		d.buf = c.buf[:end]
 		if err := s.decode(&d, p, start); err != nil {
 			s.err = err
 			return false
 		}
-		d.buf = c.buf[:s.end]
+		if d.pos > end {
+			s.err = c.errorf(int64(start), "event", detail(ErrCorrupt, "fields of %s run %d bytes past the record's size %d", p.typ.Name, d.pos-end, size))
+			return false
+		}
 		return true
 	}
 	return false

@@ -372,6 +372,8 @@ func (c *Chunk) decodeFields(d *decoder, ops []fieldOp, out []Value, depth int, 
 		switch {
 		case op.code == opLong && !op.array && d.compressed:
 			out[i] = Value{kind: KindIntValue, prim: KindLong, bits: d.varint()}
+		case op.code == opInt && !op.array && d.compressed:
+			out[i] = Value{kind: KindIntValue, prim: KindInt, bits: uint64(int64(int32(d.varint())))}
 		case op.code == opPool && !op.array && d.compressed:
 			key := d.varint()
 			var e *poolEntry
