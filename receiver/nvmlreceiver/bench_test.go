@@ -45,7 +45,7 @@ func benchmarkScrape(b *testing.B, withPods bool) {
 		pods = append(pods, pod("inference", "inference-"+string(rune('a'+g)), "server", uuidOf(srv, g)))
 	}
 	if withPods {
-		cfg.PodResources.Endpoint = serveKubeletB(b, pods)
+		cfg.PodResources.Endpoint = serveKubelet(b, pods)
 	}
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.ID = component.NewIDWithName(metadata.Type, strings.ReplaceAll(b.Name(), "/", "_"))

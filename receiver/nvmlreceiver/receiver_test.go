@@ -3,7 +3,6 @@ package nvmlreceiver
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,10 +24,10 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
-	"google.golang.org/grpc"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/podresources/podresourcestest"
 )
 
 const (
@@ -248,44 +247,12 @@ func TestScrapeProcessesWithContainers(t *testing.T) {
 	assert.True(t, ok)
 }
 
-// fakeKubelet serves a fixed pod-resources List answer on a UNIX socket.
-type fakeKubelet struct {
-	podresourcesv1.UnimplementedPodResourcesListerServer
-	pods []*podresourcesv1.PodResources
-}
-
-func (f *fakeKubelet) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
-	return &podresourcesv1.ListPodResourcesResponse{PodResources: f.pods}, nil
-}
-
-func serveKubelet(t *testing.T, pods []*podresourcesv1.PodResources) string {
-	return serveKubeletB(t, pods)
-}
-
-func serveKubeletB(t testing.TB, pods []*podresourcesv1.PodResources) string {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "kubelet.sock")
-	lis, err := net.Listen("unix", sock)
-	require.NoError(t, err)
-	srv := grpc.NewServer()
-	podresourcesv1.RegisterPodResourcesListerServer(srv, &fakeKubelet{pods: pods})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-done
-	})
-	return "unix://" + sock
+func serveKubelet(t testing.TB, pods []*podresourcesv1.PodResources) string {
+	return podresourcestest.Serve(t, pods)
 }
 
 func pod(ns, name, ctr string, ids ...string) *podresourcesv1.PodResources {
-	return &podresourcesv1.PodResources{Namespace: ns, Name: name, Containers: []*podresourcesv1.ContainerResources{{
-		Name:    ctr,
-		Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: ids}},
-	}}}
+	return podresourcestest.Pod(ns, name, ctr, "nvidia.com/gpu", ids...)
 }
 
 func TestPodAttribution(t *testing.T) {

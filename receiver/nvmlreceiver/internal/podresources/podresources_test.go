@@ -2,50 +2,19 @@ package podresources
 
 import (
 	"context"
-	"net"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-	"google.golang.org/grpc"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/podresources/podresourcestest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// fakeKubelet serves a fixed List answer.
-type fakeKubelet struct {
-	podresourcesv1.UnimplementedPodResourcesListerServer
-	pods []*podresourcesv1.PodResources
-}
-
-func (f *fakeKubelet) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
-	return &podresourcesv1.ListPodResourcesResponse{PodResources: f.pods}, nil
-}
-
-// ServeFake starts a fake kubelet on a UNIX socket in a temp dir and returns
-// its endpoint; it stops when the test ends.
-func serveFake(t *testing.T, pods []*podresourcesv1.PodResources) string {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "kubelet.sock")
-	lis, err := net.Listen("unix", sock)
-	require.NoError(t, err)
-	srv := grpc.NewServer()
-	podresourcesv1.RegisterPodResourcesListerServer(srv, &fakeKubelet{pods: pods})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(lis)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-done
-	})
-	return "unix://" + sock
 }
 
 func gpu(resource string, ids ...string) *podresourcesv1.ContainerDevices {
@@ -53,7 +22,7 @@ func gpu(resource string, ids ...string) *podresourcesv1.ContainerDevices {
 }
 
 func TestList(t *testing.T) {
-	endpoint := serveFake(t, []*podresourcesv1.PodResources{
+	endpoint := podresourcestest.Serve(t, []*podresourcesv1.PodResources{
 		{Name: "triton-0", Namespace: "inference", Containers: []*podresourcesv1.ContainerResources{
 			{Name: "triton", Devices: []*podresourcesv1.ContainerDevices{gpu("nvidia.com/gpu", "GPU-aaaa")}},
 			{Name: "sidecar"},
