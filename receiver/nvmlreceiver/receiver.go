@@ -172,7 +172,7 @@ func (r *nvmlReceiver) procPIDsMatchNVML() bool {
 	if !known || inHost {
 		return true
 	}
-	r.logger.Warn("The collector is not in the host's pid namespace, so NVML's (host) pids cannot be looked up in /proc: GPU processes are reported by process.pid only, without executable, command line, container or pod. Run the collector with hostPID: true, or mount the host's /proc and set processes.proc_root to it.")
+	r.logger.Warn("The collector is not in the host's pid namespace, so NVML's (host) pids cannot be looked up in /proc: GPU processes are reported by process.pid, without executable, command line or container, and with a pod only where a GPU belongs to one pod. Run the collector with hostPID: true, or mount the host's /proc and set processes.proc_root to it.")
 	return false
 }
 
@@ -297,13 +297,21 @@ func (r *nvmlReceiver) enumerate(lib nvml.Interface) (s *session, err error) {
 		rb.SetHwID(g.uuid)
 		rb.SetHwType("gpu")
 		rb.SetHwVendor("NVIDIA")
-		rb.SetHwModel(g.model)
-		rb.SetHwName(g.nodeName)
-		rb.SetHwDriverVersion(s.driverVersion)
 		rb.SetGpuIndex(int64(i))
-		rb.SetGpuPciBusID(g.busID)
-		if g.serial != "" {
-			rb.SetHwSerialNumber(g.serial)
+		// What NVML would not say is left out, not sent empty.
+		for _, a := range []struct {
+			set   func(string)
+			value string
+		}{
+			{rb.SetHwModel, g.model},
+			{rb.SetHwName, g.nodeName},
+			{rb.SetHwDriverVersion, s.driverVersion},
+			{rb.SetGpuPciBusID, g.busID},
+			{rb.SetHwSerialNumber, g.serial},
+		} {
+			if a.value != "" {
+				a.set(a.value)
+			}
 		}
 		g.resource = rb.Emit()
 		s.gpus = append(s.gpus, g)
