@@ -1,5 +1,10 @@
 package jfr
 
+import (
+	"bytes"
+	"sync"
+)
+
 // Chunk is one loaded chunk: its bytes, header, metadata and constant-pool
 // index. A Chunk and the values decoded from it are not safe for concurrent
 // use; decode different chunks on different goroutines instead.
@@ -13,6 +18,7 @@ type Chunk struct {
 	pools     poolSet
 	perm      arena    // pool values and kept events
 	strs      interner // short strings shared by events
+	mdCache   *metadataCache
 	opsDense  [][]fieldOp
 	opsSparse map[int64][]fieldOp
 
@@ -22,7 +28,11 @@ type Chunk struct {
 // NewChunk parses a chunk held entirely in buf (header included). index and
 // offset only label errors and events with their place in the file.
 func NewChunk(buf []byte, index int, offset int64) (*Chunk, error) {
-	c := &Chunk{Index: index, Offset: offset}
+	return newChunk(buf, index, offset, nil)
+}
+
+func newChunk(buf []byte, index int, offset int64, mc *metadataCache) (*Chunk, error) {
+	c := &Chunk{Index: index, Offset: offset, mdCache: mc}
 	h, err := ParseHeader(buf)
 	if err != nil {
 		return nil, c.errorf(0, "chunk header", err)
@@ -60,7 +70,7 @@ func (c *Chunk) loadMetadata(off int64) error {
 	if off < HeaderSize || off >= int64(len(c.buf)) {
 		return c.errorf(24, "chunk header", detail(ErrCorrupt, "metadata offset %d outside chunk of %d bytes", off, len(c.buf)))
 	}
-	md, err := parseMetadata(c.decoder(int(off)))
+	md, err := c.mdCache.parse(c.decoder(int(off)))
 	if err != nil {
 		return c.errorf(off, "metadata", err)
 	}
@@ -151,4 +161,58 @@ func (c *Chunk) indexCheckpoint(off int64) (delta int64, err error) {
 		}
 	}
 	return delta, nil
+}
+
+// metadataCache shares parsed metadata between the chunks of a file: a JVM
+// writes the same metadata event into every chunk until a new event type
+// is registered. Metadata is read-only once built, so chunks on different
+// goroutines may share it.
+type metadataCache struct {
+	mu      sync.Mutex
+	entries []cachedMetadata
+}
+
+type cachedMetadata struct {
+	raw []byte
+	md  *Metadata
+}
+
+func (mc *metadataCache) parse(d *decoder) (*Metadata, error) {
+	if mc == nil {
+		return parseMetadata(d)
+	}
+	start := d.pos
+	probe := *d
+	size := probe.u32()
+	if probe.failed() || size == 0 || size > uint64(len(d.buf)-start) {
+		return parseMetadata(d)
+	}
+	// Compare what follows the event's own start time, duration and id.
+	probe.u64()
+	probe.u64()
+	probe.u64()
+	probe.u64()
+	if probe.failed() || probe.pos > start+int(size) {
+		return parseMetadata(d)
+	}
+	raw := d.buf[probe.pos : start+int(size)]
+	mc.mu.Lock()
+	for _, e := range mc.entries {
+		if bytes.Equal(e.raw, raw) {
+			mc.mu.Unlock()
+			return e.md, nil
+		}
+	}
+	mc.mu.Unlock()
+	md, err := parseMetadata(d)
+	if err != nil {
+		return nil, err
+	}
+	mc.mu.Lock()
+	if len(mc.entries) >= 4 {
+		mc.entries = mc.entries[1:]
+	}
+	mc.entries = append(mc.entries, cachedMetadata{raw: bytes.Clone(raw), md: md})
+	mc.mu.Unlock()
+	return md, nil
 }

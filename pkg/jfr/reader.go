@@ -22,6 +22,7 @@ type Reader struct {
 	size   int64
 	chunks []ChunkInfo
 	closer io.Closer
+	mds    metadataCache
 }
 
 // maxChunkSize bounds the bytes loaded for one chunk; offsets inside a chunk
@@ -118,7 +119,7 @@ func (r *Reader) Chunk(i int) (*Chunk, error) {
 	if _, err := r.r.ReadAt(buf, ci.Offset); err != nil && !(errors.Is(err, io.EOF)) {
 		return nil, &FormatError{Chunk: i, Offset: ci.Offset, What: "chunk", Err: err}
 	}
-	return NewChunk(buf, i, ci.Offset)
+	return newChunk(buf, i, ci.Offset, &r.mds)
 }
 
 // ForEachChunk loads the chunks on up to workers goroutines (0 means
