@@ -264,6 +264,11 @@ func TestPodAttribution(t *testing.T) {
 		// GPU 1 is time-sliced between two pods.
 		pod("batch", "embedder-a", "app", gpu1+"::0"),
 		pod("batch", "embedder-b", "app", gpu1+"::1"),
+		// GPU 3 is shared by two containers of one pod.
+		{Namespace: "inference", Name: "multi", Containers: []*podresourcesv1.ContainerResources{
+			{Name: "encoder", Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: []string{uuidOf(srv, 3) + "::0"}}}},
+			{Name: "decoder", Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: []string{uuidOf(srv, 3) + "::1"}}}},
+		}},
 	})
 	tr := newTestReceiver(t, node, func(c *Config) { c.PodResources.Endpoint = endpoint })
 	root := tr.cfg.Processes.ProcRoot
@@ -276,7 +281,9 @@ func TestPodAttribution(t *testing.T) {
 	node.setProcess(1, 200, 1024*mib)
 	node.setProcess(1, 300, 2048*mib)
 	node.setProcess(1, 400, 512*mib)
-	node.setProcess(2, 500, 256*mib) // GPU 2 is not allocated to any pod
+	node.setProcess(2, 500, 256*mib)                                // GPU 2 is not allocated to any pod
+	writeProc(t, root, fakeProc{pid: 600, exe: "/usr/bin/python3"}) // environment unreadable
+	node.setProcess(3, 600, 128*mib)
 
 	md := tr.scrapeOnce(t)
 	tests := []struct {
@@ -288,6 +295,7 @@ func TestPodAttribution(t *testing.T) {
 		{300, map[string]any{"k8s.namespace.name": "batch", "k8s.pod.name": "embedder-b", "k8s.container.name": "app"}},
 		{400, map[string]any{}},
 		{500, map[string]any{}},
+		{600, map[string]any{"k8s.namespace.name": "inference", "k8s.pod.name": "multi"}},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.pid), func(t *testing.T) {

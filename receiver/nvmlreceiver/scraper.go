@@ -323,43 +323,53 @@ func (e procEnv) hostname() (string, bool) {
 	return e.reader.Getenv(e.pid, "HOSTNAME")
 }
 
-// attributeOwner picks the pod that owns a process: the single owner of the
+// attributeOwner picks the pod that owns a process: the pod that holds the
 // device it uses or, when a GPU is shared between pods (time-slicing, MPS),
-// the owner whose pod name is the process's HOSTNAME (Kubernetes sets it to
-// the pod name). With several containers of one pod on the device the
-// container is left out; with no way to tell pods apart nothing is
-// attributed rather than the wrong pod.
+// the one whose name is the process's HOSTNAME (Kubernetes sets it to the
+// pod name). Several containers of one pod on the device give the pod
+// without a container name. When pods cannot be told apart nothing is
+// attributed, rather than the wrong pod.
 func attributeOwner(procs []processReading, pods podresources.Index, env procEnv) (podresources.Owner, bool) {
 	for _, p := range procs {
 		owners := pods.Lookup(p.deviceID)
-		switch len(owners) {
-		case 0:
+		if len(owners) == 0 {
 			continue
-		case 1:
-			return owners[0], true
 		}
-		host, ok := env.hostname()
-		if !ok {
-			return podresources.Owner{}, false
-		}
-		var match podresources.Owner
-		n := 0
-		for _, o := range owners {
-			if o.Pod == host {
-				if n == 0 {
-					match = o
-				} else if match.Container != o.Container {
-					match.Container = ""
+		if !samePod(owners) {
+			host, ok := env.hostname()
+			if !ok {
+				return podresources.Owner{}, false
+			}
+			var mine []podresources.Owner
+			for _, o := range owners {
+				if o.Pod == host {
+					mine = append(mine, o)
 				}
-				n++
+			}
+			if len(mine) == 0 || !samePod(mine) {
+				return podresources.Owner{}, false
+			}
+			owners = mine
+		}
+		o := owners[0]
+		for _, other := range owners[1:] {
+			if other.Container != o.Container {
+				o.Container = ""
 			}
 		}
-		if n > 0 {
-			return match, true
-		}
-		return podresources.Owner{}, false
+		return o, true
 	}
 	return podresources.Owner{}, false
+}
+
+// samePod reports whether every owner is a container of one pod.
+func samePod(owners []podresources.Owner) bool {
+	for _, o := range owners[1:] {
+		if o.Namespace != owners[0].Namespace || o.Pod != owners[0].Pod {
+			return false
+		}
+	}
+	return true
 }
 
 // listPods asks the kubelet for the device allocation, quietly skipping
