@@ -2,6 +2,7 @@ package jfr_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,6 +46,7 @@ var oracleCases = []oracleCase{
 	{name: "g1-profile-nmt-25", major: 25, settings: "profile", flags: []string{"-XX:+UseG1GC", "-XX:NativeMemoryTracking=summary"}, mustHave: []string{"jdk.NativeMemoryUsage", "jdk.NativeMemoryUsageTotal", "jdk.GarbageCollection"}, fullPrint: true},
 	{name: "zgc-generational-25", major: 25, settings: "default", flags: []string{"-XX:+UseZGC"}, mustHave: []string{"jdk.GarbageCollection", "jdk.GCHeapMemoryUsage"}},
 	{name: "shenandoah-25", major: 25, settings: "default", flags: []string{"-XX:+UseShenandoahGC"}, mustHave: []string{"jdk.GarbageCollection"}},
+	{name: "shenandoah-generational-25", major: 25, settings: "default", flags: []string{"-XX:+UseShenandoahGC", "-XX:ShenandoahGCMode=generational"}, mustHave: []string{"jdk.GarbageCollection"}},
 	{name: "parallel-profile-25", major: 25, settings: "profile", flags: []string{"-XX:+UseParallelGC"}, mustHave: []string{"jdk.GarbageCollection", "jdk.ExecuteVMOperation"}},
 }
 
@@ -171,6 +173,52 @@ func TestJDKOracleMultiChunk(t *testing.T) {
 			t.Errorf("%s: %d decoded in parallel, %d sequentially", k, v, got[k])
 		}
 	}
+
+	// Cut the file in the middle of its last chunk: the complete chunks
+	// still read as the JDK reads them, and the cut one is a typed error
+	// that names it.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := r.Chunks()[len(r.Chunks())-1]
+	cut := data[:last.Offset+last.Header.Size/2]
+	whole := filepath.Join(t.TempDir(), "complete-chunks.jfr")
+	if err := os.WriteFile(whole, data[:last.Offset], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := jfr.NewReader(bytes.NewReader(cut), int64(len(cut)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int64{}
+	var cutErr error
+	for i := range rc.Chunks() {
+		c, err := rc.Chunk(i)
+		if err != nil {
+			cutErr = err
+			break
+		}
+		stats, err := c.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range stats {
+			switch {
+			case st.ID == 0:
+				counts["jdk.Metadata"] += st.Count
+			case st.ID == 1:
+				counts["checkpoint"] += st.Count
+			case st.Type != nil:
+				counts[st.Type.Name] += st.Count
+			}
+		}
+	}
+	var fe *jfr.FormatError
+	if !errors.Is(cutErr, jfr.ErrTruncated) || !errors.As(cutErr, &fe) || fe.Chunk != last.Index {
+		t.Fatalf("cut chunk: err %v, want ErrTruncated naming chunk %d", cutErr, last.Index)
+	}
+	compareWithSummary(t, counts, jdktest.Tool(t, j, "summary", whole))
 }
 
 // TestJDKOracleLiveRepository follows the chunk file in a running JVM's
