@@ -283,13 +283,18 @@ const (
 	opString
 	opStruct
 	opPool
+	opArray
+	// Specialized for chunks with compressed integers (all HotSpot ones).
+	opVarInt
+	opVarLong
+	opVarPool
 )
 
 type fieldOp struct {
-	code  opCode
-	array bool
-	typ   *Type
-	pool  *pool // opPool: the pool of typ, nil when the chunk has none
+	code opCode
+	elem opCode // opArray: how to decode each element
+	typ  *Type
+	pool *pool // opPool: the pool of typ, nil when the chunk has none
 }
 
 var primOps = [...]opCode{KindBoolean: opBoolean, KindByte: opByte, KindChar: opChar, KindShort: opShort,
@@ -304,10 +309,11 @@ func (c *Chunk) ops(t *Type) []fieldOp {
 	} else if o, ok := c.opsSparse[t.ID]; ok {
 		return o
 	}
+	compressed := c.Header.CompressedInts()
 	o := make([]fieldOp, len(t.Fields))
 	for i := range t.Fields {
 		f := &t.Fields[i]
-		op := fieldOp{array: f.Array, typ: f.Type}
+		op := fieldOp{typ: f.Type}
 		switch {
 		case f.ConstantPool:
 			op.code = opPool
@@ -316,6 +322,19 @@ func (c *Chunk) ops(t *Type) []fieldOp {
 			op.code = opStruct
 		default:
 			op.code = primOps[f.Type.Kind]
+		}
+		if compressed {
+			switch op.code {
+			case opInt:
+				op.code = opVarInt
+			case opLong:
+				op.code = opVarLong
+			case opPool:
+				op.code = opVarPool
+			}
+		}
+		if f.Array {
+			op.elem, op.code = op.code, opArray
 		}
 		o[i] = op
 	}
@@ -369,27 +388,13 @@ func (c *Chunk) decodeFields(d *decoder, ops []fieldOp, out []Value, depth int, 
 	out = out[:len(ops)]
 	for i := range ops {
 		op := &ops[i]
-		switch {
-		case op.code == opLong && !op.array && d.compressed:
+		switch op.code {
+		case opVarLong:
 			out[i] = Value{kind: KindIntValue, prim: KindLong, bits: d.varint()}
-		case op.code == opInt && !op.array && d.compressed:
+		case opVarInt:
 			out[i] = Value{kind: KindIntValue, prim: KindInt, bits: uint64(int64(int32(d.varint())))}
-		case op.code == opPool && !op.array && d.compressed:
-			key := d.varint()
-			var e *poolEntry
-			if op.pool != nil {
-				e = op.pool.lookup(key)
-			}
-			if e != nil {
-				out[i] = Value{kind: kindRef, p: unsafe.Pointer(e), bits: key}
-			} else {
-				out[i] = Value{kind: KindNullValue, bits: key}
-			}
-		case op.array:
-			out[i] = c.decodeArray(d, op, depth, a)
-			if d.failed() {
-				return i
-			}
+		case opVarPool:
+			out[i] = poolValue(op.pool, d.varint())
 		default:
 			out[i] = c.decodeOne(d, op, depth, a)
 			if d.failed() {
@@ -405,10 +410,16 @@ func (c *Chunk) decodeFields(d *decoder, ops []fieldOp, out []Value, depth int, 
 	return -1
 }
 
-func (c *Chunk) decodeField(d *decoder, op *fieldOp, depth int, a *arena) Value {
-	if op.array {
-		return c.decodeArray(d, op, depth, a)
+func poolValue(p *pool, key uint64) Value {
+	if p != nil {
+		if e := p.lookup(key); e != nil {
+			return Value{kind: kindRef, p: unsafe.Pointer(e), bits: key}
+		}
 	}
+	return Value{kind: KindNullValue, bits: key}
+}
+
+func (c *Chunk) decodeField(d *decoder, op *fieldOp, depth int, a *arena) Value {
 	return c.decodeOne(d, op, depth, a)
 }
 
@@ -420,9 +431,11 @@ func (c *Chunk) decodeArray(d *decoder, op *fieldOp, depth int, a *arena) Value 
 	comp := a.composite()
 	comp.typ = op.typ
 	if n > 0 {
+		eop := *op
+		eop.code = op.elem
 		comp.elems = a.values(n)
 		for i := range comp.elems {
-			comp.elems[i] = c.decodeOne(d, op, depth, a)
+			comp.elems[i] = c.decodeOne(d, &eop, depth, a)
 			if d.failed() {
 				break
 			}
@@ -433,16 +446,18 @@ func (c *Chunk) decodeArray(d *decoder, op *fieldOp, depth int, a *arena) Value 
 
 func (c *Chunk) decodeOne(d *decoder, op *fieldOp, depth int, a *arena) Value {
 	switch op.code {
+	case opVarLong:
+		return Value{kind: KindIntValue, prim: KindLong, bits: d.varint()}
+	case opVarInt:
+		return Value{kind: KindIntValue, prim: KindInt, bits: uint64(int64(int32(d.varint())))}
+	case opVarPool:
+		return poolValue(op.pool, d.varint())
+	case opArray:
+		return c.decodeArray(d, op, depth, a)
 	case opLong:
 		return Value{kind: KindIntValue, prim: KindLong, bits: d.u64()}
 	case opPool:
-		key := d.u64()
-		if op.pool != nil {
-			if e := op.pool.lookup(key); e != nil {
-				return Value{kind: kindRef, p: unsafe.Pointer(e), bits: key}
-			}
-		}
-		return Value{kind: KindNullValue, bits: key}
+		return poolValue(op.pool, d.u64())
 	case opInt:
 		return Value{kind: KindIntValue, prim: KindInt, bits: uint64(int64(int32(d.u32())))}
 	case opBoolean:
