@@ -38,7 +38,7 @@ SOURCES := $(shell find . \( -path ./dist -o -path ./.tools -o -path ./.cache -o
 # Bounded fuzzing in `make test`: every target, FUZZTIME each.
 FUZZTIME ?= 10s
 
-.PHONY: build run test bench lint fmt clean distclean tools onnxruntime
+.PHONY: build run test fuzz bench lint fmt clean distclean tools onnxruntime gpu-check
 
 MODELS      := $(shell find models -type f)
 
@@ -64,6 +64,11 @@ fuzz: ## Run every fuzz target for FUZZTIME.
 bench: build ## Run the benchmarks.
 	OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
 		$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+gpu-check: ## On a machine with NVIDIA GPUs: compare the nvml receiver with nvidia-smi for a minute.
+	mkdir -p $(CACHE)
+	$(GO) build -o $(CACHE)/gpucheck ./receiver/nvmlreceiver/gpucheck
+	receiver/nvmlreceiver/gpucheck/gpu-check.sh $(CACHE)/gpucheck $(CURDIR)/out/gpu-check
 
 lint: $(GOLANGCI) ## gofmt, go vet and golangci-lint.
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './dist/*' -not -path './.*')); \
