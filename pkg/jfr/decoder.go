@@ -17,6 +17,18 @@ type decoder struct {
 	short      bool // ran past the end of buf
 	bad        bool // malformed encoding (not merely short)
 	strs       *interner
+	end        int // end of the current record, when decoding one; bounds counts
+}
+
+// left returns the bytes left in the current record (or buffer): the most
+// elements an array can have, so a hostile count cannot make us allocate
+// more than a small multiple of the record.
+func (d *decoder) left() int {
+	e := len(d.buf)
+	if d.end > 0 && d.end < e {
+		e = d.end
+	}
+	return max(e-d.pos, 0)
 }
 
 // interner shares the short strings that repeat across a chunk's events

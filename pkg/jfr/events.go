@@ -156,6 +156,7 @@ func (r *EventReader) Next() bool {
 			a.reset()
 		}
 		fields := a.values(len(t.Fields))
+		d.end = end
 		if i := c.decodeFields(&d, c.ops(t), fields, 0, a); i >= 0 {
 			r.err = c.errorf(int64(d.pos), "event", fmt.Errorf("%w (field %s of %s, record at %d)", decodeErr(&d, "field value"), t.Fields[i].Name, t.Name, c.Offset+int64(start)))
 			return false

@@ -180,6 +180,7 @@ func (s *Scanner) Next() bool {
 		if p == nil {
 			continue
 		}
+		d.end = end
 		if err := s.decode(&d, p, start); err != nil {
 			s.err = err
 			return false

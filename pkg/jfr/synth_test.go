@@ -2,7 +2,9 @@ package jfr
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
+	"runtime"
 	"strconv"
 	"testing"
 	"unicode/utf16"
@@ -206,6 +208,7 @@ type sample struct {
 	values     []int32
 	a          int32
 	pb         int64
+	count      int // when > 0, the array count written instead of len(values)
 }
 
 var samples = []sample{
@@ -220,7 +223,9 @@ var samples = []sample{
 
 // synthChunk builds a finished chunk: events, metadata in the middle (as
 // HotSpot places it), and two checkpoints that split the Thread pool.
-func synthChunk(fixed bool) []byte {
+func synthChunk(fixed bool) []byte { return synthChunkOf(fixed, samples) }
+
+func synthChunkOf(fixed bool, samples []sample) []byte {
 	s := &synth{fixed: fixed, b: make([]byte, HeaderSize)}
 	writeSample := func(x sample) {
 		s.record(sSample, func(s *synth) {
@@ -239,7 +244,11 @@ func synthChunk(fixed bool) []byte {
 			s.b = binary.BigEndian.AppendUint32(s.b, math.Float32bits(x.f))
 			s.b = binary.BigEndian.AppendUint64(s.b, math.Float64bits(x.d))
 			x.text(s)
-			s.i32(len(x.values))
+			if x.count > 0 {
+				s.i32(x.count)
+			} else {
+				s.i32(len(x.values))
+			}
 			for _, v := range x.values {
 				s.int(4, uint64(uint32(v)))
 			}
@@ -385,5 +394,33 @@ func TestMetadataErrors(t *testing.T) {
 				t.Fatal("no error")
 			}
 		})
+	}
+}
+
+// TestHostileArrayCount: an array that claims 2^30 elements in a record of
+// a few dozen bytes is an error, without allocating for the claim.
+func TestHostileArrayCount(t *testing.T) {
+	hostile := append([]sample{}, samples...)
+	hostile[2].count = 1 << 30
+	c, err := NewChunk(synthChunkOf(false, hostile), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	n := 0
+	er := c.Events()
+	for er.Next() {
+		n++
+	}
+	runtime.ReadMemStats(&after)
+	if !errors.Is(er.Err(), ErrCorrupt) && !errors.Is(er.Err(), ErrTruncated) {
+		t.Fatalf("err %v, want a corrupt/truncated error", er.Err())
+	}
+	if n != 2 {
+		t.Errorf("%d events before the damaged one, want 2", n)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Errorf("allocated %d bytes for a 2^30-element claim", grew)
 	}
 }

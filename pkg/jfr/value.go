@@ -424,7 +424,7 @@ func (c *Chunk) decodeField(d *decoder, op *fieldOp, depth int, a *arena) Value 
 }
 
 func (c *Chunk) decodeArray(d *decoder, op *fieldOp, depth int, a *arena) Value {
-	n := d.count(len(d.buf) - d.pos)
+	n := d.count(d.left())
 	if n < 0 {
 		return Value{}
 	}
@@ -569,7 +569,7 @@ func skipType(d *decoder, t *Type, depth int) {
 func skipField(d *decoder, f *Field, depth int) {
 	n := 1
 	if f.Array {
-		n = d.count(len(d.buf) - d.pos)
+		n = d.count(d.left())
 		if n < 0 {
 			d.bad = d.bad || !d.short
 			return
