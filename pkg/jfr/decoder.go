@@ -62,11 +62,18 @@ func (d *decoder) failed() bool { return d.short || d.bad }
 // varint reads a compressed integer: 7 bits per byte, low group first, at
 // most 8 continuation bytes and a 9th byte with a full 8 bits.
 func (d *decoder) varint() uint64 {
-	b, p := d.buf, d.pos
-	if p < len(b) && b[p] < 0x80 {
-		d.pos = p + 1
-		return uint64(b[p])
+	// Small enough to inline: the one-byte case is the common one.
+	if p := uint(d.pos); p < uint(len(d.buf)) {
+		if c := d.buf[p]; c < 0x80 {
+			d.pos++
+			return uint64(c)
+		}
 	}
+	return d.varintLong()
+}
+
+func (d *decoder) varintLong() uint64 {
+	b, p := d.buf, d.pos
 	if len(b)-p >= 9 {
 		// Enough bytes for the longest encoding: no bounds checks per byte.
 		w := b[p : p+9 : p+9]

@@ -389,12 +389,24 @@ func (c *Chunk) decodeFields(d *decoder, ops []fieldOp, out []Value, depth int, 
 	for i := range ops {
 		op := &ops[i]
 		switch op.code {
-		case opVarLong:
-			out[i] = Value{kind: KindIntValue, prim: KindLong, bits: d.varint()}
-		case opVarInt:
-			out[i] = Value{kind: KindIntValue, prim: KindInt, bits: uint64(int64(int32(d.varint())))}
-		case opVarPool:
-			out[i] = poolValue(op.pool, d.varint())
+		case opVarLong, opVarInt, opVarPool:
+			// The one-byte varint, inlined by hand (varint is too big for
+			// the compiler to inline).
+			var v uint64
+			if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
+				v = uint64(d.buf[p])
+				d.pos = p + 1
+			} else {
+				v = d.varintLong()
+			}
+			switch op.code {
+			case opVarLong:
+				out[i] = Value{kind: KindIntValue, prim: KindLong, bits: v}
+			case opVarInt:
+				out[i] = Value{kind: KindIntValue, prim: KindInt, bits: uint64(int64(int32(v)))}
+			default:
+				out[i] = poolValue(op.pool, v)
+			}
 		default:
 			out[i] = c.decodeOne(d, op, depth, a)
 			if d.failed() {
