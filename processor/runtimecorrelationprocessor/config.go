@@ -1,0 +1,190 @@
+package runtimecorrelationprocessor // import "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor"
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+)
+
+// MatchScope says which windows and spans are compared with each other.
+type MatchScope string
+
+// The match scopes.
+const (
+	// ScopeProcess compares what happened in one process: the resource's
+	// host.name and process.pid.
+	ScopeProcess MatchScope = "process"
+	// ScopePod compares what happened in one pod: k8s.pod.uid.
+	ScopePod MatchScope = "pod"
+	// ScopeHost compares what happened on one host: host.name.
+	ScopeHost MatchScope = "host"
+)
+
+// Config is the runtimecorrelation processor's configuration.
+type Config struct {
+	// MatchScope is process (default), pod or host.
+	MatchScope MatchScope `mapstructure:"match_scope"`
+	// OverlapPairs are the pairs of window kinds whose overlaps are
+	// emitted, each [first, second]; by default every JVM kind with every
+	// Python kind.
+	OverlapPairs [][]window.Kind `mapstructure:"overlap_pairs"`
+	// Windows bounds the window index.
+	Windows WindowsConfig `mapstructure:"windows"`
+	// Spans says how spans are matched and annotated.
+	Spans SpansConfig `mapstructure:"spans"`
+	// Metrics says how often overlap metrics go down a metrics pipeline.
+	Metrics MetricsConfig `mapstructure:"metrics"`
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// WindowsConfig bounds the window index.
+type WindowsConfig struct {
+	// Retention is how long a window is kept after the newest window's
+	// start.
+	Retention time.Duration `mapstructure:"retention"`
+	// MaxWindows is the most windows indexed at once, over all scopes;
+	// beyond it the oldest are evicted.
+	MaxWindows int `mapstructure:"max_windows"`
+	// MaxClockSkew is how far after the collector's clock a window or span
+	// may end and still be indexed.
+	MaxClockSkew time.Duration `mapstructure:"max_clock_skew"`
+}
+
+// SpansConfig says how spans are matched and annotated.
+type SpansConfig struct {
+	// Delay is how long spans wait for windows that arrive after them;
+	// 0 annotates and forwards each batch at once.
+	Delay time.Duration `mapstructure:"delay"`
+	// MaxWaiting is the most spans waiting at once; beyond it the batches
+	// due first are released early.
+	MaxWaiting int `mapstructure:"max_waiting"`
+	// Events adds a span event per overlapping window.
+	Events bool `mapstructure:"events"`
+	// ChildSpans adds a child span per overlapping window, covering the
+	// part of the window inside the span.
+	ChildSpans bool `mapstructure:"child_spans"`
+	// MaxPlacements is the most events or child spans added to one span.
+	MaxPlacements int `mapstructure:"max_placements"`
+}
+
+// MetricsConfig says how often overlap metrics are emitted.
+type MetricsConfig struct {
+	// Interval is the time between two emissions of the cumulative
+	// overlap metrics into the metrics pipelines the processor is in.
+	Interval time.Duration `mapstructure:"interval"`
+}
+
+var _ component.Config = (*Config)(nil)
+
+// defaultOverlapPairs pairs every JVM kind with every Python kind.
+func defaultOverlapPairs() [][]window.Kind {
+	jvm := []window.Kind{window.KindJVMSafepoint, window.KindJVMGCPause}
+	python := []window.Kind{window.KindPythonGILReleased, window.KindPythonGILWait, window.KindPythonGCPause}
+	var pairs [][]window.Kind
+	for _, j := range jvm {
+		for _, p := range python {
+			pairs = append(pairs, []window.Kind{j, p})
+		}
+	}
+	return pairs
+}
+
+// Validate checks the configuration, naming the key at fault.
+func (cfg *Config) Validate() error {
+	var errs []error
+	switch cfg.MatchScope {
+	case ScopeProcess, ScopePod, ScopeHost:
+	default:
+		errs = append(errs, fmt.Errorf("match_scope: %q is not one of %s, %s, %s", cfg.MatchScope, ScopeProcess, ScopePod, ScopeHost))
+	}
+	seen := map[[2]window.Kind]int{}
+	for i, p := range cfg.OverlapPairs {
+		if len(p) != 2 {
+			errs = append(errs, fmt.Errorf("overlap_pairs[%d]: want two kinds [first, second], got %d", i, len(p)))
+			continue
+		}
+		ok := true
+		for _, k := range p {
+			if !k.Known() {
+				errs = append(errs, fmt.Errorf("overlap_pairs[%d]: %q is not a window kind (one of %v)", i, k, window.Kinds()))
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		if p[0] == p[1] {
+			errs = append(errs, fmt.Errorf("overlap_pairs[%d]: pairs one kind with itself (%s); overlaps are across kinds", i, p[0]))
+			continue
+		}
+		key := [2]window.Kind{min(p[0], p[1]), max(p[0], p[1])}
+		if j, dup := seen[key]; dup {
+			errs = append(errs, fmt.Errorf("overlap_pairs[%d]: %s and %s are already paired by overlap_pairs[%d]", i, p[0], p[1], j))
+			continue
+		}
+		seen[key] = i
+	}
+	if cfg.Windows.Retention <= 0 {
+		errs = append(errs, fmt.Errorf("windows::retention: must be positive, got %s", cfg.Windows.Retention))
+	} else if cfg.Windows.Retention <= cfg.Spans.Delay {
+		errs = append(errs, fmt.Errorf("windows::retention: %s must exceed spans::delay (%s), or waiting spans find their windows gone", cfg.Windows.Retention, cfg.Spans.Delay))
+	}
+	if cfg.Windows.MaxWindows <= 0 {
+		errs = append(errs, fmt.Errorf("windows::max_windows: must be positive, got %d", cfg.Windows.MaxWindows))
+	}
+	if cfg.Windows.MaxClockSkew < 0 {
+		errs = append(errs, fmt.Errorf("windows::max_clock_skew: must not be negative, got %s", cfg.Windows.MaxClockSkew))
+	}
+	if cfg.Spans.Delay < 0 {
+		errs = append(errs, fmt.Errorf("spans::delay: must not be negative, got %s", cfg.Spans.Delay))
+	}
+	if cfg.Spans.MaxWaiting <= 0 {
+		errs = append(errs, fmt.Errorf("spans::max_waiting: must be positive, got %d", cfg.Spans.MaxWaiting))
+	}
+	if cfg.Spans.MaxPlacements < 0 {
+		errs = append(errs, fmt.Errorf("spans::max_placements: must not be negative, got %d", cfg.Spans.MaxPlacements))
+	}
+	if cfg.Metrics.Interval <= 0 {
+		errs = append(errs, fmt.Errorf("metrics::interval: must be positive, got %s", cfg.Metrics.Interval))
+	}
+	return errors.Join(errs...)
+}
+
+// pairTable returns first×second → whether their overlaps are emitted,
+// indexed by kindIndex.
+func (cfg *Config) pairTable() [numKinds][numKinds]bool {
+	var t [numKinds][numKinds]bool
+	for _, p := range cfg.OverlapPairs {
+		if len(p) != 2 {
+			continue
+		}
+		a, okA := kindIndex(p[0])
+		b, okB := kindIndex(p[1])
+		if okA && okB {
+			t[a][b] = true
+		}
+	}
+	return t
+}
+
+// numKinds bounds the kinds the processor tells apart, for fixed-size
+// tables; window.Kinds() beyond it (none today) are not indexed.
+const numKinds = 16
+
+// kinds are the window kinds in index order.
+var kinds = func() []window.Kind {
+	k := window.Kinds()
+	return k[:min(len(k), numKinds)]
+}()
+
+// kindIndex returns k's index in kinds, or false.
+func kindIndex(k window.Kind) (uint8, bool) {
+	i := slices.Index(kinds, k)
+	return uint8(i), i >= 0
+}

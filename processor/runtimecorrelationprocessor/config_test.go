@@ -1,0 +1,103 @@
+package runtimecorrelationprocessor
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
+)
+
+func TestLoadConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+
+	tests := []struct {
+		id      component.ID
+		want    *Config
+		wantErr []string
+	}{
+		{id: component.NewID(metadata.Type), want: createDefaultConfig().(*Config)},
+		{
+			id: component.NewIDWithName(metadata.Type, "custom"),
+			want: &Config{
+				MatchScope: ScopePod,
+				OverlapPairs: [][]window.Kind{
+					{window.KindJVMGCPause, window.KindPythonGILWait},
+					{window.KindPythonGCPause, window.KindJVMSafepoint},
+				},
+				Windows: WindowsConfig{Retention: 30 * time.Second, MaxWindows: 5000, MaxClockSkew: time.Second},
+				Spans:   SpansConfig{Delay: 1500 * time.Millisecond, MaxWaiting: 2000, Events: true, ChildSpans: true, MaxPlacements: 8},
+				Metrics: MetricsConfig{Interval: 30 * time.Second},
+			},
+		},
+		{id: component.NewIDWithName(metadata.Type, "bad_scope"), wantErr: []string{`match_scope: "thread" is not one of process, pod, host`}},
+		{
+			id: component.NewIDWithName(metadata.Type, "bad_pairs"),
+			wantErr: []string{
+				"overlap_pairs[0]: want two kinds [first, second], got 1",
+				`overlap_pairs[1]: "python.gil.hold" is not a window kind`,
+				"overlap_pairs[2]: pairs one kind with itself (python.gil.wait)",
+				"overlap_pairs[4]: python.gil.wait and jvm.gc.pause are already paired by overlap_pairs[3]",
+			},
+		},
+		{
+			id: component.NewIDWithName(metadata.Type, "bad_bounds"),
+			wantErr: []string{
+				"windows::retention: 1s must exceed spans::delay (2s)",
+				"windows::max_windows: must be positive, got 0",
+				"windows::max_clock_skew: must not be negative, got -1s",
+				"spans::max_waiting: must be positive, got -5",
+				"spans::max_placements: must not be negative, got -1",
+				"metrics::interval: must be positive, got 0s",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id.String(), func(t *testing.T) {
+			cfg := NewFactory().CreateDefaultConfig()
+			sub, err := cm.Sub(tt.id.String())
+			require.NoError(t, err)
+			require.NoError(t, sub.Unmarshal(cfg))
+			err = confmap.Validate(cfg)
+			if tt.wantErr == nil {
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, cfg)
+				return
+			}
+			require.Error(t, err)
+			for _, want := range tt.wantErr {
+				assert.Contains(t, err.Error(), want)
+			}
+			assert.Equal(t, len(tt.wantErr), strings.Count(err.Error(), "\n")+1, "errors: %v", err)
+		})
+	}
+}
+
+func TestDefaultPairsEveryJVMKindWithEveryPythonKind(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	table := cfg.pairTable()
+	n := 0
+	for a, ka := range kinds {
+		for b, kb := range kinds {
+			want := strings.HasPrefix(string(ka), "jvm.") && strings.HasPrefix(string(kb), "python.")
+			if table[a][b] != want {
+				t.Errorf("pair [%s, %s] = %v, want %v", ka, kb, table[a][b], want)
+			}
+			if table[a][b] {
+				n++
+			}
+		}
+	}
+	if n != 6 {
+		t.Errorf("%d default pairs, want 6", n)
+	}
+}

@@ -1,0 +1,87 @@
+package runtimecorrelationprocessor // import "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor"
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processorhelper"
+
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/sharedcomponent"
+)
+
+// NewFactory returns the runtimecorrelation processor's factory.
+func NewFactory() processor.Factory {
+	return processor.NewFactory(
+		metadata.Type,
+		createDefaultConfig,
+		processor.WithLogs(createLogs, metadata.LogsStability),
+		processor.WithTraces(createTraces, metadata.TracesStability),
+		processor.WithMetrics(createMetrics, metadata.MetricsStability),
+	)
+}
+
+// createDefaultConfig matches within a process, pairs every JVM kind with
+// every Python kind, keeps a minute of windows (at most 100k) and lets spans
+// wait 2 s, room for JFR's once-a-second flush.
+func createDefaultConfig() component.Config {
+	return &Config{
+		MatchScope:   ScopeProcess,
+		OverlapPairs: defaultOverlapPairs(),
+		Windows: WindowsConfig{
+			Retention:    time.Minute,
+			MaxWindows:   100_000,
+			MaxClockSkew: 5 * time.Second,
+		},
+		Spans: SpansConfig{
+			Delay:         2 * time.Second,
+			MaxWaiting:    100_000,
+			MaxPlacements: 32,
+		},
+		Metrics: MetricsConfig{Interval: 10 * time.Second},
+	}
+}
+
+// correlators holds the state each component ID shares among its pipelines.
+var correlators sharedcomponent.Map[component.ID, *correlator]
+
+func acquire(set processor.Settings, cfg *Config) (*sharedcomponent.Ref[*correlator], error) {
+	return correlators.Acquire(set.ID,
+		func() (*correlator, error) { return newCorrelator(set, cfg) },
+		(*correlator).close)
+}
+
+var mutates = processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true})
+
+func createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
+	ref, err := acquire(set, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
+	p := &logsProcessor{ref: ref}
+	return processorhelper.NewLogs(ctx, set, cfg, next, p.processLogs,
+		processorhelper.WithShutdown(p.shutdown), mutates)
+}
+
+func createTraces(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
+	ref, err := acquire(set, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
+	p := newTracesProcessor(ref, next)
+	return processorhelper.NewTraces(ctx, set, cfg, next, p.processTraces,
+		processorhelper.WithStart(p.start), processorhelper.WithShutdown(p.shutdown), mutates)
+}
+
+func createMetrics(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Metrics) (processor.Metrics, error) {
+	ref, err := acquire(set, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
+	p := newMetricsProcessor(ref, next)
+	return processorhelper.NewMetrics(ctx, set, cfg, next, p.processMetrics,
+		processorhelper.WithStart(p.start), processorhelper.WithShutdown(p.shutdown), mutates)
+}

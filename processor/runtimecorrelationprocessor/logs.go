@@ -1,0 +1,26 @@
+package runtimecorrelationprocessor // import "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor"
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/sharedcomponent"
+)
+
+// logsProcessor indexes the windows of a logs pipeline and appends the
+// runtime.overlap records they complete to the same batch.
+type logsProcessor struct {
+	ref *sharedcomponent.Ref[*correlator]
+}
+
+func (p *logsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
+	c := p.ref.Value()
+	c.appendOverlaps(ld, c.ingestLogs(ctx, ld))
+	return ld, nil
+}
+
+func (p *logsProcessor) shutdown(context.Context) error {
+	p.ref.Release()
+	return nil
+}

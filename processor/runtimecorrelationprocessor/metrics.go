@@ -1,0 +1,162 @@
+package runtimecorrelationprocessor // import "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor"
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/sharedcomponent"
+)
+
+// Overlap metric names.
+const (
+	metricOverlapCount    = "runtime.overlap.count"
+	metricOverlapDuration = "runtime.overlap.duration"
+)
+
+// metricsProcessor passes a metrics pipeline's data on unchanged and adds,
+// every metrics::interval and at shutdown, the cumulative overlap counts
+// and durations per scope and kind pair.
+type metricsProcessor struct {
+	ref  *sharedcomponent.Ref[*correlator]
+	c    *correlator
+	next consumer.Metrics
+
+	mu           sync.Mutex
+	stop         chan struct{}
+	done         chan struct{}
+	shutdownOnce sync.Once
+}
+
+func newMetricsProcessor(ref *sharedcomponent.Ref[*correlator], next consumer.Metrics) *metricsProcessor {
+	return &metricsProcessor{ref: ref, c: ref.Value(), next: next, stop: make(chan struct{})}
+}
+
+func (p *metricsProcessor) processMetrics(_ context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
+	return md, nil
+}
+
+func (p *metricsProcessor) start(context.Context, component.Host) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done != nil {
+		return nil
+	}
+	p.done = make(chan struct{})
+	go p.run(p.done, p.c.cfg.Metrics.Interval)
+	return nil
+}
+
+func (p *metricsProcessor) run(done chan struct{}, interval time.Duration) {
+	defer close(done)
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-ticker.C:
+			p.emit(context.Background())
+		}
+	}
+}
+
+// emit sends the current totals, if there are any.
+func (p *metricsProcessor) emit(ctx context.Context) {
+	md := p.c.overlapMetrics()
+	if md.ResourceMetrics().Len() == 0 {
+		return
+	}
+	if err := p.next.ConsumeMetrics(ctx, md); err != nil {
+		p.c.logger.Warn("runtimecorrelation: sending overlap metrics failed", zap.Error(err))
+	}
+}
+
+// shutdown stops the ticker and, when it ran, sends the totals one last
+// time.
+func (p *metricsProcessor) shutdown(ctx context.Context) error {
+	p.shutdownOnce.Do(func() {
+		p.mu.Lock()
+		done := p.done
+		p.mu.Unlock()
+		if done != nil {
+			close(p.stop)
+			<-done
+			p.emit(ctx)
+		}
+		p.ref.Release()
+	})
+	return nil
+}
+
+// overlapMetrics returns the cumulative overlap totals, one resource per
+// scope, and forgets the series of scopes that no longer hold any window
+// (a process gone for longer than the retention).
+func (c *correlator) overlapMetrics() pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	now := pcommon.NewTimestampFromTime(c.now())
+	c.mu.Lock()
+	keys := make([]pairKey, 0, len(c.totals))
+	for k := range c.totals {
+		if !c.windows.Has(k.scope) {
+			delete(c.totals, k)
+			continue
+		}
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b pairKey) int {
+		return cmp.Or(cmp.Compare(a.scope.host, b.scope.host), cmp.Compare(a.scope.pod, b.scope.pod),
+			cmp.Compare(a.scope.pid, b.scope.pid), cmp.Compare(a.first, b.first), cmp.Compare(a.second, b.second))
+	})
+	totals := make([]pairTotal, len(keys))
+	for i, k := range keys {
+		totals[i] = *c.totals[k]
+	}
+	c.mu.Unlock()
+
+	var count, duration pmetric.NumberDataPointSlice
+	for i, k := range keys {
+		if i == 0 || k.scope != keys[i-1].scope {
+			rm := md.ResourceMetrics().AppendEmpty()
+			c.putScope(rm.Resource().Attributes(), k.scope)
+			sm := rm.ScopeMetrics().AppendEmpty()
+			sm.Scope().SetName(metadata.ScopeName)
+			count = newCumulativeSum(sm.Metrics(), metricOverlapCount, "{overlap}",
+				"Overlaps of two runtime windows of the kinds named, in the scope of the resource.")
+			duration = newCumulativeSum(sm.Metrics(), metricOverlapDuration, "s",
+				"Total time two runtime windows of the kinds named overlapped, in the scope of the resource.")
+		}
+		t := totals[i]
+		for _, dp := range []pmetric.NumberDataPoint{count.AppendEmpty(), duration.AppendEmpty()} {
+			dp.SetStartTimestamp(pcommon.NewTimestampFromTime(t.start))
+			dp.SetTimestamp(now)
+			attrs := dp.Attributes()
+			attrs.PutStr(attrOverlapFirstKind, string(kinds[k.first]))
+			attrs.PutStr(attrOverlapSecondKind, string(kinds[k.second]))
+			attrs.PutStr(attrOverlapScope, string(c.cfg.MatchScope))
+		}
+		count.At(count.Len() - 1).SetIntValue(t.count)
+		duration.At(duration.Len() - 1).SetDoubleValue(time.Duration(t.duration).Seconds())
+	}
+	return md
+}
+
+func newCumulativeSum(ms pmetric.MetricSlice, name, unit, description string) pmetric.NumberDataPointSlice {
+	m := ms.AppendEmpty()
+	m.SetName(name)
+	m.SetUnit(unit)
+	m.SetDescription(description)
+	sum := m.SetEmptySum()
+	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	sum.SetIsMonotonic(true)
+	return sum.DataPoints()
+}

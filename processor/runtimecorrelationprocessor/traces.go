@@ -1,0 +1,400 @@
+package runtimecorrelationprocessor // import "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor"
+
+import (
+	"container/heap"
+	"context"
+	"encoding/binary"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processorhelper"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/sharedcomponent"
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/windowindex"
+)
+
+// Span attribute names, per window kind: the summed intersection with the
+// span in ns, and the number of windows.
+var (
+	spanDurationAttr [numKinds]string
+	spanCountAttr    [numKinds]string
+)
+
+func init() {
+	for i, k := range kinds {
+		spanDurationAttr[i] = "runtime.overlap." + string(k) + ".duration"
+		spanCountAttr[i] = "runtime.overlap." + string(k) + ".count"
+	}
+}
+
+// tracesProcessor annotates spans with the windows that overlapped them.
+// With a delay, each batch is held until its spans' windows had time to
+// arrive: until the latest span end plus the delay, but never more than
+// the delay after the batch arrived.
+type tracesProcessor struct {
+	ref        *sharedcomponent.Ref[*correlator]
+	c          *correlator
+	next       consumer.Traces
+	logger     *zap.Logger
+	delay      time.Duration
+	maxWaiting int
+
+	mu      sync.Mutex
+	queue   dueHeap
+	waiting int
+	seq     uint64
+	closed  bool
+
+	wake         chan struct{}
+	stop         chan struct{}
+	done         chan struct{}
+	shutdownOnce sync.Once
+}
+
+// endOfTime is after every due time.
+var endOfTime = time.Unix(1<<40, 0)
+
+// waitingBatch is a batch of spans held until due.
+type waitingBatch struct {
+	td    ptrace.Traces
+	due   time.Time
+	spans int
+	seq   uint64
+}
+
+func newTracesProcessor(ref *sharedcomponent.Ref[*correlator], next consumer.Traces) *tracesProcessor {
+	c := ref.Value()
+	return &tracesProcessor{
+		ref:        ref,
+		c:          c,
+		next:       next,
+		logger:     c.logger,
+		delay:      c.cfg.Spans.Delay,
+		maxWaiting: c.cfg.Spans.MaxWaiting,
+		wake:       make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+	}
+}
+
+func (p *tracesProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+	if p.delay == 0 {
+		p.annotate(ctx, td)
+		return td, nil
+	}
+	now := p.c.now()
+	held := ptrace.NewTraces()
+	td.ResourceSpans().MoveAndAppendTo(held.ResourceSpans())
+	b := &waitingBatch{td: held, due: p.dueTime(held, now), spans: held.SpanCount()}
+
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.annotate(ctx, held)
+		return held, nil
+	}
+	p.seq++
+	b.seq = p.seq
+	heap.Push(&p.queue, b)
+	p.waiting += b.spans
+	var early []*waitingBatch
+	earlySpans := 0
+	for p.waiting > p.maxWaiting && len(p.queue) > 0 {
+		e := heap.Pop(&p.queue).(*waitingBatch)
+		p.waiting -= e.spans
+		earlySpans += e.spans
+		early = append(early, e)
+	}
+	p.mu.Unlock()
+
+	p.c.tel.ProcessorRuntimecorrelationSpansWaiting.Add(ctx, int64(b.spans-earlySpans))
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	if earlySpans > 0 {
+		p.c.tel.ProcessorRuntimecorrelationSpansReleasedEarly.Add(ctx, int64(earlySpans))
+	}
+	for _, e := range early {
+		p.forward(e)
+	}
+	return td, processorhelper.ErrSkipProcessingData
+}
+
+// dueTime is when a batch arriving at now may leave: the latest span end
+// plus the delay, kept within [now, now+delay].
+func (p *tracesProcessor) dueTime(td ptrace.Traces, now time.Time) time.Time {
+	nowNs := now.UnixNano()
+	latest := nowNs
+	limit := nowNs + int64(p.delay)
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				latest = max(latest, min(int64(spans.At(k).EndTimestamp())+int64(p.delay), limit))
+			}
+		}
+	}
+	return now.Add(time.Duration(latest - nowNs))
+}
+
+func (p *tracesProcessor) start(context.Context, component.Host) error {
+	if p.delay == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.done != nil {
+		return nil
+	}
+	p.done = make(chan struct{})
+	go p.run(p.done)
+	return nil
+}
+
+// run releases batches as they fall due, until stop.
+func (p *tracesProcessor) run(done chan struct{}) {
+	defer close(done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		p.releaseDue(p.c.now())
+		wait := time.Hour
+		p.mu.Lock()
+		if len(p.queue) > 0 {
+			wait = max(p.queue[0].due.Sub(p.c.now()), 0)
+		}
+		p.mu.Unlock()
+		timer.Reset(wait)
+		select {
+		case <-p.stop:
+			return
+		case <-p.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// releaseDue forwards, in due order, every batch due at or before now.
+func (p *tracesProcessor) releaseDue(now time.Time) int {
+	var due []*waitingBatch
+	p.mu.Lock()
+	for len(p.queue) > 0 && !p.queue[0].due.After(now) {
+		b := heap.Pop(&p.queue).(*waitingBatch)
+		p.waiting -= b.spans
+		due = append(due, b)
+	}
+	p.mu.Unlock()
+	for _, b := range due {
+		p.c.tel.ProcessorRuntimecorrelationSpansWaiting.Add(context.Background(), -int64(b.spans))
+		p.forward(b)
+	}
+	return len(due)
+}
+
+// forward annotates a held batch and sends it on. The caller's context is
+// long gone by now, so a fresh one carries it.
+func (p *tracesProcessor) forward(b *waitingBatch) {
+	ctx := context.Background()
+	p.annotate(ctx, b.td)
+	if err := p.next.ConsumeTraces(ctx, b.td); err != nil {
+		p.logger.Warn("runtimecorrelation: forwarding spans that waited for windows failed",
+			zap.Int("spans", b.spans), zap.Error(err))
+	}
+}
+
+// shutdown stops the timer and forwards every batch still waiting, so that
+// no span is lost.
+func (p *tracesProcessor) shutdown(context.Context) error {
+	p.shutdownOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		done := p.done
+		p.mu.Unlock()
+		if done != nil {
+			close(p.stop)
+			<-done
+		}
+		p.releaseDue(endOfTime)
+		p.ref.Release()
+	})
+	return nil
+}
+
+// annotate writes onto each span the windows of its scope that overlap it,
+// and remembers the spans' time ranges as released.
+func (p *tracesProcessor) annotate(ctx context.Context, td ptrace.Traces) {
+	c := p.c
+	cfg := c.cfg.Spans
+	futureLimit := c.now().UnixNano() + int64(c.cfg.Windows.MaxClockSkew)
+	var (
+		released            []pending
+		matches             []windowindex.Entry
+		annotated, unscoped int64
+	)
+	rss := td.ResourceSpans()
+	c.mu.RLock()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		key, ok := c.scopeOf(rs.Resource())
+		sss := rs.ScopeSpans()
+		if !ok {
+			for j := 0; j < sss.Len(); j++ {
+				unscoped += int64(sss.At(j).Spans().Len())
+			}
+			continue
+		}
+		var children ptrace.SpanSlice
+		hasChildren := false
+		n := sss.Len()
+		for j := 0; j < n; j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				span := spans.At(k)
+				start, end := int64(span.StartTimestamp()), int64(span.EndTimestamp())
+				if end <= start {
+					continue
+				}
+				if end <= futureLimit {
+					released = append(released, pending{scope: key, entry: windowindex.Entry{Start: start, End: end}})
+				}
+				matches = c.windows.AppendOverlapping(matches[:0], key, start, end)
+				if len(matches) == 0 {
+					continue
+				}
+				annotated++
+				putTotals(span, matches, start, end)
+				placements := matches[:min(len(matches), cfg.MaxPlacements)]
+				if cfg.Events {
+					putEvents(span, placements, start, end)
+				}
+				if cfg.ChildSpans {
+					if !hasChildren {
+						ss := sss.AppendEmpty()
+						ss.Scope().SetName(metadata.ScopeName)
+						children, hasChildren = ss.Spans(), true
+						// AppendEmpty may have moved the slice's backing array.
+						spans = sss.At(j).Spans()
+						span = spans.At(k)
+					}
+					putChildren(children, span, placements, start, end)
+				}
+			}
+		}
+	}
+	c.mu.RUnlock()
+	c.recordReleased(released)
+	if annotated > 0 {
+		c.tel.ProcessorRuntimecorrelationSpansAnnotated.Add(ctx, annotated)
+	}
+	if unscoped > 0 {
+		c.tel.ProcessorRuntimecorrelationSpansUnscoped.Add(ctx, unscoped)
+	}
+}
+
+// putTotals writes runtime.overlap.<kind>.duration (the sum of the
+// windows' intersections with the span, ns) and .count per kind.
+func putTotals(span ptrace.Span, matches []windowindex.Entry, start, end int64) {
+	var dur, count [numKinds]int64
+	for _, m := range matches {
+		dur[m.Kind] += min(m.End, end) - max(m.Start, start)
+		count[m.Kind]++
+	}
+	attrs := span.Attributes()
+	for k := range kinds {
+		if count[k] > 0 {
+			attrs.PutInt(spanDurationAttr[k], dur[k])
+			attrs.PutInt(spanCountAttr[k], count[k])
+		}
+	}
+}
+
+// putPlacementAttrs describes one window placed in a span: its whole
+// duration, the part inside the span, its thread and process.
+func putPlacementAttrs(attrs pcommon.Map, m windowindex.Entry, start, end int64) {
+	attrs.PutInt(window.AttrDuration, m.Duration())
+	attrs.PutInt(attrOverlapDuration, min(m.End, end)-max(m.Start, start))
+	if m.ThreadID != 0 {
+		attrs.PutInt(window.AttrThreadID, m.ThreadID)
+	}
+	if m.PID != 0 {
+		attrs.PutInt(window.ResourcePID, m.PID)
+	}
+}
+
+// putEvents adds one event per window, named for its kind, at the moment
+// the window began within the span.
+func putEvents(span ptrace.Span, matches []windowindex.Entry, start, end int64) {
+	events := span.Events()
+	for _, m := range matches {
+		ev := events.AppendEmpty()
+		ev.SetName(string(kinds[m.Kind]))
+		ev.SetTimestamp(pcommon.Timestamp(max(m.Start, start)))
+		putPlacementAttrs(ev.Attributes(), m, start, end)
+	}
+}
+
+// putChildren adds one child span per window, covering the part of the
+// window inside the parent, with an id derived from the parent and the
+// window so that a retried batch yields the same ids.
+func putChildren(dst ptrace.SpanSlice, parent ptrace.Span, matches []windowindex.Entry, start, end int64) {
+	for _, m := range matches {
+		child := dst.AppendEmpty()
+		child.SetTraceID(parent.TraceID())
+		child.SetParentSpanID(parent.SpanID())
+		child.SetSpanID(childSpanID(parent.SpanID(), m))
+		child.SetName(string(kinds[m.Kind]))
+		child.SetKind(ptrace.SpanKindInternal)
+		child.SetStartTimestamp(pcommon.Timestamp(max(m.Start, start)))
+		child.SetEndTimestamp(pcommon.Timestamp(min(m.End, end)))
+		putPlacementAttrs(child.Attributes(), m, start, end)
+	}
+}
+
+func childSpanID(parent pcommon.SpanID, m windowindex.Entry) pcommon.SpanID {
+	h := fnv.New64a()
+	var buf [8 + 4*8 + 1]byte
+	copy(buf[:8], parent[:])
+	binary.LittleEndian.PutUint64(buf[8:], uint64(m.Start))
+	binary.LittleEndian.PutUint64(buf[16:], uint64(m.End))
+	binary.LittleEndian.PutUint64(buf[24:], uint64(m.ThreadID))
+	binary.LittleEndian.PutUint64(buf[32:], uint64(m.PID))
+	buf[40] = m.Kind
+	_, _ = h.Write(buf[:])
+	sum := h.Sum64()
+	if sum == 0 { // the all-zero id is invalid
+		sum = 1
+	}
+	var id pcommon.SpanID
+	binary.BigEndian.PutUint64(id[:], sum)
+	return id
+}
+
+// dueHeap orders waiting batches by due time, then arrival.
+type dueHeap []*waitingBatch
+
+func (h dueHeap) Len() int { return len(h) }
+func (h dueHeap) Less(i, j int) bool {
+	if h[i].due.Equal(h[j].due) {
+		return h[i].seq < h[j].seq
+	}
+	return h[i].due.Before(h[j].due)
+}
+func (h dueHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *dueHeap) Push(v any)   { *h = append(*h, v.(*waitingBatch)) }
+func (h *dueHeap) Pop() any {
+	old := *h
+	b := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return b
+}
