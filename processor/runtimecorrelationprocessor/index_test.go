@@ -1,0 +1,178 @@
+package runtimecorrelationprocessor
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadatatest"
+)
+
+func reasonPoint(reason string, n int64) metricdata.DataPoint[int64] {
+	return metricdata.DataPoint[int64]{Value: n, Attributes: attribute.NewSet(attribute.String("reason", reason))}
+}
+
+func TestScopeMatching(t *testing.T) {
+	jvm := win(safepoint, 0, 1*ms, 0)
+	py := win(gilWait, 500*us, 1*ms, 3)
+	tests := []struct {
+		name        string
+		scope       MatchScope
+		jvmRes      resource
+		pyRes       resource
+		wantOverlap bool
+		wantRes     map[string]any
+		unscoped    int64
+	}{
+		{
+			name: "process: same pid", scope: ScopeProcess,
+			jvmRes: proc, pyRes: proc, wantOverlap: true,
+			wantRes: map[string]any{"host.name": "node-1", "process.pid": int64(4242)},
+		},
+		{name: "process: another pid", scope: ScopeProcess, jvmRes: proc, pyRes: resource{host: "node-1", pid: 17}},
+		{name: "process: same pid on another host", scope: ScopeProcess, jvmRes: proc, pyRes: resource{host: "node-2", pid: 4242}},
+		{name: "process: no pid is unscoped", scope: ScopeProcess, jvmRes: proc, pyRes: resource{host: "node-1"}, unscoped: 1},
+		{
+			name: "pod: two processes of one pod", scope: ScopePod,
+			jvmRes: resource{host: "node-1", pid: 1, pod: "uid-a"}, pyRes: resource{host: "node-1", pid: 2, pod: "uid-a"},
+			wantOverlap: true, wantRes: map[string]any{"k8s.pod.uid": "uid-a"},
+		},
+		{
+			name: "pod: two pods", scope: ScopePod,
+			jvmRes: resource{pid: 1, pod: "uid-a"}, pyRes: resource{pid: 2, pod: "uid-b"},
+		},
+		{name: "pod: no pod uid is unscoped", scope: ScopePod, jvmRes: resource{pod: "uid-a"}, pyRes: resource{pid: 2}, unscoped: 1},
+		{
+			name: "host: two processes side by side", scope: ScopeHost,
+			jvmRes: resource{host: "node-1", pid: 1}, pyRes: resource{host: "node-1", pid: 2},
+			wantOverlap: true, wantRes: map[string]any{"host.name": "node-1"},
+		},
+		{name: "host: two hosts", scope: ScopeHost, jvmRes: resource{host: "node-1", pid: 1}, pyRes: resource{host: "node-2", pid: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, func(cfg *Config) { cfg.MatchScope = tt.scope })
+			h.sendWindows(tt.jvmRes, jvm)
+			got := overlapRecords(h.sendWindows(tt.pyRes, py))
+			if !tt.wantOverlap {
+				assert.Empty(t, got)
+			} else {
+				require.Len(t, got, 1)
+				assert.Equal(t, tt.wantRes, got[0]["resource"])
+				assert.Equal(t, string(tt.scope), got[0]["runtime.overlap.scope"])
+				assert.Equal(t, 500*us, got[0]["runtime.overlap.duration"])
+				// Each window keeps its own process.
+				assert.Equal(t, tt.jvmRes.pid, got[0]["runtime.overlap.first.process.pid"])
+				assert.Equal(t, tt.pyRes.pid, got[0]["runtime.overlap.second.process.pid"])
+			}
+			if tt.unscoped > 0 {
+				metadatatest.AssertEqualProcessorRuntimecorrelationWindowsDropped(t, h.tel,
+					[]metricdata.DataPoint[int64]{reasonPoint(reasonUnscoped, tt.unscoped)}, metricdatatest.IgnoreTimestamp())
+			}
+		})
+	}
+}
+
+func TestWindowsAndOtherRecordsPassUnchanged(t *testing.T) {
+	h := newHarness(t, nil)
+	ld := windowLogs(t, proc, win(safepoint, 0, 1*ms, 0), win(gilWait, 100*us, 1*ms, 5))
+	lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+	plain := lrs.AppendEmpty()
+	plain.Body().SetStr("an ordinary log line")
+	future := lrs.AppendEmpty() // a kind from a newer producer
+	future.SetEventName("jvm.deoptimization")
+	future.SetTimestamp(1)
+	future.Attributes().PutInt(window.AttrDuration, 5)
+	bad := lrs.AppendEmpty()
+	bad.SetEventName(string(gilWait))
+	bad.SetTimestamp(1)
+	bad.Attributes().PutStr(window.AttrDuration, "5ms")
+	want := plog.NewLogs()
+	ld.CopyTo(want)
+
+	require.NoError(t, h.logs.ConsumeLogs(t.Context(), ld))
+	out := h.logSink.AllLogs()[0]
+	require.Equal(t, 2, out.ResourceLogs().Len(), "the input resource and one of overlaps")
+	gotIn := plog.NewLogs()
+	out.ResourceLogs().At(0).CopyTo(gotIn.ResourceLogs().AppendEmpty())
+	assert.Equal(t, want, gotIn, "records pass in order, unchanged")
+	assert.Len(t, overlapRecords(out), 1)
+	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsIndexed(t, h.tel,
+		[]metricdata.DataPoint[int64]{{Value: 2}}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsDropped(t, h.tel,
+		[]metricdata.DataPoint[int64]{reasonPoint(reasonMalformed, 1)}, metricdatatest.IgnoreTimestamp())
+}
+
+func TestDuplicateAndOutOfOrderWindows(t *testing.T) {
+	h := newHarness(t, nil)
+	late := win(safepoint, 0, 1*ms, 0)
+	early := win(gilWait, 500*us, 1*ms, 5)
+	later := win(gilWait, 3*ms, 1*ms, 5)
+	assert.Empty(t, overlapRecords(h.sendWindows(proc, later)))
+	assert.Len(t, overlapRecords(h.sendWindows(proc, early)), 0, "a GIL wait alone")
+	// The safepoint arrives after windows that began later than it.
+	assert.Len(t, overlapRecords(h.sendWindows(proc, late)), 1)
+	// A resent batch (an exporter retry) yields nothing new.
+	assert.Empty(t, overlapRecords(h.sendWindows(proc, late, early)))
+	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsDropped(t, h.tel,
+		[]metricdata.DataPoint[int64]{reasonPoint(reasonDuplicate, 2)}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorRuntimecorrelationOverlaps(t, h.tel,
+		[]metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
+	assert.Equal(t, 3, h.c.windows.Len())
+}
+
+func TestEvictionUnderTheCap(t *testing.T) {
+	h := newHarness(t, func(cfg *Config) { cfg.Windows.MaxWindows = 3 })
+	var burst []window.Window
+	for i := range int64(10) {
+		burst = append(burst, win(safepoint, i*ms, 500*us, 0))
+	}
+	h.sendWindows(proc, burst...)
+	assert.Equal(t, 3, h.c.windows.Len())
+	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsEvicted(t, h.tel,
+		[]metricdata.DataPoint[int64]{reasonPoint(reasonCap, 7)}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorRuntimecorrelationWindows(t, h.tel,
+		[]metricdata.DataPoint[int64]{{Value: 3}}, metricdatatest.IgnoreTimestamp())
+	// Only the newest safepoints remain to be overlapped. The GIL wait,
+	// older than all of them, still meets them on arrival, then is the
+	// one evicted.
+	got := overlapRecords(h.sendWindows(proc, win(gilWait, 0, 10*ms, 2)))
+	require.Len(t, got, 3)
+	for i, g := range got {
+		assert.Equal(t, t0+int64(7+i)*ms, g["runtime.overlap.first.start"])
+	}
+	assert.Equal(t, 3, h.c.windows.Len())
+	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsEvicted(t, h.tel,
+		[]metricdata.DataPoint[int64]{reasonPoint(reasonCap, 8)}, metricdatatest.IgnoreTimestamp())
+}
+
+func TestRetentionAndClockSkew(t *testing.T) {
+	h := newHarness(t, func(cfg *Config) {
+		cfg.Windows.Retention = 10 * time.Second
+		cfg.Windows.MaxClockSkew = time.Second
+	})
+	// The clock reads t0 + 1 s.
+	h.sendWindows(proc, win(safepoint, 0, 1*ms, 0))
+	// Within the skew: indexed, and the first window is still kept.
+	h.sendWindows(proc, win(safepoint, 1900*ms, 1*ms, 0))
+	// Beyond it: refused, so it cannot move the horizon and evict the rest.
+	h.sendWindows(proc, win(safepoint, 3600*1000*ms, 1*ms, 0))
+	assert.Equal(t, 2, h.c.windows.Len())
+
+	h.clock.Advance(time.Minute)
+	h.sendWindows(proc, win(safepoint, 12*1000*ms, 1*ms, 0)) // horizon t0+2 s
+	assert.Equal(t, 1, h.c.windows.Len())
+	h.sendWindows(proc, win(gilWait, 1500*ms, 1*ms, 0)) // before the horizon
+	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsEvicted(t, h.tel,
+		[]metricdata.DataPoint[int64]{reasonPoint(reasonRetention, 2)}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsDropped(t, h.tel, []metricdata.DataPoint[int64]{
+		reasonPoint(reasonFuture, 1), reasonPoint(reasonTooOld, 1),
+	}, metricdatatest.IgnoreTimestamp())
+}
