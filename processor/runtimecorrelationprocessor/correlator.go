@@ -46,8 +46,8 @@ type scopeKey struct {
 }
 
 // correlator is the state one component ID shares among its pipelines: the
-// window index, the index of spans already forwarded (to count windows that
-// come too late for them) and the overlap totals for metrics.
+// window index, the time covered by spans already forwarded (to count
+// windows that come too late for them) and the overlap totals for metrics.
 type correlator struct {
 	cfg    *Config
 	logger *zap.Logger
@@ -61,7 +61,7 @@ type correlator struct {
 
 	mu       sync.RWMutex
 	windows  *windowindex.Index[scopeKey]
-	released *windowindex.Index[scopeKey]
+	released *windowindex.Coverage[scopeKey]
 	evicted  windowindex.Stats
 	totals   map[pairKey]*pairTotal
 }
@@ -92,7 +92,7 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 		pairs:    cfg.pairTable(),
 		now:      time.Now,
 		windows:  windowindex.New[scopeKey](bounds),
-		released: windowindex.New[scopeKey](bounds),
+		released: windowindex.NewCoverage[scopeKey](bounds),
 		totals:   map[pairKey]*pairTotal{},
 	}
 	for a := range numKinds {
@@ -263,11 +263,8 @@ func (c *correlator) index(ctx context.Context, batch []pending) []overlap {
 		case windowindex.Inserted:
 			indexed++
 		}
-		if c.released.Len() > 0 {
-			scratch = c.released.AppendOverlapping(scratch[:0], p.scope, e.Start, e.End)
-			if len(scratch) > 0 {
-				late++
-			}
+		if c.released.Overlaps(p.scope, e.Start, e.End) {
+			late++
 		}
 		if res != windowindex.Inserted || !c.overlapKinds[e.Kind] {
 			continue
@@ -328,7 +325,7 @@ func (c *correlator) addTotal(ov overlap, now time.Time) {
 	t.duration += ov.end - ov.start
 }
 
-// released records the time ranges of spans that left the processor, so
+// recordReleased records the time ranges of spans that left the processor, so
 // that windows overlapping them later are counted as late.
 func (c *correlator) recordReleased(spans []pending) {
 	if len(spans) == 0 {
@@ -337,7 +334,7 @@ func (c *correlator) recordReleased(spans []pending) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, s := range spans {
-		_, _ = c.released.Insert(s.scope, s.entry)
+		c.released.Add(s.scope, s.entry.Start, s.entry.End)
 	}
 }
 

@@ -15,6 +15,10 @@
 // their oldest entry): entries that started more than Retention before the
 // newest start seen are evicted, and the total never exceeds MaxEntries.
 // An Index is not safe for concurrent use.
+//
+// Coverage, beside it, keeps only the union of intervals per scope, for the
+// question "did anything cover part of this interval", under the same
+// bounds.
 package windowindex // import "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/windowindex"
 
 import (
