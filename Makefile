@@ -57,12 +57,15 @@ fuzz: ## Run every fuzz target for FUZZTIME.
 		dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
 		for target in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/^func //'); do \
 			echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
-			$(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) $$pkg; \
+			$(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s $$pkg; \
 		done; \
 	done
 
-bench: build ## Run the benchmarks.
-	OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
+bench: build ## Run the benchmarks, each against the reference its issue names.
+	# pkg/jfr against the JDK's RecordingFile on one large recording (made once, cached).
+	JFR_BENCH_DIR=$(CACHE)/jfr-bench sh bench/jfr/jfr.sh
+	# Every go benchmark; pkg/jfr's use the same recording.
+	JFR_BENCH_FILE=$(CACHE)/jfr-bench/g1-profile.jfr OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
 		$(GO) test -run='^$$' -bench=. -benchmem ./...
 
 gpu-check: ## On a machine with NVIDIA GPUs: compare the nvml receiver with nvidia-smi for a minute.
