@@ -305,11 +305,16 @@ func (p *tracesProcessor) annotate(ctx context.Context, td ptrace.Traces) {
 // windows' intersections with the span, ns) and .count per kind.
 func putTotals(span ptrace.Span, matches []windowindex.Entry, start, end int64) {
 	var dur, count [numKinds]int64
+	seen := 0
 	for _, m := range matches {
+		if count[m.Kind] == 0 {
+			seen++
+		}
 		dur[m.Kind] += min(m.End, end) - max(m.Start, start)
 		count[m.Kind]++
 	}
 	attrs := span.Attributes()
+	attrs.EnsureCapacity(attrs.Len() + 2*seen) // one allocation, not one per growth
 	for k := range kinds {
 		if count[k] > 0 {
 			attrs.PutInt(spanDurationAttr[k], dur[k])
