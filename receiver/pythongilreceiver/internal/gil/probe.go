@@ -368,8 +368,18 @@ func (p *Probe) Active() bool {
 
 // SetDeadline makes ReadEvent return an error wrapping
 // os.ErrDeadlineExceeded once the buffer is empty after t; the zero time
-// removes the deadline. A deadline in the past drains what is pending.
+// removes the deadline. A deadline in the past drains what is pending. It
+// waits for a ReadEvent in progress: from another goroutine use Flush.
 func (p *Probe) SetDeadline(t time.Time) { p.reader.SetDeadline(t) }
+
+// Flush makes a ReadEvent blocked on another goroutine return the pending
+// events and then an error wrapping ErrFlushed; use it to drain the buffer
+// before Close.
+func (p *Probe) Flush() error { return p.reader.Flush() }
+
+// ErrFlushed is wrapped by ReadEvent's error after Flush, once the pending
+// events have been read.
+var ErrFlushed = ringbuf.ErrFlushed
 
 // ReadEvent blocks until a window arrives in the ring buffer. It returns
 // ErrClosed once the probe is closed.

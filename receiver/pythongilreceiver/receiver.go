@@ -1,0 +1,318 @@
+package pythongilreceiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/receiver"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/discovery"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
+)
+
+// gilReceiver owns the probes of one component ID: loading with retry,
+// discovery, the event loop, duty cycling, and the logs and metrics built
+// from what the probes report.
+type gilReceiver struct {
+	set            receiver.Settings
+	cfg            *Config
+	onLastShutdown func()
+
+	mu      sync.Mutex
+	logs    consumer.Logs
+	metrics consumer.Metrics
+	refs    int
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	// load is gil.Load, replaced by tests.
+	load func(gil.Options) (*gil.Probe, error)
+
+	// state is guarded by stateMu: the event reader and the run loop both
+	// touch it.
+	stateMu sync.Mutex
+	state   *runState
+}
+
+func newReceiver(set receiver.Settings, cfg *Config) *gilReceiver {
+	return &gilReceiver{set: set, cfg: cfg, load: gil.Load}
+}
+
+func (r *gilReceiver) setLogs(next consumer.Logs) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = next
+}
+
+func (r *gilReceiver) setMetrics(next consumer.Metrics) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.metrics = next
+}
+
+func (r *gilReceiver) consumers() (consumer.Logs, consumer.Metrics) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.logs, r.metrics
+}
+
+// start starts the run loop on the first call; it returns at once, and the
+// collector keeps running when eBPF turns out to be unavailable.
+func (r *gilReceiver) start(_ context.Context, host component.Host) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refs++
+	if r.refs > 1 {
+		return nil
+	}
+	filter, err := r.cfg.filter()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.done = make(chan struct{})
+	go func() {
+		defer close(r.done)
+		r.run(ctx, host, filter)
+	}()
+	return nil
+}
+
+// shutdown stops the run loop after the last pipeline's Shutdown, flushing
+// pending windows and releasing every probe.
+func (r *gilReceiver) shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	if r.refs == 0 {
+		r.mu.Unlock()
+		return nil
+	}
+	r.refs--
+	if r.refs > 0 {
+		r.mu.Unlock()
+		return nil
+	}
+	cancel, done := r.cancel, r.done
+	r.mu.Unlock()
+	cancel()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("pythongil: shutdown: %w", ctx.Err())
+	}
+	if r.onLastShutdown != nil {
+		r.onLastShutdown()
+	}
+	return err
+}
+
+func (cfg *Config) filter() (discovery.Filter, error) {
+	f := discovery.Filter{PIDs: cfg.Include.PIDs}
+	for _, s := range cfg.Include.Executables {
+		re, err := regexp.Compile(s)
+		if err != nil {
+			return f, fmt.Errorf("pythongil: include.executables: %w", err)
+		}
+		f.Executables = append(f.Executables, re)
+	}
+	for _, s := range cfg.Include.CommandLines {
+		re, err := regexp.Compile(s)
+		if err != nil {
+			return f, fmt.Errorf("pythongil: include.command_lines: %w", err)
+		}
+		f.CommandLines = append(f.CommandLines, re)
+	}
+	return f, nil
+}
+
+// run loads the probes, retrying while eBPF is unavailable, then serves
+// them until ctx ends.
+func (r *gilReceiver) run(ctx context.Context, host component.Host, filter discovery.Filter) {
+	opts := gil.Options{
+		MinDuration:  r.cfg.MinDuration,
+		FilterPIDs:   !filter.Empty(),
+		SwitchProbes: r.cfg.SwitchProbes,
+		GC:           r.cfg.GC,
+	}
+	logged := false
+	for {
+		probe, err := r.load(opts)
+		if err == nil {
+			componentstatus.ReportStatus(host, componentstatus.NewEvent(componentstatus.StatusOK))
+			r.serve(ctx, probe, filter)
+			return
+		}
+		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
+		if !logged {
+			r.set.Logger.Error("Python GIL probes cannot be loaded; the receiver reports nothing until they can (retrying)",
+				zap.Error(err), zap.Duration("retry_interval", r.cfg.RetryInterval))
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(r.cfg.RetryInterval):
+		}
+	}
+}
+
+// serve runs discovery, collection, flushing and duty cycling on one
+// goroutine and the ring-buffer reader on another, until ctx ends.
+func (r *gilReceiver) serve(ctx context.Context, probe *gil.Probe, filter discovery.Filter) {
+	clock, err := window.NewClock()
+	if err != nil {
+		r.set.Logger.Error("cannot read the clocks", zap.Error(err))
+		_ = probe.Close()
+		return
+	}
+	host, _ := os.Hostname()
+	st := newRunState(r.cfg, probe, clock, discovery.NewScanner(procresource.NewReader(r.cfg.ProcRoot, 0), filter), host, r.set.Logger)
+	r.stateMu.Lock()
+	r.state = st
+	r.stateMu.Unlock()
+
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		r.readEvents(ctx, probe)
+	}()
+
+	r.discover()
+	discoverT := time.NewTicker(r.cfg.DiscoveryInterval)
+	collectT := time.NewTicker(r.cfg.CollectionInterval)
+	flushT := time.NewTicker(r.cfg.FlushInterval)
+	budget := newDutyCycle(r.cfg.Overhead, probe)
+	defer func() {
+		discoverT.Stop()
+		collectT.Stop()
+		flushT.Stop()
+		budget.stop()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			// Drain what the kernel already produced, then close.
+			if err := probe.Flush(); err != nil {
+				r.set.Logger.Debug("flushing the ring buffer", zap.Error(err))
+			}
+			<-readerDone
+			r.flush(context.Background())
+			r.collect(context.Background())
+			r.stateMu.Lock()
+			err := st.close()
+			r.state = nil
+			r.stateMu.Unlock()
+			if err != nil {
+				r.set.Logger.Warn("closing the probes", zap.Error(err))
+			}
+			return
+		case <-discoverT.C:
+			if err := clock.Remeasure(); err != nil {
+				r.set.Logger.Warn("re-measuring the clock offset", zap.Error(err))
+			}
+			r.discover()
+		case <-collectT.C:
+			r.collect(ctx)
+		case <-flushT.C:
+			r.flush(ctx)
+		case <-budget.timer():
+			r.stateMu.Lock()
+			procs := st.liveProcesses()
+			r.stateMu.Unlock()
+			ratio, err := budget.step(procs)
+			if err != nil {
+				r.set.Logger.Warn("duty cycling the probes", zap.Error(err))
+			}
+			r.stateMu.Lock()
+			st.sampling = ratio
+			r.stateMu.Unlock()
+		}
+	}
+}
+
+// readEvents turns ring-buffer events into windows until the probe is
+// closed or drained at shutdown.
+func (r *gilReceiver) readEvents(ctx context.Context, probe *gil.Probe) {
+	for {
+		ev, err := probe.ReadEvent()
+		if err != nil {
+			if errors.Is(err, gil.ErrClosed) || errors.Is(err, gil.ErrFlushed) {
+				return
+			}
+			r.set.Logger.Warn("reading the ring buffer", zap.Error(err))
+			continue
+		}
+		r.stateMu.Lock()
+		full := r.state.add(ev)
+		r.stateMu.Unlock()
+		if full {
+			r.flush(ctx)
+		}
+	}
+}
+
+func (r *gilReceiver) discover() {
+	r.stateMu.Lock()
+	defer r.stateMu.Unlock()
+	r.state.discover()
+}
+
+func (r *gilReceiver) flush(ctx context.Context) {
+	logsNext, _ := r.consumers()
+	r.stateMu.Lock()
+	if r.state == nil {
+		r.stateMu.Unlock()
+		return
+	}
+	batch, n := r.state.takeLogs()
+	r.stateMu.Unlock()
+	if n == 0 || logsNext == nil {
+		return
+	}
+	if err := logsNext.ConsumeLogs(ctx, batch); err != nil {
+		r.set.Logger.Warn("sending GIL windows", zap.Error(err), zap.Int("windows", n))
+	}
+}
+
+func (r *gilReceiver) collect(ctx context.Context) {
+	_, metricsNext := r.consumers()
+	r.stateMu.Lock()
+	if r.state == nil {
+		r.stateMu.Unlock()
+		return
+	}
+	md, err := r.state.metrics(pcommon.NewTimestampFromTime(time.Now()))
+	r.stateMu.Unlock()
+	if err != nil {
+		r.set.Logger.Warn("reading probe aggregates", zap.Error(err))
+		return
+	}
+	if metricsNext == nil || md.DataPointCount() == 0 {
+		return
+	}
+	if err := metricsNext.ConsumeMetrics(ctx, md); err != nil {
+		r.set.Logger.Warn("sending GIL metrics", zap.Error(err))
+	}
+}
+
+// newLogs returns an empty batch with the receiver's scope.
+func newScopeLogs(rl plog.ResourceLogs) plog.ScopeLogs {
+	sl := rl.ScopeLogs().AppendEmpty()
+	sl.Scope().SetName(metadata.ScopeName)
+	return sl
+}

@@ -1,0 +1,317 @@
+package pythongilreceiver
+
+import (
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/discovery"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
+)
+
+// runState is what the receiver knows while its probes are loaded.
+type runState struct {
+	cfg      *Config
+	probe    *gil.Probe
+	clock    *window.Clock
+	scanner  *discovery.Scanner
+	hostName string
+	logger   *zap.Logger
+
+	libraries map[discovery.FileID]*library
+	// skipped remembers files that cannot be probed, so that each is
+	// reported once, not at every discovery.
+	skipped   map[discovery.FileID]struct{}
+	processes map[uint32]*process
+
+	// sampling is the fraction of time the probes were attached in the
+	// current duty cycle (1 without duty cycling).
+	sampling float64
+
+	pending      plog.Logs
+	pendingByPID map[uint32]plog.LogRecordSlice
+	pendingCount int
+}
+
+// library is one probed ELF file and the live processes that map it.
+type library struct {
+	lib  *gil.Library
+	pids map[uint32]struct{}
+}
+
+// process is one probed interpreter.
+type process struct {
+	pid       uint32
+	res       procresource.Resource
+	version   string
+	startTime pcommon.Timestamp
+	exited    bool
+	// hists hold the windows that came as events, keyed by kind and (with
+	// per_thread) thread.
+	hists map[histKey]*histogram
+	// estimates are the time and switch counters scaled by the sampling
+	// ratio; raw are the unscaled values they were last computed from.
+	estimates map[counterKey]float64
+	raw       map[counterKey]float64
+}
+
+type histKey struct {
+	kind gil.Kind
+	tid  uint32
+	gen  int // GC generation, -1 for other kinds
+}
+
+type counterKey struct {
+	kind gil.Kind
+	tid  uint32
+}
+
+func newRunState(cfg *Config, probe *gil.Probe, clock *window.Clock, scanner *discovery.Scanner, host string, logger *zap.Logger) *runState {
+	st := &runState{
+		cfg: cfg, probe: probe, clock: clock, scanner: scanner, hostName: host, logger: logger,
+		libraries: map[discovery.FileID]*library{},
+		skipped:   map[discovery.FileID]struct{}{},
+		processes: map[uint32]*process{},
+		sampling:  1,
+	}
+	st.resetPending()
+	return st
+}
+
+func (st *runState) resetPending() {
+	st.pending = plog.NewLogs()
+	st.pendingByPID = map[uint32]plog.LogRecordSlice{}
+	st.pendingCount = 0
+}
+
+// close detaches every library and releases the probe.
+func (st *runState) close() error {
+	var errs []error
+	for id, l := range st.libraries {
+		errs = append(errs, l.lib.Close())
+		delete(st.libraries, id)
+	}
+	errs = append(errs, st.probe.Close())
+	return errors.Join(errs...)
+}
+
+func (st *runState) liveProcesses() int {
+	n := 0
+	for _, p := range st.processes {
+		if !p.exited {
+			n++
+		}
+	}
+	return n
+}
+
+// discover scans for interpreters, attaches libraries new to the receiver,
+// marks processes that are gone and detaches libraries no process maps.
+func (st *runState) discover() {
+	found, err := st.scanner.Scan()
+	if err != nil {
+		st.logger.Warn("discovering Python processes", zap.Error(err))
+		return
+	}
+	live := map[uint32]struct{}{}
+	for _, in := range found {
+		pid := uint32(in.Resource.PID)
+		if in.FreeThreaded {
+			if _, ok := st.skipped[in.FileID]; !ok {
+				st.skipped[in.FileID] = struct{}{}
+				st.logger.Info("free-threaded CPython build: it has no GIL, nothing to probe",
+					zap.Int("pid", in.Resource.PID), zap.String("file", in.File), zap.String("version", in.Version))
+			}
+			continue
+		}
+		lib, ok := st.libraries[in.FileID]
+		if !ok {
+			if _, skip := st.skipped[in.FileID]; skip {
+				continue
+			}
+			l, err := st.probe.Attach(in.File)
+			if err != nil {
+				st.skipped[in.FileID] = struct{}{}
+				if errors.Is(err, gil.ErrNoSymbols) {
+					st.logger.Debug("skipping process without CPython GIL symbols", zap.Int("pid", in.Resource.PID), zap.Error(err))
+				} else {
+					st.logger.Warn("cannot probe CPython", zap.Int("pid", in.Resource.PID), zap.String("file", in.File), zap.Error(err))
+				}
+				continue
+			}
+			lib = &library{lib: l, pids: map[uint32]struct{}{}}
+			st.libraries[in.FileID] = lib
+			st.logger.Debug("probing CPython", zap.String("file", in.File), zap.String("version", in.Version),
+				zap.Bool("switch_probes", l.Symbols().Switch()), zap.Bool("gc", l.Symbols().Has(gil.SymGCCollectMain)))
+		}
+		lib.pids[pid] = struct{}{}
+		live[pid] = struct{}{}
+		if st.cfg.filtered() {
+			if err := st.probe.Select(pid); err != nil {
+				st.logger.Warn("selecting process", zap.Uint32("pid", pid), zap.Error(err))
+			}
+		}
+		p := st.process(pid)
+		p.res, p.version, p.exited = in.Resource, in.Version, false
+	}
+	for pid, p := range st.processes {
+		if _, ok := live[pid]; !ok {
+			p.exited = true
+		}
+	}
+	for id, l := range st.libraries {
+		for pid := range l.pids {
+			if _, ok := live[pid]; !ok {
+				delete(l.pids, pid)
+			}
+		}
+		if len(l.pids) == 0 {
+			if err := l.lib.Close(); err != nil {
+				st.logger.Warn("detaching probes", zap.Error(err))
+			}
+			delete(st.libraries, id)
+		}
+	}
+}
+
+// filtered reports whether the include keys select processes.
+func (cfg *Config) filtered() bool {
+	in := cfg.Include
+	return len(in.Executables) > 0 || len(in.CommandLines) > 0 || len(in.PIDs) > 0
+}
+
+// process returns pid's state, creating it for a process the probes saw
+// before discovery did (a new process mapping an already probed library).
+func (st *runState) process(pid uint32) *process {
+	if p, ok := st.processes[pid]; ok {
+		return p
+	}
+	p := &process{
+		pid:       pid,
+		startTime: pcommon.NewTimestampFromTime(time.Now()),
+		hists:     map[histKey]*histogram{},
+		estimates: map[counterKey]float64{},
+		raw:       map[counterKey]float64{},
+	}
+	if in, ok := st.scanner.Inspect(int(pid)); ok {
+		p.res, p.version = in.Resource, in.Version
+	} else {
+		p.res = procresource.Resource{PID: int(pid)}
+	}
+	st.processes[pid] = p
+	return p
+}
+
+// add records one event: into its process's histogram and, as a window,
+// into the pending logs. It reports whether the batch is full.
+func (st *runState) add(ev gil.Event) bool {
+	p := st.process(ev.PID)
+	tid := uint32(0)
+	if st.cfg.PerThread {
+		tid = ev.TID
+	}
+	key := histKey{kind: ev.Kind, tid: tid, gen: -1}
+	if ev.Kind == gil.KindGC {
+		key.gen = int(ev.Generation)
+	}
+	h, ok := p.hists[key]
+	if !ok {
+		h = newHistogram(st.cfg.MinDuration)
+		p.hists[key] = h
+	}
+	h.record(ev.Duration)
+
+	kind, ok := windowKind(ev.Kind)
+	if !ok {
+		return false
+	}
+	recs, ok := st.pendingByPID[ev.PID]
+	if !ok {
+		rl := st.pending.ResourceLogs().AppendEmpty()
+		st.putResource(rl.Resource(), p)
+		recs = newScopeLogs(rl).LogRecords()
+		st.pendingByPID[ev.PID] = recs
+	}
+	w := window.Window{Kind: kind, Start: st.clock.ToUnixNano(ev.Start), Duration: ev.Duration, ThreadID: int64(ev.TID)}
+	if w.Start <= 0 {
+		// Only a clock offset gone wrong can do this; Encode would refuse.
+		st.logger.Debug("window before the Unix epoch", zap.Int64("start", w.Start))
+		return false
+	}
+	lr := recs.AppendEmpty()
+	lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(time.Now()))
+	// Encode cannot fail here: the kind is known, start positive and the
+	// duration unsigned in the kernel.
+	_ = window.Encode(w, lr)
+	attrs := lr.Attributes()
+	switch ev.Kind {
+	case gil.KindWait:
+		if cause := causeName(ev.Cause); cause != "" {
+			attrs.PutStr(window.AttrPythonGILWaitCause, cause)
+		}
+	case gil.KindGC:
+		attrs.PutInt(window.AttrPythonGCGeneration, int64(ev.Generation))
+	}
+	if st.sampling < 1 {
+		attrs.PutDouble(window.AttrSamplingRatio, st.sampling)
+	}
+	st.pendingCount++
+	return st.pendingCount >= st.cfg.MaxBatchSize
+}
+
+func (st *runState) putResource(res pcommon.Resource, p *process) {
+	a := res.Attributes()
+	if st.hostName != "" {
+		a.PutStr(window.ResourceHostName, st.hostName)
+	}
+	a.PutInt(window.ResourcePID, int64(p.pid))
+	a.PutStr(window.ResourceRuntimeName, window.RuntimeCPython)
+	if p.version != "" {
+		a.PutStr(window.ResourceRuntimeVersion, p.version)
+	}
+	if p.res.ExecutableName != "" {
+		a.PutStr("process.executable.name", p.res.ExecutableName)
+	}
+	if id := p.res.Container.ID; id != "" {
+		a.PutStr(window.ResourceContainerID, id)
+	}
+	if uid := p.res.Container.PodUID; uid != "" {
+		a.PutStr(window.ResourceK8sPodUID, uid)
+	}
+}
+
+// takeLogs hands over the pending windows.
+func (st *runState) takeLogs() (plog.Logs, int) {
+	out, n := st.pending, st.pendingCount
+	st.resetPending()
+	return out, n
+}
+
+func windowKind(k gil.Kind) (window.Kind, bool) {
+	switch k {
+	case gil.KindReleased:
+		return window.KindPythonGILReleased, true
+	case gil.KindWait:
+		return window.KindPythonGILWait, true
+	case gil.KindGC:
+		return window.KindPythonGCPause, true
+	}
+	return "", false
+}
+
+func causeName(c gil.Cause) string {
+	switch c {
+	case gil.CauseRestore:
+		return window.GILWaitCauseRestore
+	case gil.CauseEnsure:
+		return window.GILWaitCauseEnsure
+	case gil.CauseSwitch:
+		return window.GILWaitCauseSwitch
+	}
+	return ""
+}
