@@ -1,0 +1,362 @@
+// Package jfrstream turns the events of one JVM's recording, segment by
+// segment as pkg/jfr delivers them, into pause windows and measurements
+// (jvmevent.Batch). It reads only the event types and fields it needs, with
+// a jfr.Selection, and joins what HotSpot writes as separate events:
+//
+//   - a jvm.gc.pause window is one jdk.GCPhasePause, named after the
+//     collection (jdk.GarbageCollection with the same gcId: collector and
+//     cause), which HotSpot writes when the collection ends;
+//   - a jvm.safepoint window runs from jdk.SafepointBegin's start to
+//     jdk.SafepointEnd's end (joined on safepointId). SafepointEnd is off in
+//     the JDK's default settings; then the window ends where the safepoint's
+//     VM operation (jdk.ExecuteVMOperation) ended, or, failing that, where
+//     SafepointBegin ended. The attribute AttrSafepointEndSource says which.
+//
+// Events of one collection or safepoint may arrive in different segments, so
+// a window whose partner has not arrived waits for one more Flush; Flush with
+// final set (the recording ended) lets everything out.
+package jfrstream // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfrstream"
+
+import (
+	"strings"
+	"time"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
+)
+
+// Window attributes this package adds to the window model's.
+const (
+	// AttrGCPhase is the GC pause phase as the JVM names it ("Pause Young
+	// (Normal) (G1 Evacuation Pause)", "Pause Mark Start", …).
+	AttrGCPhase = "jvm.gc.phase"
+	// AttrSafepointEndSource names the event that gave a safepoint window
+	// its end: "jdk.SafepointEnd", "jdk.ExecuteVMOperation" or
+	// "jdk.SafepointBegin".
+	AttrSafepointEndSource = "jvm.safepoint.end_source"
+)
+
+// GC actions, the values of jvm.gc.action.
+const (
+	ActionMinor = "end of minor GC"
+	ActionMajor = "end of major GC"
+)
+
+// Action tells a young (minor) collection from the others by the
+// collector's name, for every collector HotSpot 17–25 names in JFR.
+func Action(gcName string) string {
+	switch gcName {
+	case "G1New", "ParallelScavenge", "DefNew", "ZGC Minor", "Shenandoah Young", "ParNew":
+		return ActionMinor
+	}
+	return ActionMajor
+}
+
+// Selected event types; the order of Add calls gives the indexes.
+const (
+	evGC = iota
+	evPhasePause
+	evSafepointBegin
+	evSafepointEnd
+	evVMOperation
+	evHeapSummary
+	evMetaspace
+	evHeapUsage
+	evDirectBuffers
+	evNMT
+	evNMTTotal
+	evJVMInfo
+)
+
+func newSelection() *jfr.Selection {
+	s := jfr.NewSelection()
+	s.Add("jdk.GarbageCollection", "startTime", "duration", "gcId", "name", "cause")
+	s.Add("jdk.GCPhasePause", "startTime", "duration", "gcId", "name", "eventThread.javaThreadId", "eventThread.osName")
+	s.Add("jdk.SafepointBegin", "startTime", "duration", "safepointId")
+	s.Add("jdk.SafepointEnd", "startTime", "duration", "safepointId")
+	s.Add("jdk.ExecuteVMOperation", "startTime", "duration", "operation", "safepoint", "safepointId")
+	s.Add("jdk.GCHeapSummary", "startTime", "when", "heapUsed", "heapSpace.committedSize", "heapSpace.reservedSize")
+	s.Add("jdk.MetaspaceSummary", "startTime", "when",
+		"metaspace.used", "metaspace.committed", "classSpace.used", "classSpace.committed", "classSpace.reserved")
+	s.Add("jdk.GCHeapMemoryUsage", "startTime", "used", "committed", "max")
+	s.Add("jdk.DirectBufferStatistics", "startTime", "count", "memoryUsed", "totalCapacity")
+	s.Add("jdk.NativeMemoryUsage", "startTime", "type", "reserved", "committed")
+	s.Add("jdk.NativeMemoryUsageTotal", "startTime", "reserved", "committed")
+	s.Add("jdk.JVMInformation", "jvmVersion", "pid")
+	return s
+}
+
+// selection is read-only once built and shared by every Stream.
+var selection = newSelection()
+
+// Bounds on what a stream holds between flushes: a JVM that writes
+// thousands of pauses per second must not grow the receiver without limit.
+const (
+	maxPending = 4096 // windows waiting for their partner
+	maxGCNames = 256  // recent collections remembered for naming pauses
+)
+
+type gcInfo struct {
+	name, cause string
+}
+
+type pendingPause struct {
+	w    window.Window
+	gcID int64
+	age  int
+}
+
+type safepoint struct {
+	id                   int64
+	beginStart, beginEnd int64 // 0 = no SafepointBegin
+	opEnd                int64 // 0 = no VM operation seen
+	op                   string
+	end                  int64 // 0 = no SafepointEnd
+	age                  int
+}
+
+// Stream holds the join state of one recording. It is not safe for
+// concurrent use.
+type Stream struct {
+	gcs     map[int64]gcInfo
+	gcOrder []int64
+	pauses  []pendingPause
+	sps     map[int64]*safepoint
+	version string
+	pid     int64
+	dropped int
+}
+
+// New returns an empty stream.
+func New() *Stream {
+	return &Stream{gcs: map[int64]gcInfo{}, sps: map[int64]*safepoint{}}
+}
+
+// RuntimeVersion returns the JVM version the recording names (from
+// jdk.JVMInformation), "" until seen.
+func (s *Stream) RuntimeVersion() string { return s.version }
+
+// PID returns the recording JVM's pid in its own pid namespace (from
+// jdk.JVMInformation), 0 until seen.
+func (s *Stream) PID() int64 { return s.pid }
+
+// Dropped returns how many windows were dropped because too many waited
+// for their partner events.
+func (s *Stream) Dropped() int { return s.dropped }
+
+// Segment reads the selected events of one segment into b. Measurements
+// and complete windows go to b at once; windows that wait for a partner
+// stay until a later Segment or Flush. Events before a decoding error are
+// kept; the error is returned.
+func (s *Stream) Segment(seg jfr.Segment, b *jvmevent.Batch) error {
+	return s.scan(seg.Scan(selection), b)
+}
+
+// Chunk reads every selected event of a complete chunk into b (as Segment).
+func (s *Stream) Chunk(c *jfr.Chunk, b *jvmevent.Batch) error {
+	return s.scan(c.Scan(selection), b)
+}
+
+func (s *Stream) scan(sc *jfr.Scanner, b *jvmevent.Batch) error {
+	for sc.Next() {
+		r := sc.Record()
+		start, _ := r.Nanos(0)
+		switch r.Selected {
+		case evGC:
+			dur, _ := r.Nanos(1)
+			id := r.Int(2)
+			name, cause := r.Str(3), r.Str(4)
+			s.rememberGC(id, gcInfo{name: name, cause: cause})
+			b.GCs = append(b.GCs, jvmevent.GC{End: start + dur, Duration: time.Duration(dur), Name: name, Action: Action(name), Cause: cause})
+		case evPhasePause:
+			dur, _ := r.Nanos(1)
+			id := r.Int(2)
+			w := window.Window{
+				Kind: window.KindJVMGCPause, Start: start, Duration: time.Duration(max(dur, 0)),
+				ThreadID: r.Int(4), ThreadName: r.Str(5),
+				Attributes: map[string]any{window.AttrJVMGCID: id, AttrGCPhase: r.Str(3)},
+			}
+			if len(s.pauses) >= maxPending {
+				s.dropped++
+				continue
+			}
+			s.pauses = append(s.pauses, pendingPause{w: w, gcID: id})
+		case evSafepointBegin:
+			dur, _ := r.Nanos(1)
+			if sp := s.safepoint(r.Int(2)); sp != nil {
+				sp.beginStart, sp.beginEnd = start, start+max(dur, 0)
+			}
+		case evSafepointEnd:
+			dur, _ := r.Nanos(1)
+			if sp := s.safepoint(r.Int(2)); sp != nil {
+				sp.end = start + max(dur, 0)
+			}
+		case evVMOperation:
+			if !r.Bool(3) {
+				continue
+			}
+			dur, _ := r.Nanos(1)
+			if sp := s.safepoint(r.Int(4)); sp != nil {
+				sp.opEnd, sp.op = start+max(dur, 0), r.Str(2)
+			}
+		case evHeapSummary:
+			m := jvmevent.Memory{Time: start, Type: jvmevent.MemoryHeap, Used: r.Int(2), Committed: r.Int(3), Limit: r.Int(4), UsedAfterGC: -1}
+			if r.Str(1) == "After GC" {
+				m.UsedAfterGC = m.Used
+			}
+			b.Memory = append(b.Memory, m)
+		case evMetaspace:
+			after := r.Str(1) == "After GC"
+			meta := jvmevent.Memory{Time: start, Type: jvmevent.MemoryNonHeap, Pool: "Metaspace", Used: r.Int(2), Committed: r.Int(3), Limit: -1, UsedAfterGC: -1}
+			class := jvmevent.Memory{Time: start, Type: jvmevent.MemoryNonHeap, Pool: "Compressed Class Space", Used: r.Int(4), Committed: r.Int(5), Limit: r.Int(6), UsedAfterGC: -1}
+			if after {
+				meta.UsedAfterGC, class.UsedAfterGC = meta.Used, class.Used
+			}
+			b.Memory = append(b.Memory, meta)
+			if r.Has(4) && class.Committed > 0 {
+				b.Memory = append(b.Memory, class)
+			}
+		case evHeapUsage:
+			b.Memory = append(b.Memory, jvmevent.Memory{Time: start, Type: jvmevent.MemoryHeap, Used: r.Int(1), Committed: r.Int(2), Limit: r.Int(3), UsedAfterGC: -1})
+		case evDirectBuffers:
+			b.Buffers = append(b.Buffers, jvmevent.Buffers{Time: start, Pool: "direct", Count: r.Int(1), Used: r.Int(2), Capacity: r.Int(3)})
+		case evNMT:
+			b.NativeMemory = append(b.NativeMemory, jvmevent.NativeMemory{Time: start, Category: r.Str(1), Reserved: r.Int(2), Committed: r.Int(3)})
+		case evNMTTotal:
+			b.NativeMemory = append(b.NativeMemory, jvmevent.NativeMemory{Time: start, Category: "Total", Reserved: r.Int(1), Committed: r.Int(2)})
+		case evJVMInfo:
+			if v := ParseVersion(r.Str(0)); v != "" {
+				s.version = v
+			}
+			s.pid = r.Int(1)
+		}
+	}
+	s.release(b, false)
+	return sc.Err()
+}
+
+// ParseVersion takes the runtime version out of jdk.JVMInformation's
+// jvmVersion ("OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1deb12u1) for
+// linux-amd64 JRE (17.0.15+6-Debian-1deb12u1), built on …"): the JRE's.
+func ParseVersion(jvmVersion string) string {
+	_, rest, ok := strings.Cut(jvmVersion, "JRE (")
+	if !ok {
+		_, rest, ok = strings.Cut(jvmVersion, "(")
+	}
+	if !ok {
+		return ""
+	}
+	v, _, ok := strings.Cut(rest, ")")
+	if !ok {
+		return ""
+	}
+	return v
+}
+
+func (s *Stream) rememberGC(id int64, g gcInfo) {
+	if _, ok := s.gcs[id]; !ok {
+		s.gcOrder = append(s.gcOrder, id)
+		if len(s.gcOrder) > maxGCNames {
+			delete(s.gcs, s.gcOrder[0])
+			s.gcOrder = s.gcOrder[1:]
+		}
+	}
+	s.gcs[id] = g
+}
+
+func (s *Stream) safepoint(id int64) *safepoint {
+	sp := s.sps[id]
+	if sp == nil {
+		if len(s.sps) >= maxPending {
+			s.dropped++
+			return nil
+		}
+		sp = &safepoint{id: id}
+		s.sps[id] = sp
+	}
+	return sp
+}
+
+// Flush lets out windows that waited through one earlier flush (or all of
+// them when final: the recording ended) and ages the rest.
+func (s *Stream) Flush(b *jvmevent.Batch, final bool) {
+	s.release(b, true)
+	if final {
+		s.releaseAll(b)
+	}
+}
+
+// release moves complete windows to b. With aging set, it also lets out
+// windows that have waited one full flush, and ages the others.
+func (s *Stream) release(b *jvmevent.Batch, aging bool) {
+	kept := s.pauses[:0]
+	for _, p := range s.pauses {
+		g, named := s.gcs[p.gcID]
+		if !named && !(aging && p.age >= 1) {
+			if aging {
+				p.age++
+			}
+			kept = append(kept, p)
+			continue
+		}
+		if named {
+			p.w.Attributes[window.AttrJVMGCName] = g.name
+			if g.cause != "" {
+				p.w.Attributes[window.AttrJVMGCCause] = g.cause
+			}
+		}
+		b.Windows = append(b.Windows, p.w)
+	}
+	clear(s.pauses[len(kept):])
+	s.pauses = kept
+
+	for id, sp := range s.sps {
+		complete := sp.beginStart != 0 && sp.end != 0
+		if !complete && !(aging && sp.age >= 1) {
+			if aging {
+				sp.age++
+			}
+			continue
+		}
+		delete(s.sps, id)
+		s.emitSafepoint(sp, b)
+	}
+}
+
+func (s *Stream) releaseAll(b *jvmevent.Batch) {
+	for _, p := range s.pauses {
+		b.Windows = append(b.Windows, p.w)
+	}
+	s.pauses = s.pauses[:0]
+	for id, sp := range s.sps {
+		delete(s.sps, id)
+		s.emitSafepoint(sp, b)
+	}
+}
+
+// emitSafepoint writes the window and measurement of a safepoint whose
+// SafepointBegin is known; others (a SafepointEnd or VM operation whose
+// begin fell under the recording's threshold) have no known start and are
+// dropped.
+func (s *Stream) emitSafepoint(sp *safepoint, b *jvmevent.Batch) {
+	if sp.beginStart == 0 {
+		return
+	}
+	end, source := sp.beginEnd, "jdk.SafepointBegin"
+	switch {
+	case sp.end != 0:
+		end, source = sp.end, "jdk.SafepointEnd"
+	case sp.opEnd != 0:
+		end, source = max(sp.opEnd, sp.beginEnd), "jdk.ExecuteVMOperation"
+	}
+	dur := time.Duration(max(end-sp.beginStart, 0))
+	attrs := map[string]any{window.AttrJVMSafepointID: sp.id, AttrSafepointEndSource: source}
+	if sp.op != "" {
+		attrs[window.AttrJVMVMOperation] = sp.op
+	}
+	b.Windows = append(b.Windows, window.Window{Kind: window.KindJVMSafepoint, Start: sp.beginStart, Duration: dur, Attributes: attrs})
+	b.Safepoints = append(b.Safepoints, jvmevent.Safepoint{
+		End: end, Duration: dur, TimeToSafepoint: time.Duration(sp.beginEnd - sp.beginStart), Operation: sp.op,
+	})
+}

@@ -1,0 +1,128 @@
+// Package jvmevent is what the jfr receiver's sources tell the receiver: per
+// JVM, the pause windows they found and the measurements behind the
+// receiver's metrics. Sources (a live JFR repository, a folder of finished
+// recordings, an -Xlog file) implement Source; the receiver turns Batches
+// into log records (windows) and metrics.
+package jvmevent // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
+
+import (
+	"context"
+	"time"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+)
+
+// JVM identifies the process a batch is about.
+type JVM struct {
+	// PID is the process id in the collector's pid namespace (0 when not
+	// known, e.g. a recording file from elsewhere).
+	PID int
+	// StartTicks is the process start time from /proc (0 when not known);
+	// with PID it tells a JVM from a later one that reused its pid.
+	StartTicks uint64
+	// Source names where the data came from (a repository folder, a file).
+	Source string
+}
+
+// GC is one garbage collection (JFR jdk.GarbageCollection or an -Xlog:gc
+// pause line).
+type GC struct {
+	// End is when the collection ended, Unix epoch ns.
+	End int64
+	// Duration is the collection's length.
+	Duration time.Duration
+	// Name is the collector as the JVM names it ("G1New", "ZGC Major", …).
+	Name string
+	// Action is "end of minor GC" or "end of major GC".
+	Action string
+	// Cause is why it ran ("G1 Evacuation Pause", "System.gc()", …).
+	Cause string
+}
+
+// Safepoint is one stop-the-world safepoint.
+type Safepoint struct {
+	// End is when the safepoint ended, Unix epoch ns.
+	End int64
+	// Duration is the whole stop, from the start of synchronization to
+	// the end.
+	Duration time.Duration
+	// TimeToSafepoint is how long reaching the safepoint took (negative
+	// when not known).
+	TimeToSafepoint time.Duration
+	// Operation is the VM operation that needed it ("" when not known).
+	Operation string
+}
+
+// Memory types, the values of jvm.memory.type.
+const (
+	MemoryHeap    = "heap"
+	MemoryNonHeap = "non_heap"
+)
+
+// Memory is a sample of one memory area. Negative fields are not known.
+type Memory struct {
+	// Time is when it was sampled, Unix epoch ns.
+	Time int64
+	// Type is MemoryHeap or MemoryNonHeap.
+	Type string
+	// Pool names the area ("" for the whole heap).
+	Pool string
+	// Used, Committed, Limit are bytes.
+	Used, Committed, Limit int64
+	// UsedAfterGC is Used sampled just after a collection (else -1).
+	UsedAfterGC int64
+}
+
+// Buffers is a sample of a buffer pool (direct buffers).
+type Buffers struct {
+	// Time is when it was sampled, Unix epoch ns.
+	Time int64
+	// Pool is the buffer pool ("direct").
+	Pool string
+	// Count is the number of buffers.
+	Count int64
+	// Used is the memory the buffers use, Capacity their total capacity,
+	// in bytes.
+	Used, Capacity int64
+}
+
+// NativeMemory is one Native Memory Tracking category sample.
+type NativeMemory struct {
+	// Time is when it was sampled, Unix epoch ns.
+	Time int64
+	// Category is the NMT category ("Java Heap", "Class", "Thread", …;
+	// "Total" for the sum).
+	Category string
+	// Reserved and Committed are bytes.
+	Reserved, Committed int64
+}
+
+// Batch is what a source learned about one JVM in one poll.
+type Batch struct {
+	JVM JVM
+	// RuntimeVersion is the JVM's version when the source knows it.
+	RuntimeVersion string
+	Windows        []window.Window
+	GCs            []GC
+	Safepoints     []Safepoint
+	Memory         []Memory
+	Buffers        []Buffers
+	NativeMemory   []NativeMemory
+}
+
+// Empty reports whether the batch carries nothing.
+func (b *Batch) Empty() bool {
+	return len(b.Windows) == 0 && len(b.GCs) == 0 && len(b.Safepoints) == 0 &&
+		len(b.Memory) == 0 && len(b.Buffers) == 0 && len(b.NativeMemory) == 0
+}
+
+// Source is one kind of input the receiver reads. The receiver calls Poll
+// from one goroutine, every poll interval; Poll hands what it found to emit,
+// one Batch per JVM, and returns new problems (errors.Join of several) that
+// the receiver reports; a source reports a lasting problem once, not every
+// poll, and keeps going (one bad file does not stop the others).
+// Close releases everything the source holds; Poll is not called after it.
+type Source interface {
+	Poll(ctx context.Context, emit func(Batch)) error
+	Close() error
+}
