@@ -242,7 +242,7 @@ func TestSafepointFallbacks(t *testing.T) {
 func TestParseVersion(t *testing.T) {
 	for in, want := range map[string]string{
 		"OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1deb12u1) for linux-amd64 JRE (17.0.15+6-Debian-1deb12u1), built on 2025": "17.0.15+6-Debian-1deb12u1",
-		"OpenJDK 64-Bit Server VM (25.0.3+9-LTS) for linux-amd64": "25.0.3+9-LTS",
+		"OpenJDK 64-Bit Server VM (25.0.3+9-LTS) for linux-amd64":                                                             "25.0.3+9-LTS",
 		"garbage": "",
 		"":        "",
 	} {
