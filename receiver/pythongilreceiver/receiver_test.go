@@ -1,0 +1,336 @@
+package pythongilreceiver
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+)
+
+// harness runs one receiver, with both pipelines, on the real probes.
+type harness struct {
+	t       *testing.T
+	f       *factory
+	logs    *consumertest.LogsSink
+	metrics *consumertest.MetricsSink
+	faces   []component.Component
+	core    *gilReceiver
+}
+
+// fastConfig reports quickly and selects pids, so that concurrent tests
+// and other python processes on the host stay out of the way.
+func fastConfig(pids ...int) *Config {
+	cfg := createDefaultConfig().(*Config)
+	cfg.DiscoveryInterval = 50 * time.Millisecond
+	cfg.FlushInterval = 50 * time.Millisecond
+	cfg.CollectionInterval = 100 * time.Millisecond
+	cfg.Overhead.Budget = 0
+	cfg.Include.PIDs = pids
+	return cfg
+}
+
+func startReceiver(t *testing.T, cfg *Config, host component.Host) *harness {
+	t.Helper()
+	nf := NewFactory()
+	h := &harness{t: t, logs: new(consumertest.LogsSink), metrics: new(consumertest.MetricsSink)}
+	set := receivertest.NewNopSettings(metadata.Type)
+	lr, err := nf.CreateLogs(context.Background(), set, cfg, h.logs)
+	require.NoError(t, err)
+	mr, err := nf.CreateMetrics(context.Background(), set, cfg, h.metrics)
+	require.NoError(t, err)
+	h.faces = []component.Component{lr, mr}
+	h.core = lr.(*face).core
+	require.Same(t, h.core, mr.(*face).core, "logs and metrics share one receiver")
+	for _, c := range h.faces {
+		require.NoError(t, c.Start(context.Background(), host))
+	}
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *harness) stop() {
+	for _, c := range h.faces {
+		assert.NoError(h.t, c.Shutdown(context.Background()))
+	}
+	h.faces = nil
+}
+
+// waitAttached waits until pid's interpreter is probed, or skips the test
+// when eBPF is unavailable.
+func (h *harness) waitAttached(pid int) {
+	h.t.Helper()
+	p, err := gil.Load(gil.Options{})
+	if errors.Is(err, gil.ErrUnavailable) {
+		h.t.Skipf("eBPF unavailable: %v", err)
+	}
+	require.NoError(h.t, err)
+	require.NoError(h.t, p.Close())
+	waitFor(h.t, "pid "+strconv.Itoa(pid)+" probed", func() bool {
+		h.core.stateMu.Lock()
+		defer h.core.stateMu.Unlock()
+		if h.core.state == nil {
+			return false
+		}
+		for _, l := range h.core.state.libraries {
+			if _, ok := l.pids[uint32(pid)]; ok {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// received is one window with its resource.
+type received struct {
+	w   window.Window
+	res pcommon.Map
+}
+
+func (h *harness) windows(pid int) []received {
+	var out []received
+	for _, ld := range h.logs.AllLogs() {
+		for _, rl := range ld.ResourceLogs().All() {
+			if v, ok := rl.Resource().Attributes().Get(window.ResourcePID); !ok || v.Int() != int64(pid) {
+				continue
+			}
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					w, err := window.Decode(lr)
+					require.NoError(h.t, err)
+					out = append(out, received{w: w, res: rl.Resource().Attributes()})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestSleepWindowsEndToEnd(t *testing.T) {
+	w := workload.Start(t, "sleep", "5", "20")
+	h := startReceiver(t, fastConfig(w.PID), componenttest.NewNopHost())
+	h.waitAttached(w.PID)
+	var res struct {
+		TID   int64      `json:"tid"`
+		N     int        `json:"n"`
+		DNS   int64      `json:"d_ns"`
+		Calls [][4]int64 `json:"calls"`
+	}
+	w.Run(&res)
+	released := func() []received {
+		var out []received
+		for _, r := range h.windows(w.PID) {
+			if r.w.Kind == window.KindPythonGILReleased && r.w.ThreadID == res.TID && r.w.Duration >= time.Duration(res.DNS) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	waitFor(t, "the sleep windows", func() bool { return len(released()) >= res.N })
+	got := released()
+	require.Len(t, got, res.N)
+	for i, r := range got {
+		// Unix times: the window lies within the workload's own
+		// time.time_ns() readings around the call, within 1 ms.
+		w0, w1 := res.Calls[i][0], res.Calls[i][1]
+		const ms = int64(time.Millisecond)
+		assert.GreaterOrEqual(t, r.w.Start, w0-ms, "window %d starts before the call", i)
+		assert.LessOrEqual(t, r.w.End(), w1+ms, "window %d ends after the call", i)
+		call := time.Duration(res.Calls[i][3] - res.Calls[i][2])
+		assert.InDelta(t, call, r.w.Duration, float64(time.Millisecond), "window %d", i)
+		attrs := r.res.AsRaw()
+		assert.Equal(t, int64(w.PID), attrs[window.ResourcePID])
+		assert.Equal(t, window.RuntimeCPython, attrs[window.ResourceRuntimeName])
+		assert.Equal(t, "3.11", attrs[window.ResourceRuntimeVersion])
+		assert.Contains(t, attrs["process.executable.name"], "python3")
+		assert.NotEmpty(t, attrs[window.ResourceHostName])
+	}
+
+	// Metrics: the released-duration histogram of the process counts the
+	// 20 ms sleeps in buckets above 10 ms (with the main thread's wait on
+	// stdin, hence at least).
+	waitFor(t, "released histogram", func() bool {
+		return releasedAtLeast(h.metrics.AllMetrics(), w.PID, 10e-3) >= uint64(res.N)
+	})
+}
+
+// releasedAtLeast returns how many released windows of at least minS
+// seconds the latest histogram point for pid counts.
+func releasedAtLeast(all []pmetric.Metrics, pid int, minS float64) uint64 {
+	var n uint64
+	for _, md := range all {
+		for _, rm := range md.ResourceMetrics().All() {
+			if v, ok := rm.Resource().Attributes().Get(window.ResourcePID); !ok || v.Int() != int64(pid) {
+				continue
+			}
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					if m.Name() != metricReleasedDuration {
+						continue
+					}
+					for _, dp := range m.Histogram().DataPoints().All() {
+						var c uint64
+						bounds := dp.ExplicitBounds().AsRaw()
+						for i, bc := range dp.BucketCounts().AsRaw() {
+							if i > 0 && bounds[i-1] >= minS {
+								c += bc
+							}
+						}
+						n = c
+					}
+				}
+			}
+		}
+	}
+	return n
+}
+
+func TestManyProcessesAtOnce(t *testing.T) {
+	const procs = 20
+	ws := make([]*workload.Process, procs)
+	pids := make([]int, procs)
+	var wg sync.WaitGroup
+	for i := range procs {
+		wg.Go(func() {
+			ws[i] = workload.Start(t, "sleep", "3", "5")
+			pids[i] = ws[i].PID
+		})
+	}
+	wg.Wait()
+	h := startReceiver(t, fastConfig(pids...), componenttest.NewNopHost())
+	for _, pid := range pids {
+		h.waitAttached(pid)
+	}
+	type result struct {
+		TID int64 `json:"tid"`
+		N   int   `json:"n"`
+	}
+	results := make([]result, procs)
+	for i, w := range ws {
+		wg.Go(func() { w.Run(&results[i]) })
+	}
+	wg.Wait()
+	for i, w := range ws {
+		count := func() int {
+			n := 0
+			for _, r := range h.windows(w.PID) {
+				if r.w.Kind == window.KindPythonGILReleased && r.w.ThreadID == results[i].TID && r.w.Duration >= 5*time.Millisecond {
+					n++
+				}
+			}
+			return n
+		}
+		waitFor(t, "windows of pid "+strconv.Itoa(w.PID), func() bool { return count() >= results[i].N })
+		assert.Equal(t, results[i].N, count(), "pid %d", w.PID)
+	}
+	// One library file, shared by all twenty processes.
+	h.core.stateMu.Lock()
+	libs := len(h.core.state.libraries)
+	h.core.stateMu.Unlock()
+	assert.Equal(t, 1, libs)
+}
+
+func TestProcessExitDetachesAndForgets(t *testing.T) {
+	w := workload.Start(t, "sleep", "2", "5", "--exit")
+	h := startReceiver(t, fastConfig(w.PID), componenttest.NewNopHost())
+	h.waitAttached(w.PID)
+	var res struct{}
+	w.Run(&res)
+	w.Wait()
+	waitFor(t, "the library detached and the process forgotten", func() bool {
+		h.core.stateMu.Lock()
+		defer h.core.stateMu.Unlock()
+		_, known := h.core.state.processes[uint32(w.PID)]
+		return len(h.core.state.libraries) == 0 && !known
+	})
+	assert.GreaterOrEqual(t, len(h.windows(w.PID)), 2)
+}
+
+// statusHost records the component statuses reported to it.
+type statusHost struct {
+	component.Host
+	mu     sync.Mutex
+	events []*componentstatus.Event
+}
+
+func (s *statusHost) Report(e *componentstatus.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, e)
+}
+
+func (s *statusHost) last() *componentstatus.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.events) == 0 {
+		return nil
+	}
+	return s.events[len(s.events)-1]
+}
+
+func TestUnavailableEBPFReportsStatusAndKeepsRunning(t *testing.T) {
+	cfg := fastConfig()
+	cfg.RetryInterval = 20 * time.Millisecond
+	set := receivertest.NewNopSettings(metadata.Type)
+	r := newReceiver(set, cfg)
+	var mu sync.Mutex
+	attempts := 0
+	r.load = func(gil.Options) (*gil.Probe, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		attempts++
+		return nil, &gil.UnavailableError{Op: "load BPF programs", Err: errors.New("operation not permitted")}
+	}
+	host := &statusHost{Host: componenttest.NewNopHost()}
+	f := &face{core: r}
+	require.NoError(t, f.Start(context.Background(), host), "Start must not fail the collector")
+	waitFor(t, "a retry", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return attempts >= 2
+	})
+	ev := host.last()
+	require.NotNil(t, ev)
+	assert.Equal(t, componentstatus.StatusRecoverableError, ev.Status())
+	assert.ErrorIs(t, ev.Err(), gil.ErrUnavailable)
+	assert.Contains(t, ev.Err().Error(), "CAP_BPF")
+	assert.Contains(t, ev.Err().Error(), "hostPID")
+	require.NoError(t, f.Shutdown(context.Background()))
+	require.NoError(t, f.Shutdown(context.Background()), "second Shutdown")
+}
+
+func TestShutdownWithoutStart(t *testing.T) {
+	nf := NewFactory()
+	lr, err := nf.CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), createDefaultConfig(), consumertest.NewNop())
+	require.NoError(t, err)
+	require.NoError(t, lr.Shutdown(context.Background()))
+	var _ receiver.Logs = lr
+}
