@@ -16,9 +16,15 @@ type dutyCycle struct {
 	probe *gil.Probe
 	t     *time.Timer
 
+	// ratio is the attached fraction chosen; effective is the fraction
+	// measured over the last period, attach and detach latency included
+	// (closing uprobe links waits for the kernel), which is what is
+	// reported.
 	ratio     float64
+	effective float64
 	on        bool
 	since     time.Time
+	onFor     time.Duration
 	hitsSince uint64
 }
 
@@ -26,14 +32,16 @@ type dutyCycle struct {
 const minRatio = 0.01
 
 func newDutyCycle(cfg OverheadConfig, probe *gil.Probe) *dutyCycle {
-	d := &dutyCycle{cfg: cfg, probe: probe, ratio: 1, on: true, since: time.Now()}
+	d := &dutyCycle{cfg: cfg, probe: probe, ratio: 1, effective: 1, on: true, since: time.Now()}
 	if cfg.Budget <= 0 {
 		return d
 	}
 	if c, err := probe.Counters(); err == nil {
 		d.hitsSince = c.Hits
 	}
-	d.t = time.NewTimer(cfg.Period)
+	// The first estimate comes early, so that an expensive workload is not
+	// probed at full cost for a whole period.
+	d.t = time.NewTimer(min(cfg.Period, time.Second))
 	return d
 }
 
@@ -57,16 +65,20 @@ func (d *dutyCycle) step(processes int) (float64, error) {
 	now := time.Now()
 	if !d.on {
 		// End of a detached phase: attach for ratio × period.
+		offFor := now.Sub(d.since)
 		if err := d.probe.SetActive(true); err != nil {
 			d.t.Reset(d.cfg.Period)
-			return d.ratio, err
+			return d.effective, err
+		}
+		if total := d.onFor + offFor; total > 0 {
+			d.effective = d.onFor.Seconds() / total.Seconds()
 		}
 		d.on, d.since = true, now
 		if c, err := d.probe.Counters(); err == nil {
 			d.hitsSince = c.Hits
 		}
 		d.t.Reset(time.Duration(d.ratio * float64(d.cfg.Period)))
-		return d.ratio, nil
+		return d.effective, nil
 	}
 	c, err := d.probe.Counters()
 	if err != nil {
@@ -79,16 +91,22 @@ func (d *dutyCycle) step(processes int) (float64, error) {
 	d.ratio = ratioFor(d.cfg, float64(hits), attached, processes)
 	if d.ratio >= 1 {
 		d.since = now
+		d.effective = 1
 		d.t.Reset(d.cfg.Period)
 		return 1, nil
 	}
 	if err := d.probe.SetActive(false); err != nil {
 		d.t.Reset(d.cfg.Period)
-		return d.ratio, err
+		return d.effective, err
 	}
-	d.on = false
-	d.t.Reset(time.Duration((1 - d.ratio) * float64(d.cfg.Period)))
-	return d.ratio, nil
+	// The probes fired until the links were closed.
+	off := time.Now()
+	d.onFor = off.Sub(d.since)
+	d.on, d.since = false, off
+	offFor := max(d.cfg.Period-d.onFor, d.cfg.Period/10)
+	d.effective = d.onFor.Seconds() / (d.onFor + offFor).Seconds()
+	d.t.Reset(offFor)
+	return d.effective, nil
 }
 
 // ratioFor returns the attached fraction that keeps the estimated cost of

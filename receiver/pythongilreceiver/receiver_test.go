@@ -27,7 +27,7 @@ import (
 
 // harness runs one receiver, with both pipelines, on the real probes.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	f       *factory
 	logs    *consumertest.LogsSink
 	metrics *consumertest.MetricsSink
@@ -47,7 +47,7 @@ func fastConfig(pids ...int) *Config {
 	return cfg
 }
 
-func startReceiver(t *testing.T, cfg *Config, host component.Host) *harness {
+func startReceiver(t testing.TB, cfg *Config, host component.Host) *harness {
 	t.Helper()
 	nf := NewFactory()
 	h := &harness{t: t, logs: new(consumertest.LogsSink), metrics: new(consumertest.MetricsSink)}
@@ -98,7 +98,7 @@ func (h *harness) waitAttached(pid int) {
 	})
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {

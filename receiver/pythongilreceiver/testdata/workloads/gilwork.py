@@ -15,8 +15,9 @@ Modes:
   spin T SECONDS      T pure-Python threads count in a loop: they contend
                       for the GIL and are switched by the switch interval
   gc N                N explicit gc.collect(2) calls over a heap of cycles
-  churn RATE SECONDS  one thread releases the GIL RATE times a second
-                      (hashlib on 4 KB buffers), then reports calls/s
+  churn RATE N        N hashlib calls on 4 KB buffers, paced at RATE a
+                      second (0: as fast as possible); reports the time
+                      spent inside the calls
 """
 import gc
 import hashlib
@@ -100,27 +101,33 @@ def mode_gc(n):
     return {"tid": tid, "n": n, "calls": calls}
 
 
-def mode_churn(rate, seconds):
+def mode_churn(rate, n):
+    """n hashlib calls on 4 KB buffers (one GIL release each), as fast as
+    possible (rate 0) or paced at rate calls a second; busy_s is the time
+    spent inside the calls, where probe overhead lands."""
     buf = b"x" * 4096
     tid = threading.get_native_id()
-    period = 1.0 / rate
-    calls = 0
-    t0 = time.perf_counter()
-    next_at = t0
-    end = t0 + seconds
+    sha = hashlib.sha256
+    clock = time.perf_counter
     busy = 0.0
-    while True:
-        now = time.perf_counter()
-        if now >= end:
-            break
-        if now < next_at:
-            continue
-        b0 = time.perf_counter()
-        hashlib.sha256(buf)
-        busy += time.perf_counter() - b0
-        calls += 1
-        next_at += period
-    return {"tid": tid, "calls": calls, "seconds": seconds, "busy_s": busy}
+    t0 = clock()
+    if rate <= 0:
+        for _ in range(n):
+            sha(buf)
+        elapsed = clock() - t0
+        busy = elapsed
+    else:
+        period = 1.0 / rate
+        next_at = t0
+        for _ in range(n):
+            while clock() < next_at:
+                pass
+            b0 = clock()
+            sha(buf)
+            busy += clock() - b0
+            next_at += period
+        elapsed = clock() - t0
+    return {"tid": tid, "calls": n, "elapsed_s": elapsed, "busy_s": busy}
 
 
 def main():
@@ -139,7 +146,7 @@ def main():
     elif mode == "gc":
         res = mode_gc(int(rest[0]))
     elif mode == "churn":
-        res = mode_churn(int(rest[0]), float(rest[1]))
+        res = mode_churn(int(rest[0]), int(rest[1]))
     else:
         raise SystemExit(f"unknown mode {mode}")
     res["event"] = "done"
