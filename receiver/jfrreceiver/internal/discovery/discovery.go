@@ -1,0 +1,204 @@
+// Package discovery finds the JVMs running on a host and the JFR disk
+// repositories they write, through a proc filesystem: JVM processes are
+// those whose executable is a java launcher; a JVM's repository is
+// -XX:FlightRecorderOptions's repository option when given, else its
+// java.io.tmpdir (default /tmp), and inside it HotSpot's folder
+// yyyy_MM_dd_HH_mm_ss_<pid>, named with the pid the JVM sees in its own pid
+// namespace. Paths are reached through /proc/<pid>/root so that JVMs in
+// containers are found from the host.
+package discovery // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+)
+
+// JVM is a running JVM found in the proc filesystem.
+type JVM struct {
+	// PID is the process id in the proc root's pid namespace.
+	PID int
+	// StartTicks is the process start time (with PID, its identity).
+	StartTicks uint64
+	// NSPID is the pid the JVM sees (its own pid namespace), which names
+	// its repository folder.
+	NSPID int
+	// Root is the JVM's root directory as the collector reaches it
+	// (<proc root>/<pid>/root).
+	Root string
+	// RepositoryBase is where the JVM puts its repository folder, as the
+	// JVM sees it (e.g. /tmp).
+	RepositoryBase string
+}
+
+// Repositories returns the JVM's repository folders (normally one), as
+// paths the collector can open, newest name last.
+func (j JVM) Repositories() []string {
+	base := filepath.Join(j.Root, j.RepositoryBase)
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	suffix := "_" + strconv.Itoa(j.NSPID)
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() && strings.HasSuffix(name, suffix) && IsRepositoryName(name) {
+			out = append(out, filepath.Join(base, name))
+		}
+	}
+	return out
+}
+
+var repositoryName = regexp.MustCompile(`^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}_(\d+)$`)
+
+// IsRepositoryName reports whether a folder name has HotSpot's repository
+// layout, yyyy_MM_dd_HH_mm_ss_<pid>.
+func IsRepositoryName(name string) bool { return repositoryName.MatchString(name) }
+
+// RepositoryPID returns the pid in a repository folder's name (0 if the
+// name does not have the layout).
+func RepositoryPID(dir string) int {
+	m := repositoryName.FindStringSubmatch(filepath.Base(dir))
+	if m == nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(m[1])
+	return pid
+}
+
+// Finder lists JVMs under one proc root.
+type Finder struct {
+	reader *procresource.Reader
+	root   string
+}
+
+// NewFinder returns a Finder for the proc filesystem at procRoot.
+func NewFinder(procRoot string) *Finder {
+	r := procresource.NewReader(procRoot, 0)
+	return &Finder{reader: r, root: r.Root()}
+}
+
+// JVMs lists the running JVMs. Processes that vanish while being read are
+// left out; only an unreadable proc root is an error.
+func (f *Finder) JVMs() ([]JVM, error) {
+	entries, err := os.ReadDir(f.root)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: list %s: %w", f.root, err)
+	}
+	var out []JVM
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if j, ok := f.inspect(pid); ok {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// Alive reports whether the process pid with the given start time still runs.
+func (f *Finder) Alive(pid int, startTicks uint64) bool {
+	st, err := f.reader.StartTicks(pid)
+	return err == nil && (startTicks == 0 || st == startTicks)
+}
+
+func (f *Finder) inspect(pid int) (JVM, bool) {
+	dir := filepath.Join(f.root, strconv.Itoa(pid))
+	if !f.isJava(dir) {
+		return JVM{}, false
+	}
+	start, err := f.reader.StartTicks(pid)
+	if err != nil {
+		return JVM{}, false
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+	if err != nil {
+		return JVM{}, false
+	}
+	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+	// JAVA_TOOL_OPTIONS and JDK_JAVA_OPTIONS come before the command line.
+	var opts []string
+	for _, env := range []string{"JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"} {
+		if v, ok := f.reader.Getenv(pid, env); ok {
+			opts = append(opts, strings.Fields(v)...)
+		}
+	}
+	opts = append(opts, args...)
+	return JVM{
+		PID:            pid,
+		StartTicks:     start,
+		NSPID:          nsPID(dir, pid),
+		Root:           filepath.Join(dir, "root"),
+		RepositoryBase: RepositoryBase(opts),
+	}, true
+}
+
+func (f *Finder) isJava(dir string) bool {
+	if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil {
+		return procresource.RuntimeOf(filepath.Base(strings.TrimSuffix(exe, " (deleted)"))) == procresource.RuntimeJava
+	}
+	comm, err := os.ReadFile(filepath.Join(dir, "comm"))
+	return err == nil && procresource.RuntimeOf(strings.TrimSpace(string(comm))) == procresource.RuntimeJava
+}
+
+// nsPID reads the innermost pid of /proc/<pid>/status's NSpid line; the pid
+// itself when there is none (kernels before 4.1, or no namespaces).
+func nsPID(dir string, pid int) int {
+	f, err := os.Open(filepath.Join(dir, "status"))
+	if err != nil {
+		return pid
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("NSpid:")); ok {
+			fields := strings.Fields(string(rest))
+			if len(fields) > 0 {
+				if n, err := strconv.Atoi(fields[len(fields)-1]); err == nil {
+					return n
+				}
+			}
+		}
+	}
+	return pid
+}
+
+// RepositoryBase returns where a JVM started with these options puts its
+// repository folder: -XX:FlightRecorderOptions's repository, else
+// -Djava.io.tmpdir, else /tmp. The last occurrence of an option wins, as in
+// the JVM.
+func RepositoryBase(args []string) string {
+	repo, tmp := "", ""
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "-Djava.io.tmpdir="); ok {
+			tmp = v
+			continue
+		}
+		rest, ok := strings.CutPrefix(a, "-XX:FlightRecorderOptions")
+		if !ok || rest == "" || (rest[0] != '=' && rest[0] != ':') {
+			continue
+		}
+		for _, kv := range strings.Split(rest[1:], ",") {
+			if v, ok := strings.CutPrefix(kv, "repository="); ok {
+				repo = v
+			}
+		}
+	}
+	switch {
+	case repo != "":
+		return repo
+	case tmp != "":
+		return tmp
+	}
+	return "/tmp"
+}

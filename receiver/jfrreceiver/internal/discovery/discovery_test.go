@@ -1,0 +1,106 @@
+package discovery
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+func TestRepositoryBase(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"default", []string{"java", "-jar", "app.jar"}, "/tmp"},
+		{"tmpdir", []string{"java", "-Djava.io.tmpdir=/scratch", "Main"}, "/scratch"},
+		{"repository with =", []string{"java", "-XX:FlightRecorderOptions=stackdepth=96,repository=/jfr", "-Djava.io.tmpdir=/scratch"}, "/jfr"},
+		{"repository with :", []string{"java", "-XX:FlightRecorderOptions:repository=/jfr"}, "/jfr"},
+		{"last wins", []string{"-XX:FlightRecorderOptions:repository=/a", "-XX:FlightRecorderOptions:repository=/b"}, "/b"},
+		{"other options only", []string{"-XX:FlightRecorderOptions=stackdepth=96"}, "/tmp"},
+		{"similar flag", []string{"-XX:FlightRecorderOptionsX=repository=/no"}, "/tmp"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := RepositoryBase(tt.args); got != tt.want {
+				t.Errorf("RepositoryBase(%q) = %q, want %q", tt.args, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRepositoryPID(t *testing.T) {
+	for in, want := range map[string]int{
+		"/tmp/2026_11_29_10_26_03_13106": 13106,
+		"2026_11_29_10_26_03_1":          1,
+		"/tmp/2026_11_29_10_26_03":       0,
+		"/tmp/hsperfdata_root":           0,
+		"/tmp/2026_11_29_10_26_03_x":     0,
+	} {
+		if got := RepositoryPID(in); got != want {
+			t.Errorf("RepositoryPID(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+// fakeProcess writes a /proc/<pid> entry: exe link, stat, cmdline, status
+// with NSpid, and a root link to a folder holding tmp.
+func fakeProcess(t *testing.T, proc string, pid, nspid int, exe string, args ...string) string {
+	t.Helper()
+	dir := filepath.Join(proc, strconv.Itoa(pid))
+	root := filepath.Join(t.TempDir(), "rootfs")
+	must(t, os.MkdirAll(dir, 0o755))
+	must(t, os.MkdirAll(filepath.Join(root, "tmp"), 0o755))
+	must(t, os.Symlink(exe, filepath.Join(dir, "exe")))
+	must(t, os.Symlink(root, filepath.Join(dir, "root")))
+	stat := strconv.Itoa(pid) + " (java) S 1 1 1 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0"
+	must(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644))
+	cmd := ""
+	for _, a := range args {
+		cmd += a + "\x00"
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "cmdline"), []byte(cmd), 0o644))
+	status := "Name:\tjava\nNSpid:\t" + strconv.Itoa(pid) + "\t" + strconv.Itoa(nspid) + "\n"
+	must(t, os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644))
+	return root
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFinderFindsContainerizedJVM: a JVM in a container (pid 1 inside,
+// 4321 on the host) with its repository in the container's /tmp is found
+// through /proc/<pid>/root; a python process beside it is not.
+func TestFinderFindsContainerizedJVM(t *testing.T) {
+	proc := t.TempDir()
+	root := fakeProcess(t, proc, 4321, 1, "/usr/lib/jvm/java-17/bin/java", "java", "-XX:StartFlightRecording", "-jar", "app.jar")
+	fakeProcess(t, proc, 4400, 4400, "/usr/bin/python3.11", "python3", "x.py")
+	must(t, os.MkdirAll(filepath.Join(root, "tmp", "2026_11_29_10_00_00_1"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(root, "tmp", "2026_11_29_10_00_00_77"), 0o755)) // another JVM's
+
+	f := NewFinder(proc)
+	jvms, err := f.JVMs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jvms) != 1 {
+		t.Fatalf("found %+v, want one JVM", jvms)
+	}
+	j := jvms[0]
+	if j.PID != 4321 || j.NSPID != 1 || j.StartTicks != 4242 || j.RepositoryBase != "/tmp" {
+		t.Errorf("JVM %+v", j)
+	}
+	want := []string{filepath.Join(proc, "4321", "root", "tmp", "2026_11_29_10_00_00_1")}
+	if got := j.Repositories(); !slices.Equal(got, want) {
+		t.Errorf("repositories %q, want %q", got, want)
+	}
+	if !f.Alive(4321, 4242) || f.Alive(4321, 1) || f.Alive(9999, 0) {
+		t.Error("Alive does not tell live, reused and missing pids apart")
+	}
+}

@@ -1,0 +1,321 @@
+// Package repository follows the JFR disk repositories of running JVMs: the
+// in-progress chunk file after every flush, then the next chunk file when
+// the JVM rotates, until the JVM exits. Repositories come from configured
+// glob patterns and from automatic discovery of local JVMs (package
+// discovery).
+//
+// A repository holds one chunk per file, named by time; files are ordered
+// by their header's start time, not by name. A repository that already
+// exists when the source starts is read from its newest chunk (what the JVM
+// is writing now, from that chunk's start); one that appears later is read
+// from its first chunk. A chunk is held in memory while it is followed
+// (HotSpot rotates at about 12 MB), never a whole recording.
+package repository // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/repository"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfrstream"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
+)
+
+// Config says where to look.
+type Config struct {
+	// Include are glob patterns of repository folders (each match is one
+	// JVM's repository, e.g. /var/jfr/*/2*_*).
+	Include []string
+	// Discover turns on automatic discovery of local JVMs through ProcRoot.
+	Discover bool
+	// ProcRoot is the proc filesystem to discover JVMs in.
+	ProcRoot string
+	// DiscoveryInterval is how often the source looks for new JVMs and
+	// repositories; following known ones happens on every poll.
+	DiscoveryInterval time.Duration
+	// Logger receives debug messages about JVMs coming and going.
+	Logger *zap.Logger
+}
+
+// maxSegmentsPerPoll bounds the work of one poll on one repository, so that
+// a JVM with a backlog of chunk files cannot starve the others.
+const maxSegmentsPerPoll = 8
+
+// Source follows repositories. Use it from one goroutine.
+type Source struct {
+	cfg       Config
+	finder    *discovery.Finder
+	followers map[string]*follower // by repository folder
+	ended     map[string]bool      // repositories read to the end, while they exist
+	started   bool
+	lastScan  time.Time
+	now       func() time.Time
+}
+
+// New returns a source; it reads nothing before the first Poll.
+func New(cfg Config) *Source {
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	s := &Source{cfg: cfg, followers: map[string]*follower{}, ended: map[string]bool{}, now: time.Now}
+	if cfg.Discover {
+		s.finder = discovery.NewFinder(cfg.ProcRoot)
+	}
+	return s
+}
+
+// Following returns the repository folders followed now, sorted.
+func (s *Source) Following() []string {
+	out := make([]string, 0, len(s.followers))
+	for dir := range s.followers {
+		out = append(out, dir)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Poll looks for new repositories when the discovery interval has passed,
+// then reads what every followed repository has flushed since the last
+// poll and emits one batch per JVM.
+func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
+	var errs []error
+	if !s.started || s.now().Sub(s.lastScan) >= s.cfg.DiscoveryInterval {
+		if err := s.scan(); err != nil {
+			errs = append(errs, err)
+		}
+		s.lastScan = s.now()
+		s.started = true
+	}
+	for _, dir := range s.Following() {
+		if ctx.Err() != nil {
+			break
+		}
+		f := s.followers[dir]
+		b := jvmevent.Batch{JVM: f.jvm}
+		if err := f.poll(&b); err != nil {
+			errs = append(errs, err)
+		}
+		b.RuntimeVersion = f.stream.RuntimeVersion()
+		if !b.Empty() {
+			emit(b)
+		}
+		if f.done {
+			s.cfg.Logger.Debug("JFR repository read to the end", zap.String("repository", dir), zap.Int("pid", f.jvm.PID))
+			f.close()
+			delete(s.followers, dir)
+			s.ended[dir] = true
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes every open chunk file.
+func (s *Source) Close() error {
+	for dir, f := range s.followers {
+		f.close()
+		delete(s.followers, dir)
+	}
+	return nil
+}
+
+// scan finds repositories not yet followed.
+func (s *Source) scan() error {
+	var errs []error
+	found := map[string]bool{}
+	add := func(dir string, jvm jvmevent.JVM, alive func() bool) {
+		found[dir] = true
+		if s.followers[dir] != nil || s.ended[dir] {
+			return
+		}
+		s.cfg.Logger.Debug("following JFR repository", zap.String("repository", dir), zap.Int("pid", jvm.PID))
+		s.followers[dir] = &follower{dir: dir, jvm: jvm, alive: alive, newest: !s.started, stream: jfrstream.New()}
+	}
+	if s.finder != nil {
+		jvms, err := s.finder.JVMs()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, j := range jvms {
+			finder, pid, start := s.finder, j.PID, j.StartTicks
+			for _, dir := range j.Repositories() {
+				add(dir, jvmevent.JVM{PID: pid, StartTicks: start, Source: dir}, func() bool { return finder.Alive(pid, start) })
+			}
+		}
+	}
+	for _, pattern := range s.cfg.Include {
+		matches, err := filepath.Glob(pattern)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("repository: pattern %q: %w", pattern, err))
+			continue
+		}
+		for _, dir := range matches {
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || found[dir] {
+				continue
+			}
+			d := dir
+			// The pid in the name is the JVM's own; it is the collector's
+			// only when both share a pid namespace, so it is reported
+			// but not used to tell whether the JVM runs: the folder is.
+			add(dir, jvmevent.JVM{PID: discovery.RepositoryPID(dir), Source: dir}, func() bool {
+				_, err := os.Stat(d)
+				return err == nil
+			})
+		}
+	}
+	// Forget ended repositories once they are gone, so the map stays small.
+	for dir := range s.ended {
+		if !found[dir] {
+			delete(s.ended, dir)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// follower reads one repository.
+type follower struct {
+	dir    string
+	jvm    jvmevent.JVM
+	alive  func() bool
+	newest bool // start at the newest chunk rather than the first
+	stream *jfrstream.Stream
+
+	file      *os.File
+	path      string
+	live      *jfr.LiveChunk
+	lastStart int64 // start of the chunk read last; the next one starts later
+	done      bool
+	lastErr   string
+}
+
+func (f *follower) close() {
+	if f.file != nil {
+		f.file.Close()
+		f.file, f.live, f.path = nil, nil, ""
+	}
+}
+
+// poll reads what was flushed. When the JVM is gone (or the chunk it
+// marked final is read), everything it left is read and the follower is
+// done.
+func (f *follower) poll(b *jvmevent.Batch) error {
+	exited := !f.alive()
+	var err error
+	// A JVM that is gone gets no budget: its files are read to the end
+	// now (each pass closes a file or stops).
+	for i := 0; exited || i < maxSegmentsPerPoll; i++ {
+		if f.live == nil {
+			var ok bool
+			ok, err = f.openNext()
+			if err != nil || !ok {
+				break
+			}
+		}
+		seg, perr := f.live.Poll()
+		if perr != nil {
+			if errors.Is(perr, jfr.ErrNotFlushed) && !exited {
+				break
+			}
+			if !errors.Is(perr, jfr.ErrNotFlushed) {
+				err = fmt.Errorf("repository %s: chunk file %s: %w (file skipped)", f.dir, filepath.Base(f.path), perr)
+			}
+			f.close()
+			continue
+		}
+		if serr := f.stream.Segment(seg, b); serr != nil {
+			// Events before the damage are kept; the rest of the chunk is
+			// not readable.
+			err = fmt.Errorf("repository %s: chunk file %s: %w (rest of chunk skipped)", f.dir, filepath.Base(f.path), serr)
+			f.close()
+			continue
+		}
+		if !f.live.Finished() {
+			break
+		}
+		final := f.live.Chunk().Header.Final()
+		f.close()
+		if final {
+			exited = true
+			break
+		}
+	}
+	f.stream.Flush(b, exited)
+	if exited {
+		// Everything the JVM flushed has been read, including a last
+		// chunk it never finished (killed).
+		f.done = true
+	}
+	if err != nil {
+		if msg := err.Error(); msg != f.lastErr {
+			f.lastErr = msg
+			return err
+		}
+	}
+	return nil
+}
+
+// openNext opens the chunk file that follows the last one read: the
+// earliest that starts later (the newest for a repository found at start).
+// It returns false when there is none yet.
+func (f *follower) openNext() (bool, error) {
+	entries, err := os.ReadDir(f.dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			f.done = true
+			return false, nil
+		}
+		return false, fmt.Errorf("repository %s: %w", f.dir, err)
+	}
+	var bestPath string
+	var best int64
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jfr") {
+			continue
+		}
+		p := filepath.Join(f.dir, e.Name())
+		h, ok := readHeader(p)
+		if !ok || h.StartNanos <= f.lastStart {
+			continue
+		}
+		if bestPath == "" || (f.newest && h.StartNanos > best) || (!f.newest && h.StartNanos < best) {
+			bestPath, best = p, h.StartNanos
+		}
+	}
+	if bestPath == "" {
+		return false, nil
+	}
+	file, err := os.Open(bestPath)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil // rotated away between listing and opening
+		}
+		return false, fmt.Errorf("repository %s: %w", f.dir, err)
+	}
+	f.file, f.path, f.live, f.lastStart, f.newest = file, bestPath, jfr.NewLiveChunk(file, 0), best, false
+	return true, nil
+}
+
+// readHeader reads a chunk file's header; false when it is not (yet) one.
+func readHeader(path string) (jfr.Header, bool) {
+	file, err := os.Open(path)
+	if err != nil {
+		return jfr.Header{}, false
+	}
+	defer file.Close()
+	var buf [jfr.HeaderSize]byte
+	if _, err := io.ReadFull(file, buf[:]); err != nil {
+		return jfr.Header{}, false
+	}
+	h, err := jfr.ParseHeader(buf[:])
+	return h, err == nil && h.StartNanos > 0
+}

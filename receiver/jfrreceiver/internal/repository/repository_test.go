@@ -1,0 +1,205 @@
+package repository
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracle"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	jfrtest.Cleanup()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// runJVM starts the test workload with a recording whose repository is
+// under dir and which dumps itself to dir/dump.jfr at exit.
+func runJVM(t *testing.T, j jfrtest.JDK, dir string, millis int, extra ...string) (*exec.Cmd, chan error, *bytes.Buffer) {
+	t.Helper()
+	src, jfc, err := jfrtest.Workload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-Xmx128m", "-Xlog:disable", "-XX:FlightRecorderOptions:repository=" + dir,
+		"-XX:StartFlightRecording:settings=profile,settings=" + jfc + ",filename=" + filepath.Join(dir, "dump.jfr")}, extra...)
+	args = append(args, src, strconv.Itoa(millis), "rotate")
+	cmd := exec.Command(j.Java(), args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	return cmd, exited, &out
+}
+
+// TestFollowsLiveJVM runs real JVMs that rotate chunks while recording,
+// discovers them through /proc, follows their repositories until they
+// exit, and checks what arrived against jfr print of the recording the
+// JVM dumped at exit: every GC, pause and safepoint exactly once, with the
+// same values, some of them while the JVM still ran.
+func TestFollowsLiveJVM(t *testing.T) {
+	for _, major := range []int{17, 25} {
+		t.Run("jdk"+strconv.Itoa(major), func(t *testing.T) {
+			t.Parallel()
+			j := jfrtest.Find(t, major)
+			dir := t.TempDir()
+			src := New(Config{Discover: true, ProcRoot: "/proc", DiscoveryInterval: 100 * time.Millisecond})
+			defer src.Close()
+			var got jvmevent.Batch
+			var version string
+			collect := func(pid int) func(jvmevent.Batch) {
+				return func(b jvmevent.Batch) {
+					if b.JVM.PID != pid {
+						return // another JVM on this machine
+					}
+					version = b.RuntimeVersion
+					got.Windows = append(got.Windows, b.Windows...)
+					got.GCs = append(got.GCs, b.GCs...)
+					got.Safepoints = append(got.Safepoints, b.Safepoints...)
+					got.Buffers = append(got.Buffers, b.Buffers...)
+					got.Memory = append(got.Memory, b.Memory...)
+				}
+			}
+			if err := src.Poll(context.Background(), func(jvmevent.Batch) {}); err != nil {
+				t.Logf("first poll: %v", err)
+			}
+			cmd, exited, out := runJVM(t, j, dir, 3000)
+			emit := collect(cmd.Process.Pid)
+			var repo string
+			whileRunning := 0
+			running := true
+			deadline := time.Now().Add(90 * time.Second)
+			for {
+				if time.Now().After(deadline) {
+					t.Fatalf("not done before the deadline; following %v\n%s", src.Following(), out)
+				}
+				if running {
+					select {
+					case err := <-exited:
+						exited <- err
+						running = false
+						if err != nil {
+							t.Fatalf("JVM: %v\n%s", err, out)
+						}
+					default:
+					}
+				}
+				if err := src.Poll(context.Background(), emit); err != nil {
+					t.Errorf("poll: %v", err)
+				}
+				if running {
+					whileRunning = len(got.Windows)
+				}
+				for _, d := range src.Following() {
+					if strings.HasSuffix(filepath.Dir(d), dir) {
+						repo = d
+					}
+				}
+				if !running && repo != "" && !contains(src.Following(), repo) {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if whileRunning == 0 {
+				t.Error("no window arrived while the JVM ran")
+			}
+			if version == "" {
+				t.Error("no runtime version")
+			}
+
+			dump := filepath.Join(dir, "dump.jfr")
+			gcs := jfroracle.Events(t, j, dump, "jdk.GarbageCollection")
+			if len(got.GCs) != len(gcs) || len(gcs) == 0 {
+				t.Errorf("%d GCs, jfr print has %d", len(got.GCs), len(gcs))
+			}
+			// A live chunk's header is read while the JVM writes it; jfr
+			// print reads the finished one, whose time base can differ by a
+			// few ns: windows match within a microsecond.
+			pausesGot := byKind(got.Windows, window.KindJVMGCPause)
+			pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")
+			if len(pauses) == 0 || len(pausesGot) != len(pauses) {
+				t.Errorf("%d pause windows, jfr print has %d", len(pausesGot), len(pauses))
+			}
+			for _, e := range pauses {
+				start, _ := e.Time("startTime")
+				dur, _ := e.Duration("duration")
+				w, ok := nearest(pausesGot, start)
+				if d := w.Duration - dur; !ok || d < -time.Microsecond || d > time.Microsecond || w.Attributes[window.AttrJVMGCName] == nil {
+					t.Errorf("pause at %d (%v): window %+v found %v", start, dur, w, ok)
+				}
+			}
+			begins := jfroracle.Events(t, j, dump, "jdk.SafepointBegin")
+			sps := byKind(got.Windows, window.KindJVMSafepoint)
+			if len(begins) == 0 || len(sps) != len(begins) {
+				t.Errorf("%d safepoint windows, jfr print has %d SafepointBegin", len(sps), len(begins))
+			}
+			for _, e := range begins {
+				start, _ := e.Time("startTime")
+				if w, ok := nearest(sps, start); !ok || w.Attributes[window.AttrJVMSafepointID] != e.Int("safepointId") {
+					t.Errorf("safepoint %d at %d: window %+v found %v", e.Int("safepointId"), start, w, ok)
+				}
+			}
+			bufs := jfroracle.Events(t, j, dump, "jdk.DirectBufferStatistics")
+			if len(bufs) == 0 || len(got.Buffers) != len(bufs) {
+				t.Errorf("%d buffer samples, jfr print has %d", len(got.Buffers), len(bufs))
+			}
+		})
+	}
+}
+
+func byKind(ws []window.Window, k window.Kind) []window.Window {
+	var out []window.Window
+	for _, w := range ws {
+		if w.Kind == k {
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(a, b window.Window) int { return cmp.Compare(a.Start, b.Start) })
+	return out
+}
+
+// nearest finds the window of a sorted list that starts within a
+// microsecond of start.
+func nearest(ws []window.Window, start int64) (window.Window, bool) {
+	i, _ := slices.BinarySearchFunc(ws, start-int64(time.Microsecond), func(w window.Window, t int64) int { return cmp.Compare(w.Start, t) })
+	if i < len(ws) && ws[i].Start <= start+int64(time.Microsecond) {
+		return ws[i], true
+	}
+	return window.Window{}, false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
