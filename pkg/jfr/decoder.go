@@ -307,39 +307,60 @@ func (d *decoder) str(pool stringPool) (s string, null bool) {
 		if n <= 0 {
 			return "", false
 		}
-		// Every unit takes at least one byte, so n is bounded by the input.
-		if n > len(d.buf)-d.pos {
-			d.short = true
-			d.pos = len(d.buf)
-			return "", false
-		}
-		ascii := true
-		start := d.pos
-		for i := 0; i < n; i++ {
-			if d.u16() >= 0x80 {
-				ascii = false
-			}
-		}
-		if d.short {
-			return "", false
-		}
-		d.pos = start
-		if ascii {
-			out := make([]byte, n)
-			for i := range out {
-				out[i] = byte(d.u16())
-			}
-			return string(out), false
-		}
-		units := make([]uint16, n)
-		for i := range units {
-			units[i] = uint16(d.u16())
-		}
-		return string(utf16.Decode(units)), false
+		return d.utf16(n), false
 	default:
 		d.bad = true
 		return "", true
 	}
+}
+
+// utf16 decodes n UTF-16 code units (string encoding 4).
+func (d *decoder) utf16(n int) string {
+	// Every unit takes at least one byte, so n is bounded by the input.
+	if n > len(d.buf)-d.pos {
+		d.short = true
+		d.pos = len(d.buf)
+		return ""
+	}
+	ascii := true
+	start := d.pos
+	for i := 0; i < n; i++ {
+		if d.u16() >= 0x80 {
+			ascii = false
+		}
+	}
+	if d.short {
+		return ""
+	}
+	d.pos = start
+	if ascii {
+		out := make([]byte, n)
+		for i := range out {
+			out[i] = byte(d.u16())
+		}
+		return string(out)
+	}
+	units := make([]uint16, n)
+	for i := range units {
+		units[i] = uint16(d.u16())
+	}
+	return string(utf16.Decode(units))
+}
+
+// isASCII reports whether every byte of b is below 0x80.
+func isASCII(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func latin1(b []byte) string {

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -28,13 +29,24 @@ const (
 // as long as their Chunk is referenced. A Value is 24 bytes and holds one
 // pointer, so decoding millions of them stays cheap for the collector.
 type Value struct {
-	// p is the string's bytes, the *poolEntry of a reference, or the
-	// *composite of a struct or array.
+	// p is the string's bytes, the *Chunk whose bytes hold a string (see
+	// primChunkUTF8), the *poolEntry of a reference, or the *composite of a
+	// struct or array.
 	p    unsafe.Pointer
-	bits uint64 // integer or float bits, string length, or pool key
+	bits uint64 // integer or float bits, string length, chunk offset<<32|length, or pool key
 	kind ValueKind
-	prim Kind // the primitive type of an integer or float
+	prim Kind // the primitive type of an integer or float; for strings, String or a chunk encoding
 }
+
+// A string field of an event is not converted when the event is decoded:
+// its Value points at the encoded string in the chunk (kind String, prim
+// one of these), and the string is made when a caller reads it. Reading
+// every event thus neither allocates nor hashes strings nobody asks for.
+const (
+	primChunkUTF16  Kind = 0xfd // compressed UTF-16 units (string encoding 4), not all ASCII
+	primChunkUTF8   Kind = 0xfe // UTF-8 bytes (string encoding 3, or ASCII units of encoding 4)
+	primChunkLatin1 Kind = 0xff // Latin-1 bytes (string encoding 5)
+)
 
 // composite holds a struct's fields or an array's elements.
 type composite struct {
@@ -67,7 +79,75 @@ func (v *Value) str() string {
 	if v.kind != KindStringValue || v.p == nil {
 		return ""
 	}
+	if v.prim >= primChunkUTF16 {
+		c := (*Chunk)(v.p)
+		off, n := int(v.bits>>32), int(uint32(v.bits))
+		if v.prim == primChunkUTF16 {
+			return c.decoder(off).utf16(n)
+		}
+		return c.chunkString(c.buf[off:off+n:off+n], v.prim == primChunkLatin1)
+	}
 	return unsafe.String((*byte)(v.p), int(v.bits))
+}
+
+// chunkString converts string bytes left in the chunk, sharing short ones
+// through the chunk's interner.
+func (c *Chunk) chunkString(b []byte, isLatin1 bool) string {
+	if isLatin1 {
+		if isASCII(b) {
+			return c.strs.get(b)
+		}
+		return latin1(b)
+	}
+	if utf8.Valid(b) {
+		return c.strs.get(b)
+	}
+	return string([]rune(string(b))) // replaces invalid sequences
+}
+
+// stringField decodes a string field of an event (d.strs is set for
+// events, nil for constants). UTF-8, Latin-1 and compressed UTF-16 strings
+// stay in the chunk (see primChunkUTF8); null, empty and pooled strings,
+// and fixed-width UTF-16, are decoded.
+func (c *Chunk) stringField(d *decoder) Value {
+	p := uint(d.pos)
+	if p >= uint(len(d.buf)) {
+		d.short = true
+		return Value{}
+	}
+	e := d.buf[p]
+	if e != strUTF8 && e != strLatin1 && (e != strUTF16 || !d.compressed) {
+		s, null := d.str(c)
+		if null {
+			return Value{}
+		}
+		return stringValue(s)
+	}
+	d.pos++
+	n := d.count(len(d.buf))
+	if n <= 0 || n > len(d.buf)-d.pos {
+		if n > 0 {
+			d.short = true
+			d.pos = len(d.buf)
+		}
+		return Value{kind: KindStringValue, prim: KindString} // "" (or a decode error)
+	}
+	v := Value{kind: KindStringValue, prim: primChunkUTF8, p: unsafe.Pointer(c), bits: uint64(d.pos)<<32 | uint64(n)}
+	switch {
+	case e == strLatin1:
+		v.prim = primChunkLatin1
+	case e == strUTF16 && !isASCII(d.buf[d.pos:d.pos+n]):
+		// Units of more than one byte: skip them, decode when read.
+		v.prim = primChunkUTF16
+		for i := 0; i < n && !d.short; i++ {
+			d.skipVarint()
+		}
+		return v
+	}
+	// UTF-8 or Latin-1 bytes, or UTF-16 units that are all one-byte
+	// varints below 0x80: the bytes are the (ASCII) string.
+	d.pos += n
+	return v
 }
 
 func stringValue(s string) Value {
@@ -485,11 +565,15 @@ func (c *Chunk) decodeOne(d *decoder, op *fieldOp, depth int, a *arena) Value {
 	case opDouble:
 		return Value{kind: KindFloatValue, prim: KindDouble, bits: math.Float64bits(d.f64())}
 	case opString:
-		s, null := d.str(c)
-		if null {
-			return Value{}
+		if d.strs == nil {
+			// A constant: decoded once per chunk, so convert it now.
+			s, null := d.str(c)
+			if null {
+				return Value{}
+			}
+			return stringValue(s)
 		}
-		return stringValue(s)
+		return c.stringField(d)
 	}
 	return c.decodeStruct(d, op.typ, depth, a)
 }
