@@ -147,7 +147,7 @@ func (st *runState) discover() {
 			lib = &library{lib: l, pids: map[uint32]struct{}{}}
 			st.libraries[in.FileID] = lib
 			st.logger.Debug("probing CPython", zap.String("file", in.File), zap.String("version", in.Version),
-				zap.Bool("switch_probes", l.Symbols().Switch()), zap.Bool("gc", l.Symbols().Has(gil.SymGCCollectMain)))
+				zap.Bool("switch_probes", l.Symbols().Switch()), zap.String("gc", l.Symbols().GC()))
 		}
 		lib.pids[pid] = struct{}{}
 		live[pid] = struct{}{}

@@ -27,10 +27,13 @@ const (
 	SymTakeGIL        = "take_gil"
 	SymDropGIL        = "drop_gil"
 	SymGCCollectMain  = "gc_collect_main"
+	// SymGCCollectLegacy is gc_collect_main's name up to 3.9 (static
+	// `collect`, generation in the second argument as well).
+	SymGCCollectLegacy = "collect"
 )
 
 var probedSymbols = []string{SymSaveThread, SymRestoreThread, SymAcquireThread, SymReleaseThread,
-	SymGILStateEnsure, SymTakeGIL, SymDropGIL, SymGCCollectMain}
+	SymGILStateEnsure, SymTakeGIL, SymDropGIL, SymGCCollectMain, SymGCCollectLegacy}
 
 // Options configure a Probe when it is loaded.
 type Options struct {
@@ -147,6 +150,17 @@ func (s Symbols) Has(name string) bool { return s[name] }
 
 // HasGIL reports whether the exported GIL functions are there.
 func (s Symbols) HasGIL() bool { return s[SymSaveThread] && s[SymRestoreThread] }
+
+// GC returns the GC function to probe, "" when there is none.
+func (s Symbols) GC() string {
+	switch {
+	case s[SymGCCollectMain]:
+		return SymGCCollectMain
+	case s[SymGCCollectLegacy]:
+		return SymGCCollectLegacy
+	}
+	return ""
+}
 
 // Switch reports whether take_gil and drop_gil can both be probed.
 func (s Symbols) Switch() bool { return s[SymTakeGIL] && s[SymDropGIL] }

@@ -143,13 +143,17 @@ var probePoints = []probePoint{
 	{SymTakeGIL, true, pointTake, withSwitch},
 	{SymGCCollectMain, false, pointGC, withGC},
 	{SymGCCollectMain, true, pointGC, withGC},
+	{SymGCCollectLegacy, false, pointGC, withLegacyGC},
+	{SymGCCollectLegacy, true, pointGC, withLegacyGC},
 }
 
 func withSwitch(s Symbols, o Options) bool { return o.SwitchProbes && s.Switch() }
 
 func withoutSwitch(s Symbols, o Options) bool { return !withSwitch(s, o) }
 
-func withGC(s Symbols, o Options) bool { return o.GC && s.Has(SymGCCollectMain) }
+func withGC(s Symbols, o Options) bool { return o.GC && s.GC() == SymGCCollectMain }
+
+func withLegacyGC(s Symbols, o Options) bool { return o.GC && s.GC() == SymGCCollectLegacy }
 
 // Library is one ELF file (libpython or a static python executable) with
 // the probe's uprobes attached to it. The uprobes are not tied to a pid:

@@ -4,7 +4,9 @@ package gil
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -198,7 +200,7 @@ func TestGCPausesWithGeneration(t *testing.T) {
 	p := load(t, defaults)
 	w := workload.Start(t, "gc", "4")
 	l := attach(t, p, w.PID)
-	if !l.Symbols().Has(SymGCCollectMain) {
+	if l.Symbols().GC() == "" {
 		t.Skipf("libpython of pid %d has no gc_collect_main", w.PID)
 	}
 	var res struct {
@@ -330,5 +332,62 @@ func TestCloseTwiceAndUseAfterClose(t *testing.T) {
 	}
 	if err := p.SetActive(false); !errors.Is(err, ErrClosed) {
 		t.Fatalf("SetActive after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestPythonVersions runs the sleep and GC workloads on every CPython 3.9+
+// installed with pyenv: the same probes, through the same symbols.
+func TestPythonVersions(t *testing.T) {
+	pythons, _ := filepath.Glob("/root/.pyenv/versions/3.*/bin/python3")
+	var tested int
+	for _, py := range pythons {
+		version := filepath.Base(filepath.Dir(filepath.Dir(py)))
+		var major, minor int
+		if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil || minor < 9 {
+			continue
+		}
+		tested++
+		t.Run(version, func(t *testing.T) {
+			p := load(t, defaults)
+			w := workload.StartWith(t, py, "sleep", "3", "10")
+			l := attach(t, p, w.PID)
+			var res struct {
+				TID uint32 `json:"tid"`
+				N   int    `json:"n"`
+			}
+			w.Run(&res)
+			n := 0
+			for _, e := range drain(t, p, w.PID) {
+				if e.TID == res.TID && e.Kind == KindReleased && e.Duration >= 10*time.Millisecond {
+					n++
+				}
+			}
+			if n != res.N {
+				t.Errorf("%d released windows, want %d", n, res.N)
+			}
+			s := l.Symbols()
+			if !s.Switch() || s.GC() == "" {
+				t.Logf("symbols: %v", s)
+			}
+			g := workload.StartWith(t, py, "gc", "2")
+			attach(t, p, g.PID)
+			var gres struct {
+				TID uint32 `json:"tid"`
+				N   int    `json:"n"`
+			}
+			g.Run(&gres)
+			gcs := 0
+			for _, e := range drain(t, p, g.PID) {
+				if e.Kind == KindGC && e.TID == gres.TID && e.Generation == 2 {
+					gcs++
+				}
+			}
+			if gcs != gres.N {
+				t.Errorf("%d generation-2 GC windows, want %d (GC symbol %q)", gcs, gres.N, s.GC())
+			}
+		})
+	}
+	if tested == 0 {
+		t.Skip("no pyenv CPython 3.9+ installed")
 	}
 }

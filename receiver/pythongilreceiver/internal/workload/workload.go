@@ -50,11 +50,17 @@ type Ready struct {
 	MainTID int `json:"main_tid"`
 }
 
-// Start runs gilwork.py with args and waits for its ready line. The process
-// is killed when the test ends.
+// Start runs gilwork.py on python3 with args and waits for its ready line.
+// The process is killed when the test ends.
 func Start(t testing.TB, args ...string) *Process {
 	t.Helper()
-	cmd := exec.Command(Python(t), append([]string{Script()}, args...)...)
+	return StartWith(t, Python(t), args...)
+}
+
+// StartWith is Start on a given interpreter.
+func StartWith(t testing.TB, python string, args ...string) *Process {
+	t.Helper()
+	cmd := exec.Command(python, append([]string{Script()}, args...)...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
