@@ -1,0 +1,91 @@
+package pythongilreceiver
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+)
+
+func TestRatioFor(t *testing.T) {
+	cfg := OverheadConfig{Budget: 0.02, Period: 10 * time.Second, CostPerHit: time.Microsecond}
+	tests := []struct {
+		name      string
+		hits      float64
+		attached  float64
+		processes int
+		want      float64
+	}{
+		{"no hits", 0, 1, 1, 1},
+		{"nothing attached", 100, 0, 1, 1},
+		{"within budget: 10k hits/s at 1us is 1%", 10_000, 1, 1, 1},
+		{"at budget", 20_000, 1, 1, 1},
+		{"twice the budget", 40_000, 1, 1, 0.5},
+		{"2M hits/s: 100x the budget", 2_000_000, 1, 1, 0.01},
+		{"averaged over processes", 40_000, 1, 2, 1},
+		{"floor at 1%", 1e9, 1, 1, minRatio},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.InDelta(t, tt.want, ratioFor(cfg, tt.hits, tt.attached, tt.processes), 1e-9)
+		})
+	}
+}
+
+// TestBudgetDutyCyclesAnExpensiveWorkload runs a GIL-churning process under
+// a budget it exceeds: the receiver detaches for part of each period,
+// reports a sampling ratio below 1 and puts it on the windows it emits.
+func TestBudgetDutyCyclesAnExpensiveWorkload(t *testing.T) {
+	w := workload.Start(t, "churn", "0", "200000", "--exit")
+	cfg := fastConfig(w.PID)
+	cfg.MinDuration = 0 // every release a window, so that windows carry the ratio
+	cfg.Overhead = OverheadConfig{Budget: 0.001, Period: 300 * time.Millisecond, CostPerHit: time.Microsecond}
+	h := startReceiver(t, cfg, componenttest.NewNopHost())
+	h.waitAttached(w.PID)
+	var res churnResult
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(&res)
+	}()
+	waitFor(t, "a sampling ratio below 1", func() bool {
+		h.core.stateMu.Lock()
+		defer h.core.stateMu.Unlock()
+		return h.core.state != nil && h.core.state.sampling < 1
+	})
+	<-done
+	require.NoError(t, h.faces[0].Shutdown(context.Background()))
+	var sampled, total int
+	for _, r := range h.windows(w.PID) {
+		total++
+		if ratio, ok := r.w.Attributes[window.AttrSamplingRatio].(float64); ok {
+			sampled++
+			assert.Greater(t, ratio, 0.0)
+			assert.Less(t, ratio, 1.0)
+		}
+	}
+	assert.Positive(t, total)
+	assert.Positive(t, sampled, "no window carries %s", window.AttrSamplingRatio)
+	// The ratio also goes out with the metrics.
+	var gauge float64 = -1
+	for _, md := range h.metrics.AllMetrics() {
+		for _, rm := range md.ResourceMetrics().All() {
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					if m.Name() == metricSamplingRatio {
+						gauge = m.Gauge().DataPoints().At(0).DoubleValue()
+					}
+				}
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, gauge, 0.0, "no %s metric", metricSamplingRatio)
+	t.Logf("%d of %d windows sampled; last ratio gauge %s", sampled, total, strconv.FormatFloat(gauge, 'f', 3, 64))
+}
