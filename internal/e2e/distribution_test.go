@@ -198,8 +198,8 @@ func containsSampleValue(body, metric, value string) bool {
 // expectedComponents are the component types the distribution bundles; a
 // component added to builder-config.yaml is added here.
 var expectedComponents = map[string][]string{
-	"receivers":  {"nvml", "otlp", "prometheus", "host_metrics", "file_log"},
-	"processors": {"inference", "batch", "memory_limiter", "resource", "resource_detection", "k8s_attributes", "transform", "filter"},
+	"receivers":  {"nvml", "pythongil", "otlp", "prometheus", "host_metrics", "file_log"},
+	"processors": {"inference", "runtimecorrelation", "batch", "memory_limiter", "resource", "resource_detection", "k8s_attributes", "transform", "filter"},
 	"exporters":  {"otlp_grpc", "otlp_http", "debug", "file", "prometheus", "load_balancing"},
 	"extensions": {"onnxinference", "zpages", "health_check", "pprof", "file_storage"},
 	"connectors": {"span_metrics"},
