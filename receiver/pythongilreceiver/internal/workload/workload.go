@@ -60,7 +60,13 @@ func Start(t testing.TB, args ...string) *Process {
 // StartWith is Start on a given interpreter.
 func StartWith(t testing.TB, python string, args ...string) *Process {
 	t.Helper()
-	cmd := exec.Command(python, append([]string{Script()}, args...)...)
+	return StartCommand(t, exec.Command(python, append([]string{Script()}, args...)...))
+}
+
+// StartCommand starts any program that speaks gilwork.py's protocol (a
+// ready line with its pid, a line on stdin to run, a result line).
+func StartCommand(t testing.TB, cmd *exec.Cmd) *Process {
+	t.Helper()
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -71,7 +77,7 @@ func StartWith(t testing.TB, python string, args ...string) *Process {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start workload %v: %v", args, err)
+		t.Fatalf("start workload %v: %v", cmd.Args, err)
 	}
 	p := &Process{t: t, cmd: cmd, stdin: stdin, lines: make(chan string, 4), PID: cmd.Process.Pid}
 	go func() {

@@ -1,0 +1,100 @@
+package pythongilreceiver
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"go.opentelemetry.io/collector/component/componenttest"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+)
+
+// jepSetup compiles testdata/jep/GilJep.java against the installed Jep and
+// returns the command that runs it, or skips with what is missing.
+func jepSetup(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	python := workload.Python(t)
+	out, err := exec.Command(python, "-c", "import importlib.util, os, sysconfig; print(os.path.dirname(importlib.util.find_spec('jep').origin)); print(sysconfig.get_config_var('LIBDIR'))").Output()
+	if err != nil {
+		t.Skip("Jep is not installed for python3 (install: JAVA_HOME=<jdk> python3 -m pip install jep==4.3.2)")
+	}
+	lines := strings.Fields(string(out))
+	if len(lines) != 2 {
+		t.Fatalf("unexpected jep/libdir output %q", out)
+	}
+	jepDir, libDir := lines[0], lines[1]
+	jars, _ := filepath.Glob(filepath.Join(jepDir, "jep-*.jar"))
+	if len(jars) == 0 {
+		t.Skipf("no jep-*.jar in %s", jepDir)
+	}
+	javac, err := exec.LookPath("javac")
+	if err != nil {
+		t.Skip("no javac (a JDK 17+ is needed)")
+	}
+	build := t.TempDir()
+	src, _ := filepath.Abs(filepath.Join("testdata", "jep", "GilJep.java"))
+	if out, err := exec.Command(javac, "-cp", jars[0], "-d", build, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	java, err := exec.LookPath("java")
+	if err != nil {
+		t.Skip("no java")
+	}
+	cmd := exec.Command(java, append([]string{"-cp", jars[0] + string(os.PathListSeparator) + build,
+		"-Djava.library.path=" + jepDir, "GilJep"}, args...)...)
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+libDir)
+	return cmd
+}
+
+// TestJVMEmbeddingCPythonThroughJep probes a java process that embeds
+// libpython: four Java threads each call into Python five times, and each
+// call sleeps 10 ms without the GIL.
+func TestJVMEmbeddingCPythonThroughJep(t *testing.T) {
+	w := workload.StartCommand(t, jepSetup(t, "4", "5", "10"))
+	h := startReceiver(t, fastConfig(w.PID), componenttest.NewNopHost())
+	h.waitAttached(w.PID)
+	var res struct {
+		N       int   `json:"n"`
+		DNS     int64 `json:"d_ns"`
+		Threads []struct {
+			TID   int64      `json:"tid"`
+			Calls [][2]int64 `json:"calls"`
+		} `json:"threads"`
+	}
+	w.Run(&res)
+	// Each sleep is exactly one released window on its thread, inside the
+	// call's wall-clock bounds (1 ms slack). The thread may have further
+	// released windows outside Python: that is Java running.
+	inCall := func(tid int64, call [2]int64) int {
+		n := 0
+		for _, r := range h.windows(w.PID) {
+			const ms = int64(time.Millisecond)
+			if r.w.Kind == window.KindPythonGILReleased && r.w.ThreadID == tid && r.w.Duration >= time.Duration(res.DNS) &&
+				r.w.Start >= call[0]-ms && r.w.End() <= call[1]+ms {
+				n++
+			}
+		}
+		return n
+	}
+	for _, th := range res.Threads {
+		assert.Len(t, th.Calls, res.N)
+		last := th.Calls[len(th.Calls)-1]
+		waitFor(t, "the Jep thread's windows", func() bool { return inCall(th.TID, last) > 0 })
+		for i, c := range th.Calls {
+			assert.Equal(t, 1, inCall(th.TID, c), "java thread %d, call %d", th.TID, i)
+		}
+	}
+	got := h.windows(w.PID)
+	if assert.NotEmpty(t, got) {
+		attrs := got[0].res.AsRaw()
+		assert.Equal(t, "java", attrs["process.executable.name"])
+		assert.Equal(t, window.RuntimeCPython, attrs[window.ResourceRuntimeName])
+		assert.Equal(t, "3.11", attrs[window.ResourceRuntimeVersion])
+	}
+}
