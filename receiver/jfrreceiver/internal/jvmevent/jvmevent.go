@@ -108,6 +108,9 @@ type Batch struct {
 	Memory         []Memory
 	Buffers        []Buffers
 	NativeMemory   []NativeMemory
+	// Ended says the JVM is gone (or its recording over) and everything it
+	// left has been delivered: the receiver forgets it after this batch.
+	Ended bool
 }
 
 // Empty reports whether the batch carries nothing.

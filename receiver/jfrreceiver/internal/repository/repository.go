@@ -107,7 +107,8 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 			errs = append(errs, err)
 		}
 		b.RuntimeVersion = f.stream.RuntimeVersion()
-		if !b.Empty() {
+		b.Ended = f.done
+		if !b.Empty() || b.Ended {
 			emit(b)
 		}
 		if f.done {

@@ -1,0 +1,88 @@
+package jfrreceiver // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver"
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+)
+
+// Config configures the jfr receiver. Every key and its default is listed
+// in README.md.
+type Config struct {
+	// PollInterval is how often every source reads what its JVMs wrote
+	// since the last poll (JVMs flush JFR about once a second).
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// CollectionInterval is how often metrics are emitted.
+	CollectionInterval time.Duration `mapstructure:"collection_interval"`
+	// ProcRoot is the proc filesystem JVMs are discovered and resolved in,
+	// e.g. /hostfs/proc when the host's root is mounted at /hostfs.
+	ProcRoot string `mapstructure:"proc_root"`
+	// Repositories configures the live JFR repository source.
+	Repositories RepositoriesConfig `mapstructure:"repositories"`
+	// XLog configures the -Xlog file source.
+	XLog XLogConfig `mapstructure:"xlog"`
+}
+
+// RepositoriesConfig configures following the JFR disk repositories of
+// running JVMs.
+type RepositoriesConfig struct {
+	// Enabled turns the source on.
+	Enabled bool `mapstructure:"enabled"`
+	// Discover finds local JVMs through proc_root and follows their
+	// repositories.
+	Discover bool `mapstructure:"discover"`
+	// Include are glob patterns of repository folders to follow besides
+	// the discovered ones.
+	Include []string `mapstructure:"include"`
+	// DiscoveryInterval is how often new JVMs and repositories are looked for.
+	DiscoveryInterval time.Duration `mapstructure:"discovery_interval"`
+}
+
+// XLogConfig configures tailing JVM unified-logging files.
+type XLogConfig struct {
+	// Include are glob patterns of -Xlog output files.
+	Include []string `mapstructure:"include"`
+	// StartAt is where a file found at start is read from: "end" or
+	// "beginning". Files that appear later are read from the beginning.
+	StartAt string `mapstructure:"start_at"`
+	// DiscoveryInterval is how often the patterns are matched again.
+	DiscoveryInterval time.Duration `mapstructure:"discovery_interval"`
+}
+
+var _ component.Config = (*Config)(nil)
+
+// Validate checks every key and names the one that is wrong.
+func (cfg *Config) Validate() error {
+	var errs []error
+	positive := func(key string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", key, d))
+		}
+	}
+	globs := func(key string, patterns []string) {
+		for i, p := range patterns {
+			if _, err := filepath.Match(p, ""); err != nil {
+				errs = append(errs, fmt.Errorf("%s[%d] %q: %w", key, i, p, err))
+			}
+		}
+	}
+	positive("poll_interval", cfg.PollInterval)
+	positive("collection_interval", cfg.CollectionInterval)
+	if cfg.ProcRoot == "" {
+		errs = append(errs, errors.New("proc_root must not be empty"))
+	}
+	positive("repositories::discovery_interval", cfg.Repositories.DiscoveryInterval)
+	globs("repositories::include", cfg.Repositories.Include)
+	positive("xlog::discovery_interval", cfg.XLog.DiscoveryInterval)
+	globs("xlog::include", cfg.XLog.Include)
+	if cfg.XLog.StartAt != "end" && cfg.XLog.StartAt != "beginning" {
+		errs = append(errs, fmt.Errorf(`xlog::start_at must be "end" or "beginning", got %q`, cfg.XLog.StartAt))
+	}
+	if !cfg.Repositories.Enabled && len(cfg.XLog.Include) == 0 {
+		errs = append(errs, errors.New("nothing to read: repositories::enabled is false and xlog::include is empty"))
+	}
+	return errors.Join(errs...)
+}

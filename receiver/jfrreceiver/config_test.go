@@ -1,0 +1,72 @@
+package jfrreceiver
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
+)
+
+func loadConfig(t *testing.T, name string) *Config {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := createDefaultConfig().(*Config)
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sub.Unmarshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestConfigDefaults(t *testing.T) {
+	cfg := loadConfig(t, "")
+	want := createDefaultConfig().(*Config)
+	if cfg.PollInterval != time.Second || cfg.CollectionInterval != 10*time.Second || cfg.ProcRoot != "/proc" ||
+		!cfg.Repositories.Enabled || !cfg.Repositories.Discover || cfg.Repositories.DiscoveryInterval != 5*time.Second ||
+		cfg.XLog.StartAt != "end" || len(cfg.XLog.Include) != 0 {
+		t.Errorf("defaults %+v", cfg)
+	}
+	if cfg.PollInterval != want.PollInterval {
+		t.Errorf("loaded empty config differs from the default")
+	}
+	if err := confmap.Validate(cfg); err != nil {
+		t.Errorf("default config invalid: %v", err)
+	}
+}
+
+func TestConfigCustom(t *testing.T) {
+	cfg := loadConfig(t, "custom")
+	if cfg.PollInterval != 500*time.Millisecond || cfg.CollectionInterval != 30*time.Second || cfg.ProcRoot != "/hostfs/proc" ||
+		cfg.Repositories.Discover || cfg.Repositories.Include[0] != "/var/jfr/*/2*_*" || cfg.Repositories.DiscoveryInterval != 10*time.Second ||
+		cfg.XLog.Include[0] != "/var/log/app/gc*.log" || cfg.XLog.StartAt != "beginning" || cfg.XLog.DiscoveryInterval != 2*time.Second {
+		t.Errorf("custom %+v", cfg)
+	}
+	if err := confmap.Validate(cfg); err != nil {
+		t.Errorf("custom config invalid: %v", err)
+	}
+}
+
+// TestConfigValidateNamesTheKey: every wrong key is named in the error.
+func TestConfigValidateNamesTheKey(t *testing.T) {
+	err := confmap.Validate(loadConfig(t, "bad"))
+	if err == nil {
+		t.Fatal("bad config validated")
+	}
+	for _, key := range []string{"poll_interval", "repositories::include[0]", "xlog::start_at", "nothing to read"} {
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("error does not name %s: %v", key, err)
+		}
+	}
+}

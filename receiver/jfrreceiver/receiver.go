@@ -1,0 +1,291 @@
+package jfrreceiver
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/receiver"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmmetrics"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/repository"
+)
+
+// jfrReceiver is the one receiver behind a component ID's logs and metrics
+// faces: one set of sources, read on one goroutine, feeding both.
+type jfrReceiver struct {
+	cfg      *Config
+	set      receiver.Settings
+	hostName string
+
+	mu      sync.Mutex
+	logs    consumer.Logs
+	metrics consumer.Metrics
+	started int // faces started and not yet shut down
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	// Owned by the loop goroutine.
+	sources []jvmevent.Source
+	cache   *procresource.Cache
+	jvms    map[jvmevent.JVM]*jvmInfo
+	agg     *jvmmetrics.Aggregator
+}
+
+// jvmInfo is what the receiver knows about one JVM.
+type jvmInfo struct {
+	resource pcommon.Resource
+	version  string
+	first    time.Time
+}
+
+func newReceiver(set receiver.Settings, cfg *Config) *jfrReceiver {
+	host, _ := os.Hostname()
+	return &jfrReceiver{cfg: cfg, set: set, hostName: host}
+}
+
+func (r *jfrReceiver) setLogs(c consumer.Logs) {
+	r.mu.Lock()
+	r.logs = c
+	r.mu.Unlock()
+}
+
+func (r *jfrReceiver) setMetrics(c consumer.Metrics) {
+	r.mu.Lock()
+	r.metrics = c
+	r.mu.Unlock()
+}
+
+// start starts the loop when the first face starts.
+func (r *jfrReceiver) start(_ context.Context, host component.Host) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.started++
+	if r.started > 1 {
+		return nil
+	}
+	r.sources = r.newSources()
+	r.cache = procresource.NewCache(procresource.NewReader(r.cfg.ProcRoot, 0))
+	r.jvms = map[jvmevent.JVM]*jvmInfo{}
+	r.agg = jvmmetrics.New()
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan struct{})
+	go r.loop(ctx, host, r.done)
+	return nil
+}
+
+// shutdown stops the loop when the last started face shuts down; it is
+// safe without start and when called twice.
+func (r *jfrReceiver) shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	if r.started == 0 {
+		r.mu.Unlock()
+		return nil
+	}
+	r.started--
+	if r.started > 0 {
+		r.mu.Unlock()
+		return nil
+	}
+	cancel, done := r.cancel, r.done
+	r.mu.Unlock()
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *jfrReceiver) newSources() []jvmevent.Source {
+	var out []jvmevent.Source
+	logger := r.set.Logger
+	if rc := r.cfg.Repositories; rc.Enabled {
+		out = append(out, repository.New(repository.Config{
+			Include: rc.Include, Discover: rc.Discover, ProcRoot: r.cfg.ProcRoot,
+			DiscoveryInterval: rc.DiscoveryInterval, Logger: logger,
+		}))
+	}
+	out = append(out, r.xlogSources()...)
+	return out
+}
+
+func (r *jfrReceiver) loop(ctx context.Context, host component.Host, done chan struct{}) {
+	defer close(done)
+	poll := time.NewTicker(r.cfg.PollInterval)
+	defer poll.Stop()
+	collect := time.NewTicker(r.cfg.CollectionInterval)
+	defer collect.Stop()
+	r.pollOnce(ctx, host)
+	for {
+		select {
+		case <-ctx.Done():
+			for _, s := range r.sources {
+				if err := s.Close(); err != nil {
+					r.set.Logger.Warn("closing a source", zap.Error(err))
+				}
+			}
+			// Metrics gathered since the last collection are not lost.
+			r.emitMetrics(context.Background())
+			return
+		case <-poll.C:
+			r.pollOnce(ctx, host)
+		case <-collect.C:
+			r.emitMetrics(ctx)
+		}
+	}
+}
+
+// pollOnce reads every source and sends the windows found.
+func (r *jfrReceiver) pollOnce(ctx context.Context, host component.Host) {
+	logs := plog.NewLogs()
+	now := pcommon.NewTimestampFromTime(time.Now())
+	for _, s := range r.sources {
+		err := s.Poll(ctx, func(b jvmevent.Batch) { r.handle(&b, logs, now) })
+		if err != nil && ctx.Err() == nil {
+			r.set.Logger.Warn("reading JVM telemetry", zap.Error(err))
+			componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
+		}
+	}
+	r.cache.Sweep()
+	r.mu.Lock()
+	next := r.logs
+	r.mu.Unlock()
+	if next != nil && logs.LogRecordCount() > 0 {
+		if err := next.ConsumeLogs(ctx, logs); err != nil && ctx.Err() == nil {
+			r.set.Logger.Warn("sending windows", zap.Int("records", logs.LogRecordCount()), zap.Error(err))
+		}
+	}
+}
+
+func (r *jfrReceiver) handle(b *jvmevent.Batch, logs plog.Logs, now pcommon.Timestamp) {
+	info := r.info(b)
+	if len(b.Windows) > 0 {
+		rl := logs.ResourceLogs().AppendEmpty()
+		info.resource.CopyTo(rl.Resource())
+		sl := rl.ScopeLogs().AppendEmpty()
+		sl.Scope().SetName(metadata.ScopeName)
+		sl.Scope().SetVersion(r.set.BuildInfo.Version)
+		recs := sl.LogRecords()
+		recs.EnsureCapacity(len(b.Windows))
+		for _, w := range b.Windows {
+			lr := recs.AppendEmpty()
+			lr.SetObservedTimestamp(now)
+			if err := window.Encode(w, lr); err != nil {
+				// Sources only build valid windows; a bad one is a bug,
+				// reported once per batch rather than per record.
+				r.set.Logger.Debug("window not encoded", zap.String("source", b.JVM.Source), zap.Error(err))
+				recs.RemoveIf(func(l plog.LogRecord) bool { return l.EventName() == "" })
+			}
+		}
+	}
+	r.agg.Add(b, info.resource, info.first)
+	if b.Ended {
+		delete(r.jvms, b.JVM)
+	}
+}
+
+// info returns the JVM's resource, building it the first time.
+func (r *jfrReceiver) info(b *jvmevent.Batch) *jvmInfo {
+	info := r.jvms[b.JVM]
+	if info == nil {
+		info = &jvmInfo{resource: pcommon.NewResource(), first: time.Now()}
+		attrs := info.resource.Attributes()
+		if r.hostName != "" {
+			attrs.PutStr(window.ResourceHostName, r.hostName)
+		}
+		attrs.PutStr(window.ResourceRuntimeName, window.RuntimeJava)
+		if b.JVM.PID > 0 {
+			attrs.PutInt(window.ResourcePID, int64(b.JVM.PID))
+		}
+		// Only a JVM found in the proc root is resolved there: a pid taken
+		// from a folder name may be another pid namespace's.
+		if b.JVM.StartTicks != 0 {
+			if res, err := r.cache.Get(b.JVM.PID); err == nil && res.StartTicks == b.JVM.StartTicks {
+				if res.ExecutableName != "" {
+					attrs.PutStr("process.executable.name", res.ExecutableName)
+				}
+				if res.Container.ID != "" {
+					attrs.PutStr(window.ResourceContainerID, res.Container.ID)
+				}
+				if res.Container.PodUID != "" {
+					attrs.PutStr(window.ResourceK8sPodUID, res.Container.PodUID)
+				}
+				if v := releaseVersion(r.cfg.ProcRoot, b.JVM.PID, res.ExecutablePath); v != "" {
+					info.version = v
+					attrs.PutStr(window.ResourceRuntimeVersion, v)
+				}
+			}
+		}
+		r.jvms[b.JVM] = info
+	}
+	if b.RuntimeVersion != "" && b.RuntimeVersion != info.version {
+		info.version = b.RuntimeVersion
+		info.resource.Attributes().PutStr(window.ResourceRuntimeVersion, b.RuntimeVersion)
+	}
+	return info
+}
+
+// releaseVersion reads JAVA_RUNTIME_VERSION (else JAVA_VERSION) from the
+// release file of the JDK the process runs, through its root.
+func releaseVersion(procRoot string, pid int, exe string) string {
+	if exe == "" {
+		return ""
+	}
+	home := filepath.Dir(filepath.Dir(exe))
+	data, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "root", home, "release"))
+	if err != nil {
+		return ""
+	}
+	var version string
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		v = strings.Trim(v, `"`)
+		switch k {
+		case "JAVA_RUNTIME_VERSION":
+			return v
+		case "JAVA_VERSION":
+			version = v
+		}
+	}
+	return version
+}
+
+func (r *jfrReceiver) emitMetrics(ctx context.Context) {
+	md := r.agg.Emit(time.Now(), metadata.ScopeName, r.set.BuildInfo.Version)
+	r.mu.Lock()
+	next := r.metrics
+	r.mu.Unlock()
+	if next == nil || md.ResourceMetrics().Len() == 0 {
+		return
+	}
+	if err := next.ConsumeMetrics(ctx, md); err != nil && !errors.Is(err, context.Canceled) {
+		r.set.Logger.Warn("sending metrics", zap.Error(err))
+	}
+}
+
+// running reports whether any face has the receiver started.
+func (r *jfrReceiver) running() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.started > 0
+}

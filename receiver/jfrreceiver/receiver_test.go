@@ -1,0 +1,281 @@
+package jfrreceiver
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracle"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
+)
+
+// openFDs counts this process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+// startJVM runs the test workload with a recording whose repository is
+// under dir and which is dumped to dir/dump.jfr at exit.
+func startJVM(t *testing.T, j jfrtest.JDK, dir string, millis int, flags ...string) (pid int, exited chan error, out *bytes.Buffer) {
+	t.Helper()
+	src, jfc, err := jfrtest.Workload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-Xmx128m", "-Xlog:disable"}, flags...)
+	args = append(args, "-XX:FlightRecorderOptions:repository="+dir,
+		"-XX:StartFlightRecording:settings=profile,settings="+jfc+",filename="+filepath.Join(dir, "dump.jfr"),
+		src, strconv.Itoa(millis))
+	cmd := exec.Command(j.Java(), args...)
+	out = &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited = make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	return cmd.Process.Pid, exited, out
+}
+
+// pidOf returns a resource's process.pid (-1 when absent).
+func pidOf(res pcommon.Resource) int64 {
+	v, ok := res.Attributes().Get(window.ResourcePID)
+	if !ok {
+		return -1
+	}
+	return v.Int()
+}
+
+// TestReceiverFollowsLiveJVM runs the receiver's logs and metrics faces
+// against a real JDK 17 JVM found by /proc discovery and checks, against
+// jfr print of the recording the JVM dumped at exit: one window per GC
+// pause and safepoint with the JVM's resource, jvm.gc.duration counting
+// every collection, the last direct-buffer sample, heap memory; and that
+// nothing is left open afterwards.
+func TestReceiverFollowsLiveJVM(t *testing.T) {
+	j := jfrtest.Find(t, 17)
+	fdsBefore := openFDs(t)
+	dir := t.TempDir()
+
+	f := NewFactory()
+	cfg := f.CreateDefaultConfig().(*Config)
+	cfg.PollInterval = 200 * time.Millisecond
+	cfg.CollectionInterval = 300 * time.Millisecond
+	cfg.Repositories.DiscoveryInterval = 200 * time.Millisecond
+	set := receivertest.NewNopSettings(metadata.Type)
+	logs, metrics := new(consumertest.LogsSink), new(consumertest.MetricsSink)
+	lr, err := f.CreateLogs(context.Background(), set, cfg, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, err := f.CreateMetrics(context.Background(), set, cfg, metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := componenttest.NewNopHost()
+	if err := lr.Start(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	if err := mr.Start(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+
+	pid, exited, out := startJVM(t, j, dir, 3000)
+	select {
+	case err := <-exited:
+		exited <- err
+		if err != nil {
+			t.Fatalf("JVM: %v\n%s", err, out)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("JVM did not exit\n%s", out)
+	}
+	dump := filepath.Join(dir, "dump.jfr")
+	gcs := jfroracle.Events(t, j, dump, "jdk.GarbageCollection")
+	pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")
+	begins := jfroracle.Events(t, j, dump, "jdk.SafepointBegin")
+	buffers := jfroracle.Events(t, j, dump, "jdk.DirectBufferStatistics")
+	if len(gcs) == 0 || len(pauses) == 0 || len(begins) == 0 || len(buffers) == 0 {
+		t.Fatalf("recording too thin: %d GCs, %d pauses, %d safepoints, %d buffer samples", len(gcs), len(pauses), len(begins), len(buffers))
+	}
+
+	// The receiver is done with the JVM once its metrics stop changing
+	// after the exit: wait for the collection count to reach the oracle's.
+	deadline := time.Now().Add(60 * time.Second)
+	var last pmetric.ResourceMetrics
+	for {
+		if rm, ok := lastForPID(metrics.AllMetrics(), int64(pid)); ok {
+			last = rm
+			if h, ok := metric(rm, "jvm.gc.duration"); ok && histCount(h) == uint64(len(gcs)) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jvm.gc.duration never counted the %d collections of the recording", len(gcs))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := lr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := mr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Windows.
+	counts := map[string]int{}
+	for _, ld := range logs.AllLogs() {
+		for i := range ld.ResourceLogs().Len() {
+			rl := ld.ResourceLogs().At(i)
+			if pidOf(rl.Resource()) != int64(pid) {
+				continue
+			}
+			checkJVMResource(t, rl.Resource(), "17.")
+			recs := rl.ScopeLogs().At(0).LogRecords()
+			for k := range recs.Len() {
+				w, err := window.Decode(recs.At(k))
+				if err != nil {
+					t.Fatalf("record %d is not a window: %v", k, err)
+				}
+				counts[string(w.Kind)]++
+			}
+		}
+	}
+	if counts[string(window.KindJVMGCPause)] != len(pauses) || counts[string(window.KindJVMSafepoint)] != len(begins) {
+		t.Errorf("windows %v; jfr print has %d GCPhasePause, %d SafepointBegin", counts, len(pauses), len(begins))
+	}
+
+	// Metrics.
+	checkJVMResource(t, last.Resource(), "17.")
+	h, _ := metric(last, "jvm.gc.duration")
+	var sum float64
+	for _, e := range gcs {
+		d, _ := e.Duration("duration")
+		sum += d.Seconds()
+	}
+	if got := histSum(h); math.Abs(got-sum) > 1e-6 {
+		t.Errorf("jvm.gc.duration sum %v s, jfr print %v s", got, sum)
+	}
+	if sp, ok := metric(last, "jvm.safepoint.duration"); !ok || histCount(sp) != uint64(len(begins)) {
+		t.Errorf("jvm.safepoint.duration count %d, jfr print has %d safepoints", histCount(sp), len(begins))
+	}
+	lastBuf := buffers[len(buffers)-1]
+	if bc, ok := metric(last, "jvm.buffer.count"); !ok || bc.Sum().DataPoints().At(0).IntValue() != lastBuf.Int("count") {
+		t.Errorf("jvm.buffer.count %v, last jfr sample %d", bc.Sum().DataPoints(), lastBuf.Int("count"))
+	}
+	if used, ok := metric(last, "jvm.buffer.memory.used"); !ok || used.Sum().DataPoints().At(0).IntValue() != lastBuf.Int("memoryUsed") {
+		t.Errorf("jvm.buffer.memory.used, last jfr sample %d", lastBuf.Int("memoryUsed"))
+	}
+	if mu, ok := metric(last, "jvm.memory.used"); !ok || mu.Sum().DataPoints().Len() == 0 {
+		t.Error("no jvm.memory.used")
+	}
+
+	if after := openFDs(t); after > fdsBefore {
+		t.Errorf("%d file descriptors open before, %d after", fdsBefore, after)
+	}
+}
+
+func checkJVMResource(t *testing.T, res pcommon.Resource, versionPrefix string) {
+	t.Helper()
+	attrs := res.Attributes()
+	if v, _ := attrs.Get(window.ResourceRuntimeName); v.Str() != "java" {
+		t.Errorf("process.runtime.name %q", v.Str())
+	}
+	if v, _ := attrs.Get(window.ResourceRuntimeVersion); !strings.HasPrefix(v.Str(), versionPrefix) {
+		t.Errorf("process.runtime.version %q, want %s…", v.Str(), versionPrefix)
+	}
+	if v, _ := attrs.Get(window.ResourceHostName); v.Str() == "" {
+		t.Error("no host.name")
+	}
+}
+
+// lastForPID returns the newest ResourceMetrics of the process.
+func lastForPID(all []pmetric.Metrics, pid int64) (pmetric.ResourceMetrics, bool) {
+	for i := len(all) - 1; i >= 0; i-- {
+		rms := all[i].ResourceMetrics()
+		for k := range rms.Len() {
+			if pidOf(rms.At(k).Resource()) == pid {
+				return rms.At(k), true
+			}
+		}
+	}
+	return pmetric.ResourceMetrics{}, false
+}
+
+func metric(rm pmetric.ResourceMetrics, name string) (pmetric.Metric, bool) {
+	ms := rm.ScopeMetrics().At(0).Metrics()
+	for i := range ms.Len() {
+		if ms.At(i).Name() == name {
+			return ms.At(i), true
+		}
+	}
+	return pmetric.NewMetric(), false
+}
+
+func histCount(m pmetric.Metric) uint64 {
+	if m.Type() != pmetric.MetricTypeHistogram {
+		return 0
+	}
+	var n uint64
+	dps := m.Histogram().DataPoints()
+	for i := range dps.Len() {
+		n += dps.At(i).Count()
+	}
+	return n
+}
+
+func histSum(m pmetric.Metric) float64 {
+	var s float64
+	dps := m.Histogram().DataPoints()
+	for i := range dps.Len() {
+		s += dps.At(i).Sum()
+	}
+	return s
+}
+
+// TestShutdownWithoutStart and twice: the lifecycle contract.
+func TestShutdownWithoutStartAndTwice(t *testing.T) {
+	f := NewFactory()
+	set := receivertest.NewNopSettings(metadata.Type)
+	r, err := f.CreateLogs(context.Background(), set, f.CreateDefaultConfig(), consumertest.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := r.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
