@@ -121,8 +121,8 @@ func BenchmarkOverhead(b *testing.B) {
 			name string
 			r    churnResult
 		}{
-			{"bare probes, SaveThread+RestoreThread entries", bare2},
-			{"bare probes, the receiver's points", bareAll},
+			{"bare probes, SaveThread+RestoreThread (+return)", bare2},
+			{"bare probes, the receiver's points and returns", bareAll},
 			{"receiver, no budget", recv},
 			{"receiver, default budget 2% (period 0.5s)", budgeted},
 		} {
@@ -138,6 +138,16 @@ func BenchmarkOverhead(b *testing.B) {
 		slow := func(r churnResult) float64 { return (r.Busy - pacedNone.Busy) / r.Elapsed * 100 }
 		b.Logf("paced at %d releases/s for %.1fs: receiver without budget costs %.1f%% of a CPU; with the default budget (period 0.5s) %.1f%% (sampling %.3f)",
 			pacedRate, pacedNone.Elapsed, slow(pacedRecv), slow(pacedBudget), pacedSampling)
+
+		// The budget over a longer flat-out run, so that the duty cycle
+		// reaches its steady state.
+		const longN = 4_000_000
+		longNone := churnOnce(b, 0, longN, nil)
+		var longSampling float64
+		longBudget := churnOnce(b, 0, longN, withReceiver(b, func(c *Config) { c.Overhead.Period = 5 * time.Second }, &longSampling))
+		b.Logf("flat out, %d releases (%.1fs): receiver with the default 2%% budget (period 5s) slows it by %.1f%% (sampling ratio %.3f)",
+			longN, longNone.Elapsed, (longBudget.Busy/longNone.Busy-1)*100, longSampling)
+		b.ReportMetric((longBudget.Busy/longNone.Busy-1)*100, "budgeted-long-slowdown-%")
 
 		b.ReportMetric(perCycle(bareAll), "bare-ns/cycle")
 		b.ReportMetric(perCycle(recv), "receiver-ns/cycle")

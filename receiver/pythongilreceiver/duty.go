@@ -26,10 +26,20 @@ type dutyCycle struct {
 	since     time.Time
 	onFor     time.Duration
 	hitsSince uint64
+	// detachLatency is how long the last SetActive(false) took: the probes
+	// keep firing until it returns, so the planned attached time is
+	// shortened by it.
+	detachLatency time.Duration
 }
 
 // minRatio keeps some observation however expensive the probes are.
 const minRatio = 0.01
+
+// firstEstimate is when the first cost estimate is made.
+const firstEstimate = 200 * time.Millisecond
+
+// minAttached is the shortest attached phase worth having.
+const minAttached = 10 * time.Millisecond
 
 func newDutyCycle(cfg OverheadConfig, probe *gil.Probe) *dutyCycle {
 	d := &dutyCycle{cfg: cfg, probe: probe, ratio: 1, effective: 1, on: true, since: time.Now()}
@@ -41,7 +51,7 @@ func newDutyCycle(cfg OverheadConfig, probe *gil.Probe) *dutyCycle {
 	}
 	// The first estimate comes early, so that an expensive workload is not
 	// probed at full cost for a whole period.
-	d.t = time.NewTimer(min(cfg.Period, time.Second))
+	d.t = time.NewTimer(min(cfg.Period, firstEstimate))
 	return d
 }
 
@@ -77,7 +87,7 @@ func (d *dutyCycle) step(processes int) (float64, error) {
 		if c, err := d.probe.Counters(); err == nil {
 			d.hitsSince = c.Hits
 		}
-		d.t.Reset(time.Duration(d.ratio * float64(d.cfg.Period)))
+		d.t.Reset(max(time.Duration(d.ratio*float64(d.cfg.Period))-d.detachLatency, minAttached))
 		return d.effective, nil
 	}
 	c, err := d.probe.Counters()
@@ -101,6 +111,7 @@ func (d *dutyCycle) step(processes int) (float64, error) {
 	}
 	// The probes fired until the links were closed.
 	off := time.Now()
+	d.detachLatency = off.Sub(now)
 	d.onFor = off.Sub(d.since)
 	d.on, d.since = false, off
 	offFor := max(d.cfg.Period-d.onFor, d.cfg.Period/10)

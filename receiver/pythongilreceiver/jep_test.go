@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,18 @@ func TestJVMEmbeddingCPythonThroughJep(t *testing.T) {
 		for i, c := range th.Calls {
 			assert.Equal(t, 1, inCall(th.TID, c), "java thread %d, call %d", th.TID, i)
 		}
+	}
+	// The JVM names its threads; the windows carry the name.
+	names := map[string]bool{}
+	for _, r := range h.windows(w.PID) {
+		for _, th := range res.Threads {
+			if r.w.ThreadID == th.TID {
+				names[r.w.ThreadName] = true
+			}
+		}
+	}
+	for i := range res.Threads {
+		assert.True(t, names["jep-worker-"+strconv.Itoa(i)], "no window named jep-worker-%d among %v", i, names)
 	}
 	got := h.windows(w.PID)
 	if assert.NotEmpty(t, got) {

@@ -2,6 +2,10 @@ package pythongilreceiver
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -58,6 +62,9 @@ type process struct {
 	// ratio; raw are the unscaled values they were last computed from.
 	estimates map[counterKey]float64
 	raw       map[counterKey]float64
+	// threadNames caches each thread's name ("" when it has none of its
+	// own), read once per thread.
+	threadNames map[uint32]string
 }
 
 type histKey struct {
@@ -195,8 +202,9 @@ func (st *runState) process(pid uint32) *process {
 		pid:       pid,
 		startTime: pcommon.NewTimestampFromTime(time.Now()),
 		hists:     map[histKey]*histogram{},
-		estimates: map[counterKey]float64{},
-		raw:       map[counterKey]float64{},
+		estimates:   map[counterKey]float64{},
+		raw:         map[counterKey]float64{},
+		threadNames: map[uint32]string{},
 	}
 	if in, ok := st.scanner.Inspect(int(pid)); ok {
 		p.res, p.version = in.Resource, in.Version
@@ -237,7 +245,7 @@ func (st *runState) add(ev gil.Event) bool {
 		recs = newScopeLogs(rl).LogRecords()
 		st.pendingByPID[ev.PID] = recs
 	}
-	w := window.Window{Kind: kind, Start: st.clock.ToUnixNano(ev.Start), Duration: ev.Duration, ThreadID: int64(ev.TID)}
+	w := window.Window{Kind: kind, Start: st.clock.ToUnixNano(ev.Start), Duration: ev.Duration, ThreadID: int64(ev.TID), ThreadName: st.threadName(p, ev.TID)}
 	if w.Start <= 0 {
 		// Only a clock offset gone wrong can do this; Encode would refuse.
 		st.logger.Debug("window before the Unix epoch", zap.Int64("start", w.Start))
@@ -262,6 +270,38 @@ func (st *runState) add(ev gil.Event) bool {
 	}
 	st.pendingCount++
 	return st.pendingCount >= st.cfg.MaxBatchSize
+}
+
+// threadName returns the kernel's name for a thread when the thread has
+// one of its own: the JVM names its threads (a Java thread calling into
+// Python through Jep shows as "jep-worker-0"), Python threads keep the
+// process's name unless a library renames them. The name is read once, when
+// the thread's first window arrives.
+func (st *runState) threadName(p *process, tid uint32) string {
+	if name, ok := p.threadNames[tid]; ok {
+		return name
+	}
+	if len(p.threadNames) >= maxThreadNames {
+		return ""
+	}
+	base := filepath.Join(st.cfg.ProcRoot, strconv.Itoa(int(p.pid)))
+	name := readComm(filepath.Join(base, "task", strconv.Itoa(int(tid)), "comm"))
+	if name != "" && name == readComm(filepath.Join(base, "comm")) {
+		name = ""
+	}
+	p.threadNames[tid] = name
+	return name
+}
+
+// maxThreadNames bounds the per-process cache of thread names.
+const maxThreadNames = 4096
+
+func readComm(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimRight(string(data), "\n")
 }
 
 func (st *runState) putResource(res pcommon.Resource, p *process) {

@@ -433,3 +433,17 @@ int count_single(struct pt_regs *ctx)
 	count(COUNTER_HITS);
 	return 0;
 }
+
+SEC("uretprobe.multi")
+int count_return_multi(struct pt_regs *ctx)
+{
+	count(COUNTER_HITS);
+	return 0;
+}
+
+SEC("uretprobe")
+int count_return_single(struct pt_regs *ctx)
+{
+	count(COUNTER_HITS);
+	return 0;
+}

@@ -48,8 +48,8 @@ type Options struct {
 	SwitchProbes bool
 	// GC attaches gc_collect_main where present, for GC pauses.
 	GC bool
-	// Bare replaces every program with one that only counts hits: the
-	// baseline of the overhead benchmark.
+	// Bare replaces every program, entry and return, with one that only
+	// counts hits: the baseline of the overhead benchmark.
 	Bare bool
 }
 

@@ -99,12 +99,14 @@ type gilSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type gilProgramSpecs struct {
-	CountMulti   *ebpf.ProgramSpec `ebpf:"count_multi"`
-	CountSingle  *ebpf.ProgramSpec `ebpf:"count_single"`
-	EntryMulti   *ebpf.ProgramSpec `ebpf:"entry_multi"`
-	EntrySingle  *ebpf.ProgramSpec `ebpf:"entry_single"`
-	ReturnMulti  *ebpf.ProgramSpec `ebpf:"return_multi"`
-	ReturnSingle *ebpf.ProgramSpec `ebpf:"return_single"`
+	CountMulti        *ebpf.ProgramSpec `ebpf:"count_multi"`
+	CountReturnMulti  *ebpf.ProgramSpec `ebpf:"count_return_multi"`
+	CountReturnSingle *ebpf.ProgramSpec `ebpf:"count_return_single"`
+	CountSingle       *ebpf.ProgramSpec `ebpf:"count_single"`
+	EntryMulti        *ebpf.ProgramSpec `ebpf:"entry_multi"`
+	EntrySingle       *ebpf.ProgramSpec `ebpf:"entry_single"`
+	ReturnMulti       *ebpf.ProgramSpec `ebpf:"return_multi"`
+	ReturnSingle      *ebpf.ProgramSpec `ebpf:"return_single"`
 }
 
 // gilMapSpecs contains maps before they are loaded into the kernel.
@@ -180,17 +182,21 @@ type gilVariables struct {
 //
 // It can be passed to loadGilObjects or ebpf.CollectionSpec.LoadAndAssign.
 type gilPrograms struct {
-	CountMulti   *ebpf.Program `ebpf:"count_multi"`
-	CountSingle  *ebpf.Program `ebpf:"count_single"`
-	EntryMulti   *ebpf.Program `ebpf:"entry_multi"`
-	EntrySingle  *ebpf.Program `ebpf:"entry_single"`
-	ReturnMulti  *ebpf.Program `ebpf:"return_multi"`
-	ReturnSingle *ebpf.Program `ebpf:"return_single"`
+	CountMulti        *ebpf.Program `ebpf:"count_multi"`
+	CountReturnMulti  *ebpf.Program `ebpf:"count_return_multi"`
+	CountReturnSingle *ebpf.Program `ebpf:"count_return_single"`
+	CountSingle       *ebpf.Program `ebpf:"count_single"`
+	EntryMulti        *ebpf.Program `ebpf:"entry_multi"`
+	EntrySingle       *ebpf.Program `ebpf:"entry_single"`
+	ReturnMulti       *ebpf.Program `ebpf:"return_multi"`
+	ReturnSingle      *ebpf.Program `ebpf:"return_single"`
 }
 
 func (p *gilPrograms) Close() error {
 	return _GilClose(
 		p.CountMulti,
+		p.CountReturnMulti,
+		p.CountReturnSingle,
 		p.CountSingle,
 		p.EntryMulti,
 		p.EntrySingle,

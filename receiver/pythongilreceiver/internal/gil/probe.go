@@ -221,9 +221,7 @@ func (l *Library) link() error {
 			continue
 		}
 		if pp.ret {
-			if !l.probe.opts.Bare {
-				returns = append(returns, pp)
-			}
+			returns = append(returns, pp)
 		} else {
 			entries = append(entries, pp)
 		}
@@ -246,7 +244,7 @@ func (l *Library) linkMulti(entries, returns []probePoint) error {
 	progs := &l.probe.objs.gilPrograms
 	entry, ret := progs.EntryMulti, progs.ReturnMulti
 	if l.probe.opts.Bare {
-		entry = progs.CountMulti
+		entry, ret = progs.CountMulti, progs.CountReturnMulti
 	}
 	for _, set := range []struct {
 		points []probePoint
@@ -282,6 +280,8 @@ func (l *Library) linkSingle(entries, returns []probePoint) error {
 		)
 		opts := &link.UprobeOptions{Cookie: pp.point}
 		switch {
+		case l.probe.opts.Bare && pp.ret:
+			lk, err = l.exe.Uretprobe(pp.symbol, progs.CountReturnSingle, opts)
 		case l.probe.opts.Bare:
 			lk, err = l.exe.Uprobe(pp.symbol, progs.CountSingle, opts)
 		case pp.ret:
