@@ -24,6 +24,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmmetrics"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/repository"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/xlog"
 )
 
 // jfrReceiver is the one receiver behind a component ID's logs and metrics
@@ -122,7 +123,12 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 			DiscoveryInterval: rc.DiscoveryInterval, Logger: logger,
 		}))
 	}
-	out = append(out, r.xlogSources()...)
+	if xc := r.cfg.XLog; len(xc.Include) > 0 {
+		out = append(out, xlog.NewSource(xlog.Config{
+			Include: xc.Include, FromStart: xc.StartAt == "beginning",
+			DiscoveryInterval: xc.DiscoveryInterval, Logger: logger,
+		}))
+	}
 	return out
 }
 

@@ -1,0 +1,244 @@
+package xlog
+
+import (
+	"cmp"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfrstream"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	jfrtest.Cleanup()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func pollAll(t *testing.T, s *Source) jvmevent.Batch {
+	t.Helper()
+	var all jvmevent.Batch
+	if err := s.Poll(context.Background(), func(b jvmevent.Batch) {
+		all.JVM = b.JVM
+		all.Windows = append(all.Windows, b.Windows...)
+		all.Safepoints = append(all.Safepoints, b.Safepoints...)
+		all.Ended = all.Ended || b.Ended
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// TestTailFollowsRotationAndPartialLines: lines split across writes are
+// read once whole; a file present at start is read from its end; after
+// the JVM rotates (renames the file, starts a new one) the rest of the old
+// file and all of the new one arrive; a truncated file is read again from
+// its start; a deleted file ends.
+func TestTailFollowsRotationAndPartialLines(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gc.log")
+	appendFile(t, path, g1Safepoint17+"\n")
+	clock := window.NewFixedClock(1_000_000_000)
+	s := NewSource(Config{Include: []string{filepath.Join(dir, "*.log")}, DiscoveryInterval: time.Hour, Clock: clock})
+	defer s.Close()
+
+	if b := pollAll(t, s); len(b.Windows) != 0 {
+		t.Fatalf("a file found at start was read from its beginning: %+v", b.Windows)
+	}
+	half := len(g1Pause17) / 2
+	appendFile(t, path, g1Safepoint17+"\n"+g1Pause17[:half])
+	b := pollAll(t, s)
+	if len(b.Windows) != 1 || b.Windows[0].Kind != window.KindJVMSafepoint {
+		t.Fatalf("after one line and a half: %+v", b.Windows)
+	}
+	w := b.Windows[0]
+	if w.Start != 1_000_000_000+2759442805832-17189926 || w.Duration != 17189926 || w.Attributes[window.AttrJVMVMOperation] != "G1CollectForAllocation" {
+		t.Errorf("safepoint window %+v", w)
+	}
+	if b.JVM.PID != 13177 || len(b.Safepoints) != 1 || b.Safepoints[0].TimeToSafepoint != 6559 {
+		t.Errorf("batch %+v", b)
+	}
+	appendFile(t, path, g1Pause17[half:]+"\n")
+	if b := pollAll(t, s); len(b.Windows) != 1 || b.Windows[0].Kind != window.KindJVMGCPause || b.Windows[0].Duration != 17024*time.Microsecond {
+		t.Fatalf("the rest of the split line: %+v", b.Windows)
+	}
+
+	// Rotation: a last line lands in the old file after the rename.
+	if err := os.Rename(path, path+".0"); err != nil {
+		t.Fatal(err)
+	}
+	appendFile(t, path+".0", zPause25+"\n")
+	appendFile(t, path, zSafepoint25+"\n"+zPause25+"\n")
+	if b := pollAll(t, s); len(b.Windows) != 3 {
+		t.Fatalf("after rotation: %d windows, want 3: %+v", len(b.Windows), b.Windows)
+	}
+
+	// Truncation in place.
+	if err := os.WriteFile(path, []byte(zSafepoint25+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b := pollAll(t, s); len(b.Windows) != 0 {
+		t.Fatalf("read the truncated file before noticing: %+v", b.Windows)
+	}
+	if b := pollAll(t, s); len(b.Windows) != 1 {
+		t.Fatalf("after truncation: %+v", b.Windows)
+	}
+
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if b := pollAll(t, s); !b.Ended {
+		t.Fatalf("deleted file not ended: %+v", b)
+	}
+}
+
+// TestXlogAgreesWithJFR runs real JDK 17 and 25 JVMs that both record JFR
+// (SafepointBegin/End at 0 ms) and log -Xlog:gc*,safepoint, and checks that
+// every safepoint of the recording has a window from the log that starts
+// and ends within 1 ms of it: with timenanos (CLOCK_MONOTONIC through
+// window.Clock), and again with that decorator removed, so that the time
+// and uptimenanos decorators carry it.
+func TestXlogAgreesWithJFR(t *testing.T) {
+	for _, tc := range []struct {
+		major int
+		gc    string
+	}{{17, "-XX:+UseG1GC"}, {25, "-XX:+UseZGC"}} {
+		t.Run("jdk"+strconv.Itoa(tc.major), func(t *testing.T) {
+			t.Parallel()
+			j := jfrtest.Find(t, tc.major)
+			dir := t.TempDir()
+			src, jfc, err := jfrtest.Workload()
+			if err != nil {
+				t.Fatal(err)
+			}
+			logPath := filepath.Join(dir, "gc.log")
+			dump := filepath.Join(dir, "dump.jfr")
+			cmd := exec.Command(j.Java(), "-Xmx128m", tc.gc,
+				"-Xlog:gc*,safepoint:file="+logPath+":time,uptimenanos,timenanos,pid,tid,level,tags",
+				"-XX:StartFlightRecording:settings=profile,settings="+jfc+",filename="+dump,
+				src, "2000")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("JVM: %v\n%s", err, out)
+			}
+			jfrWindows := recordingSafepoints(t, dump)
+			if len(jfrWindows) == 0 {
+				t.Fatal("the recording has no safepoints")
+			}
+
+			raw, err := os.ReadFile(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			noNanos := regexp.MustCompile(`(?m)^(\[[^\]]+\])\[\d+ns\]`).ReplaceAll(raw, []byte("$1"))
+			for name, content := range map[string][]byte{"timenanos": raw, "time+uptimenanos": noNanos} {
+				logDir := t.TempDir()
+				if err := os.WriteFile(filepath.Join(logDir, "gc.log"), content, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				s := NewSource(Config{Include: []string{filepath.Join(logDir, "*.log")}, FromStart: true, DiscoveryInterval: time.Hour})
+				b := pollAll(t, s)
+				s.Close()
+				var logWindows []window.Window
+				pauses := 0
+				for _, w := range b.Windows {
+					switch w.Kind {
+					case window.KindJVMSafepoint:
+						logWindows = append(logWindows, w)
+					case window.KindJVMGCPause:
+						pauses++
+					}
+				}
+				if pauses == 0 {
+					t.Errorf("%s: no GC pause windows from the log", name)
+				}
+				slices.SortFunc(logWindows, func(a, b window.Window) int { return cmp.Compare(a.Start, b.Start) })
+				for _, jw := range jfrWindows {
+					lw, ok := closest(logWindows, jw.Start)
+					if !ok || abs(lw.Start-jw.Start) > int64(time.Millisecond) || abs(lw.End()-jw.End()) > int64(time.Millisecond) ||
+						lw.Attributes[window.AttrJVMVMOperation] != jw.Attributes[window.AttrJVMVMOperation] {
+						t.Errorf("%s: JFR safepoint %v (%d..%d) vs log %v (%d..%d)", name,
+							jw.Attributes[window.AttrJVMVMOperation], jw.Start, jw.End(), lw.Attributes[window.AttrJVMVMOperation], lw.Start, lw.End())
+					}
+				}
+			}
+		})
+	}
+}
+
+// recordingSafepoints reads the safepoint windows of a finished recording.
+func recordingSafepoints(t *testing.T, path string) []window.Window {
+	t.Helper()
+	r, err := jfr.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s := jfrstream.New()
+	var b jvmevent.Batch
+	for i := range r.Chunks() {
+		c, err := r.Chunk(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Chunk(c, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Flush(&b, true)
+	var out []window.Window
+	for _, w := range b.Windows {
+		if w.Kind == window.KindJVMSafepoint && w.Attributes[jfrstream.AttrSafepointEndSource] == "jdk.SafepointEnd" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func closest(ws []window.Window, start int64) (window.Window, bool) {
+	i, _ := slices.BinarySearchFunc(ws, start, func(w window.Window, t int64) int { return cmp.Compare(w.Start, t) })
+	best, ok := window.Window{}, false
+	for _, k := range []int{i - 1, i} {
+		if k >= 0 && k < len(ws) && (!ok || abs(ws[k].Start-start) < abs(best.Start-start)) {
+			best, ok = ws[k], true
+		}
+	}
+	return best, ok
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
