@@ -1,0 +1,132 @@
+package pythongilreceiver
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+)
+
+// These tests drive the built distribution ($OTELCOL_AI_BIN, which `make
+// test` sets) through the project's end-to-end harness; they skip when it
+// is unset or does not include this receiver yet.
+
+func skipWithoutBuiltReceiver(t *testing.T) {
+	t.Helper()
+	if os.Getenv(e2e.EnvBinary) == "" {
+		t.Skip(e2e.EnvBinary + " is not set: these tests run against the built distribution (make test)")
+	}
+	if res := e2e.Run(t, nil, "components"); !strings.Contains(res.Stdout, "pythongil") {
+		t.Skip("the built distribution does not include the pythongil receiver")
+	}
+}
+
+// pythongilConfig probes one pid and writes windows and metrics with the
+// file exporter into the harness's output folder.
+func pythongilConfig(pid int) string {
+	return `receivers:
+  pythongil:
+    discovery_interval: 100ms
+    flush_interval: 100ms
+    collection_interval: 500ms
+    include:
+      pids: [` + strconv.Itoa(pid) + `]
+exporters:
+  file/metrics:
+    path: ${env:` + e2e.EnvOutputDir + `}/metrics.jsonl
+    flush_interval: 100ms
+  file/logs:
+    path: ${env:` + e2e.EnvOutputDir + `}/logs.jsonl
+    flush_interval: 100ms
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    metrics:
+      receivers: [pythongil]
+      exporters: [file/metrics]
+    logs:
+      receivers: [pythongil]
+      exporters: [file/logs]
+`
+}
+
+// fileWindows decodes every window of pid in a file exporter's JSON lines.
+func fileWindows(t *testing.T, path string, pid int) []window.Window {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []window.Window
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
+	var u plog.JSONUnmarshaler
+	for sc.Scan() {
+		ld, err := u.UnmarshalLogs(sc.Bytes())
+		if err != nil {
+			continue // a line still being written
+		}
+		for _, rl := range ld.ResourceLogs().All() {
+			if v, ok := rl.Resource().Attributes().Get(window.ResourcePID); !ok || v.Int() != int64(pid) {
+				continue
+			}
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					if w, err := window.Decode(lr); err == nil {
+						out = append(out, w)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestBuiltCollectorEmitsGILWindows(t *testing.T) {
+	skipWithoutBuiltReceiver(t)
+	w := workload.Start(t, "sleep", "3", "20")
+	c := e2e.Start(t, e2e.Options{ConfigYAML: pythongilConfig(w.PID)})
+	logs, metrics := filepath.Join(c.OutputDir, "logs.jsonl"), filepath.Join(c.OutputDir, "metrics.jsonl")
+	// The receiver discovers, selects and attaches before its first
+	// collection, so once its own metrics appear the workload is probed.
+	require.NoError(t, c.Eventually(time.Minute, func() bool { return fileContains(metrics, `"python.gil.probe.hits"`) }))
+	var res struct {
+		TID int64 `json:"tid"`
+		N   int   `json:"n"`
+	}
+	w.Run(&res)
+	sleeps := func() int {
+		n := 0
+		for _, win := range fileWindows(t, logs, w.PID) {
+			if win.Kind == window.KindPythonGILReleased && win.ThreadID == res.TID && win.Duration >= 20*time.Millisecond {
+				n++
+			}
+		}
+		return n
+	}
+	require.NoError(t, c.Eventually(time.Minute, func() bool { return sleeps() >= res.N }))
+	assert.Equal(t, res.N, sleeps())
+	require.NoError(t, c.Eventually(time.Minute, func() bool { return fileContains(metrics, `"python.gil.released.duration"`) }))
+	code, err := c.Stop(30 * time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+}
+
+func fileContains(path, s string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && bytes.Contains(b, []byte(s))
+}
