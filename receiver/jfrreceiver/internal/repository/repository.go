@@ -216,19 +216,27 @@ func (f *follower) poll(b *jvmevent.Batch) error {
 	// now (each pass closes a file or stops).
 	for i := 0; exited || i < maxSegmentsPerPoll; i++ {
 		if f.live == nil {
-			var ok bool
-			ok, err = f.openNext()
-			if err != nil || !ok {
+			ok, oerr := f.openNext()
+			if oerr != nil {
+				err = oerr
+			}
+			if !ok {
 				break
 			}
 		}
 		seg, perr := f.live.Poll()
 		if perr != nil {
-			if errors.Is(perr, jfr.ErrNotFlushed) && !exited {
-				break
-			}
-			if !errors.Is(perr, jfr.ErrNotFlushed) {
+			switch {
+			case !errors.Is(perr, jfr.ErrNotFlushed):
 				err = fmt.Errorf("repository %s: chunk file %s: %w (file skipped)", f.dir, filepath.Base(f.path), perr)
+			case exited:
+				// The JVM is gone: what it did not flush will not come.
+			case f.newerExists():
+				// The JVM moved on to a later chunk: this one will never
+				// be completed (truncated, or cut short by a crash).
+				err = fmt.Errorf("repository %s: chunk file %s abandoned unfinished: %w (file skipped)", f.dir, filepath.Base(f.path), perr)
+			default:
+				return f.finish(b, exited, err) // wait for the next flush
 			}
 			f.close()
 			continue
@@ -250,6 +258,13 @@ func (f *follower) poll(b *jvmevent.Batch) error {
 			break
 		}
 	}
+	return f.finish(b, exited, err)
+}
+
+// finish ends a poll: it lets out windows that waited long enough, marks
+// the follower done when the JVM is gone, and returns err unless it was
+// already reported.
+func (f *follower) finish(b *jvmevent.Batch, exited bool, err error) error {
 	f.stream.Flush(b, exited)
 	if exited {
 		// Everything the JVM flushed has been read, including a last
@@ -304,6 +319,24 @@ func (f *follower) openNext() (bool, error) {
 	}
 	f.file, f.path, f.live, f.lastStart, f.newest = file, bestPath, jfr.NewLiveChunk(file, 0), best, false
 	return true, nil
+}
+
+// newerExists reports whether a chunk file starts later than the one
+// being read.
+func (f *follower) newerExists() bool {
+	entries, err := os.ReadDir(f.dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jfr") {
+			continue
+		}
+		if h, ok := readHeader(filepath.Join(f.dir, e.Name())); ok && h.StartNanos > f.lastStart {
+			return true
+		}
+	}
+	return false
 }
 
 // readHeader reads a chunk file's header; false when it is not (yet) one.

@@ -1,0 +1,171 @@
+package repository
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfrstream"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
+)
+
+// fixture is a one-chunk recording a JDK 17 JVM wrote.
+var fixture = filepath.Join("..", "..", "..", "..", "pkg", "jfr", "testdata", "g1-default-jdk17.jfr")
+
+// chunkFile returns the fixture's chunk moved later in time by shift, with
+// the JVM's final-chunk flag set or cleared.
+func chunkFile(t *testing.T, shift time.Duration, final bool) []byte {
+	t.Helper()
+	data, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := binary.BigEndian
+	be.PutUint64(data[32:], be.Uint64(data[32:])+uint64(shift))
+	flags := be.Uint16(data[66:]) &^ 2
+	if final {
+		flags |= 2
+	}
+	be.PutUint16(data[66:], flags)
+	return data
+}
+
+// fixturePauses is the number of GC pause windows in the fixture's chunk.
+func fixturePauses(t *testing.T) int {
+	t.Helper()
+	c, err := jfr.NewChunk(chunkFile(t, 0, false), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b jvmevent.Batch
+	s := jfrstream.New()
+	if err := s.Chunk(c, &b); err != nil {
+		t.Fatal(err)
+	}
+	s.Flush(&b, true)
+	n := 0
+	for _, w := range b.Windows {
+		if w.Kind == window.KindJVMGCPause {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("fixture has no GC pauses")
+	}
+	return n
+}
+
+type polled struct {
+	pauses int
+	ended  bool
+	err    error
+}
+
+func poll(s *Source) polled {
+	var p polled
+	p.err = s.Poll(context.Background(), func(b jvmevent.Batch) {
+		for _, w := range b.Windows {
+			if w.Kind == window.KindJVMGCPause {
+				p.pauses++
+			}
+		}
+		p.ended = p.ended || b.Ended
+	})
+	return p
+}
+
+func write(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCorruptChunkIsReportedOnceAndSkipped: a chunk whose records are
+// damaged is reported once, naming the repository and file, and the next
+// chunk is read as usual; the chunk marked final ends the repository.
+func TestCorruptChunkIsReportedOnceAndSkipped(t *testing.T) {
+	want := fixturePauses(t)
+	base := t.TempDir()
+	repo := filepath.Join(base, "2026_11_29_10_00_00_4242")
+	write(t, filepath.Join(repo, "2026_11_29_10_00_00.jfr"), chunkFile(t, 0, false))
+	s := New(Config{Include: []string{filepath.Join(base, "2*_*")}, DiscoveryInterval: time.Hour})
+	defer s.Close()
+	if p := poll(s); p.err != nil || p.pauses != want {
+		t.Fatalf("first chunk: %+v, want %d pauses", p, want)
+	}
+
+	bad := chunkFile(t, time.Second, false)
+	copy(bad[68:], []byte{0xff, 0xff, 0xff, 0xff, 0x7f})
+	write(t, filepath.Join(repo, "2026_11_29_10_00_01.jfr"), bad)
+	p := poll(s)
+	if p.err == nil || !strings.Contains(p.err.Error(), repo) || !strings.Contains(p.err.Error(), "2026_11_29_10_00_01.jfr") {
+		t.Fatalf("corrupt chunk: %+v", p)
+	}
+	if p := poll(s); p.err != nil {
+		t.Fatalf("the same problem reported again: %v", p.err)
+	}
+
+	write(t, filepath.Join(repo, "2026_11_29_10_00_02.jfr"), chunkFile(t, 2*time.Second, true))
+	if p := poll(s); p.err != nil || p.pauses != want || !p.ended {
+		t.Fatalf("chunk after the corrupt one: %+v, want %d pauses and the end", p, want)
+	}
+	if f := s.Following(); len(f) != 0 {
+		t.Fatalf("still following %v", f)
+	}
+	if p := poll(s); p.pauses != 0 || p.err != nil {
+		t.Fatalf("a repository read to its end was read again: %+v", p)
+	}
+}
+
+// TestTruncatedChunkIsAbandonedForTheNext: a chunk cut short (its header
+// announces more than the file has) holds the repository only until a
+// later chunk shows the JVM moved on.
+func TestTruncatedChunkIsAbandonedForTheNext(t *testing.T) {
+	want := fixturePauses(t)
+	base := t.TempDir()
+	repo := filepath.Join(base, "2026_11_29_10_00_00_4243")
+	full := chunkFile(t, 0, false)
+	write(t, filepath.Join(repo, "a.jfr"), full[:len(full)/2])
+	s := New(Config{Include: []string{filepath.Join(base, "2*_*")}, DiscoveryInterval: time.Hour})
+	defer s.Close()
+	if p := poll(s); p.err != nil || p.pauses != 0 {
+		t.Fatalf("a chunk still being written: %+v", p)
+	}
+	write(t, filepath.Join(repo, "b.jfr"), chunkFile(t, time.Second, true))
+	p := poll(s)
+	if p.err == nil || !strings.Contains(p.err.Error(), "a.jfr") || p.pauses != want || !p.ended {
+		t.Fatalf("after the next chunk appeared: %+v, want an error naming a.jfr and %d pauses", p, want)
+	}
+}
+
+// TestRepositoryDeletedWhileRead: the JVM (here: whoever owns the folder)
+// deletes the repository; the receiver ends it quietly.
+func TestRepositoryDeletedWhileRead(t *testing.T) {
+	base := t.TempDir()
+	repo := filepath.Join(base, "2026_11_29_10_00_00_4244")
+	write(t, filepath.Join(repo, "a.jfr"), chunkFile(t, 0, false))
+	s := New(Config{Include: []string{filepath.Join(base, "2*_*")}, DiscoveryInterval: time.Hour})
+	defer s.Close()
+	if p := poll(s); p.err != nil || p.pauses == 0 {
+		t.Fatalf("first poll: %+v", p)
+	}
+	if err := os.RemoveAll(repo); err != nil {
+		t.Fatal(err)
+	}
+	if p := poll(s); p.err != nil || !p.ended {
+		t.Fatalf("after deletion: %+v", p)
+	}
+	if f := s.Following(); len(f) != 0 {
+		t.Fatalf("still following %v", f)
+	}
+}
