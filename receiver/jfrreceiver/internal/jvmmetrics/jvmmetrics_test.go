@@ -1,0 +1,104 @@
+package jvmmetrics
+
+import (
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
+)
+
+func find(t *testing.T, md pmetric.Metrics, rm int, name string) pmetric.Metric {
+	t.Helper()
+	ms := md.ResourceMetrics().At(rm).ScopeMetrics().At(0).Metrics()
+	for i := range ms.Len() {
+		if ms.At(i).Name() == name {
+			return ms.At(i)
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return pmetric.Metric{}
+}
+
+// TestAggregatorValues: histograms accumulate across batches in the
+// semantic conventions' buckets, gauges keep the newest sample even when
+// an older one arrives later, and a JVM that ended is emitted once more,
+// then forgotten.
+func TestAggregatorValues(t *testing.T) {
+	a := New()
+	res := pcommon.NewResource()
+	res.Attributes().PutInt("process.pid", 42)
+	jvm := jvmevent.JVM{PID: 42, Source: "test"}
+	start := time.Unix(1000, 0)
+	a.Add(&jvmevent.Batch{JVM: jvm,
+		GCs: []jvmevent.GC{
+			{Name: "G1New", Action: "end of minor GC", Cause: "G1 Evacuation Pause", Duration: 5 * time.Millisecond},
+			{Name: "G1New", Action: "end of minor GC", Cause: "G1 Evacuation Pause", Duration: 50 * time.Millisecond},
+		},
+		Safepoints: []jvmevent.Safepoint{{Operation: "G1CollectForAllocation", Duration: 300 * time.Microsecond, TimeToSafepoint: 20 * time.Microsecond}},
+		Memory:     []jvmevent.Memory{{Time: 200, Type: jvmevent.MemoryHeap, Used: 100, Committed: 256, Limit: 512, UsedAfterGC: -1}},
+		Buffers:    []jvmevent.Buffers{{Time: 200, Pool: "direct", Count: 3, Used: 24576, Capacity: 24576}},
+	}, res, start)
+	a.Add(&jvmevent.Batch{JVM: jvm,
+		GCs:    []jvmevent.GC{{Name: "G1New", Action: "end of minor GC", Cause: "G1 Evacuation Pause", Duration: 2 * time.Second}},
+		Memory: []jvmevent.Memory{{Time: 100, Type: jvmevent.MemoryHeap, Used: 7, Committed: 7, Limit: 7, UsedAfterGC: 7}},
+	}, res, start)
+
+	md := a.Emit(time.Unix(2000, 0), "scope", "v1")
+	if md.ResourceMetrics().Len() != 1 {
+		t.Fatalf("%d resources", md.ResourceMetrics().Len())
+	}
+	h := find(t, md, 0, GCDuration).Histogram()
+	dp := h.DataPoints().At(0)
+	if h.AggregationTemporality() != pmetric.AggregationTemporalityCumulative || dp.Count() != 3 ||
+		dp.StartTimestamp() != pcommon.NewTimestampFromTime(start) {
+		t.Errorf("gc histogram: count %d, start %v", dp.Count(), dp.StartTimestamp())
+	}
+	if got, want := dp.BucketCounts().AsRaw(), []uint64{1, 1, 0, 1, 0}; !equal(got, want) {
+		t.Errorf("gc buckets %v, want %v", got, want)
+	}
+	if got := dp.Sum(); got < 2.0549 || got > 2.0551 {
+		t.Errorf("gc sum %v", got)
+	}
+	if v, _ := dp.Attributes().Get(AttrGCCause); v.Str() != "G1 Evacuation Pause" {
+		t.Errorf("gc cause %q", v.Str())
+	}
+	used := find(t, md, 0, MemoryUsed).Sum().DataPoints().At(0)
+	if used.IntValue() != 100 || used.Timestamp() != 200 {
+		t.Errorf("heap used %d at %d: an older sample replaced a newer one", used.IntValue(), used.Timestamp())
+	}
+	if after := find(t, md, 0, MemoryUsedAfterLastGC).Sum().DataPoints().At(0); after.IntValue() != 7 {
+		t.Errorf("used after GC %d", after.IntValue())
+	}
+	if c := find(t, md, 0, BufferCount).Sum().DataPoints().At(0); c.IntValue() != 3 {
+		t.Errorf("buffer count %d", c.IntValue())
+	}
+	if n := find(t, md, 0, SafepointCount).Sum().DataPoints().At(0); n.IntValue() != 1 {
+		t.Errorf("safepoint count %d", n.IntValue())
+	}
+
+	a.Add(&jvmevent.Batch{JVM: jvm, Ended: true}, res, start)
+	if md := a.Emit(time.Unix(3000, 0), "scope", "v1"); md.ResourceMetrics().Len() != 1 {
+		t.Fatalf("an ended JVM's last metrics were not emitted")
+	}
+	if a.Len() != 0 {
+		t.Fatalf("an ended JVM is still held")
+	}
+	if md := a.Emit(time.Unix(4000, 0), "scope", "v1"); md.ResourceMetrics().Len() != 0 {
+		t.Fatalf("an ended JVM emitted again")
+	}
+}
+
+func equal(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
