@@ -39,7 +39,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, 1024, cfg.MaxBatchSize)
 	assert.False(t, cfg.PerThread)
 	assert.Equal(t, time.Minute, cfg.RetryInterval)
-	assert.Equal(t, OverheadConfig{Budget: 0.02, Period: 10 * time.Second, CostPerHit: 800 * time.Nanosecond}, cfg.Overhead)
+	assert.Equal(t, OverheadConfig{Budget: 0.02, Period: 10 * time.Second, CostPerHit: time.Microsecond}, cfg.Overhead)
 	assert.False(t, cfg.filtered())
 	require.NoError(t, confmap.Validate(cfg))
 }

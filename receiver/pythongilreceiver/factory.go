@@ -23,7 +23,7 @@ const (
 	defaultRetryInterval      = time.Minute
 	defaultBudget             = 0.02
 	defaultBudgetPeriod       = 10 * time.Second
-	defaultCostPerHit         = 800 * time.Nanosecond
+	defaultCostPerHit         = time.Microsecond
 )
 
 // NewFactory returns the factory for the pythongil receiver.

@@ -2,6 +2,7 @@ package pythongilreceiver
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -143,6 +144,12 @@ func (st *runState) discover() {
 			}
 			l, err := st.probe.Attach(in.File)
 			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					// The process went away mid-attach; another process
+					// mapping the same file will bring it back.
+					st.logger.Debug("process exited while attaching", zap.Int("pid", in.Resource.PID), zap.Error(err))
+					continue
+				}
 				st.skipped[in.FileID] = struct{}{}
 				if errors.Is(err, gil.ErrNoSymbols) {
 					st.logger.Debug("skipping process without CPython GIL symbols", zap.Int("pid", in.Resource.PID), zap.Error(err))
@@ -199,9 +206,9 @@ func (st *runState) process(pid uint32) *process {
 		return p
 	}
 	p := &process{
-		pid:       pid,
-		startTime: pcommon.NewTimestampFromTime(time.Now()),
-		hists:     map[histKey]*histogram{},
+		pid:         pid,
+		startTime:   pcommon.NewTimestampFromTime(time.Now()),
+		hists:       map[histKey]*histogram{},
 		estimates:   map[counterKey]float64{},
 		raw:         map[counterKey]float64{},
 		threadNames: map[uint32]string{},
