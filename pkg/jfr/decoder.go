@@ -3,6 +3,7 @@ package jfr
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -75,21 +76,28 @@ func (d *decoder) varint() uint64 {
 func (d *decoder) varintLong() uint64 {
 	b, p := d.buf, d.pos
 	if len(b)-p >= 9 {
-		// Enough bytes for the longest encoding: no bounds checks per byte.
-		w := b[p : p+9 : p+9]
-		v := uint64(w[0] & 0x7f)
-		for i := 1; i < 8; i++ {
-			c := w[i]
-			v |= uint64(c&0x7f) << (7 * uint(i))
-			if c < 0x80 {
-				d.pos = p + i + 1
-				return v
-			}
+		// Enough bytes for the longest encoding: read 8 at once, find the
+		// last byte (the first without the 0x80 flag) and pack the 7-bit
+		// groups without a branch per byte.
+		w := binary.LittleEndian.Uint64(b[p:])
+		if stops := ^w & 0x8080808080808080; stops != 0 {
+			n := uint(bits.TrailingZeros64(stops)) + 1 // bits up to the last byte's flag
+			d.pos = p + int(n/8)
+			return pack7(w & (^uint64(0) >> (64 - n)))
 		}
 		d.pos = p + 9
-		return v | uint64(w[8])<<56
+		return pack7(w) | uint64(b[p+8])<<56
 	}
 	return d.varintSlow()
+}
+
+// pack7 packs the low 7 bits of each byte of w (little-endian groups)
+// into one 56-bit number.
+func pack7(w uint64) uint64 {
+	w &= 0x7f7f7f7f7f7f7f7f
+	w = w&0x007f007f007f007f | (w&0x7f007f007f007f00)>>1
+	w = w&0x00003fff00003fff | (w&0x3fff00003fff0000)>>2
+	return w&0x000000000fffffff | (w&0x0fffffff00000000)>>4
 }
 
 func (d *decoder) varintSlow() uint64 {

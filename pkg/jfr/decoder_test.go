@@ -107,3 +107,43 @@ func TestFloatsAreRawIEEE(t *testing.T) {
 		t.Errorf("f64 = %v, want pi", got)
 	}
 }
+
+// The word-at-a-time varint decoder must agree with the byte loop on every
+// length, padded encodings included, and near the end of the buffer.
+func TestVarintWordAtATime(t *testing.T) {
+	vals := []uint64{0, 1, 0x7f, 0x80, 0x3fff, 0x4000, 1<<21 - 1, 1 << 21, 1<<28 - 1, 1 << 28, 1<<35 + 5,
+		1<<42 - 1, 1 << 49, 1<<56 - 1, 1 << 56, 1<<63 + 12345, ^uint64(0)}
+	for i := 0; i < 64; i++ {
+		vals = append(vals, uint64(1)<<i, uint64(1)<<i-1, 0x9e3779b97f4a7c15>>i)
+	}
+	enc := func(v uint64, pad int) []byte {
+		var b []byte
+		for i := 0; i < 8; i++ {
+			if v < 0x80 && len(b)+1 >= pad {
+				return append(b, byte(v))
+			}
+			b = append(b, byte(v)|0x80)
+			v >>= 7
+		}
+		return append(b, byte(v))
+	}
+	for _, v := range vals {
+		for pad := 1; pad <= 9; pad++ {
+			e := enc(v, pad)
+			for _, tail := range []int{0, 3, 12} {
+				buf := append(append([]byte{}, e...), make([]byte, tail)...)
+				for i := len(e); i < len(buf); i++ {
+					buf[i] = 0xff // continuation bytes after the value must not be read
+				}
+				d := decoder{buf: buf, compressed: true}
+				got := d.varint()
+				if got != v && len(e) < 9 || d.pos != len(e) || d.failed() {
+					t.Errorf("%#x padded to %d (%d bytes, %d after): got %#x at %d, failed %v", v, pad, len(e), tail, got, d.pos, d.failed())
+				}
+				if len(e) == 9 && got != v {
+					t.Errorf("%#x in 9 bytes: got %#x", v, got)
+				}
+			}
+		}
+	}
+}

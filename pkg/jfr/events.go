@@ -132,17 +132,32 @@ func (r *EventReader) Next() bool {
 	for r.err == nil && r.pos < r.end {
 		start := r.pos
 		d.pos = start
-		size := d.u32()
+		var size, id uint64
+		if d.compressed {
+			// One-byte varints inlined by hand: most sizes and type IDs.
+			if b := d.buf[start]; b < 0x80 {
+				size, d.pos = uint64(b), start+1
+			} else {
+				size = d.varintLong()
+			}
+		} else {
+			size = d.u32()
+		}
 		if d.failed() || size == 0 || size > uint64(r.end-start) {
 			r.err = c.errorf(int64(start), "event", detail(ErrCorrupt, "record size %d with %d bytes left in chunk", size, r.end-start))
 			return false
 		}
 		end := start + int(size)
 		r.pos = end
-		tid := int64(d.u64())
-		if tid <= 1 {
+		if p := d.pos; d.compressed && p < len(d.buf) && d.buf[p] < 0x80 {
+			id, d.pos = uint64(d.buf[p]), p+1
+		} else {
+			id = d.u64()
+		}
+		if id <= 1 {
 			continue // metadata and checkpoints
 		}
+		tid := int64(id)
 		t := md.TypeByID(tid)
 		if t == nil {
 			continue

@@ -73,22 +73,27 @@ func (p *pool) lookup(key uint64) *poolEntry {
 
 // value decodes the entry on first use and returns the cached result.
 func (e *poolEntry) value() *Value {
-	if !e.decoded {
-		c := e.pool.chunk
-		d := c.decoder(int(e.off))
-		depth := 0
-		if e.pool.typ.Kind == KindString {
-			depth = -1 // a pooled string may not refer to the pool again
-		}
-		v := c.decodeType(d, e.pool.typ, depth, &c.perm)
-		if d.failed() {
-			// The entry was skipped successfully while indexing, so this
-			// cannot happen unless the bytes changed; deliver null.
-			v = Value{}
-		}
-		e.val = v
-		e.decoded = true
+	if e.decoded {
+		return &e.val
 	}
+	return e.decode()
+}
+
+func (e *poolEntry) decode() *Value {
+	c := e.pool.chunk
+	d := c.decoder(int(e.off))
+	depth := 0
+	if e.pool.typ.Kind == KindString {
+		depth = -1 // a pooled string may not refer to the pool again
+	}
+	v := c.decodeType(d, e.pool.typ, depth, &c.perm)
+	if d.failed() {
+		// The entry was skipped successfully while indexing, so this
+		// cannot happen unless the bytes changed; deliver null.
+		v = Value{}
+	}
+	e.val = v
+	e.decoded = true
 	return &e.val
 }
 

@@ -116,15 +116,22 @@ func (c *Chunk) stringField(d *decoder) Value {
 		return Value{}
 	}
 	e := d.buf[p]
-	if e != strUTF8 && e != strLatin1 && (e != strUTF16 || !d.compressed) {
+	if d.strs == nil || e != strUTF8 && e != strLatin1 && (e != strUTF16 || !d.compressed) {
+		// Constants (no interner) are decoded once per chunk, so they are
+		// converted now.
 		s, null := d.str(c)
 		if null {
 			return Value{}
 		}
 		return stringValue(s)
 	}
-	d.pos++
-	n := d.count(len(d.buf))
+	var n int
+	if q := p + 1; d.compressed && q < uint(len(d.buf)) && d.buf[q] < 0x80 {
+		n, d.pos = int(d.buf[q]), int(q)+1 // a one-byte length
+	} else {
+		d.pos++
+		n = d.count(len(d.buf))
+	}
 	if n <= 0 || n > len(d.buf)-d.pos {
 		if n > 0 {
 			d.short = true
@@ -158,7 +165,12 @@ func stringValue(s string) Value {
 func (v Value) Resolve() Value { return *v.resolved() }
 
 // Kind reports the kind of the (resolved) value.
-func (v Value) Kind() ValueKind { return v.resolved().kind }
+func (v Value) Kind() ValueKind {
+	if v.kind != kindRef {
+		return v.kind
+	}
+	return (*poolEntry)(v.p).value().kind
+}
 
 // Type returns the type of a struct, array (the element type) or
 // reference; nil for primitives and strings.
@@ -466,18 +478,30 @@ func (c *Chunk) decodeStruct(d *decoder, t *Type, depth int, a *arena) Value {
 // the field where decoding failed, or -1.
 func (c *Chunk) decodeFields(d *decoder, ops []fieldOp, out []Value, depth int, a *arena) int {
 	out = out[:len(ops)]
+	// The cursor lives in locals so that it stays in registers across the
+	// stores to out; d.pos is synchronized around calls.
+	buf, pos := d.buf, d.pos
 	for i := range ops {
 		op := &ops[i]
 		switch op.code {
 		case opVarLong, opVarInt, opVarPool:
-			// The one-byte varint, inlined by hand (varint is too big for
-			// the compiler to inline).
+			// One- and two-byte varints inlined by hand (most values
+			// other than timestamps); longer ones take the word-wise path.
 			var v uint64
-			if p := d.pos; p < len(d.buf) && d.buf[p] < 0x80 {
-				v = uint64(d.buf[p])
-				d.pos = p + 1
+			if p := uint(pos); p+1 < uint(len(buf)) {
+				if b0 := buf[p]; b0 < 0x80 {
+					v, pos = uint64(b0), pos+1
+				} else if b1 := buf[p+1]; b1 < 0x80 {
+					v, pos = uint64(b0&0x7f)|uint64(b1)<<7, pos+2
+				} else {
+					d.pos = pos
+					v = d.varintLong()
+					pos = d.pos
+				}
 			} else {
+				d.pos = pos
 				v = d.varintLong()
+				pos = d.pos
 			}
 			switch op.code {
 			case opVarLong:
@@ -487,13 +511,20 @@ func (c *Chunk) decodeFields(d *decoder, ops []fieldOp, out []Value, depth int, 
 			default:
 				out[i] = poolValue(op.pool, v)
 			}
+		case opString:
+			d.pos = pos
+			out[i] = c.stringField(d)
+			pos = d.pos
 		default:
+			d.pos = pos
 			out[i] = c.decodeOne(d, op, depth, a)
+			pos = d.pos
 			if d.failed() {
 				return i
 			}
 		}
 	}
+	d.pos = pos
 	// Reads past the end leave zeros and a sticky flag; integers are
 	// checked once here rather than after each field.
 	if d.failed() {
@@ -565,14 +596,6 @@ func (c *Chunk) decodeOne(d *decoder, op *fieldOp, depth int, a *arena) Value {
 	case opDouble:
 		return Value{kind: KindFloatValue, prim: KindDouble, bits: math.Float64bits(d.f64())}
 	case opString:
-		if d.strs == nil {
-			// A constant: decoded once per chunk, so convert it now.
-			s, null := d.str(c)
-			if null {
-				return Value{}
-			}
-			return stringValue(s)
-		}
 		return c.stringField(d)
 	}
 	return c.decodeStruct(d, op.typ, depth, a)
