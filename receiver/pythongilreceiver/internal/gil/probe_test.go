@@ -394,3 +394,38 @@ func TestPythonVersions(t *testing.T) {
 		t.Skip("no pyenv CPython 3.9+ installed")
 	}
 }
+
+// TestOneLinkPerPointFallback covers kernels without uprobe-multi links:
+// the same windows through one link per probe point, and nothing leaked.
+func TestOneLinkPerPointFallback(t *testing.T) {
+	forceSingleLinks = true
+	defer func() { forceSingleLinks = false }()
+	p := load(t, defaults)
+	before := openFDs(t)
+	w := workload.Start(t, "sleep", "3", "10")
+	l := attach(t, p, w.PID)
+	if n := l.Links(); n < 6 {
+		t.Fatalf("%d links, want one per probe point (at least 6)", n)
+	}
+	var res struct {
+		TID uint32 `json:"tid"`
+		N   int    `json:"n"`
+	}
+	w.Run(&res)
+	n := 0
+	for _, e := range drain(t, p, w.PID) {
+		if e.TID == res.TID && e.Kind == KindReleased && e.Duration >= 10*time.Millisecond {
+			n++
+		}
+	}
+	if n != res.N {
+		t.Errorf("%d released windows, want %d", n, res.N)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	if after := openFDs(t); after != before {
+		t.Fatalf("%d fds open after detaching, %d before", after, before)
+	}
+}
