@@ -36,9 +36,10 @@ var removeMemlock = sync.OnceValue(rlimit.RemoveMemlock)
 // ErrUnavailable when the kernel refuses them (no CAP_BPF/CAP_PERFMON, BPF
 // disabled, no ring buffer support).
 func Load(opts Options) (*Probe, error) {
-	if err := removeMemlock(); err != nil {
-		return nil, unavailable("lift the memlock limit", err)
-	}
+	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK; newer ones
+	// do not need the limit lifted. A failure here matters only if loading
+	// fails too.
+	memlockErr := removeMemlock()
 	spec, err := loadGil()
 	if err != nil {
 		return nil, fmt.Errorf("gil: read embedded BPF objects: %w", err)
@@ -56,6 +57,9 @@ func Load(opts Options) (*Probe, error) {
 	}
 	p := &Probe{opts: opts, libraries: map[*Library]struct{}{}, active: true}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
+		if memlockErr != nil {
+			err = errors.Join(err, fmt.Errorf("lift the memlock limit: %w", memlockErr))
+		}
 		return nil, unavailable("load BPF programs", err)
 	}
 	p.reader, err = ringbuf.NewReader(p.objs.Events)
