@@ -24,6 +24,20 @@ type Config struct {
 	Repositories RepositoriesConfig `mapstructure:"repositories"`
 	// XLog configures the -Xlog file source.
 	XLog XLogConfig `mapstructure:"xlog"`
+	// Recordings configures the finished-recording-files source.
+	Recordings RecordingsConfig `mapstructure:"recordings"`
+}
+
+// RecordingsConfig configures reading finished .jfr files.
+type RecordingsConfig struct {
+	// Include are glob patterns of recording files; empty turns the
+	// source off.
+	Include []string `mapstructure:"include"`
+	// Storage is the storage extension that keeps which files (and
+	// chunks) were read across restarts; nil keeps it in memory.
+	Storage *component.ID `mapstructure:"storage"`
+	// DiscoveryInterval is how often the patterns are matched again.
+	DiscoveryInterval time.Duration `mapstructure:"discovery_interval"`
 }
 
 // RepositoriesConfig configures following the JFR disk repositories of
@@ -81,8 +95,10 @@ func (cfg *Config) Validate() error {
 	if cfg.XLog.StartAt != "end" && cfg.XLog.StartAt != "beginning" {
 		errs = append(errs, fmt.Errorf(`xlog::start_at must be "end" or "beginning", got %q`, cfg.XLog.StartAt))
 	}
-	if !cfg.Repositories.Enabled && len(cfg.XLog.Include) == 0 {
-		errs = append(errs, errors.New("nothing to read: repositories::enabled is false and xlog::include is empty"))
+	positive("recordings::discovery_interval", cfg.Recordings.DiscoveryInterval)
+	globs("recordings::include", cfg.Recordings.Include)
+	if !cfg.Repositories.Enabled && len(cfg.XLog.Include) == 0 && len(cfg.Recordings.Include) == 0 {
+		errs = append(errs, errors.New("nothing to read: repositories::enabled is false and xlog::include and recordings::include are empty"))
 	}
 	return errors.Join(errs...)
 }

@@ -53,6 +53,10 @@ func TestConfigCustom(t *testing.T) {
 		cfg.XLog.Include[0] != "/var/log/app/gc*.log" || cfg.XLog.StartAt != "beginning" || cfg.XLog.DiscoveryInterval != 2*time.Second {
 		t.Errorf("custom %+v", cfg)
 	}
+	if cfg.Recordings.Include[0] != "/var/jfr/dumps/*.jfr" || cfg.Recordings.Storage == nil ||
+		cfg.Recordings.Storage.String() != "file_storage/jfr" || cfg.Recordings.DiscoveryInterval != 30*time.Second {
+		t.Errorf("custom recordings %+v", cfg.Recordings)
+	}
 	if err := confmap.Validate(cfg); err != nil {
 		t.Errorf("custom config invalid: %v", err)
 	}
@@ -64,7 +68,7 @@ func TestConfigValidateNamesTheKey(t *testing.T) {
 	if err == nil {
 		t.Fatal("bad config validated")
 	}
-	for _, key := range []string{"poll_interval", "repositories::include[0]", "xlog::start_at", "nothing to read"} {
+	for _, key := range []string{"poll_interval", "repositories::include[0]", "xlog::start_at", "recordings::discovery_interval", "nothing to read"} {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("error does not name %s: %v", key, err)
 		}

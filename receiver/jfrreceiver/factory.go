@@ -2,7 +2,8 @@
 // memory and direct-buffer telemetry, and the jvm.safepoint / jvm.gc.pause
 // windows of the project's window model, read from the JFR disk
 // repositories of running JVMs (found through /proc, also inside
-// containers) and from -Xlog:gc*,safepoint files.
+// containers), from finished recording files and from -Xlog:gc*,safepoint
+// files.
 package jfrreceiver // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver"
 
 import (
@@ -48,6 +49,9 @@ func createDefaultConfig() component.Config {
 		},
 		XLog: XLogConfig{
 			StartAt:           "end",
+			DiscoveryInterval: defaultDiscoveryInterval,
+		},
+		Recordings: RecordingsConfig{
 			DiscoveryInterval: defaultDiscoveryInterval,
 		},
 	}
@@ -104,8 +108,11 @@ func (s *shared) Start(ctx context.Context, host component.Host) error {
 	if s.started {
 		return nil
 	}
+	if err := s.core.start(ctx, host); err != nil {
+		return err
+	}
 	s.started = true
-	return s.core.start(ctx, host)
+	return nil
 }
 
 // Shutdown stops this face; the last face to stop stops the receiver. It

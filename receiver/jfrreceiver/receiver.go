@@ -3,6 +3,7 @@ package jfrreceiver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver"
@@ -23,6 +25,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmmetrics"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/recordings"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/repository"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/xlog"
 )
@@ -42,6 +45,7 @@ type jfrReceiver struct {
 	done    chan struct{}
 
 	// Owned by the loop goroutine.
+	storage storage.Client
 	sources []jvmevent.Source
 	cache   *procresource.Cache
 	jvms    map[jvmevent.JVM]*jvmInfo
@@ -73,13 +77,22 @@ func (r *jfrReceiver) setMetrics(c consumer.Metrics) {
 }
 
 // start starts the loop when the first face starts.
-func (r *jfrReceiver) start(_ context.Context, host component.Host) error {
+func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.started++
-	if r.started > 1 {
+	if r.started > 0 {
+		r.started++
 		return nil
 	}
+	var client storage.Client
+	if id := r.cfg.Recordings.Storage; id != nil && len(r.cfg.Recordings.Include) > 0 {
+		var err error
+		if client, err = storageClient(ctx, host, *id, r.set.ID); err != nil {
+			return err
+		}
+	}
+	r.started++
+	r.storage = client
 	r.sources = r.newSources()
 	r.cache = procresource.NewCache(procresource.NewReader(r.cfg.ProcRoot, 0))
 	r.jvms = map[jvmevent.JVM]*jvmInfo{}
@@ -123,6 +136,11 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 			DiscoveryInterval: rc.DiscoveryInterval, Logger: logger,
 		}))
 	}
+	if rc := r.cfg.Recordings; len(rc.Include) > 0 {
+		out = append(out, recordings.New(recordings.Config{
+			Include: rc.Include, DiscoveryInterval: rc.DiscoveryInterval, Storage: r.storage, Logger: logger,
+		}))
+	}
 	if xc := r.cfg.XLog; len(xc.Include) > 0 {
 		out = append(out, xlog.NewSource(xlog.Config{
 			Include: xc.Include, FromStart: xc.StartAt == "beginning",
@@ -149,6 +167,11 @@ func (r *jfrReceiver) loop(ctx context.Context, host component.Host, done chan s
 			}
 			// Metrics gathered since the last collection are not lost.
 			r.emitMetrics(context.Background())
+			if r.storage != nil {
+				if err := r.storage.Close(context.Background()); err != nil {
+					r.set.Logger.Warn("closing the storage client", zap.Error(err))
+				}
+			}
 			return
 		case <-poll.C:
 			r.pollOnce(ctx, host)
@@ -294,4 +317,30 @@ func (r *jfrReceiver) running() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.started > 0
+}
+
+// Errors of the storage extension lookup.
+var (
+	// ErrStorageNotFound: recordings::storage names no extension.
+	ErrStorageNotFound = errors.New("storage extension not found")
+	// ErrNotStorage: the extension recordings::storage names is not a
+	// storage extension.
+	ErrNotStorage = errors.New("extension is not a storage extension")
+)
+
+// storageClient opens this receiver's client of the storage extension id.
+func storageClient(ctx context.Context, host component.Host, id, self component.ID) (storage.Client, error) {
+	ext, ok := host.GetExtensions()[id]
+	if !ok {
+		return nil, fmt.Errorf("jfr receiver: recordings::storage %s: %w", id, ErrStorageNotFound)
+	}
+	se, ok := ext.(storage.Extension)
+	if !ok {
+		return nil, fmt.Errorf("jfr receiver: recordings::storage %s: %w", id, ErrNotStorage)
+	}
+	client, err := se.GetClient(ctx, component.KindReceiver, self, "recordings")
+	if err != nil {
+		return nil, fmt.Errorf("jfr receiver: recordings::storage %s: %w", id, err)
+	}
+	return client, nil
 }
