@@ -38,7 +38,7 @@ SOURCES := $(shell find . \( -path ./dist -o -path ./.tools -o -path ./.cache -o
 # Bounded fuzzing in `make test`: every target, FUZZTIME each.
 FUZZTIME ?= 10s
 
-.PHONY: build run test fuzz bench lint fmt clean distclean tools onnxruntime gpu-check
+.PHONY: build run test test-deps generate fuzz bench lint fmt clean distclean tools onnxruntime gpu-check
 
 MODELS      := $(shell find models -type f)
 
@@ -47,10 +47,19 @@ build: $(BIN) $(ORT_LIB) $(DIST)/models ## Build dist/otelcol-ai; place libonnxr
 run: build ## Build, then run the collector on its embedded default config.
 	cd $(CURDIR) && exec $(BIN) --config embedded:default
 
-test: build ## Build the binary once, then run every test against it.
+# Python packages the tests' workloads use (Jep: CPython embedded in a JVM),
+# built against the JDK on PATH.
+JEP_VERSION := 4.3.2
+
+test: build test-deps ## Build the binary once, then run every test against it.
 	OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
 		$(GO) test -count=1 -timeout 60m ./...
 	@$(MAKE) --no-print-directory fuzz
+
+test-deps: ## Install what the tests' workloads need (idempotent).
+	@python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('jep') is None)" || \
+		JAVA_HOME=$$(dirname $$(dirname $$(readlink -f $$(command -v javac)))) \
+		python3 -m pip install --quiet jep==$(JEP_VERSION)
 
 fuzz: ## Run every fuzz target for FUZZTIME.
 	@for pkg in $$($(GO) list ./...); do \
@@ -67,6 +76,11 @@ bench: build ## Run the benchmarks, each against the reference its issue names.
 	# Every go benchmark; pkg/jfr's use the same recording.
 	JFR_BENCH_FILE=$(CACHE)/jfr-bench/g1-profile.jfr OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
 		$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+generate: ## Regenerate the committed eBPF objects (needs clang, llvm, libbpf-dev; installed if missing).
+	@command -v clang >/dev/null && [ -f /usr/include/bpf/bpf_helpers.h ] || \
+		{ apt-get update -qq && apt-get install -y -qq clang llvm libbpf-dev; }
+	$(GO) generate ./receiver/pythongilreceiver/...
 
 gpu-check: ## On a machine with NVIDIA GPUs: compare the nvml receiver with nvidia-smi for a minute.
 	mkdir -p $(CACHE)

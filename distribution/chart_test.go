@@ -307,7 +307,7 @@ func TestGatewayTier(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(node), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	lb := cfg.Exporters["loadbalancing"]
+	lb := cfg.Exporters["load_balancing"]
 	if lb.RoutingKey != "traceID" {
 		t.Errorf("routing_key %q, want traceID", lb.RoutingKey)
 	}
@@ -315,7 +315,7 @@ func TestGatewayTier(t *testing.T) {
 	if lb.Resolver.DNS.Hostname != wantHost || lb.Resolver.DNS.Port != "4317" {
 		t.Errorf("resolver %s:%s, want %s:4317", lb.Resolver.DNS.Hostname, lb.Resolver.DNS.Port, wantHost)
 	}
-	if !slices.Contains(cfg.Service.Pipelines["traces"].Exporters, "loadbalancing") {
+	if !slices.Contains(cfg.Service.Pipelines["traces"].Exporters, "load_balancing") {
 		t.Errorf("traces pipeline exporters %v: traces do not reach the gateway", cfg.Service.Pipelines["traces"].Exporters)
 	}
 
@@ -324,7 +324,7 @@ func TestGatewayTier(t *testing.T) {
 	if len(r.deployments) != 0 || len(r.services) != 0 {
 		t.Errorf("gateway disabled but %d Deployments, %d Services rendered", len(r.deployments), len(r.services))
 	}
-	if strings.Contains(agentOverlay(t, r), "loadbalancing") {
+	if strings.Contains(agentOverlay(t, r), "load_balancing") {
 		t.Error("gateway disabled but agents still route to it")
 	}
 }

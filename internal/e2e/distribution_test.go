@@ -184,6 +184,12 @@ func TestDefaultConfigRoundTrip(t *testing.T) {
 	if !strings.Contains(c.Log(), "Shutdown complete") {
 		t.Errorf("collector log has no clean shutdown message")
 	}
+	// The shipped configuration uses current component names.
+	for _, line := range strings.Split(c.Log(), "\n") {
+		if strings.Contains(line, "is deprecated") {
+			t.Errorf("default config logs a deprecation: %s", line)
+		}
+	}
 }
 
 func containsSampleValue(body, metric, value string) bool {
