@@ -149,7 +149,6 @@ func (c *Chunk) indexCheckpoint(off int64) (delta int64, err error) {
 			return 0, c.errorf(int64(at), "checkpoint", detail(ErrCorrupt, "constant pool for undeclared class id %d", tid))
 		}
 		p := c.pools.get(t, c)
-		p.grow(n)
 		for j := 0; j < n; j++ {
 			key := d.u64()
 			vo := d.pos

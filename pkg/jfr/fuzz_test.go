@@ -106,8 +106,8 @@ func FuzzCheckpoint(f *testing.F) {
 			if p == nil {
 				continue
 			}
-			for _, e := range p.keys {
-				_ = e.value().String()
+			for i := 0; i < p.n; i++ {
+				_ = p.entry(i).value().String()
 			}
 		}
 	})

@@ -4,6 +4,7 @@ package jfr
 // references between pools (and cycles, e.g. class → class loader → class)
 // cost nothing until followed, and then only one level at a time.
 type poolEntry struct {
+	key     uint64
 	off     int32 // offset of the encoded value in the chunk
 	decoded bool
 	pool    *pool
@@ -14,58 +15,82 @@ const entryBlock = 256
 
 // pool is the merged constant pool of one type across all checkpoints of a
 // chunk. Entries live in fixed blocks so that pointers to them stay valid
-// as more checkpoints are indexed.
+// as more checkpoints are indexed. Indexing a checkpoint only appends
+// entries; index then makes them findable by key, in a table by key when
+// the keys are small enough (thread, stack trace and most type ids are),
+// in a map otherwise.
 type pool struct {
-	typ    *Type
-	chunk  *Chunk
-	keys   map[uint64]*poolEntry
-	dense  []*poolEntry // by key, when keys are small enough
-	blocks [][]poolEntry
-	n      int
-	maxKey uint64
+	typ     *Type
+	chunk   *Chunk
+	dense   []*poolEntry          // by key, while keys is nil
+	keys    map[uint64]*poolEntry // when the keys are too large for dense
+	blocks  [][]poolEntry
+	n       int // entries appended, duplicate keys included
+	indexed int // entries [0, indexed) are in dense or keys
+	size    int // distinct keys indexed
+	maxKey  uint64
 }
 
-func (p *pool) grow(n int) {
-	if p.keys == nil {
-		p.keys = make(map[uint64]*poolEntry, min(n, 1<<16))
-	}
-}
-
-// add indexes a constant. A key seen before keeps its first (newest, since
-// the chain is walked backwards) definition.
+// add appends a constant; index makes it findable.
 func (p *pool) add(key uint64, off int32) {
-	if _, dup := p.keys[key]; dup {
-		return
-	}
 	b, i := p.n/entryBlock, p.n%entryBlock
 	if b == len(p.blocks) {
 		p.blocks = append(p.blocks, make([]poolEntry, entryBlock))
 	}
 	e := &p.blocks[b][i]
-	e.off, e.pool = off, p
-	p.keys[key] = e
+	e.key, e.off, e.pool = key, off, p
 	p.n++
 	p.maxKey = max(p.maxKey, key)
-	p.dense = nil
 }
 
-// index builds the dense lookup table when the keys are small compared
-// with the number of entries (thread, stack trace and most type ids are).
+func (p *pool) entry(i int) *poolEntry { return &p.blocks[i/entryBlock][i%entryBlock] }
+
+// index makes the entries appended since the last call findable. A key
+// seen before keeps its first definition (the newest, since checkpoints
+// are walked backwards from the last one).
 func (p *pool) index() {
-	if p.dense != nil || p.maxKey >= uint64(8*p.n+4096) {
+	if p.indexed == p.n {
 		return
 	}
-	p.dense = make([]*poolEntry, p.maxKey+1)
-	for k, e := range p.keys {
-		p.dense[k] = e
+	if p.keys == nil && p.maxKey < uint64(8*p.n+4096) {
+		if uint64(len(p.dense)) <= p.maxKey {
+			d := make([]*poolEntry, p.maxKey+1)
+			copy(d, p.dense)
+			p.dense = d
+		}
+		for i := p.indexed; i < p.n; i++ {
+			if e := p.entry(i); p.dense[e.key] == nil {
+				p.dense[e.key] = e
+				p.size++
+			}
+		}
+		p.indexed = p.n
+		return
 	}
+	if p.keys == nil {
+		p.keys = make(map[uint64]*poolEntry, p.n)
+		for k, e := range p.dense {
+			if e != nil {
+				p.keys[uint64(k)] = e
+			}
+		}
+		p.dense = nil
+	}
+	for i := p.indexed; i < p.n; i++ {
+		e := p.entry(i)
+		if _, dup := p.keys[e.key]; !dup {
+			p.keys[e.key] = e
+			p.size++
+		}
+	}
+	p.indexed = p.n
 }
 
 func (p *pool) lookup(key uint64) *poolEntry {
-	if key < uint64(len(p.dense)) {
-		return p.dense[key]
-	}
-	if p.dense != nil && p.maxKey < uint64(len(p.dense)) {
+	if p.keys == nil {
+		if key < uint64(len(p.dense)) {
+			return p.dense[key]
+		}
 		return nil
 	}
 	return p.keys[key]
@@ -167,7 +192,7 @@ func (c *Chunk) PoolSize(typeName string) int {
 		return 0
 	}
 	if p := c.pools.find(t.ID); p != nil {
-		return p.n
+		return p.size
 	}
 	return 0
 }
