@@ -53,6 +53,20 @@ type RepositoriesConfig struct {
 	Include []string `mapstructure:"include"`
 	// DiscoveryInterval is how often new JVMs and repositories are looked for.
 	DiscoveryInterval time.Duration `mapstructure:"discovery_interval"`
+	// Attach starts a recording in discovered JVMs that run none.
+	Attach AttachConfig `mapstructure:"attach"`
+}
+
+// AttachConfig configures starting recordings through the HotSpot attach
+// protocol (off by default).
+type AttachConfig struct {
+	// Enabled turns it on.
+	Enabled bool `mapstructure:"enabled"`
+	// Settings is a .jfc file (a path the collector reads) to record with;
+	// empty uses the project's settings.
+	Settings string `mapstructure:"settings"`
+	// Timeout bounds one attach exchange with a JVM.
+	Timeout time.Duration `mapstructure:"timeout"`
 }
 
 // XLogConfig configures tailing JVM unified-logging files.
@@ -90,6 +104,12 @@ func (cfg *Config) Validate() error {
 	}
 	positive("repositories::discovery_interval", cfg.Repositories.DiscoveryInterval)
 	globs("repositories::include", cfg.Repositories.Include)
+	if a := cfg.Repositories.Attach; a.Enabled {
+		positive("repositories::attach::timeout", a.Timeout)
+		if !cfg.Repositories.Discover {
+			errs = append(errs, errors.New("repositories::attach::enabled needs repositories::discover"))
+		}
+	}
 	positive("xlog::discovery_interval", cfg.XLog.DiscoveryInterval)
 	globs("xlog::include", cfg.XLog.Include)
 	if cfg.XLog.StartAt != "end" && cfg.XLog.StartAt != "beginning" {

@@ -35,7 +35,8 @@ func TestConfigDefaults(t *testing.T) {
 	want := createDefaultConfig().(*Config)
 	if cfg.PollInterval != time.Second || cfg.CollectionInterval != 10*time.Second || cfg.ProcRoot != "/proc" ||
 		!cfg.Repositories.Enabled || !cfg.Repositories.Discover || cfg.Repositories.DiscoveryInterval != 5*time.Second ||
-		cfg.XLog.StartAt != "end" || len(cfg.XLog.Include) != 0 {
+		cfg.XLog.StartAt != "end" || len(cfg.XLog.Include) != 0 ||
+		cfg.Repositories.Attach.Enabled || cfg.Repositories.Attach.Timeout != 5*time.Second {
 		t.Errorf("defaults %+v", cfg)
 	}
 	if cfg.PollInterval != want.PollInterval {
@@ -57,6 +58,13 @@ func TestConfigCustom(t *testing.T) {
 		cfg.Recordings.Storage.String() != "file_storage/jfr" || cfg.Recordings.DiscoveryInterval != 30*time.Second {
 		t.Errorf("custom recordings %+v", cfg.Recordings)
 	}
+	if a := cfg.Repositories.Attach; !a.Enabled || a.Settings != "/etc/otelcol-ai/jvm.jfc" || a.Timeout != 3*time.Second {
+		t.Errorf("custom attach %+v", a)
+	}
+	if err := confmap.Validate(cfg); err == nil || !strings.Contains(err.Error(), "repositories::attach::enabled needs repositories::discover") {
+		t.Errorf("attach without discovery validated: %v", err)
+	}
+	cfg.Repositories.Discover = true
 	if err := confmap.Validate(cfg); err != nil {
 		t.Errorf("custom config invalid: %v", err)
 	}

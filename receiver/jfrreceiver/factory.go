@@ -24,6 +24,7 @@ const (
 	defaultPollInterval       = time.Second
 	defaultCollectionInterval = 10 * time.Second
 	defaultDiscoveryInterval  = 5 * time.Second
+	defaultAttachTimeout      = 5 * time.Second
 )
 
 // NewFactory returns the factory for the jfr receiver.
@@ -46,6 +47,7 @@ func createDefaultConfig() component.Config {
 			Enabled:           true,
 			Discover:          true,
 			DiscoveryInterval: defaultDiscoveryInterval,
+			Attach:            AttachConfig{Timeout: defaultAttachTimeout},
 		},
 		XLog: XLogConfig{
 			StartAt:           "end",

@@ -134,6 +134,7 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 		out = append(out, repository.New(repository.Config{
 			Include: rc.Include, Discover: rc.Discover, ProcRoot: r.cfg.ProcRoot,
 			DiscoveryInterval: rc.DiscoveryInterval, Logger: logger,
+			Attach: repository.AttachConfig{Enabled: rc.Attach.Enabled, Settings: rc.Attach.Settings, Timeout: rc.Attach.Timeout},
 		}))
 	}
 	if rc := r.cfg.Recordings; len(rc.Include) > 0 {

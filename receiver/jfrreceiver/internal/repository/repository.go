@@ -44,6 +44,8 @@ type Config struct {
 	// DiscoveryInterval is how often the source looks for new JVMs and
 	// repositories; following known ones happens on every poll.
 	DiscoveryInterval time.Duration
+	// Attach starts recordings in discovered JVMs that run none.
+	Attach AttachConfig
 	// Logger receives debug messages about JVMs coming and going.
 	Logger *zap.Logger
 }
@@ -56,6 +58,7 @@ const maxSegmentsPerPoll = 8
 type Source struct {
 	cfg       Config
 	finder    *discovery.Finder
+	starter   *starter
 	followers map[string]*follower // by repository folder
 	ended     map[string]bool      // repositories read to the end, while they exist
 	started   bool
@@ -71,6 +74,9 @@ func New(cfg Config) *Source {
 	s := &Source{cfg: cfg, followers: map[string]*follower{}, ended: map[string]bool{}, now: time.Now}
 	if cfg.Discover {
 		s.finder = discovery.NewFinder(cfg.ProcRoot)
+		if cfg.Attach.Enabled {
+			s.starter = newStarter(cfg.Attach, cfg.ProcRoot, cfg.Logger)
+		}
 	}
 	return s
 }
@@ -121,8 +127,12 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 	return errors.Join(errs...)
 }
 
-// Close closes every open chunk file.
+// Close closes every open chunk file and stops the recordings the source
+// started.
 func (s *Source) Close() error {
+	if s.starter != nil {
+		s.starter.stopAll(s.finder)
+	}
 	for dir, f := range s.followers {
 		f.close()
 		delete(s.followers, dir)
@@ -147,11 +157,22 @@ func (s *Source) scan() error {
 		if err != nil {
 			errs = append(errs, err)
 		}
+		alive := map[jvmKey]bool{}
 		for _, j := range jvms {
 			finder, pid, start := s.finder, j.PID, j.StartTicks
-			for _, dir := range j.Repositories() {
+			repos := j.Repositories()
+			for _, dir := range repos {
 				add(dir, jvmevent.JVM{PID: pid, StartTicks: start, Source: dir}, func() bool { return finder.Alive(pid, start) })
 			}
+			alive[jvmKey{pid, start}] = true
+			if s.starter != nil {
+				if err := s.starter.consider(j, len(repos) > 0); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		if s.starter != nil {
+			s.starter.forget(alive)
 		}
 	}
 	for _, pattern := range s.cfg.Include {

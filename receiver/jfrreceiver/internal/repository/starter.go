@@ -1,0 +1,141 @@
+package repository
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
+)
+
+// Settings is the project's JFR configuration (.jfc): the events the
+// receiver reads, at low overhead.
+//
+//go:embed otelcol-ai.jfc
+var Settings []byte
+
+// RecordingName names the recordings the receiver starts.
+const RecordingName = "otelcol-ai"
+
+// maxAttachTries bounds how often a JVM that does not (yet) take JFR.start
+// is tried, one try per discovery.
+const maxAttachTries = 5
+
+// AttachConfig turns on starting recordings in JVMs that run none.
+type AttachConfig struct {
+	// Enabled starts a recording (JFR.start through the attach protocol)
+	// in every discovered JVM without a repository.
+	Enabled bool
+	// Settings is the .jfc to record with, as a path the collector can
+	// read; "" uses the project's (Settings).
+	Settings string
+	// Timeout bounds one attach exchange.
+	Timeout time.Duration
+}
+
+type jvmKey struct {
+	pid   int
+	start uint64
+}
+
+// starter starts and stops recordings. Its maps are bounded by the JVMs
+// running: entries of exited JVMs are dropped at each discovery.
+type starter struct {
+	cfg     AttachConfig
+	procs   string
+	logger  *zap.Logger
+	tries   map[jvmKey]int
+	started map[jvmKey]discovery.JVM
+	// only, when set, limits attaching to the JVMs it accepts (tests: never
+	// attach to JVMs the test did not start).
+	only func(discovery.JVM) bool
+}
+
+func newStarter(cfg AttachConfig, procRoot string, logger *zap.Logger) *starter {
+	return &starter{cfg: cfg, procs: procRoot, logger: logger, tries: map[jvmKey]int{}, started: map[jvmKey]discovery.JVM{}}
+}
+
+// consider starts a recording in j unless it has one, was started by us,
+// or was tried too often. It returns an error only for a failure worth
+// reporting (once per JVM).
+func (s *starter) consider(j discovery.JVM, hasRepository bool) error {
+	k := jvmKey{j.PID, j.StartTicks}
+	if hasRepository || s.started[k].PID != 0 || s.tries[k] >= maxAttachTries || (s.only != nil && !s.only(j)) {
+		return nil
+	}
+	t := attach.Target{ProcRoot: s.procs, PID: j.PID, NSPID: j.NSPID, Timeout: s.cfg.Timeout}
+	if !t.Ready() {
+		return nil
+	}
+	s.tries[k]++
+	settings, cleanup, err := s.settingsFor(j)
+	if err != nil {
+		s.tries[k] = maxAttachTries
+		return err
+	}
+	defer cleanup()
+	cmd := fmt.Sprintf("JFR.start name=%s settings=%s disk=true maxage=10m", RecordingName, settings)
+	out, err := t.Jcmd(cmd)
+	if attach.NotYet(err) {
+		return nil // JFR not registered yet; try at the next discovery
+	}
+	if err != nil {
+		s.tries[k] = maxAttachTries
+		return fmt.Errorf("repository: starting a recording in pid %d: %w", j.PID, err)
+	}
+	s.started[k] = j
+	s.logger.Info("started a JFR recording", zap.Int("pid", j.PID), zap.String("output", out))
+	return nil
+}
+
+// settingsFor puts the settings file where the JVM can read it (its own
+// /tmp, which may be a container's) and returns the path as the JVM sees it.
+func (s *starter) settingsFor(j discovery.JVM) (string, func(), error) {
+	data := Settings
+	if s.cfg.Settings != "" {
+		var err error
+		if data, err = os.ReadFile(s.cfg.Settings); err != nil {
+			return "", func() {}, fmt.Errorf("repository: attach settings: %w", err)
+		}
+	}
+	name := "otelcol-ai-" + strconv.Itoa(j.NSPID) + ".jfc"
+	local := filepath.Join(j.Root, "tmp", name)
+	if err := os.WriteFile(local, data, 0o644); err != nil {
+		return "", func() {}, fmt.Errorf("repository: writing settings for pid %d: %w", j.PID, err)
+	}
+	return "/tmp/" + name, func() { os.Remove(local) }, nil
+}
+
+// forget drops JVMs that are no longer running.
+func (s *starter) forget(alive map[jvmKey]bool) {
+	for k := range s.tries {
+		if !alive[k] {
+			delete(s.tries, k)
+		}
+	}
+	for k := range s.started {
+		if !alive[k] {
+			delete(s.started, k)
+		}
+	}
+}
+
+// stopAll stops the recordings this receiver started in JVMs still running.
+func (s *starter) stopAll(finder *discovery.Finder) {
+	for k, j := range s.started {
+		delete(s.started, k)
+		if !finder.Alive(j.PID, j.StartTicks) {
+			continue
+		}
+		t := attach.Target{ProcRoot: s.procs, PID: j.PID, NSPID: j.NSPID, Timeout: s.cfg.Timeout}
+		if _, err := t.Jcmd("JFR.stop name=" + RecordingName); err != nil {
+			s.logger.Warn("stopping the JFR recording this receiver started", zap.Int("pid", j.PID), zap.Error(err))
+		}
+	}
+}
