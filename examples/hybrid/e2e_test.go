@@ -1,0 +1,280 @@
+// Package hybrid_test runs the hybrid example end to end: the built
+// otelcol-ai with the jfr, pythongil and otlp receivers and the
+// runtimecorrelation processor (collector.yaml), against the Java service
+// that embeds CPython through Jep (make run-embedded). It checks what the
+// collector wrote against the windows it exported.
+package hybrid_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+)
+
+const requests = 120
+
+// ready skips unless everything the scenario needs is here: the binary
+// with the three components, root for the eBPF probes, a JDK and Maven.
+func ready(t *testing.T) {
+	t.Helper()
+	if os.Getenv(e2e.EnvBinary) == "" {
+		t.Skipf("hybrid end-to-end: set %s to the built binary (make test does)", e2e.EnvBinary)
+	}
+	res := e2e.Run(t, nil, "components")
+	for _, c := range []string{"jfr", "pythongil", "runtimecorrelation"} {
+		if !strings.Contains(res.Stdout, "name: "+c+"\n") {
+			t.Skipf("hybrid end-to-end: the binary lacks %s", c)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("hybrid end-to-end: the pythongil receiver's probes need root")
+	}
+	for _, tool := range []string{"java", "mvn", "make", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("hybrid end-to-end: %s not found", tool)
+		}
+	}
+}
+
+func runMake(t *testing.T, ctx context.Context, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "make", append([]string{"--no-print-directory"}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make %v: %v\n%s", args, err, out)
+	}
+	t.Logf("make %v:\n%s", args, tail(string(out), 2000))
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func TestEmbeddedJVMAndCPython(t *testing.T) {
+	ready(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	runMake(t, ctx, "setup")
+
+	out := t.TempDir()
+	config, err := filepath.Abs("collector.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e2e.Start(t, e2e.Options{
+		Configs: []string{config},
+		Env:     map[string]string{"HYBRID_OUT": out, "HYBRID_MATCH_SCOPE": "process"},
+	})
+	if err := c.WaitHealthy(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	runMake(t, ctx, "run-embedded", fmt.Sprintf("REQUESTS=%d", requests), "OUT="+out,
+		"OTLP_ENDPOINT=http://"+c.Endpoints.OTLPGRPC)
+	if err := c.Eventually(60*time.Second, func() bool {
+		return len(readSpans(t, filepath.Join(out, "traces.jsonl"))) == requests
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := c.Stop(60 * time.Second); err != nil || code != 0 {
+		t.Fatalf("stop: exit %d, %v", code, err)
+	}
+
+	windows, overlaps := readLogs(t, filepath.Join(out, "logs.jsonl"))
+	spans := readSpans(t, filepath.Join(out, "traces.jsonl"))
+	if len(spans) != requests {
+		t.Fatalf("%d spans, want %d", len(spans), requests)
+	}
+	jvm := spans[0].pid
+	byKind := map[window.Kind]int{}
+	for _, w := range windows[jvm] {
+		byKind[w.Kind]++
+	}
+	t.Logf("windows of the JVM (pid %d): %v; overlap records: %d", jvm, byKind, len(overlaps))
+	if byKind[window.KindPythonGILReleased]+byKind[window.KindPythonGILWait] == 0 || byKind[window.KindJVMGCPause]+byKind[window.KindJVMSafepoint] == 0 {
+		t.Fatalf("the JVM's pid lacks JVM or GIL windows: %v", byKind)
+	}
+
+	// Each span's totals are the sums of its windows' intersections,
+	// recomputed here from the exported windows of its process.
+	for _, s := range spans {
+		want := map[string]int64{}
+		for _, w := range windows[s.pid] {
+			if d := min(w.End(), s.end) - max(w.Start, s.start); d > 0 {
+				want["runtime.overlap."+string(w.Kind)+".duration"] += d
+				want["runtime.overlap."+string(w.Kind)+".count"]++
+			}
+		}
+		got := map[string]int64{}
+		for k, v := range s.attrs {
+			if strings.HasPrefix(k, "runtime.overlap.") {
+				got[k] = v.(int64)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("span %d [%d, %d): annotated %v, recomputed %v", s.request, s.start, s.end, got, want)
+		}
+		if s.end < s.start || s.start < windowsStart(windows[s.pid])-int64(time.Minute) {
+			t.Errorf("span %d: timestamps [%d, %d) inconsistent with its windows", s.request, s.start, s.end)
+		}
+	}
+
+	// At least one JVM pause overlapped a GIL window in the same process,
+	// and every overlap record agrees with its two windows.
+	cross := 0
+	for _, o := range overlaps {
+		if !strings.HasPrefix(o.first, "jvm.") || !strings.HasPrefix(o.second, "python.gil.") {
+			continue
+		}
+		if o.firstPID == o.secondPID && o.firstPID == jvm {
+			cross++
+		}
+		start, end := max(o.firstStart, o.secondStart), min(o.firstStart+o.firstDur, o.secondStart+o.secondDur)
+		if o.timestamp != start || o.duration != end-start || o.duration <= 0 {
+			t.Errorf("overlap %+v: want start %d, duration %d", o, start, end-start)
+		}
+	}
+	if cross == 0 {
+		t.Error("no runtime.overlap of a JVM pause with a GIL window in the JVM's process")
+	}
+}
+
+func windowsStart(ws []window.Window) int64 {
+	first := int64(0)
+	for _, w := range ws {
+		if first == 0 || w.Start < first {
+			first = w.Start
+		}
+	}
+	return first
+}
+
+type span struct {
+	request, pid int64
+	start, end   int64
+	attrs        map[string]any
+}
+
+type overlapRecord struct {
+	first, second           string
+	firstPID, secondPID     int64
+	firstStart, secondStart int64
+	firstDur, secondDur     int64
+	timestamp, duration     int64
+}
+
+func readSpans(t *testing.T, path string) []span {
+	t.Helper()
+	var out []span
+	for _, td := range readJSONLines(t, path, (&ptrace.JSONUnmarshaler{}).UnmarshalTraces) {
+		for i := 0; i < td.ResourceSpans().Len(); i++ {
+			rs := td.ResourceSpans().At(i)
+			pid := intAttr(rs.Resource().Attributes(), window.ResourcePID)
+			for j := 0; j < rs.ScopeSpans().Len(); j++ {
+				spans := rs.ScopeSpans().At(j).Spans()
+				for k := 0; k < spans.Len(); k++ {
+					s := spans.At(k)
+					if s.Name() != "infer" {
+						continue
+					}
+					out = append(out, span{
+						request: intAttr(s.Attributes(), "hybrid.request"), pid: pid,
+						start: int64(s.StartTimestamp()), end: int64(s.EndTimestamp()),
+						attrs: s.Attributes().AsRaw(),
+					})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// readLogs returns the exported windows per pid, each once (the index
+// keeps exact duplicates once), and the overlap records.
+func readLogs(t *testing.T, path string) (map[int64][]window.Window, []overlapRecord) {
+	t.Helper()
+	windows := map[int64][]window.Window{}
+	seen := map[string]bool{}
+	var overlaps []overlapRecord
+	for _, ld := range readJSONLines(t, path, (&plog.JSONUnmarshaler{}).UnmarshalLogs) {
+		for i := 0; i < ld.ResourceLogs().Len(); i++ {
+			rl := ld.ResourceLogs().At(i)
+			pid := intAttr(rl.Resource().Attributes(), window.ResourcePID)
+			for j := 0; j < rl.ScopeLogs().Len(); j++ {
+				lrs := rl.ScopeLogs().At(j).LogRecords()
+				for k := 0; k < lrs.Len(); k++ {
+					lr := lrs.At(k)
+					if lr.EventName() == "runtime.overlap" {
+						a := lr.Attributes()
+						overlaps = append(overlaps, overlapRecord{
+							first: strAttr(a, "runtime.overlap.first.kind"), second: strAttr(a, "runtime.overlap.second.kind"),
+							firstPID: intAttr(a, "runtime.overlap.first.process.pid"), secondPID: intAttr(a, "runtime.overlap.second.process.pid"),
+							firstStart: intAttr(a, "runtime.overlap.first.start"), secondStart: intAttr(a, "runtime.overlap.second.start"),
+							firstDur: intAttr(a, "runtime.overlap.first.duration"), secondDur: intAttr(a, "runtime.overlap.second.duration"),
+							timestamp: int64(lr.Timestamp()), duration: intAttr(a, "runtime.overlap.duration"),
+						})
+						continue
+					}
+					w, err := window.Decode(lr)
+					if err != nil {
+						continue
+					}
+					key := fmt.Sprint(pid, w.Kind, w.Start, w.Duration, w.ThreadID)
+					if seen[key] {
+						continue
+					}
+					seen[key] = true
+					windows[pid] = append(windows[pid], w)
+				}
+			}
+		}
+	}
+	return windows, overlaps
+}
+
+func intAttr(m pcommon.Map, k string) int64 {
+	v, _ := m.Get(k)
+	return v.Int()
+}
+
+func strAttr(m pcommon.Map, k string) string {
+	v, _ := m.Get(k)
+	return v.Str()
+}
+
+func readJSONLines[T any](t *testing.T, path string, decode func([]byte) (T, error)) []T {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []T
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		v, err := decode([]byte(line))
+		if err != nil {
+			continue // a line still being written
+		}
+		out = append(out, v)
+	}
+	return out
+}
