@@ -51,6 +51,10 @@ func TestParseSafepoint(t *testing.T) {
 		{g1Safepoint17, Safepoint{Operation: "G1CollectForAllocation", Total: 17189926, Reaching: 6559}},
 		{zSafepoint25, Safepoint{Operation: "ZMarkStartYoungAndOld", Total: 193718, Reaching: 112317}},
 		{parallelSP17, Safepoint{Operation: "ParallelGCFailedAllocation", Total: 22991405, Reaching: 11866979}},
+		// JDK 21u adds Leaving safepoint to the 17 layout (no JDK 21 here:
+		// the line follows the format in the project's notes).
+		{`[3.001s][info][safepoint] Safepoint "G1CollectForAllocation", Time since last: 1000 ns, Reaching safepoint: 2000 ns, Cleanup: 300 ns, At safepoint: 40000 ns, Leaving safepoint: 500 ns, Total: 42800 ns`,
+			Safepoint{Operation: "G1CollectForAllocation", Total: 42800, Reaching: 2000}},
 	}
 	for _, tt := range tests {
 		l, _ := ParseLine(tt.line)
