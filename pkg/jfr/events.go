@@ -104,31 +104,39 @@ type EventReader struct {
 	err   error
 	keep  bool
 	arena arena
+	d     decoder // over the chunk's bytes up to end
+}
+
+func (c *Chunk) eventReader(from, to int, keep bool) *EventReader {
+	r := &EventReader{c: c, pos: from, end: to, keep: keep}
+	r.ev.chunk = c
+	r.d = decoder{buf: c.buf[:to], compressed: c.Header.CompressedInts(), strs: &c.strs}
+	return r
 }
 
 // Events returns a reader over all events of the chunk. The values of an
 // event are reused by the next call to Next, so reading allocates nothing
 // per event; keep an event with [Event.Clone], or use [Chunk.AllEvents].
 func (c *Chunk) Events() *EventReader {
-	return &EventReader{c: c, pos: HeaderSize, end: len(c.buf)}
+	return c.eventReader(HeaderSize, len(c.buf), false)
 }
 
 // AllEvents is like Events, but every event stays valid: its values are
 // allocated (in large blocks) for as long as the chunk lives.
 func (c *Chunk) AllEvents() *EventReader {
-	return &EventReader{c: c, pos: HeaderSize, end: len(c.buf), keep: true}
+	return c.eventReader(HeaderSize, len(c.buf), true)
 }
 
 // eventsBetween reads the records in [from, to) of the chunk.
 func (c *Chunk) eventsBetween(from, to int) *EventReader {
-	return &EventReader{c: c, pos: from, end: to}
+	return c.eventReader(from, to, false)
 }
 
 // Next decodes the next event; it returns false at the end or on error.
 func (r *EventReader) Next() bool {
 	c := r.c
 	md := c.Metadata
-	d := decoder{buf: c.buf[:r.end], compressed: c.Header.CompressedInts(), strs: &c.strs}
+	d := &r.d
 	for r.err == nil && r.pos < r.end {
 		start := r.pos
 		d.pos = start
@@ -172,8 +180,15 @@ func (r *EventReader) Next() bool {
 		}
 		fields := a.values(len(t.Fields))
 		d.end = end
-		if i := c.decodeFields(&d, c.ops(t), fields, 0, a); i >= 0 {
-			r.err = c.errorf(int64(d.pos), "event", fmt.Errorf("%w (field %s of %s, record at %d)", decodeErr(&d, "field value"), t.Fields[i].Name, t.Name, c.Offset+int64(start)))
+		var ops []fieldOp
+		if id < uint64(len(c.opsDense)) {
+			ops = c.opsDense[id] // c.ops's common case, inlined
+		}
+		if ops == nil {
+			ops = c.ops(t)
+		}
+		if i := c.decodeFields(d, ops, fields, 0, a); i >= 0 {
+			r.err = c.errorf(int64(d.pos), "event", fmt.Errorf("%w (field %s of %s, record at %d)", decodeErr(d, "field value"), t.Fields[i].Name, t.Name, c.Offset+int64(start)))
 			return false
 		}
 		if d.pos > end {
@@ -181,7 +196,7 @@ func (r *EventReader) Next() bool {
 			return false
 		}
 		ev := &r.ev
-		ev.Type, ev.Fields, ev.Offset, ev.Size, ev.chunk = t, fields, c.Offset+int64(start), int(size), c
+		ev.Type, ev.Fields, ev.Offset, ev.Size = t, fields, c.Offset+int64(start), int(size)
 		return true
 	}
 	return false

@@ -1,7 +1,9 @@
 package jfr
 
 import (
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -485,14 +487,20 @@ func (c *Chunk) decodeFields(d *decoder, ops []fieldOp, out []Value, depth int, 
 		op := &ops[i]
 		switch op.code {
 		case opVarLong, opVarInt, opVarPool:
-			// One- and two-byte varints inlined by hand (most values
-			// other than timestamps); longer ones take the word-wise path.
+			// Varints inlined by hand: one and two bytes (most values
+			// other than timestamps) directly, up to eight a word at a
+			// time as in varintLong; the 9-byte form and the chunk's last
+			// bytes take the call.
 			var v uint64
-			if p := uint(pos); p+1 < uint(len(buf)) {
-				if b0 := buf[p]; b0 < 0x80 {
+			if p := uint(pos); p+9 <= uint(len(buf)) {
+				b0, b1 := buf[p], buf[p+1]
+				if b0 < 0x80 {
 					v, pos = uint64(b0), pos+1
-				} else if b1 := buf[p+1]; b1 < 0x80 {
+				} else if b1 < 0x80 {
 					v, pos = uint64(b0&0x7f)|uint64(b1)<<7, pos+2
+				} else if w := binary.LittleEndian.Uint64(buf[p:]); ^w&0x8080808080808080 != 0 {
+					n := uint(bits.TrailingZeros64(^w&0x8080808080808080)) + 1 // 8..64
+					v, pos = pack7(w&(^uint64(0)>>((64-n)&63))), pos+int(n>>3)
 				} else {
 					d.pos = pos
 					v = d.varintLong()
