@@ -25,6 +25,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrRefused is wrapped by errors for a command the JVM ran and failed
@@ -106,25 +108,36 @@ func (t Target) Jcmd(command string) (string, error) {
 func (t Target) startListener(sock string, deadline time.Time) error {
 	uid, gid := t.owner()
 	name := ".attach_pid" + strconv.Itoa(t.nspid())
-	var trigger string
+	// The trigger file is made and removed relative to an open handle on
+	// its directory: /proc/<pid>/cwd stops resolving when the process
+	// exits (a process that is not a JVM dies of SIGQUIT), the directory
+	// does not.
+	var dirFD = -1
 	for _, dir := range []string{t.proc("cwd"), filepath.Join(t.proc("root"), "tmp")} {
-		p := filepath.Join(dir, name)
-		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o660)
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue
 		}
-		f.Close()
+		f, err := unix.Openat(fd, name, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o660)
+		if err != nil {
+			unix.Close(fd)
+			continue
+		}
 		// HotSpot only trusts a trigger file of its own user.
 		if uid >= 0 && os.Getuid() == 0 {
-			_ = os.Chown(p, uid, gid)
+			_ = unix.Fchown(f, uid, gid)
 		}
-		trigger = p
+		unix.Close(f)
+		dirFD = fd
 		break
 	}
-	if trigger == "" {
+	if dirFD < 0 {
 		return fmt.Errorf("attach: pid %d: cannot create %s in its working or tmp directory", t.PID, name)
 	}
-	defer os.Remove(trigger)
+	defer func() {
+		_ = unix.Unlinkat(dirFD, name, 0)
+		unix.Close(dirFD)
+	}()
 	if err := syscall.Kill(t.PID, syscall.SIGQUIT); err != nil {
 		return fmt.Errorf("attach: pid %d: SIGQUIT: %w", t.PID, err)
 	}

@@ -39,6 +39,7 @@ func TestStartAndStopRecording(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(j.Java(), "-Xmx64m", src, "20000")
+	cmd.Dir = t.TempDir()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -96,6 +97,7 @@ func TestStartAndStopRecording(t *testing.T) {
 // error says so within the timeout.
 func TestNotAJVM(t *testing.T) {
 	cmd := exec.Command("sleep", "30")
+	cmd.Dir = t.TempDir()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -106,5 +108,8 @@ func TestNotAJVM(t *testing.T) {
 	_, err := Target{ProcRoot: "/proc", PID: cmd.Process.Pid, Timeout: time.Second}.Jcmd("JFR.check")
 	if err == nil || !strings.Contains(err.Error(), "no attach socket") {
 		t.Fatalf("attach to sleep: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(cmd.Dir, ".attach_pid*")); len(left) != 0 {
+		t.Errorf("trigger file left behind: %v", left)
 	}
 }

@@ -26,6 +26,7 @@ func TestStartsRecordingWhereNoneRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(j.Java(), "-Xmx64m", src, "15000")
+	cmd.Dir = t.TempDir()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
