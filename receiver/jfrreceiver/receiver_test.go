@@ -47,6 +47,7 @@ func startJVM(t *testing.T, j jfrtest.JDK, dir string, millis int, flags ...stri
 		"-XX:StartFlightRecording:settings=profile,settings="+jfc+",filename="+filepath.Join(dir, "dump.jfr"),
 		src, strconv.Itoa(millis))
 	cmd := exec.Command(j.Java(), args...)
+	cmd.Dir = dir
 	out = &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

@@ -45,6 +45,7 @@ func runJVM(t *testing.T, j jfrtest.JDK, dir string, millis int, extra ...string
 		"-XX:StartFlightRecording:settings=profile,settings=" + jfc + ",filename=" + filepath.Join(dir, "dump.jfr")}, extra...)
 	args = append(args, src, strconv.Itoa(millis), "rotate")
 	cmd := exec.Command(j.Java(), args...)
+	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -147,6 +147,7 @@ func TestXlogAgreesWithJFR(t *testing.T) {
 				"-Xlog:gc*,safepoint:file="+logPath+":time,uptimenanos,timenanos,pid,tid,level,tags",
 				"-XX:StartFlightRecording:settings=profile,settings="+jfc+",filename="+dump,
 				src, "2000")
+			cmd.Dir = dir
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("JVM: %v\n%s", err, out)
