@@ -1,8 +1,9 @@
 // Package hybrid_test runs the hybrid example end to end: the built
 // otelcol-ai with the jfr, pythongil and otlp receivers and the
 // runtimecorrelation processor (collector.yaml), against the Java service
-// that embeds CPython through Jep (make run-embedded). It checks what the
-// collector wrote against the windows it exported.
+// embedding CPython through Jep (make run-embedded) and beside a CPython
+// sidecar (make run-sidecar). It checks what the collector wrote against
+// the windows it exported.
 package hybrid_test
 
 import (
@@ -65,7 +66,14 @@ func tail(s string, n int) string {
 	return s
 }
 
-func TestEmbeddedJVMAndCPython(t *testing.T) {
+// TestEmbeddedJVMAndCPython: one JVM embedding CPython, matched per process.
+func TestEmbeddedJVMAndCPython(t *testing.T) { runScenario(t, "embedded", "process") }
+
+// TestJVMAndCPythonSideBySide: a JVM and a CPython process on one host,
+// matched per host.
+func TestJVMAndCPythonSideBySide(t *testing.T) { runScenario(t, "sidecar", "host") }
+
+func runScenario(t *testing.T, mode, scope string) {
 	ready(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -78,13 +86,13 @@ func TestEmbeddedJVMAndCPython(t *testing.T) {
 	}
 	c := e2e.Start(t, e2e.Options{
 		Configs: []string{config},
-		Env:     map[string]string{"HYBRID_OUT": out, "HYBRID_MATCH_SCOPE": "process"},
+		Env:     map[string]string{"HYBRID_OUT": out, "HYBRID_MATCH_SCOPE": scope},
 	})
 	if err := c.WaitHealthy(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	runMake(t, ctx, "run-embedded", fmt.Sprintf("REQUESTS=%d", requests), "OUT="+out,
-		"OTLP_ENDPOINT=http://"+c.Endpoints.OTLPGRPC)
+	runMake(t, ctx, "run-"+mode, fmt.Sprintf("REQUESTS=%d", requests), "OUT="+out,
+		"OTLP_ENDPOINT=http://"+c.Endpoints.OTLPGRPC, fmt.Sprintf("SIDECAR=127.0.0.1:%d", e2e.FreePorts(t, 1)[0]))
 	if err := c.Eventually(60*time.Second, func() bool {
 		return len(readSpans(t, filepath.Join(out, "traces.jsonl"))) == requests
 	}); err != nil {
@@ -100,20 +108,32 @@ func TestEmbeddedJVMAndCPython(t *testing.T) {
 		t.Fatalf("%d spans, want %d", len(spans), requests)
 	}
 	jvm := spans[0].pid
+	// The windows a span is matched with: its process's, or in host scope
+	// every process's on the host.
+	scoped := func(pid int64) []window.Window {
+		if scope == "process" {
+			return windows[pid]
+		}
+		var all []window.Window
+		for _, ws := range windows {
+			all = append(all, ws...)
+		}
+		return all
+	}
 	byKind := map[window.Kind]int{}
-	for _, w := range windows[jvm] {
+	for _, w := range scoped(jvm) {
 		byKind[w.Kind]++
 	}
-	t.Logf("windows of the JVM (pid %d): %v; overlap records: %d", jvm, byKind, len(overlaps))
+	t.Logf("windows matched with the JVM's spans (pid %d, scope %s): %v; overlap records: %d", jvm, scope, byKind, len(overlaps))
 	if byKind[window.KindPythonGILReleased]+byKind[window.KindPythonGILWait] == 0 || byKind[window.KindJVMGCPause]+byKind[window.KindJVMSafepoint] == 0 {
-		t.Fatalf("the JVM's pid lacks JVM or GIL windows: %v", byKind)
+		t.Fatalf("no JVM or no GIL windows in the JVM's scope: %v", byKind)
 	}
 
 	// Each span's totals are the sums of its windows' intersections,
 	// recomputed here from the exported windows of its process.
 	for _, s := range spans {
 		want := map[string]int64{}
-		for _, w := range windows[s.pid] {
+		for _, w := range scoped(s.pid) {
 			if d := min(w.End(), s.end) - max(w.Start, s.start); d > 0 {
 				want["runtime.overlap."+string(w.Kind)+".duration"] += d
 				want["runtime.overlap."+string(w.Kind)+".count"]++
@@ -133,14 +153,15 @@ func TestEmbeddedJVMAndCPython(t *testing.T) {
 		}
 	}
 
-	// At least one JVM pause overlapped a GIL window in the same process,
-	// and every overlap record agrees with its two windows.
+	// At least one JVM pause of the service overlapped a GIL window: in
+	// the same process (embedded) or in the sidecar (side by side). Every
+	// overlap record agrees with its two windows.
 	cross := 0
 	for _, o := range overlaps {
 		if !strings.HasPrefix(o.first, "jvm.") || !strings.HasPrefix(o.second, "python.gil.") {
 			continue
 		}
-		if o.firstPID == o.secondPID && o.firstPID == jvm {
+		if o.firstPID == jvm && (o.secondPID == jvm) == (mode == "embedded") {
 			cross++
 		}
 		start, end := max(o.firstStart, o.secondStart), min(o.firstStart+o.firstDur, o.secondStart+o.secondDur)
@@ -149,7 +170,7 @@ func TestEmbeddedJVMAndCPython(t *testing.T) {
 		}
 	}
 	if cross == 0 {
-		t.Error("no runtime.overlap of a JVM pause with a GIL window in the JVM's process")
+		t.Errorf("no runtime.overlap of the JVM's pauses with a GIL window (%s)", mode)
 	}
 }
 
