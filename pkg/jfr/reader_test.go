@@ -310,6 +310,39 @@ func TestScannerAgreesWithEvents(t *testing.T) {
 	}
 }
 
+// Reading every event, every field decoded and every reference resolved,
+// allocates per reader and per constant (decoded once per chunk), never
+// per event: string fields are left in the chunk until read.
+func TestEventsAllocateNothingPerEvent(t *testing.T) {
+	for _, name := range fixtures {
+		r := openBytes(t, readFixture(t, name+".jfr"))
+		c, err := r.Chunk(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := func() int {
+			n := 0
+			er := c.Events()
+			for er.Next() {
+				for _, v := range er.Event().Fields {
+					_ = v.Kind()
+				}
+				n++
+			}
+			if er.Err() != nil {
+				t.Fatal(er.Err())
+			}
+			return n
+		}
+		events := read() // decodes the constants once
+		allocs := testing.AllocsPerRun(5, func() { read() })
+		// The reader, its decoder and its value and struct blocks.
+		if allocs > 6 {
+			t.Errorf("%s: reading %d events: %.0f allocations, want at most 6 (per reader, none per event)", name, events, allocs)
+		}
+	}
+}
+
 func TestScannerSkipsWithoutAllocating(t *testing.T) {
 	r := openBytes(t, readFixture(t, fixtures[0]+".jfr"))
 	c, err := r.Chunk(0)
