@@ -144,8 +144,10 @@ func (s *Source) Close() error {
 func (s *Source) scan() error {
 	var errs []error
 	found := map[string]bool{}
-	add := func(dir string, jvm jvmevent.JVM, alive func() bool) {
+	var infos []os.FileInfo // folders found so far, to spot one reached by two paths
+	add := func(dir string, info os.FileInfo, jvm jvmevent.JVM, alive func() bool) {
 		found[dir] = true
+		infos = append(infos, info)
 		if s.followers[dir] != nil || s.ended[dir] {
 			return
 		}
@@ -162,7 +164,11 @@ func (s *Source) scan() error {
 			finder, pid, start := s.finder, j.PID, j.StartTicks
 			repos := j.Repositories()
 			for _, dir := range repos {
-				add(dir, jvmevent.JVM{PID: pid, StartTicks: start, Source: dir}, func() bool { return finder.Alive(pid, start) })
+				info, err := os.Stat(dir)
+				if err != nil {
+					continue
+				}
+				add(dir, info, jvmevent.JVM{PID: pid, StartTicks: start, Source: dir}, func() bool { return finder.Alive(pid, start) })
 			}
 			alive[jvmKey{pid, start}] = true
 			if s.starter != nil {
@@ -182,14 +188,21 @@ func (s *Source) scan() error {
 			continue
 		}
 		for _, dir := range matches {
-			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() || found[dir] {
+			fi, err := os.Stat(dir)
+			if err != nil || !fi.IsDir() || found[dir] {
+				continue
+			}
+			// A pattern may reach a discovered JVM's repository by another
+			// path (/tmp/… rather than /proc/<pid>/root/tmp/…): follow it
+			// once, as the discovered JVM, whose resource is richer.
+			if slices.ContainsFunc(infos, func(o os.FileInfo) bool { return os.SameFile(o, fi) }) {
 				continue
 			}
 			d := dir
 			// The pid in the name is the JVM's own; it is the collector's
 			// only when both share a pid namespace, so it is reported
 			// but not used to tell whether the JVM runs: the folder is.
-			add(dir, jvmevent.JVM{PID: discovery.RepositoryPID(dir), Source: dir}, func() bool {
+			add(dir, fi, jvmevent.JVM{PID: discovery.RepositoryPID(dir), Source: dir}, func() bool {
 				_, err := os.Stat(d)
 				return err == nil
 			})

@@ -169,3 +169,22 @@ func TestRepositoryDeletedWhileRead(t *testing.T) {
 		t.Fatalf("still following %v", f)
 	}
 }
+
+// TestSameRepositoryByTwoPathsFollowedOnce: a pattern that reaches a
+// repository another pattern (or discovery) already follows under another
+// path (a symlink, /proc/<pid>/root) does not make it read twice.
+func TestSameRepositoryByTwoPathsFollowedOnce(t *testing.T) {
+	base := t.TempDir()
+	repo := filepath.Join(base, "real", "2026_11_29_10_00_00_4245")
+	write(t, filepath.Join(repo, "a.jfr"), chunkFile(t, 0, true))
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(filepath.Join(base, "real"), link); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Include: []string{filepath.Join(base, "real", "2*_*"), filepath.Join(link, "2*_*")}, DiscoveryInterval: time.Hour})
+	defer s.Close()
+	want := fixturePauses(t)
+	if p := poll(s); p.err != nil || p.pauses != want {
+		t.Fatalf("%+v, want %d pauses once", p, want)
+	}
+}
