@@ -29,8 +29,9 @@
 //     primitives, strings, arrays, nested structs and constant-pool
 //     references that resolve lazily to their pooled values (each constant
 //     is decoded once per chunk). The reader reuses one event's storage for
-//     the next, so it allocates nothing per event; [Event.Clone] keeps one,
-//     and [Chunk.AllEvents] keeps them all.
+//     the next, and leaves string fields encoded in the chunk until
+//     [Value.Str] reads them, so it allocates nothing per event;
+//     [Event.Clone] keeps one, and [Chunk.AllEvents] keeps them all.
 //   - [Chunk.Scan] with a [Selection] decodes only the event types and fields
 //     a caller names and skips every other record by its size without
 //     allocating. Long-running consumers (the jfr receiver) use this one.
