@@ -73,6 +73,9 @@ type AttachConfig struct {
 type XLogConfig struct {
 	// Include are glob patterns of -Xlog output files.
 	Include []string `mapstructure:"include"`
+	// Discover tails the -Xlog files of discovered JVMs that have no JFR
+	// repository.
+	Discover bool `mapstructure:"discover"`
 	// StartAt is where a file found at start is read from: "end" or
 	// "beginning". Files that appear later are read from the beginning.
 	StartAt string `mapstructure:"start_at"`
@@ -117,8 +120,8 @@ func (cfg *Config) Validate() error {
 	}
 	positive("recordings::discovery_interval", cfg.Recordings.DiscoveryInterval)
 	globs("recordings::include", cfg.Recordings.Include)
-	if !cfg.Repositories.Enabled && len(cfg.XLog.Include) == 0 && len(cfg.Recordings.Include) == 0 {
-		errs = append(errs, errors.New("nothing to read: repositories::enabled is false and xlog::include and recordings::include are empty"))
+	if !cfg.Repositories.Enabled && len(cfg.XLog.Include) == 0 && !cfg.XLog.Discover && len(cfg.Recordings.Include) == 0 {
+		errs = append(errs, errors.New("nothing to read: repositories::enabled and xlog::discover are false, xlog::include and recordings::include are empty"))
 	}
 	return errors.Join(errs...)
 }

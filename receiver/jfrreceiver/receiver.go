@@ -22,6 +22,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmmetrics"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
@@ -142,10 +143,14 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 			Include: rc.Include, DiscoveryInterval: rc.DiscoveryInterval, Storage: r.storage, Logger: logger,
 		}))
 	}
-	if xc := r.cfg.XLog; len(xc.Include) > 0 {
+	if xc := r.cfg.XLog; len(xc.Include) > 0 || xc.Discover {
+		var finder *discovery.Finder
+		if xc.Discover {
+			finder = discovery.NewFinder(r.cfg.ProcRoot)
+		}
 		out = append(out, xlog.NewSource(xlog.Config{
 			Include: xc.Include, FromStart: xc.StartAt == "beginning",
-			DiscoveryInterval: xc.DiscoveryInterval, Logger: logger,
+			DiscoveryInterval: xc.DiscoveryInterval, Finder: finder, Logger: logger,
 		}))
 	}
 	return out

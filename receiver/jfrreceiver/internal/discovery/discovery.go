@@ -36,6 +36,9 @@ type JVM struct {
 	// RepositoryBase is where the JVM puts its repository folder, as the
 	// JVM sees it (e.g. /tmp).
 	RepositoryBase string
+	// XLogFiles are the files its -Xlog options write to, as glob patterns
+	// of paths the collector can open (%p replaced, %t a wildcard).
+	XLogFiles []string
 }
 
 // Repositories returns the JVM's repository folders (normally one), as
@@ -134,13 +137,22 @@ func (f *Finder) inspect(pid int) (JVM, bool) {
 		}
 	}
 	opts = append(opts, args...)
-	return JVM{
+	j := JVM{
 		PID:            pid,
 		StartTicks:     start,
 		NSPID:          nsPID(dir, pid),
 		Root:           filepath.Join(dir, "root"),
 		RepositoryBase: RepositoryBase(opts),
-	}, true
+	}
+	for _, p := range XLogFiles(opts, j.NSPID) {
+		if !filepath.IsAbs(p) {
+			// Relative to the JVM's working directory.
+			j.XLogFiles = append(j.XLogFiles, filepath.Join(dir, "cwd", p))
+			continue
+		}
+		j.XLogFiles = append(j.XLogFiles, filepath.Join(j.Root, p))
+	}
+	return j, true
 }
 
 func (f *Finder) isJava(dir string) bool {
@@ -201,4 +213,48 @@ func RepositoryBase(args []string) string {
 		return tmp
 	}
 	return "/tmp"
+}
+
+// XLogFiles returns the files that -Xlog options write to, as the JVM sees
+// them, with HotSpot's %p (pid) replaced and %t (start time) turned into a
+// wildcard: -Xlog:<selections>:<output>[:…] where output is file=<path>, or
+// a path; stdout and stderr are left out.
+func XLogFiles(args []string, pid int) []string {
+	var out []string
+	for _, a := range args {
+		rest, ok := strings.CutPrefix(a, "-Xlog:")
+		if !ok {
+			continue
+		}
+		parts := strings.SplitN(rest, ":", 3)
+		if len(parts) < 2 {
+			continue
+		}
+		target := strings.TrimPrefix(parts[1], "file=")
+		target = strings.Trim(target, `"`)
+		if target == "" || target == "stdout" || target == "stderr" {
+			continue
+		}
+		var b strings.Builder
+		for i := 0; i < len(target); i++ {
+			if target[i] != '%' || i+1 == len(target) {
+				b.WriteByte(target[i])
+				continue
+			}
+			i++
+			switch target[i] {
+			case 'p':
+				b.WriteString(strconv.Itoa(pid))
+			case 't':
+				b.WriteByte('*')
+			case '%':
+				b.WriteByte('%')
+			default:
+				b.WriteByte('%')
+				b.WriteByte(target[i])
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
 }

@@ -104,3 +104,24 @@ func TestFinderFindsContainerizedJVM(t *testing.T) {
 		t.Error("Alive does not tell live, reused and missing pids apart")
 	}
 }
+
+func TestXLogFiles(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"file=", []string{"java", "-Xlog:gc*,safepoint:file=/var/log/gc.log:time,uptimenanos"}, []string{"/var/log/gc.log"}},
+		{"bare path", []string{"-Xlog:gc:/logs/gc.log"}, []string{"/logs/gc.log"}},
+		{"quoted with pid and time", []string{`-Xlog:gc:file="/logs/gc-%p-%t.log":uptime`}, []string{"/logs/gc-7-*.log"}},
+		{"stdout and no output", []string{"-Xlog:gc:stdout", "-Xlog:gc", "-Xlog:disable", "-Xlog:gc:stderr"}, nil},
+		{"relative", []string{"-Xlog:safepoint:file=sp.log"}, []string{"sp.log"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := XLogFiles(tt.args, 7); !slices.Equal(got, tt.want) {
+				t.Errorf("XLogFiles(%q) = %q, want %q", tt.args, got, tt.want)
+			}
+		})
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 )
 
@@ -31,6 +32,9 @@ type Config struct {
 	// Clock converts timenanos (CLOCK_MONOTONIC) to Unix time; nil measures
 	// one.
 	Clock *window.Clock
+	// Finder, when set, adds the files that discovered JVMs without a JFR
+	// repository write their -Xlog output to.
+	Finder *discovery.Finder
 	// Logger receives debug messages about files coming and going.
 	Logger *zap.Logger
 }
@@ -94,9 +98,16 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 			break
 		}
 		t := s.files[p]
-		b := jvmevent.Batch{JVM: jvmevent.JVM{PID: t.pid, Source: p}}
+		exited := t.alive != nil && !t.alive()
+		b := jvmevent.Batch{}
 		err := t.poll(s.clock, &b)
-		b.JVM.PID = t.pid
+		b.JVM = jvmevent.JVM{PID: t.pid, Source: p}
+		if t.jvm != nil {
+			b.JVM = *t.jvm
+		}
+		if exited {
+			t.gone = true // read to the end above; the JVM writes no more
+		}
 		if err != nil {
 			if msg := err.Error(); msg != t.lastErr {
 				t.lastErr = msg
@@ -134,24 +145,52 @@ func (s *Source) scan() error {
 			continue
 		}
 		for _, p := range matches {
-			if s.files[p] != nil {
-				continue
-			}
-			fi, err := os.Stat(p)
-			if err != nil || !fi.Mode().IsRegular() {
-				continue
-			}
-			t := &tail{path: p}
-			// A file that appears after the first scan is new: read it all.
-			if err := t.open(s.started || s.cfg.FromStart); err != nil {
+			if err := s.follow(p, nil, nil); err != nil {
 				errs = append(errs, err)
-				continue
 			}
-			s.cfg.Logger.Debug("tailing -Xlog file", zap.String("file", p))
-			s.files[p] = t
+		}
+	}
+	if s.cfg.Finder != nil {
+		jvms, err := s.cfg.Finder.JVMs()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("xlog: %w", err))
+		}
+		for _, j := range jvms {
+			if len(j.XLogFiles) == 0 || len(j.Repositories()) > 0 {
+				continue // no log, or JFR tells more
+			}
+			finder, pid, start := s.cfg.Finder, j.PID, j.StartTicks
+			for _, pattern := range j.XLogFiles {
+				matches, _ := filepath.Glob(pattern)
+				for _, p := range matches {
+					id := &jvmevent.JVM{PID: pid, StartTicks: start, Source: p}
+					if err := s.follow(p, id, func() bool { return finder.Alive(pid, start) }); err != nil {
+						errs = append(errs, err)
+					}
+				}
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// follow starts tailing p unless it is tailed already.
+func (s *Source) follow(p string, jvm *jvmevent.JVM, alive func() bool) error {
+	if s.files[p] != nil {
+		return nil
+	}
+	fi, err := os.Stat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	t := &tail{path: p, jvm: jvm, alive: alive}
+	// A file that appears after the first scan is new: read it all.
+	if err := t.open(s.started || s.cfg.FromStart); err != nil {
+		return err
+	}
+	s.cfg.Logger.Debug("tailing -Xlog file", zap.String("file", p))
+	s.files[p] = t
+	return nil
 }
 
 // tail follows one file by name: when the JVM rotates it (renames it and
@@ -166,6 +205,8 @@ type tail struct {
 	gone    bool
 	lastErr string
 	pid     int
+	jvm     *jvmevent.JVM // the discovered JVM writing the file, nil for a pattern's
+	alive   func() bool   // whether that JVM still runs
 
 	// Uptime calibration: bounds on the JVM's start in Unix ns, narrowed by
 	// every line that has both an absolute time (ms) and an uptime.

@@ -1,6 +1,7 @@
 package xlog
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfrstream"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 )
@@ -257,4 +259,78 @@ func abs(x int64) int64 {
 		return -x
 	}
 	return x
+}
+
+// TestDiscoversLogsOfJVMsWithoutJFR: a real JVM that logs -Xlog to a file
+// named relative to its working directory, with %p, and records no JFR, is
+// found through /proc; its windows carry its pid and start time, and the
+// file is let go when the JVM exits.
+func TestDiscoversLogsOfJVMsWithoutJFR(t *testing.T) {
+	j := jfrtest.Find(t, 17)
+	src, _, err := jfrtest.Workload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(j.Java(), "-Xmx64m", "-Xlog:gc,safepoint:file=gc-%p.log:time,uptimenanos,timenanos,pid,level,tags", src, "2500")
+	cmd.Dir = dir
+	out, err := startWait(t, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSource(Config{Finder: discovery.NewFinder("/proc"), DiscoveryInterval: 100 * time.Millisecond})
+	defer s.Close()
+	pid := cmd.Process.Pid
+	var got jvmevent.Batch
+	ended := false
+	deadline := time.Now().Add(60 * time.Second)
+	for !ended {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ended; %d windows\n%s", len(got.Windows), out.String())
+		}
+		if err := s.Poll(context.Background(), func(b jvmevent.Batch) {
+			if b.JVM.PID != pid {
+				return
+			}
+			if b.JVM.StartTicks == 0 {
+				t.Errorf("discovered JVM without start time: %+v", b.JVM)
+			}
+			got.Windows = append(got.Windows, b.Windows...)
+			ended = ended || b.Ended
+		}); err != nil {
+			t.Logf("poll: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	kinds := map[window.Kind]int{}
+	for _, w := range got.Windows {
+		kinds[w.Kind]++
+	}
+	if kinds[window.KindJVMGCPause] == 0 || kinds[window.KindJVMSafepoint] == 0 {
+		t.Errorf("windows %v", kinds)
+	}
+	if len(s.files) != 0 {
+		t.Errorf("files still tailed after the JVM exited: %v", s.files)
+	}
+}
+
+// startWait starts cmd and reaps it in the background; the test's cleanup
+// kills it if it still runs.
+func startWait(t *testing.T, cmd *exec.Cmd) (*bytes.Buffer, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-done
+	})
+	return &out, nil
 }
