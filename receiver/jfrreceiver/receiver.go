@@ -220,14 +220,14 @@ func (r *jfrReceiver) handle(b *jvmevent.Batch, logs plog.Logs, now pcommon.Time
 		recs := sl.LogRecords()
 		recs.EnsureCapacity(len(b.Windows))
 		for _, w := range b.Windows {
-			lr := recs.AppendEmpty()
-			lr.SetObservedTimestamp(now)
+			lr := plog.NewLogRecord()
 			if err := window.Encode(w, lr); err != nil {
-				// Sources only build valid windows; a bad one is a bug,
-				// reported once per batch rather than per record.
+				// Sources only build valid windows: a bad one is a bug.
 				r.set.Logger.Debug("window not encoded", zap.String("source", b.JVM.Source), zap.Error(err))
-				recs.RemoveIf(func(l plog.LogRecord) bool { return l.EventName() == "" })
+				continue
 			}
+			lr.SetObservedTimestamp(now)
+			lr.MoveTo(recs.AppendEmpty())
 		}
 	}
 	r.agg.Add(b, info.resource, info.first)
