@@ -26,15 +26,10 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 )
 
-// Window attributes this package adds to the window model's.
+// Window attributes this package sets besides the window model's.
 const (
-	// AttrGCPhase is the GC pause phase as the JVM names it ("Pause Young
-	// (Normal) (G1 Evacuation Pause)", "Pause Mark Start", …).
-	AttrGCPhase = "jvm.gc.phase"
-	// AttrSafepointEndSource names the event that gave a safepoint window
-	// its end: "jdk.SafepointEnd", "jdk.ExecuteVMOperation" or
-	// "jdk.SafepointBegin".
-	AttrSafepointEndSource = "jvm.safepoint.end_source"
+	AttrGCPhase            = jvmevent.AttrGCPhase
+	AttrSafepointEndSource = jvmevent.AttrSafepointEndSource
 )
 
 // GC actions, the values of jvm.gc.action.

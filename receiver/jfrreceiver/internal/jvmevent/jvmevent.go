@@ -12,6 +12,21 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 )
 
+// Window attributes the jfr receiver adds to the window model's (package
+// window); every source uses these names.
+const (
+	// AttrGCPhase is the GC pause phase as the JVM names it ("Pause Young
+	// (Normal) (G1 Evacuation Pause)", "Pause Mark Start", "GC Pause", …).
+	AttrGCPhase = "jvm.gc.phase"
+	// AttrSafepointEndSource names the JFR event that gave a safepoint
+	// window its end: "jdk.SafepointEnd", "jdk.ExecuteVMOperation" or
+	// "jdk.SafepointBegin".
+	AttrSafepointEndSource = "jvm.safepoint.end_source"
+	// AttrWindowSource is "xlog" on windows read from unified logging, so
+	// that a reader can tell them from JFR's.
+	AttrWindowSource = "jvm.window.source"
+)
+
 // JVM identifies the process a batch is about.
 type JVM struct {
 	// PID is the process id in the collector's pid namespace (0 when not

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 )
 
@@ -35,12 +36,12 @@ const (
 	NativeMemoryReserved     = "jvm.native_memory.reserved"
 )
 
-// Attribute names.
+// Attribute names (those windows carry too come from package window).
 const (
-	AttrGCName               = "jvm.gc.name"
+	AttrGCName               = window.AttrJVMGCName
 	AttrGCAction             = "jvm.gc.action"
-	AttrGCCause              = "jvm.gc.cause"
-	AttrVMOperation          = "jvm.vm_operation"
+	AttrGCCause              = window.AttrJVMGCCause
+	AttrVMOperation          = window.AttrJVMVMOperation
 	AttrMemoryType           = "jvm.memory.type"
 	AttrMemoryPool           = "jvm.memory.pool.name"
 	AttrBufferPool           = "jvm.buffer.pool.name"

@@ -45,9 +45,8 @@ const (
 	maxLine        = 64 << 10
 )
 
-// AttrWindowSource is set to "xlog" on windows read from a log, so that a
-// reader can tell them from JFR's.
-const AttrWindowSource = "jvm.window.source"
+// AttrWindowSource is set to "xlog" on windows read from a log.
+const AttrWindowSource = jvmevent.AttrWindowSource
 
 // Source tails -Xlog files. Use it from one goroutine.
 type Source struct {
@@ -374,7 +373,7 @@ func (t *tail) line(s string, clock *window.Clock, b *jvmevent.Batch) {
 		return
 	}
 	if p, ok := ParsePause(l.Message); ok {
-		attrs := map[string]any{AttrWindowSource: "xlog", window.AttrJVMGCID: p.GCID, "jvm.gc.phase": p.Name}
+		attrs := map[string]any{AttrWindowSource: "xlog", window.AttrJVMGCID: p.GCID, jvmevent.AttrGCPhase: p.Name}
 		if p.Cause != "" {
 			attrs[window.AttrJVMGCCause] = p.Cause
 		}
