@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +99,34 @@ func TestManyRepositoriesAtOnce(t *testing.T) {
 	}
 	if after := openFDs(t); after > fdsBefore {
 		t.Errorf("%d file descriptors open before, %d after", fdsBefore, after)
+	}
+}
+
+// TestUnreadableProcRootReportedOnce: a proc root that does not exist is
+// reported once through component status, not at every discovery.
+func TestUnreadableProcRootReportedOnce(t *testing.T) {
+	f := NewFactory()
+	cfg := f.CreateDefaultConfig().(*Config)
+	cfg.ProcRoot = filepath.Join(t.TempDir(), "no-proc")
+	cfg.PollInterval = 10 * time.Millisecond
+	cfg.Repositories.DiscoveryInterval = 10 * time.Millisecond
+	r, err := f.CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := &statusHost{Host: componenttest.NewNopHost()}
+	if err := r.Start(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(host.errors()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // about twenty more discoveries
+	if err := r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if errs := host.errors(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "no-proc") {
+		t.Fatalf("status errors %v, want one naming the proc root", errs)
 	}
 }

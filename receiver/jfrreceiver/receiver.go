@@ -46,11 +46,12 @@ type jfrReceiver struct {
 	done    chan struct{}
 
 	// Owned by the loop goroutine.
-	storage storage.Client
-	sources []jvmevent.Source
-	cache   *procresource.Cache
-	jvms    map[jvmevent.JVM]*jvmInfo
-	agg     *jvmmetrics.Aggregator
+	storage  storage.Client
+	sources  []jvmevent.Source
+	lastErrs []string // per source, the last error reported
+	cache    *procresource.Cache
+	jvms     map[jvmevent.JVM]*jvmInfo
+	agg      *jvmmetrics.Aggregator
 }
 
 // jvmInfo is what the receiver knows about one JVM.
@@ -95,6 +96,7 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 	r.started++
 	r.storage = client
 	r.sources = r.newSources()
+	r.lastErrs = make([]string, len(r.sources))
 	r.cache = procresource.NewCache(procresource.NewReader(r.cfg.ProcRoot, 0))
 	r.jvms = map[jvmevent.JVM]*jvmInfo{}
 	r.agg = jvmmetrics.New()
@@ -191,9 +193,16 @@ func (r *jfrReceiver) loop(ctx context.Context, host component.Host, done chan s
 func (r *jfrReceiver) pollOnce(ctx context.Context, host component.Host) {
 	logs := plog.NewLogs()
 	now := pcommon.NewTimestampFromTime(time.Now())
-	for _, s := range r.sources {
+	for i, s := range r.sources {
 		err := s.Poll(ctx, func(b jvmevent.Batch) { r.handle(&b, logs, now) })
-		if err != nil && ctx.Err() == nil {
+		if ctx.Err() != nil {
+			break
+		}
+		// Sources report a lasting problem once; a problem outside any
+		// one JVM (an unreadable proc root) comes back at every scan, so
+		// a source's last message is not reported again.
+		if err != nil && err.Error() != r.lastErrs[i] {
+			r.lastErrs[i] = err.Error()
 			r.set.Logger.Warn("reading JVM telemetry", zap.Error(err))
 			componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
 		}
