@@ -36,6 +36,9 @@ type JVM struct {
 	// RepositoryBase is where the JVM puts its repository folder, as the
 	// JVM sees it (e.g. /tmp).
 	RepositoryBase string
+	// StartsRecording says the JVM was started with -XX:StartFlightRecording
+	// (its repository may not exist yet).
+	StartsRecording bool
 	// XLogFiles are the files its -Xlog options write to, as glob patterns
 	// of paths the collector can open (%p replaced, %t a wildcard).
 	XLogFiles []string
@@ -143,6 +146,11 @@ func (f *Finder) inspect(pid int) (JVM, bool) {
 		NSPID:          nsPID(dir, pid),
 		Root:           filepath.Join(dir, "root"),
 		RepositoryBase: RepositoryBase(opts),
+	}
+	for _, a := range opts {
+		if strings.HasPrefix(a, "-XX:StartFlightRecording") {
+			j.StartsRecording = true
+		}
 	}
 	for _, p := range XLogFiles(opts, j.NSPID) {
 		if !filepath.IsAbs(p) {

@@ -93,7 +93,7 @@ func TestFinderFindsContainerizedJVM(t *testing.T) {
 		t.Fatalf("found %+v, want one JVM", jvms)
 	}
 	j := jvms[0]
-	if j.PID != 4321 || j.NSPID != 1 || j.StartTicks != 4242 || j.RepositoryBase != "/tmp" {
+	if j.PID != 4321 || j.NSPID != 1 || j.StartTicks != 4242 || j.RepositoryBase != "/tmp" || !j.StartsRecording {
 		t.Errorf("JVM %+v", j)
 	}
 	want := []string{filepath.Join(proc, "4321", "root", "tmp", "2026_11_29_10_00_00_1")}

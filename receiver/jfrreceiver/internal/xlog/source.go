@@ -99,7 +99,10 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 		t := s.files[p]
 		exited := t.alive != nil && !t.alive()
 		b := jvmevent.Batch{}
-		err := t.poll(s.clock, &b)
+		var err error
+		if !t.gone { // a tail given up by the scan (the JVM records JFR now) is not read
+			err = t.poll(s.clock, &b)
+		}
 		b.JVM = jvmevent.JVM{PID: t.pid, Source: p}
 		if t.jvm != nil {
 			b.JVM = *t.jvm
@@ -155,8 +158,19 @@ func (s *Source) scan() error {
 			errs = append(errs, fmt.Errorf("xlog: %w", err))
 		}
 		for _, j := range jvms {
-			if len(j.XLogFiles) == 0 || len(j.Repositories()) > 0 {
-				continue // no log, or JFR tells more
+			if len(j.XLogFiles) == 0 {
+				continue
+			}
+			if j.StartsRecording || len(j.Repositories()) > 0 {
+				// JFR tells more, and the repository source reads it: stop
+				// tailing a log begun before the recording (started by
+				// attach, say), so no pause is reported twice.
+				for _, t := range s.files {
+					if t.jvm != nil && t.jvm.PID == j.PID && t.jvm.StartTicks == j.StartTicks {
+						t.gone = true
+					}
+				}
+				continue
 			}
 			finder, pid, start := s.cfg.Finder, j.PID, j.StartTicks
 			for _, pattern := range j.XLogFiles {
