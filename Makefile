@@ -74,7 +74,7 @@ bench: build ## Run the benchmarks, each against the reference its issue names.
 	# pkg/jfr against the JDK's RecordingFile on one large recording (made once, cached).
 	JFR_BENCH_DIR=$(CACHE)/jfr-bench sh bench/jfr/jfr.sh
 	# Every go benchmark; pkg/jfr's use the same recording.
-	JFR_BENCH_FILE=$(CACHE)/jfr-bench/g1-profile.jfr OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
+	JFR_BENCH_FILE=$(CACHE)/jfr-bench/g1-profile-mixed.jfr OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
 		$(GO) test -run='^$$' -bench=. -benchmem ./...
 
 generate: ## Regenerate the committed eBPF objects (needs clang, llvm, libbpf-dev; installed if missing).
