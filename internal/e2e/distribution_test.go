@@ -204,7 +204,7 @@ func containsSampleValue(body, metric, value string) bool {
 // expectedComponents are the component types the distribution bundles; a
 // component added to builder-config.yaml is added here.
 var expectedComponents = map[string][]string{
-	"receivers":  {"nvml", "pythongil", "otlp", "prometheus", "host_metrics", "file_log"},
+	"receivers":  {"nvml", "pythongil", "jfr", "otlp", "prometheus", "host_metrics", "file_log"},
 	"processors": {"inference", "runtimecorrelation", "batch", "memory_limiter", "resource", "resource_detection", "k8s_attributes", "transform", "filter"},
 	"exporters":  {"otlp_grpc", "otlp_http", "debug", "file", "prometheus", "load_balancing"},
 	"extensions": {"onnxinference", "zpages", "health_check", "pprof", "file_storage"},
