@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +21,8 @@ import (
 // over that time as a share of one core, the same normalized to 10k
 // events/s, the JVM's event rate, and the most heap retained while
 // following it (measured after a forced GC each second, whose CPU counts as
-// the receiver's).
+// the receiver's), and how long after a window ended it was delivered
+// (the JVM's flush interval plus the poll interval bound it).
 // One iteration is one JVM; run with -benchtime 1x.
 //
 //	go test -run '^$' -bench LiveJVM -benchtime 1x ./receiver/jfrreceiver/internal/repository
@@ -51,6 +53,8 @@ func BenchmarkLiveJVM(b *testing.B) {
 		syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 		start := time.Now()
 		var heap uint64
+		var delays []time.Duration // window end → delivered, while the JVM ran
+		var followed time.Time     // when the source first followed the JVM
 		windows := 0
 		running := true
 		ticker := time.NewTicker(time.Second)
@@ -64,10 +68,24 @@ func BenchmarkLiveJVM(b *testing.B) {
 			case <-ticker.C:
 			}
 			_ = s.Poll(context.Background(), func(bt jvmevent.Batch) {
-				if bt.JVM.PID == pid {
-					windows += len(bt.Windows)
+				if bt.JVM.PID != pid {
+					return
+				}
+				windows += len(bt.Windows)
+				if running && !followed.IsZero() {
+					now := time.Now().UnixNano()
+					for _, w := range bt.Windows {
+						// Windows that ended before discovery found the
+						// JVM wait for discovery, not for the JVM's flush.
+						if w.End() > followed.UnixNano() {
+							delays = append(delays, time.Duration(now-w.End()))
+						}
+					}
 				}
 			})
+			if followed.IsZero() && followsPID(s, pid) {
+				followed = time.Now()
+			}
 			if running {
 				// Retained heap: collect first (its CPU is counted as
 				// the receiver's, which overstates the receiver's cost).
@@ -93,6 +111,11 @@ func BenchmarkLiveJVM(b *testing.B) {
 		b.ReportMetric(rate, "events/s")
 		b.ReportMetric(float64(heap)-float64(base.HeapAlloc), "peak-retained-heap-B/JVM")
 		b.ReportMetric(float64(windows), "windows")
+		if len(delays) > 0 {
+			slices.Sort(delays)
+			b.ReportMetric(delays[len(delays)/2].Seconds(), "p50-delay-s")
+			b.ReportMetric(delays[len(delays)*99/100].Seconds(), "p99-delay-s")
+		}
 	}
 }
 
