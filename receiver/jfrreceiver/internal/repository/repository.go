@@ -50,6 +50,10 @@ type Config struct {
 	Logger *zap.Logger
 }
 
+// staleAfter ends following a repository found by a pattern once it has
+// not grown for this long.
+var staleAfter = 5 * time.Minute
+
 // maxSegmentsPerPoll bounds the work of one poll on one repository, so that
 // a JVM with a backlog of chunk files cannot starve the others.
 const maxSegmentsPerPoll = 8
@@ -206,6 +210,9 @@ func (s *Source) scan() error {
 				_, err := os.Stat(d)
 				return err == nil
 			})
+			if f := s.followers[dir]; f != nil && f.staleAfter == 0 {
+				f.staleAfter = staleAfter
+			}
 		}
 	}
 	// Forget ended repositories once they are gone, so the map stays small.
@@ -231,6 +238,13 @@ type follower struct {
 	lastStart int64 // start of the chunk read last; the next one starts later
 	done      bool
 	lastErr   string
+
+	// staleAfter, when set, ends a follower whose repository has not grown
+	// for that long: a folder found by a pattern has no process to watch,
+	// and a JVM killed with a preserved repository leaves a chunk that is
+	// never finished. (JVMs write periodic events every second or so.)
+	staleAfter time.Duration
+	grew       time.Time
 }
 
 func (f *follower) close() {
@@ -245,6 +259,12 @@ func (f *follower) close() {
 // done.
 func (f *follower) poll(b *jvmevent.Batch) error {
 	exited := !f.alive()
+	if f.grew.IsZero() {
+		f.grew = time.Now()
+	}
+	if f.staleAfter > 0 && time.Since(f.grew) > f.staleAfter {
+		exited = true
+	}
 	var err error
 	// A JVM that is gone gets no budget: its files are read to the end
 	// now (each pass closes a file or stops).
@@ -274,6 +294,9 @@ func (f *follower) poll(b *jvmevent.Batch) error {
 			}
 			f.close()
 			continue
+		}
+		if !seg.Empty() {
+			f.grew = time.Now()
 		}
 		if serr := f.stream.Segment(seg, b); serr != nil {
 			// Events before the damage are kept; the rest of the chunk is

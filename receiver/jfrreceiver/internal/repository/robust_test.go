@@ -188,3 +188,32 @@ func TestSameRepositoryByTwoPathsFollowedOnce(t *testing.T) {
 		t.Fatalf("%+v, want %d pauses once", p, want)
 	}
 }
+
+// TestStalePatternRepositoryEnds: a repository found by a pattern whose
+// chunk is never finished and stops growing (a JVM killed with its
+// repository preserved) is let go after staleAfter.
+func TestStalePatternRepositoryEnds(t *testing.T) {
+	old := staleAfter
+	staleAfter = 50 * time.Millisecond
+	defer func() { staleAfter = old }()
+	base := t.TempDir()
+	repo := filepath.Join(base, "2026_11_29_10_00_00_4246")
+	chunk := chunkFile(t, 0, false)
+	chunk[64] = 5 // in progress: never finished
+	write(t, filepath.Join(repo, "a.jfr"), chunk)
+	s := New(Config{Include: []string{filepath.Join(base, "2*_*")}, DiscoveryInterval: time.Hour})
+	defer s.Close()
+	if p := poll(s); p.err != nil || p.pauses == 0 || p.ended {
+		t.Fatalf("first poll: %+v", p)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.Following()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		if p := poll(s); p.err != nil {
+			t.Fatal(p.err)
+		}
+	}
+	if f := s.Following(); len(f) != 0 {
+		t.Fatalf("a stale repository is still followed: %v", f)
+	}
+}
