@@ -1,0 +1,126 @@
+package jfrreceiver
+
+import (
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracle"
+)
+
+// TestBuiltCollectorFollowsJVM runs the built otelcol-ai on its embedded
+// default configuration (faster polls overlaid) while a real JDK 17 JVM
+// records JFR into its repository, and checks what the file exporter wrote
+// against jfr print of the same recording: one window per GC pause and
+// safepoint under the JVM's pid, and jvm.gc.duration counting every
+// collection. Then SIGTERM: a clean exit.
+func TestBuiltCollectorFollowsJVM(t *testing.T) {
+	j := jfrtest.Find(t, 17)
+	c := e2e.Start(t, e2e.Options{
+		Configs: []string{"embedded:default"},
+		ConfigYAML: `
+receivers:
+  jfr:
+    poll_interval: 200ms
+    collection_interval: 500ms
+    repositories:
+      discovery_interval: 200ms
+`,
+	})
+	if err := c.WaitHealthy(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	pid, exited, out := startJVM(t, j, dir, 3000)
+	select {
+	case err := <-exited:
+		exited <- err
+		if err != nil {
+			t.Fatalf("JVM: %v\n%s", err, out)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("JVM did not exit\n%s", out)
+	}
+	dump := dir + "/dump.jfr"
+	gcs := jfroracle.Events(t, j, dump, "jdk.GarbageCollection")
+	pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")
+	begins := jfroracle.Events(t, j, dump, "jdk.SafepointBegin")
+	if len(gcs) == 0 || len(pauses) == 0 || len(begins) == 0 {
+		t.Fatalf("recording too thin: %d GCs, %d pauses, %d safepoints", len(gcs), len(pauses), len(begins))
+	}
+
+	var kinds map[window.Kind]int
+	var gcCount uint64
+	err := c.Eventually(60*time.Second, func() bool {
+		batches, err := c.Logs("logs.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds = windowsOf(batches, int64(pid))
+		metrics, err := c.Metrics("metrics.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		gcCount = lastGCCount(metrics, int64(pid))
+		return kinds[window.KindJVMGCPause] >= len(pauses) && kinds[window.KindJVMSafepoint] >= len(begins) && gcCount >= uint64(len(gcs))
+	})
+	if err != nil {
+		t.Fatalf("windows %v (jfr print: %d GCPhasePause, %d SafepointBegin), jvm.gc.duration count %d (jfr print: %d collections): %v",
+			kinds, len(pauses), len(begins), gcCount, len(gcs), err)
+	}
+	if kinds[window.KindJVMGCPause] != len(pauses) || kinds[window.KindJVMSafepoint] != len(begins) || gcCount != uint64(len(gcs)) {
+		t.Errorf("windows %v, want %d GC pauses and %d safepoints; jvm.gc.duration count %d, want %d",
+			kinds, len(pauses), len(begins), gcCount, len(gcs))
+	}
+
+	code, err := c.Stop(30 * time.Second)
+	if err != nil || code != 0 {
+		t.Fatalf("stop: exit %d, %v", code, err)
+	}
+}
+
+// windowsOf counts, per kind, the window records under pid's resource.
+func windowsOf(batches []plog.Logs, pid int64) map[window.Kind]int {
+	kinds := map[window.Kind]int{}
+	for _, ld := range batches {
+		for i := range ld.ResourceLogs().Len() {
+			rl := ld.ResourceLogs().At(i)
+			if pidOf(rl.Resource()) != pid {
+				continue
+			}
+			for s := range rl.ScopeLogs().Len() {
+				recs := rl.ScopeLogs().At(s).LogRecords()
+				for k := range recs.Len() {
+					if w, err := window.Decode(recs.At(k)); err == nil {
+						kinds[w.Kind]++
+					}
+				}
+			}
+		}
+	}
+	return kinds
+}
+
+// lastGCCount returns the count of pid's newest jvm.gc.duration histogram
+// (cumulative) across every batch, summed over its attribute sets.
+func lastGCCount(batches []pmetric.Metrics, pid int64) uint64 {
+	var count uint64
+	for _, md := range batches {
+		for i := range md.ResourceMetrics().Len() {
+			rm := md.ResourceMetrics().At(i)
+			if pidOf(rm.Resource()) != pid {
+				continue
+			}
+			if h, ok := metric(rm, "jvm.gc.duration"); ok {
+				count = histCount(h)
+			}
+		}
+	}
+	return count
+}
