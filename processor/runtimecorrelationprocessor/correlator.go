@@ -62,7 +62,6 @@ type correlator struct {
 	mu       sync.RWMutex
 	windows  *windowindex.Index[scopeKey]
 	released *windowindex.Coverage[scopeKey]
-	evicted  windowindex.Stats
 	totals   map[pairKey]*pairTotal
 }
 

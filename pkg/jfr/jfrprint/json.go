@@ -190,7 +190,7 @@ func (j *jsonWriter) fields(t *jfr.Type, vals []jfr.Value) {
 // isObject reports whether a field's type prints as a JSON object: a
 // struct that is not a simple type (the JDK reduces those to their field).
 func isObject(t *jfr.Type) bool {
-	return t.Kind == jfr.KindStruct && !(t.SimpleType && len(t.Fields) == 1)
+	return t.Kind == jfr.KindStruct && (!t.SimpleType || len(t.Fields) != 1)
 }
 
 func (j *jsonWriter) field(first, element bool, f *jfr.Field, v jfr.Value) {

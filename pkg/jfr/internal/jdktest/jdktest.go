@@ -244,7 +244,7 @@ func record(s Spec) (string, error) {
 	defer func() { <-slots }()
 	out, err := exec.Command(s.JDK.Java(), args...).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("%s %s: %v\n%s", s.JDK.Java(), strings.Join(args, " "), err, out)
+		return "", fmt.Errorf("%s %s: %w\n%s", s.JDK.Java(), strings.Join(args, " "), err, out)
 	}
 	return path, nil
 }

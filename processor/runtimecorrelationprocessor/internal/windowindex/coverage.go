@@ -60,12 +60,11 @@ func (c *Coverage[K]) Add(key K, start, end int64) {
 		start, end = min(start, ivs[j].start), max(end, ivs[j].end)
 		j++
 	}
-	switch {
-	case i == j:
+	if i == j { // overlaps nothing: insert
 		ivs = append(ivs, interval{})
 		copy(ivs[i+1:], ivs[i:])
 		ivs[i] = interval{start, end}
-	default:
+	} else { // merged [i, j) into one
 		ivs[i] = interval{start, end}
 		ivs = append(ivs[:i+1], ivs[j:]...)
 	}

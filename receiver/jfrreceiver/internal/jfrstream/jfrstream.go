@@ -288,7 +288,7 @@ func (s *Stream) release(b *jvmevent.Batch, aging bool) {
 	kept := s.pauses[:0]
 	for _, p := range s.pauses {
 		g, named := s.gcs[p.gcID]
-		if !named && !(aging && p.age >= 1) {
+		if !named && (!aging || p.age < 1) {
 			if aging {
 				p.age++
 			}
@@ -308,7 +308,7 @@ func (s *Stream) release(b *jvmevent.Batch, aging bool) {
 
 	for id, sp := range s.sps {
 		complete := sp.beginStart != 0 && sp.end != 0
-		if !complete && !(aging && sp.age >= 1) {
+		if !complete && (!aging || sp.age < 1) {
 			if aging {
 				sp.age++
 			}
