@@ -83,20 +83,23 @@ func (f *factory) get(set receiver.Settings, cfg *Config) *gilReceiver {
 
 func (f *factory) createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
 	r := f.get(set, cfg.(*Config))
-	r.setLogs(next)
-	return &face{core: r}, nil
+	return &face{core: r, open: func() { r.logs.Open(next) }, final: r.flush, close: r.logs.Close}, nil
 }
 
 func (f *factory) createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
 	r := f.get(set, cfg.(*Config))
-	r.setMetrics(next)
-	return &face{core: r}, nil
+	return &face{core: r, open: func() { r.metrics.Open(next) }, final: r.collect, close: r.metrics.Close}, nil
 }
 
 // face is one pipeline's handle on the shared receiver; Start and Shutdown
 // are counted so that the probes live while any pipeline uses them.
 type face struct {
-	core    *gilReceiver
+	core *gilReceiver
+	// open connects the face's pipeline, final sends its last data when
+	// other pipelines keep the receiver running, close disconnects it.
+	open    func()
+	final   func(context.Context)
+	close   func()
 	mu      sync.Mutex
 	started bool
 }
@@ -108,6 +111,7 @@ func (f *face) Start(ctx context.Context, host component.Host) error {
 		return nil
 	}
 	f.started = true
+	f.open()
 	return f.core.start(ctx, host)
 }
 
@@ -118,5 +122,10 @@ func (f *face) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	f.started = false
-	return f.core.shutdown(ctx)
+	last, err := f.core.shutdown(ctx)
+	if !last {
+		f.final(ctx)
+	}
+	f.close()
+	return err
 }

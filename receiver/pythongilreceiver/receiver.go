@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/consumergate"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/discovery"
@@ -32,12 +33,15 @@ type gilReceiver struct {
 	cfg            *Config
 	onLastShutdown func()
 
-	mu      sync.Mutex
-	logs    consumer.Logs
-	metrics consumer.Metrics
-	refs    int
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// logs and metrics close with their pipeline's face, so that nothing is
+	// sent into a pipeline whose exporters may already have stopped.
+	logs    consumergate.Gate[consumer.Logs]
+	metrics consumergate.Gate[consumer.Metrics]
+
+	mu     sync.Mutex
+	refs   int
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	// load is gil.Load, replaced by tests.
 	load func(gil.Options) (*gil.Probe, error)
@@ -50,24 +54,6 @@ type gilReceiver struct {
 
 func newReceiver(set receiver.Settings, cfg *Config) *gilReceiver {
 	return &gilReceiver{set: set, cfg: cfg, load: gil.Load}
-}
-
-func (r *gilReceiver) setLogs(next consumer.Logs) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.logs = next
-}
-
-func (r *gilReceiver) setMetrics(next consumer.Metrics) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.metrics = next
-}
-
-func (r *gilReceiver) consumers() (consumer.Logs, consumer.Metrics) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.logs, r.metrics
 }
 
 // start starts the run loop on the first call; it returns at once, and the
@@ -94,17 +80,18 @@ func (r *gilReceiver) start(_ context.Context, host component.Host) error {
 }
 
 // shutdown stops the run loop after the last pipeline's Shutdown, flushing
-// pending windows and releasing every probe.
-func (r *gilReceiver) shutdown(ctx context.Context) error {
+// pending windows and releasing every probe. It reports whether this was the
+// last pipeline.
+func (r *gilReceiver) shutdown(ctx context.Context) (last bool, _ error) {
 	r.mu.Lock()
 	if r.refs == 0 {
 		r.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	r.refs--
 	if r.refs > 0 {
 		r.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	cancel, done := r.cancel, r.done
 	r.mu.Unlock()
@@ -118,7 +105,7 @@ func (r *gilReceiver) shutdown(ctx context.Context) error {
 	if r.onLastShutdown != nil {
 		r.onLastShutdown()
 	}
-	return err
+	return true, err
 }
 
 func (cfg *Config) filter() (discovery.Filter, error) {
@@ -273,7 +260,6 @@ func (r *gilReceiver) discover() {
 }
 
 func (r *gilReceiver) flush(ctx context.Context) {
-	logsNext, _ := r.consumers()
 	r.stateMu.Lock()
 	if r.state == nil {
 		r.stateMu.Unlock()
@@ -281,16 +267,17 @@ func (r *gilReceiver) flush(ctx context.Context) {
 	}
 	batch, n := r.state.takeLogs()
 	r.stateMu.Unlock()
-	if n == 0 || logsNext == nil {
+	if n == 0 {
 		return
 	}
-	if err := logsNext.ConsumeLogs(ctx, batch); err != nil {
-		r.set.Logger.Warn("sending GIL windows", zap.Error(err), zap.Int("windows", n))
-	}
+	r.logs.Send(func(next consumer.Logs) {
+		if err := next.ConsumeLogs(ctx, batch); err != nil {
+			r.set.Logger.Warn("sending GIL windows", zap.Error(err), zap.Int("windows", n))
+		}
+	})
 }
 
 func (r *gilReceiver) collect(ctx context.Context) {
-	_, metricsNext := r.consumers()
 	r.stateMu.Lock()
 	if r.state == nil {
 		r.stateMu.Unlock()
@@ -302,12 +289,14 @@ func (r *gilReceiver) collect(ctx context.Context) {
 		r.set.Logger.Warn("reading probe aggregates", zap.Error(err))
 		return
 	}
-	if metricsNext == nil || md.DataPointCount() == 0 {
+	if md.DataPointCount() == 0 {
 		return
 	}
-	if err := metricsNext.ConsumeMetrics(ctx, md); err != nil {
-		r.set.Logger.Warn("sending GIL metrics", zap.Error(err))
-	}
+	r.metrics.Send(func(next consumer.Metrics) {
+		if err := next.ConsumeMetrics(ctx, md); err != nil {
+			r.set.Logger.Warn("sending GIL metrics", zap.Error(err))
+		}
+	})
 }
 
 // newLogs returns an empty batch with the receiver's scope.
