@@ -34,6 +34,13 @@ func (g *Gate[T]) Close() {
 	g.next, g.open = zero, false
 }
 
+// IsOpen reports whether sends go through.
+func (g *Gate[T]) IsOpen() bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.open
+}
+
 // Send calls send with the next consumer while the gate is open, and
 // reports whether it did. Close waits for send to return.
 func (g *Gate[T]) Send(send func(next T)) bool {

@@ -85,13 +85,13 @@ func (f *factory) get(set receiver.Settings, cfg *Config) *shared {
 
 func (f *factory) createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
 	s := f.get(set, cfg.(*Config))
-	s.core.setMetrics(next)
+	s.open, s.close = func() { s.core.metrics.Open(next) }, s.core.metrics.Close
 	return s, nil
 }
 
 func (f *factory) createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
 	s := f.get(set, cfg.(*Config))
-	s.core.setLogs(next)
+	s.open, s.close = func() { s.core.logs.Open(next) }, s.core.logs.Close
 	return s, nil
 }
 
@@ -99,8 +99,10 @@ func (f *factory) createLogs(_ context.Context, set receiver.Settings, cfg compo
 type shared struct {
 	core    *jfrReceiver
 	release func()
-	mu      sync.Mutex
-	started bool
+	// open connects this face's pipeline; close disconnects it.
+	open, close func()
+	mu          sync.Mutex
+	started     bool
 }
 
 // Start starts the shared receiver (its first face to start starts it).
@@ -110,7 +112,9 @@ func (s *shared) Start(ctx context.Context, host component.Host) error {
 	if s.started {
 		return nil
 	}
+	s.open()
 	if err := s.core.start(ctx, host); err != nil {
+		s.close()
 		return err
 	}
 	s.started = true
@@ -126,6 +130,7 @@ func (s *shared) Shutdown(ctx context.Context) error {
 	if s.started {
 		s.started = false
 		err = s.core.shutdown(ctx)
+		s.close()
 	}
 	s.release()
 	return err

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/consumergate"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
@@ -38,9 +39,12 @@ type jfrReceiver struct {
 	set      receiver.Settings
 	hostName string
 
+	// logs and metrics close with their pipeline's face, so that nothing is
+	// sent into a pipeline whose exporters may already have stopped.
+	logs    consumergate.Gate[consumer.Logs]
+	metrics consumergate.Gate[consumer.Metrics]
+
 	mu      sync.Mutex
-	logs    consumer.Logs
-	metrics consumer.Metrics
 	started int // faces started and not yet shut down
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -64,18 +68,6 @@ type jvmInfo struct {
 func newReceiver(set receiver.Settings, cfg *Config) *jfrReceiver {
 	host, _ := os.Hostname()
 	return &jfrReceiver{cfg: cfg, set: set, hostName: host}
-}
-
-func (r *jfrReceiver) setLogs(c consumer.Logs) {
-	r.mu.Lock()
-	r.logs = c
-	r.mu.Unlock()
-}
-
-func (r *jfrReceiver) setMetrics(c consumer.Metrics) {
-	r.mu.Lock()
-	r.metrics = c
-	r.mu.Unlock()
 }
 
 // start starts the loop when the first face starts.
@@ -208,14 +200,14 @@ func (r *jfrReceiver) pollOnce(ctx context.Context, host component.Host) {
 		}
 	}
 	r.cache.Sweep()
-	r.mu.Lock()
-	next := r.logs
-	r.mu.Unlock()
-	if next != nil && logs.LogRecordCount() > 0 {
+	if logs.LogRecordCount() == 0 {
+		return
+	}
+	r.logs.Send(func(next consumer.Logs) {
 		if err := next.ConsumeLogs(ctx, logs); err != nil && ctx.Err() == nil {
 			r.set.Logger.Warn("sending windows", zap.Int("records", logs.LogRecordCount()), zap.Error(err))
 		}
-	}
+	})
 }
 
 func (r *jfrReceiver) handle(b *jvmevent.Batch, logs plog.Logs, now pcommon.Timestamp) {
@@ -316,15 +308,14 @@ func releaseVersion(procRoot string, pid int, exe string) string {
 
 func (r *jfrReceiver) emitMetrics(ctx context.Context) {
 	md := r.agg.Emit(time.Now(), metadata.ScopeName, r.set.BuildInfo.Version)
-	r.mu.Lock()
-	next := r.metrics
-	r.mu.Unlock()
-	if next == nil || md.ResourceMetrics().Len() == 0 {
+	if md.ResourceMetrics().Len() == 0 {
 		return
 	}
-	if err := next.ConsumeMetrics(ctx, md); err != nil && !errors.Is(err, context.Canceled) {
-		r.set.Logger.Warn("sending metrics", zap.Error(err))
-	}
+	r.metrics.Send(func(next consumer.Metrics) {
+		if err := next.ConsumeMetrics(ctx, md); err != nil && !errors.Is(err, context.Canceled) {
+			r.set.Logger.Warn("sending metrics", zap.Error(err))
+		}
+	})
 }
 
 // running reports whether any face has the receiver started.

@@ -111,22 +111,28 @@ func (f *factory) createLogs(_ context.Context, set receiver.Settings, cfg compo
 	if err != nil {
 		return nil, err
 	}
+	// Connected now, so that whichever face starts first knows there is a
+	// logs pipeline to watch events for.
 	r.setLogsConsumer(next)
-	return &logsReceiver{core: r}, nil
+	return &logsReceiver{core: r, next: next}, nil
 }
 
 // logsReceiver is the logs face of the shared receiver: XID/ECC events and
 // leak records.
 type logsReceiver struct {
 	core *nvmlReceiver
+	next consumer.Logs
 }
 
 // Start starts the shared receiver (first caller) and its event loop.
 func (l *logsReceiver) Start(ctx context.Context, host component.Host) error {
+	l.core.setLogsConsumer(l.next)
 	return l.core.start(ctx, host)
 }
 
 // Shutdown stops the shared receiver when its last face stops.
 func (l *logsReceiver) Shutdown(ctx context.Context) error {
-	return l.core.shutdown(ctx)
+	err := l.core.shutdown(ctx)
+	l.core.logs.Close()
+	return err
 }

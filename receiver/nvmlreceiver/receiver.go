@@ -13,9 +13,11 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/consumergate"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/leak"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
@@ -79,8 +81,10 @@ type nvmlReceiver struct {
 	starts int
 	host   component.Host
 	cancel context.CancelFunc
-	logs   consumer.Logs
-	wg     sync.WaitGroup
+	// logs closes with the logs face, so that nothing is sent into the logs
+	// pipeline once its exporters may have stopped.
+	logs consumergate.Gate[consumer.Logs]
+	wg   sync.WaitGroup
 
 	// session is nil while NVML is unavailable.
 	session atomic.Pointer[session]
@@ -111,16 +115,19 @@ func newNVMLReceiver(set receiver.Settings, cfg *Config, open openLibrary) (*nvm
 	return r, nil
 }
 
-func (r *nvmlReceiver) setLogsConsumer(next consumer.Logs) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.logs = next
-}
+// setLogsConsumer connects the logs pipeline (XID/ECC events, leak records).
+func (r *nvmlReceiver) setLogsConsumer(next consumer.Logs) { r.logs.Open(next) }
 
-func (r *nvmlReceiver) logsConsumer() consumer.Logs {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.logs
+// sendLogs sends logs through the logs pipeline while it is connected.
+func (r *nvmlReceiver) sendLogs(ctx context.Context, logs plog.Logs, what string) {
+	if logs.LogRecordCount() == 0 {
+		return
+	}
+	r.logs.Send(func(next consumer.Logs) {
+		if err := next.ConsumeLogs(ctx, logs); err != nil {
+			r.logger.Warn("Dropping "+what, zap.Error(err))
+		}
+	})
 }
 
 // start is called by both faces (metrics scraper, logs receiver); the first
@@ -197,7 +204,7 @@ func (r *nvmlReceiver) activate(ctx context.Context) error {
 		zap.String("library", libraryName(r.cfg.LibraryPath)),
 		zap.String("driver_version", s.driverVersion),
 		zap.Int("gpus", len(s.gpus)))
-	if r.logs != nil && r.eventsWanted() && len(s.gpus) > 0 {
+	if r.logs.IsOpen() && r.eventsWanted() && len(s.gpus) > 0 {
 		r.wg.Add(1)
 		go r.watchEvents(ctx, s)
 	}

@@ -264,12 +264,7 @@ func (r *nvmlReceiver) recordProcesses(ctx context.Context, now time.Time, readi
 		st.procs.Sweep()
 	}
 	if leakLogs {
-		logs := st.lb.Emit()
-		if next := r.logsConsumer(); next != nil && logs.LogRecordCount() > 0 {
-			if err := next.ConsumeLogs(ctx, logs); err != nil {
-				r.logger.Warn("Dropping GPU memory leak records", zap.Error(err))
-			}
-		}
+		r.sendLogs(ctx, st.lb.Emit(), "GPU memory leak records")
 	}
 }
 
@@ -403,11 +398,5 @@ func (r *nvmlReceiver) listPods(ctx context.Context) podresources.Index {
 
 // emitLogs sends one batch of event records; used by the event loop.
 func (r *nvmlReceiver) emitLogs(ctx context.Context, logs plog.Logs) {
-	next := r.logsConsumer()
-	if next == nil || logs.LogRecordCount() == 0 {
-		return
-	}
-	if err := next.ConsumeLogs(ctx, logs); err != nil {
-		r.logger.Warn("Dropping GPU event records", zap.Error(err))
-	}
+	r.sendLogs(ctx, logs, "GPU event records")
 }
