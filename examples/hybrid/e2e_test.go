@@ -26,19 +26,12 @@ import (
 
 const requests = 120
 
-// ready skips unless everything the scenario needs is here: the binary
-// with the three components, root for the eBPF probes, a JDK and Maven.
+// ready requires the binary to have the three components, and skips unless
+// the rest of what the scenario needs is here: root for the eBPF probes, a
+// JDK and Maven.
 func ready(t *testing.T) {
 	t.Helper()
-	if os.Getenv(e2e.EnvBinary) == "" {
-		t.Skipf("hybrid end-to-end: set %s to the built binary (make test does)", e2e.EnvBinary)
-	}
-	res := e2e.Run(t, nil, "components")
-	for _, c := range []string{"jfr", "pythongil", "runtimecorrelation"} {
-		if !strings.Contains(res.Stdout, "name: "+c+"\n") {
-			t.Skipf("hybrid end-to-end: the binary lacks %s", c)
-		}
-	}
+	e2e.RequireComponents(t, "jfr", "pythongil", "runtimecorrelation")
 	if os.Geteuid() != 0 {
 		t.Skip("hybrid end-to-end: the pythongil receiver's probes need root")
 	}

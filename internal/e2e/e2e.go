@@ -112,6 +112,30 @@ func ModuleRoot() (string, error) {
 	}
 }
 
+var (
+	componentsOnce sync.Once
+	componentsOut  string
+)
+
+// RequireComponents fails the test unless the binary under test was built
+// with every named component (a config type name, e.g. "jfr"), as
+// `otelcol-ai components` lists them. A component missing from the build is a
+// broken build, not a reason to skip.
+func RequireComponents(t testing.TB, names ...string) {
+	t.Helper()
+	componentsOnce.Do(func() {
+		res := Run(t, nil, "components")
+		if res.ExitCode == 0 {
+			componentsOut = res.Stdout
+		}
+	})
+	for _, name := range names {
+		if !strings.Contains(componentsOut, "name: "+name+"\n") {
+			t.Fatalf("e2e: %s was built without the %q component", Binary(t), name)
+		}
+	}
+}
+
 // Result is what a one-shot command printed and how it exited.
 type Result struct {
 	Stdout, Stderr string

@@ -17,17 +17,11 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
 )
 
-// binaryWithInference skips unless the binary under test ($OTELCOL_AI_BIN,
-// set by `make test`) has both components built in.
+// binaryWithInference requires the binary under test to have both
+// components built in.
 func binaryWithInference(t *testing.T) {
 	t.Helper()
-	if os.Getenv(e2e.EnvBinary) == "" {
-		t.Skipf("end-to-end: set %s to the built binary (make test does)", e2e.EnvBinary)
-	}
-	res := e2e.Run(t, nil, "components")
-	if !strings.Contains(res.Stdout, "onnxinference") || !strings.Contains(res.Stdout, "inference") {
-		t.Skip("end-to-end: the binary was built without the onnxinference extension and inference processor")
-	}
+	e2e.RequireComponents(t, "onnxinference", "inference")
 }
 
 func copyModel(t *testing.T, repo, model string, version int, src string) {

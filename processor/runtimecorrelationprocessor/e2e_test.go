@@ -1,8 +1,6 @@
 package runtimecorrelationprocessor_test
 
 import (
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,16 +13,11 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 )
 
-// binaryWithRuntimeCorrelation skips unless the binary under test
-// ($OTELCOL_AI_BIN, set by `make test`) has the processor built in.
+// binaryWithRuntimeCorrelation requires the binary under test to have the
+// processor built in.
 func binaryWithRuntimeCorrelation(t *testing.T) {
 	t.Helper()
-	if os.Getenv(e2e.EnvBinary) == "" {
-		t.Skipf("end-to-end: set %s to the built binary (make test does)", e2e.EnvBinary)
-	}
-	if res := e2e.Run(t, nil, "components"); !strings.Contains(res.Stdout, "runtimecorrelation") {
-		t.Skip("end-to-end: the binary was built without the runtimecorrelation processor")
-	}
+	e2e.RequireComponents(t, "runtimecorrelation")
 }
 
 // overlay puts the processor into the embedded default configuration's

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,17 +19,12 @@ import (
 )
 
 // These tests drive the built distribution ($OTELCOL_AI_BIN, which `make
-// test` sets) through the project's end-to-end harness; they skip when it
-// is unset or does not include this receiver yet.
+// test` sets) through the project's end-to-end harness; it must include this
+// receiver.
 
 func skipWithoutBuiltReceiver(t *testing.T) {
 	t.Helper()
-	if os.Getenv(e2e.EnvBinary) == "" {
-		t.Skip(e2e.EnvBinary + " is not set: these tests run against the built distribution (make test)")
-	}
-	if res := e2e.Run(t, nil, "components"); !strings.Contains(res.Stdout, "pythongil") {
-		t.Skip("the built distribution does not include the pythongil receiver")
-	}
+	e2e.RequireComponents(t, "pythongil")
 }
 
 // pythongilConfig probes one pid and writes windows and metrics with the
@@ -43,6 +37,10 @@ func pythongilConfig(pid int) string {
     collection_interval: 500ms
     include:
       pids: [` + strconv.Itoa(pid) + `]
+    # Exact counts are asserted: no duty cycling, whatever other Python
+    # processes on the host (other tests) cost the shared probes.
+    overhead:
+      budget: 0
 exporters:
   file/metrics:
     path: ${env:` + e2e.EnvOutputDir + `}/metrics.jsonl
