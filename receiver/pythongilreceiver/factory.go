@@ -96,7 +96,8 @@ func (f *factory) createMetrics(_ context.Context, set receiver.Settings, cfg co
 type face struct {
 	core *gilReceiver
 	// open connects the face's pipeline, final sends its last data when
-	// other pipelines keep the receiver running, close disconnects it.
+	// other pipelines keep the receiver running, close disconnects it (all
+	// optional: a face without a pipeline only counts).
 	open    func()
 	final   func(context.Context)
 	close   func()
@@ -111,7 +112,9 @@ func (f *face) Start(ctx context.Context, host component.Host) error {
 		return nil
 	}
 	f.started = true
-	f.open()
+	if f.open != nil {
+		f.open()
+	}
 	return f.core.start(ctx, host)
 }
 
@@ -123,9 +126,11 @@ func (f *face) Shutdown(ctx context.Context) error {
 	}
 	f.started = false
 	last, err := f.core.shutdown(ctx)
-	if !last {
+	if !last && f.final != nil {
 		f.final(ctx)
 	}
-	f.close()
+	if f.close != nil {
+		f.close()
+	}
 	return err
 }
