@@ -11,6 +11,13 @@ import (
 // kernel's hit count over the attached time times the configured cost per
 // hit, averaged over the probed processes. While the estimate fits the
 // budget the probes stay attached and the ratio is 1.
+//
+// What the probes cost is also accounted, as in a token bucket: the budget
+// accrues with time and every attached phase spends its hits' cost
+// (including the first estimate, at full cost, and the hits while the
+// links close). A detached phase lasts until the spending is paid back, so
+// that the cost stays within the budget over any stretch of a period or
+// more, not only in the steady state.
 type dutyCycle struct {
 	cfg   OverheadConfig
 	probe *gil.Probe
@@ -30,19 +37,31 @@ type dutyCycle struct {
 	// keep firing until it returns, so the planned attached time is
 	// shortened by it.
 	detachLatency time.Duration
+	// tokens is the budget not spent yet, in CPU seconds (negative: spent
+	// ahead), as of tokensAt; it stays within ± budget × period.
+	tokens   float64
+	tokensAt time.Time
 }
 
 // minRatio keeps some observation however expensive the probes are.
 const minRatio = 0.01
 
-// firstEstimate is when the first cost estimate is made.
-const firstEstimate = 200 * time.Millisecond
+// firstEstimate is when the first cost estimate is made: early, because
+// until then the probes cost what they cost; 50 ms of hits are plenty at
+// the rates that matter.
+const firstEstimate = 50 * time.Millisecond
+
+// recheck is how often the cost is re-estimated while it fits the budget:
+// a workload that starts churning after an idle estimate is probed at full
+// cost for at most this long.
+const recheck = 100 * time.Millisecond
 
 // minAttached is the shortest attached phase worth having.
 const minAttached = 10 * time.Millisecond
 
 func newDutyCycle(cfg OverheadConfig, probe *gil.Probe) *dutyCycle {
-	d := &dutyCycle{cfg: cfg, probe: probe, ratio: 1, effective: 1, on: true, since: time.Now()}
+	now := time.Now()
+	d := &dutyCycle{cfg: cfg, probe: probe, ratio: 1, effective: 1, on: true, since: now, tokensAt: now}
 	if cfg.Budget <= 0 {
 		return d
 	}
@@ -97,12 +116,14 @@ func (d *dutyCycle) step(processes int) (float64, error) {
 	}
 	attached := now.Sub(d.since).Seconds()
 	hits := c.Hits - d.hitsSince
-	d.hitsSince = c.Hits
+	rate := ratioCost(d.cfg, float64(hits), attached, processes)
 	d.ratio = ratioFor(d.cfg, float64(hits), attached, processes)
 	if d.ratio >= 1 {
+		d.hitsSince = c.Hits
+		d.spend(now, hits, processes)
 		d.since = now
 		d.effective = 1
-		d.t.Reset(d.cfg.Period)
+		d.t.Reset(min(d.cfg.Period, recheck))
 		return 1, nil
 	}
 	if err := d.probe.SetActive(false); err != nil {
@@ -111,13 +132,36 @@ func (d *dutyCycle) step(processes int) (float64, error) {
 	}
 	// The probes fired until the links were closed.
 	off := time.Now()
+	if c, err := d.probe.Counters(); err == nil {
+		hits = c.Hits - d.hitsSince
+	}
+	d.spend(off, hits, processes)
 	d.detachLatency = off.Sub(now)
 	d.onFor = off.Sub(d.since)
 	d.on, d.since = false, off
+	// Detached for the rest of the period, at least a tenth of it, and
+	// until the budget has accrued what the next attached phase will
+	// spend: paid before it is spent, so that the first estimate's cost
+	// (at full rate) is not added to the steady state's.
 	offFor := max(d.cfg.Period-d.onFor, d.cfg.Period/10)
+	next := d.ratio * d.cfg.Period.Seconds() * rate
+	if owed := next - d.tokens; owed > 0 {
+		offFor = max(offFor, time.Duration(owed/d.cfg.Budget*float64(time.Second)))
+	}
 	d.effective = d.onFor.Seconds() / (d.onFor + offFor).Seconds()
 	d.t.Reset(offFor)
 	return d.effective, nil
+}
+
+// spend accrues the budget up to now and takes the estimated cost of hits
+// from it. Debt is capped at one period's budget: beyond it (a cost per hit
+// far above the configured one) the 1% floor of the ratio rules.
+func (d *dutyCycle) spend(now time.Time, hits uint64, processes int) {
+	limit := d.cfg.Budget * d.cfg.Period.Seconds()
+	cost := float64(hits) * d.cfg.CostPerHit.Seconds() / float64(max(processes, 1))
+	d.tokens += d.cfg.Budget*now.Sub(d.tokensAt).Seconds() - cost
+	d.tokens = min(max(d.tokens, -limit), limit)
+	d.tokensAt = now
 }
 
 // ratioFor returns the attached fraction that keeps the estimated cost of
@@ -126,9 +170,18 @@ func ratioFor(cfg OverheadConfig, hits, attached float64, processes int) float64
 	if attached <= 0 || hits <= 0 {
 		return 1
 	}
-	cost := hits / attached * cfg.CostPerHit.Seconds() / float64(max(processes, 1))
+	cost := ratioCost(cfg, hits, attached, processes)
 	if cost <= cfg.Budget {
 		return 1
 	}
 	return max(cfg.Budget/cost, minRatio)
+}
+
+// ratioCost is the estimated cost, as a share of a CPU per probed process,
+// of hits probe hits over attached seconds.
+func ratioCost(cfg OverheadConfig, hits, attached float64, processes int) float64 {
+	if attached <= 0 {
+		return 0
+	}
+	return hits / attached * cfg.CostPerHit.Seconds() / float64(max(processes, 1))
 }

@@ -39,14 +39,44 @@ func TestRatioFor(t *testing.T) {
 	}
 }
 
+// TestSpendAccountsWhatTheProbesCost: the budget accrues with time, hits
+// spend it at the configured cost per hit (averaged over processes), and
+// both credit and debt stay within one period's budget.
+func TestSpendAccountsWhatTheProbesCost(t *testing.T) {
+	cfg := OverheadConfig{Budget: 0.02, Period: 10 * time.Second, CostPerHit: time.Microsecond}
+	t0 := time.Unix(1000, 0)
+	d := &dutyCycle{cfg: cfg, tokensAt: t0}
+	steps := []struct {
+		name      string
+		after     time.Duration
+		hits      uint64
+		processes int
+		want      float64
+	}{
+		{"first estimate at full cost: 50 ms of 730k hits/s", 50 * time.Millisecond, 36_500, 1, 0.001 - 0.0365},
+		{"paid back over 1.775 s detached", 1775 * time.Millisecond, 0, 1, 0},
+		{"two processes share the cost", time.Second, 20_000, 2, 0.02 - 0.01},
+		{"credit capped at a period's budget", time.Hour, 0, 1, 0.2},
+		{"debt capped at a period's budget", 0, 1_000_000, 1, -0.2},
+	}
+	now := t0
+	for _, s := range steps {
+		now = now.Add(s.after)
+		d.spend(now, s.hits, s.processes)
+		assert.InDelta(t, s.want, d.tokens, 1e-9, s.name)
+	}
+}
+
 // TestBudgetDutyCyclesAnExpensiveWorkload runs a GIL-churning process under
 // a budget it exceeds: the receiver detaches for part of each period,
 // reports a sampling ratio below 1 and puts it on the windows it emits.
 func TestBudgetDutyCyclesAnExpensiveWorkload(t *testing.T) {
-	w := workload.Start(t, "churn", "0", "200000", "--exit")
+	w := workload.Start(t, "churn", "0", "1000000", "--exit")
 	cfg := fastConfig(w.PID)
 	cfg.MinDuration = 0 // every release a window, so that windows carry the ratio
-	cfg.Overhead = OverheadConfig{Budget: 0.001, Period: 300 * time.Millisecond, CostPerHit: time.Microsecond}
+	// About 15 times the budget: attached about 7% of each period, after
+	// detached phases that pay for the attached ones.
+	cfg.Overhead = OverheadConfig{Budget: 0.05, Period: 300 * time.Millisecond, CostPerHit: time.Microsecond}
 	h := startReceiver(t, cfg, componenttest.NewNopHost())
 	h.waitAttached(w.PID)
 	var res churnResult
