@@ -25,7 +25,9 @@ type Config struct {
 	MinDuration time.Duration `mapstructure:"min_duration"`
 	// SwitchProbes probes take_gil/drop_gil where the symbol table has them.
 	SwitchProbes bool `mapstructure:"switch_probes"`
-	// GC emits python.gc.pause windows from gc_collect_main.
+	// GC emits python.gc.pause windows from gc_collect_main (collect on 3.9)
+	// or, where the symbol table has neither, the gc__start/gc__done USDT
+	// probes.
 	GC bool `mapstructure:"gc"`
 	// CollectionInterval is how often metrics are emitted.
 	CollectionInterval time.Duration `mapstructure:"collection_interval"`

@@ -160,8 +160,9 @@ func (st *runState) discover() {
 			}
 			lib = &library{lib: l, pids: map[uint32]struct{}{}}
 			st.libraries[in.FileID] = lib
+			gc, gcErr := l.GC()
 			st.logger.Debug("probing CPython", zap.String("file", in.File), zap.String("version", in.Version),
-				zap.Bool("switch_probes", l.Symbols().Switch()), zap.String("gc", l.Symbols().GC()))
+				zap.Bool("switch_probes", l.Symbols().Switch()), zap.String("gc", gc), zap.NamedError("gc_usdt", gcErr))
 		}
 		lib.pids[pid] = struct{}{}
 		live[pid] = struct{}{}

@@ -22,7 +22,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 enum kind {
 	KIND_RELEASED = 0, // PyEval_SaveThread -> PyEval_RestoreThread
 	KIND_WAIT = 1,     // waiting to take the GIL
-	KIND_GC = 2,       // gc_collect_main entry -> return
+	KIND_GC = 2,       // gc_collect_main entry -> return, or USDT gc__start -> gc__done
 	KIND_HELD = 3,     // take_gil return -> drop_gil (aggregate only)
 	KIND_SWITCH = 4,   // forced drops by the switch interval (count only)
 };
@@ -346,6 +346,59 @@ static __always_inline int gc_collect(struct pt_regs *ctx)
 	return 0;
 }
 
+// USDT argument locations, in bits 8-15 of the cookie (probe.go's
+// usdtCookie): bits 16-23 hold the register's index in struct pt_regs,
+// 24-31 the size in bytes, 32-63 the constant or the displacement.
+enum arg_loc {
+	ARG_CONSTANT = 1,
+	ARG_REGISTER = 2,
+	ARG_MEMORY = 3,
+};
+
+// usdt_arg reads the USDT argument the cookie describes; 0 when it cannot.
+static __always_inline __u64 usdt_arg(struct pt_regs *ctx, __u64 cookie)
+{
+	__u8 loc = cookie >> 8;
+	__u32 reg = (cookie >> 16) & 0xff;
+	__u8 size = cookie >> 24;
+	__s64 off = (__s32)(cookie >> 32);
+	__u64 v = 0;
+	if (loc == ARG_CONSTANT)
+		return off;
+	if (reg >= sizeof(struct pt_regs) / sizeof(__u64))
+		return 0;
+	if (bpf_probe_read_kernel(&v, sizeof(v), (void *)ctx + reg * sizeof(__u64)))
+		return 0;
+	if (loc == ARG_MEMORY) {
+		__u64 addr = v + off;
+		v = 0;
+		if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+			return 0;
+	}
+	switch (size) {
+	case 1:
+		return v & 0xff;
+	case 2:
+		return v & 0xffff;
+	case 4:
+		return v & 0xffffffff;
+	}
+	return v;
+}
+
+// The gc__start USDT probe: the collection begins; its first argument is
+// the generation.
+static __always_inline int gc_start_usdt(struct pt_regs *ctx, __u64 cookie)
+{
+	__u32 pid, tid;
+	struct thread *t = current(&pid, &tid);
+	if (!t)
+		return 0;
+	t->gc_at = bpf_ktime_get_ns();
+	t->gc_generation = (__u8)usdt_arg(ctx, cookie);
+	return 0;
+}
+
 static __always_inline int gc_collect_return(struct pt_regs *ctx)
 {
 	__u32 pid, tid;
@@ -369,11 +422,16 @@ enum point {
 	POINT_DROP = 4,    // drop_gil
 	POINT_TAKE = 5,    // take_gil
 	POINT_GC = 6,      // gc_collect_main
+	POINT_GC_START_USDT = 7, // USDT python:gc__start (entry only)
+	POINT_GC_DONE_USDT = 8,  // USDT python:gc__done (entry only)
 };
 
+// The point is the cookie's low byte; USDT points carry their argument's
+// location above it.
 static __always_inline int on_entry(struct pt_regs *ctx)
 {
-	switch (bpf_get_attach_cookie(ctx)) {
+	__u64 cookie = bpf_get_attach_cookie(ctx);
+	switch (cookie & 0xff) {
 	case POINT_SAVE:
 		return save_thread(ctx);
 	case POINT_RESTORE:
@@ -386,13 +444,17 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 		return take_gil(ctx);
 	case POINT_GC:
 		return gc_collect(ctx);
+	case POINT_GC_START_USDT:
+		return gc_start_usdt(ctx, cookie);
+	case POINT_GC_DONE_USDT:
+		return gc_collect_return(ctx);
 	}
 	return 0;
 }
 
 static __always_inline int on_return(struct pt_regs *ctx)
 {
-	switch (bpf_get_attach_cookie(ctx)) {
+	switch (bpf_get_attach_cookie(ctx) & 0xff) {
 	case POINT_RESTORE:
 		return restore_thread_return(ctx);
 	case POINT_ENSURE:

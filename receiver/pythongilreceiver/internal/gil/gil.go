@@ -46,7 +46,8 @@ type Options struct {
 	// SwitchProbes attaches take_gil/drop_gil where the symbol table has
 	// them: true waits, forced switches and held time.
 	SwitchProbes bool
-	// GC attaches gc_collect_main where present, for GC pauses.
+	// GC attaches gc_collect_main (or collect) where present, else the
+	// gc__start/gc__done USDT probes where the file has them, for GC pauses.
 	GC bool
 	// Bare replaces every program, entry and return, with one that only
 	// counts hits: the baseline of the overhead benchmark.

@@ -5,7 +5,9 @@ package gil
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -119,6 +121,10 @@ const (
 	pointDrop    = 4
 	pointTake    = 5
 	pointGC      = 6
+	// USDT python:gc__start and gc__done, both entry probes; the cookie
+	// of gc__start also carries its argument's location (usdtCookie).
+	pointGCStartUSDT = 7
+	pointGCDoneUSDT  = 8
 )
 
 // probePoint is one uprobe or uretprobe on one symbol.
@@ -168,7 +174,31 @@ type Library struct {
 	file    *os.File
 	exe     *link.Executable
 	symbols Symbols
+	// usdt are the USDT GC probes, used when the symbol table has no GC
+	// function; usdtErr says why there are none where notes exist.
+	usdt    []target
+	usdtErr error
 	links   []link.Link
+}
+
+// target is one uprobe: on a symbol, or at a file offset (a USDT probe,
+// with its semaphore's offset when it has one).
+type target struct {
+	symbol string
+	offset uint64
+	refCtr uint64
+	ret    bool
+	cookie uint64
+	// usdt names a USDT probe ("python_gc__start").
+	usdt string
+}
+
+// name is the target's symbol or USDT name, for errors and trace events.
+func (t target) name() string {
+	if t.symbol != "" {
+		return t.symbol
+	}
+	return t.usdt
 }
 
 // Attach opens the ELF file at path (typically /proc/<pid>/root/<path from
@@ -196,6 +226,9 @@ func (p *Probe) Attach(path string) (*Library, error) {
 		return nil, fmt.Errorf("gil: %s: %w", path, err)
 	}
 	l := &Library{probe: p, file: f, exe: exe, symbols: symbols}
+	if p.opts.GC && symbols.GC() == "" {
+		l.usdt, l.usdtErr = usdtGC(path)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -215,21 +248,101 @@ func (p *Probe) Attach(path string) (*Library, error) {
 // Symbols returns what the library's symbol tables offer.
 func (l *Library) Symbols() Symbols { return l.symbols }
 
+// GC returns where GC pauses come from: the symbol probed
+// (SymGCCollectMain, SymGCCollectLegacy), GCUSDT, or "" when the file has
+// none of them (or GC probing is off); the error says why USDT notes the
+// file has could not be used.
+func (l *Library) GC() (string, error) {
+	switch {
+	case !l.probe.opts.GC:
+		return "", nil
+	case l.symbols.GC() != "":
+		return l.symbols.GC(), nil
+	case len(l.usdt) > 0:
+		return GCUSDT, nil
+	}
+	return "", l.usdtErr
+}
+
+// usdtGC returns the uprobes for the python:gc__start and gc__done USDT
+// probes of the file at path; none when it has no such notes.
+func usdtGC(path string) ([]target, error) {
+	probes, err := ReadUSDT(path)
+	if err != nil {
+		return nil, err
+	}
+	var start, done *USDTProbe
+	for i, pr := range probes {
+		if pr.Provider != USDTProvider {
+			continue
+		}
+		switch pr.Name {
+		case USDTGCStart:
+			start = &probes[i]
+		case USDTGCDone:
+			done = &probes[i]
+		}
+	}
+	if start == nil || done == nil {
+		return nil, nil
+	}
+	args, err := ParseUSDTArgs(start.Args)
+	if err != nil {
+		return nil, fmt.Errorf("gil: %s: %s:%s: %w", path, start.Provider, start.Name, err)
+	}
+	if len(args) < 1 {
+		return nil, fmt.Errorf("gil: %s: %s:%s has no generation argument", path, start.Provider, start.Name)
+	}
+	cookie, err := usdtCookie(pointGCStartUSDT, args[0])
+	if err != nil {
+		return nil, fmt.Errorf("gil: %s: %s:%s: %w", path, start.Provider, start.Name, err)
+	}
+	return []target{
+		{offset: start.Offset, refCtr: start.SemaphoreOffset, cookie: cookie, usdt: "python_gc__start"},
+		{offset: done.Offset, refCtr: done.SemaphoreOffset, cookie: pointGCDoneUSDT, usdt: "python_gc__done"},
+	}, nil
+}
+
+// ptRegs are the registers in the order of x86-64's struct pt_regs, where
+// the BPF side reads them.
+var ptRegs = []string{"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10",
+	"r9", "r8", "rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss"}
+
+// usdtCookie encodes a point and the location of its USDT argument for
+// gil.bpf.c's usdt_arg: point in bits 0-7, location 8-15, register index
+// 16-23, size 24-31, constant or displacement (int32) 32-63.
+func usdtCookie(point uint64, a USDTArg) (uint64, error) {
+	if a.Offset < math.MinInt32 || a.Offset > math.MaxInt32 {
+		return 0, fmt.Errorf("argument offset %d does not fit 32 bits: %w", a.Offset, ErrUnsupportedArg)
+	}
+	reg := 0
+	if a.Loc != ArgConstant {
+		reg = slices.Index(ptRegs, a.Reg)
+		if reg < 0 {
+			return 0, fmt.Errorf("register %q: %w", a.Reg, ErrUnsupportedArg)
+		}
+	}
+	return point | uint64(a.Loc)<<8 | uint64(reg)<<16 | uint64(a.Size)<<24 | uint64(uint32(int32(a.Offset)))<<32, nil
+}
+
 // link attaches every wanted probe point, as two uprobe-multi links (one
 // for entries, one for returns) where the kernel has them (6.6+), else as
 // one link per point. On failure it undoes what it did.
 func (l *Library) link() error {
-	var entries, returns []probePoint
+	var entries, returns []target
 	for _, pp := range probePoints {
 		if !l.symbols.Has(pp.symbol) || !pp.when(l.symbols, l.probe.opts) {
 			continue
 		}
+		t := target{symbol: pp.symbol, ret: pp.ret, cookie: pp.point}
 		if pp.ret {
-			returns = append(returns, pp)
+			returns = append(returns, t)
 		} else {
-			entries = append(entries, pp)
+			entries = append(entries, t)
 		}
 	}
+	// Set only when GC is wanted and the symbol table has no GC function.
+	entries = append(entries, l.usdt...)
 	err := ebpf.ErrNotSupported
 	if !forceSingleLinks {
 		err = l.linkMulti(entries, returns)
@@ -251,14 +364,14 @@ func (l *Library) link() error {
 // without uprobe-multi; tests set it to cover that path.
 var forceSingleLinks = false
 
-func (l *Library) linkMulti(entries, returns []probePoint) error {
+func (l *Library) linkMulti(entries, returns []target) error {
 	progs := &l.probe.objs.gilPrograms
 	entry, ret := progs.EntryMulti, progs.ReturnMulti
 	if l.probe.opts.Bare {
 		entry, ret = progs.CountMulti, progs.CountReturnMulti
 	}
 	for _, set := range []struct {
-		points []probePoint
+		points []target
 		prog   *ebpf.Program
 		attach func([]string, *ebpf.Program, *link.UprobeMultiOptions) (link.Link, error)
 	}{
@@ -268,12 +381,27 @@ func (l *Library) linkMulti(entries, returns []probePoint) error {
 		if len(set.points) == 0 {
 			continue
 		}
-		syms := make([]string, len(set.points))
-		cookies := make([]uint64, len(set.points))
-		for i, pp := range set.points {
-			syms[i], cookies[i] = pp.symbol, pp.point
+		n := len(set.points)
+		syms := make([]string, n)
+		cookies := make([]uint64, n)
+		addrs := make([]uint64, n)
+		refs := make([]uint64, n)
+		var anyAddr, anyRef bool
+		for i, t := range set.points {
+			syms[i], cookies[i], addrs[i], refs[i] = t.symbol, t.cookie, t.offset, t.refCtr
+			anyAddr = anyAddr || t.symbol == ""
+			anyRef = anyRef || t.refCtr != 0
 		}
-		lk, err := set.attach(syms, set.prog, &link.UprobeMultiOptions{Cookies: cookies})
+		opts := &link.UprobeMultiOptions{Cookies: cookies}
+		if anyAddr {
+			// Offsets given where there is no symbol; 0 looks the
+			// symbol up.
+			opts.Addresses = addrs
+		}
+		if anyRef {
+			opts.RefCtrOffsets = refs
+		}
+		lk, err := set.attach(syms, set.prog, opts)
 		if err != nil {
 			return fmt.Errorf("uprobe-multi on %v: %w", syms, err)
 		}
@@ -282,26 +410,26 @@ func (l *Library) linkMulti(entries, returns []probePoint) error {
 	return nil
 }
 
-func (l *Library) linkSingle(entries, returns []probePoint) error {
+func (l *Library) linkSingle(entries, returns []target) error {
 	progs := &l.probe.objs.gilPrograms
 	for _, pp := range append(entries, returns...) {
 		var (
 			lk  link.Link
 			err error
 		)
-		opts := &link.UprobeOptions{Cookie: pp.point}
+		opts := &link.UprobeOptions{Cookie: pp.cookie, Address: pp.offset, RefCtrOffset: pp.refCtr}
 		switch {
 		case l.probe.opts.Bare && pp.ret:
-			lk, err = l.exe.Uretprobe(pp.symbol, progs.CountReturnSingle, opts)
+			lk, err = l.exe.Uretprobe(pp.name(), progs.CountReturnSingle, opts)
 		case l.probe.opts.Bare:
-			lk, err = l.exe.Uprobe(pp.symbol, progs.CountSingle, opts)
+			lk, err = l.exe.Uprobe(pp.name(), progs.CountSingle, opts)
 		case pp.ret:
-			lk, err = l.exe.Uretprobe(pp.symbol, progs.ReturnSingle, opts)
+			lk, err = l.exe.Uretprobe(pp.name(), progs.ReturnSingle, opts)
 		default:
-			lk, err = l.exe.Uprobe(pp.symbol, progs.EntrySingle, opts)
+			lk, err = l.exe.Uprobe(pp.name(), progs.EntrySingle, opts)
 		}
 		if err != nil {
-			return fmt.Errorf("uprobe %s (return %v): %w", pp.symbol, pp.ret, err)
+			return fmt.Errorf("uprobe %s (return %v): %w", pp.name(), pp.ret, err)
 		}
 		l.links = append(l.links, lk)
 	}

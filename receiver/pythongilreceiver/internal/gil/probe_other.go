@@ -62,6 +62,9 @@ func (p *Probe) Counters() (Counters, error) { return Counters{}, ErrClosed }
 // Symbols is empty here.
 func (l *Library) Symbols() Symbols { return Symbols{} }
 
+// GC is "" here.
+func (l *Library) GC() (string, error) { return "", nil }
+
 // Links is 0 here.
 func (l *Library) Links() int { return 0 }
 

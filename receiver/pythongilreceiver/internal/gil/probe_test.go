@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -427,5 +428,127 @@ func TestOneLinkPerPointFallback(t *testing.T) {
 	w.Stop()
 	if after := openFDs(t); after != before {
 		t.Fatalf("%d fds open after detaching, %d before", after, before)
+	}
+}
+
+func TestUSDTCookie(t *testing.T) {
+	for _, tc := range []struct {
+		arg  USDTArg
+		want uint64
+	}{
+		// rdi is pt_regs[14], rsp pt_regs[19].
+		{USDTArg{Size: 4, Signed: true, Loc: ArgRegister, Reg: "rdi"}, pointGCStartUSDT | 2<<8 | 14<<16 | 4<<24},
+		{USDTArg{Size: 4, Signed: true, Loc: ArgMemory, Reg: "rsp", Offset: 112}, pointGCStartUSDT | 3<<8 | 19<<16 | 4<<24 | 112<<32},
+		{USDTArg{Size: 8, Loc: ArgMemory, Reg: "rbp", Offset: -16}, pointGCStartUSDT | 3<<8 | 4<<16 | 8<<24 | 0xfffffff0<<32},
+		{USDTArg{Size: 4, Loc: ArgConstant, Offset: 2}, pointGCStartUSDT | 1<<8 | 4<<24 | 2<<32},
+	} {
+		got, err := usdtCookie(pointGCStartUSDT, tc.arg)
+		if err != nil || got != tc.want {
+			t.Errorf("usdtCookie(%+v) = %#x, %v; want %#x", tc.arg, got, err, tc.want)
+		}
+	}
+	if _, err := usdtCookie(pointGCStartUSDT, USDTArg{Size: 8, Loc: ArgMemory, Reg: "rax", Offset: 1 << 40}); !errors.Is(err, ErrUnsupportedArg) {
+		t.Errorf("64-bit displacement: %v, want ErrUnsupportedArg", err)
+	}
+}
+
+// TestGCFromUSDTWhereNoGCSymbol attaches to the fixtures of
+// testdata/usdt: the one with gc_collect_main is probed there, the one
+// without through its USDT probes, whose semaphores the kernel raises so
+// that a run of the fixture reaches them: one GC window with the
+// generation the fixture passes (its argc).
+func TestGCFromUSDTWhereNoGCSymbol(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(fmt.Sprintf("single links %v", single), func(t *testing.T) {
+			forceSingleLinks = single
+			defer func() { forceSingleLinks = false }()
+			p := load(t, Options{SwitchProbes: true, GC: true})
+			withMain, err := p.Attach("testdata/usdt/usdt-gcmain.elf")
+			if errors.Is(err, ErrUnavailable) {
+				t.Skipf("uprobes unavailable: %v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gc, err := withMain.GC(); gc != SymGCCollectMain || err != nil {
+				t.Errorf("GC() with gc_collect_main = %q, %v; want %q", gc, err, SymGCCollectMain)
+			}
+			path, err := filepath.Abs("testdata/usdt/usdt.elf")
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := p.Attach(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gc, err := l.GC(); gc != GCUSDT || err != nil {
+				t.Fatalf("GC() without gc_collect_main = %q, %v; want %q", gc, err, GCUSDT)
+			}
+			cmd := exec.Command(path, "a", "b", "c")
+			if err := cmd.Run(); err != nil {
+				var exit *exec.ExitError
+				if !errors.As(err, &exit) {
+					t.Fatal(err)
+				}
+			}
+			var gcs []Event
+			for _, e := range drain(t, p, cmd.Process.Pid) {
+				if e.Kind == KindGC {
+					gcs = append(gcs, e)
+				}
+			}
+			if len(gcs) != 1 || gcs[0].Generation != 4 {
+				t.Fatalf("GC windows %+v, want one of generation 4", gcs)
+			}
+		})
+	}
+}
+
+// TestGCPausesFromUSDTOnSystemPython runs the GC workload on a CPython
+// built with --with-dtrace and stripped (Debian's /usr/bin/python3.X has
+// gc__start/gc__done notes and no gc_collect_main): its pauses come from
+// the USDT probes, one window per gc.collect(2), inside the call.
+func TestGCPausesFromUSDTOnSystemPython(t *testing.T) {
+	pythons, _ := filepath.Glob("/usr/bin/python3.[0-9]*")
+	var py string
+	for _, c := range pythons {
+		if probes, err := ReadUSDT(c); err == nil && len(probes) > 0 {
+			py = c
+			break
+		}
+	}
+	if py == "" {
+		t.Skip("no /usr/bin/python3.X with USDT notes here")
+	}
+	p := load(t, defaults)
+	w := workload.StartWith(t, py, "gc", "4")
+	l := attach(t, p, w.PID)
+	gc, err := l.GC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gc != GCUSDT {
+		t.Skipf("%s: GC pauses come from %q, not USDT", py, gc)
+	}
+	var res struct {
+		TID   uint32     `json:"tid"`
+		N     int        `json:"n"`
+		Calls [][2]int64 `json:"calls"`
+	}
+	w.Run(&res)
+	var gcs []Event
+	for _, e := range drain(t, p, w.PID) {
+		if e.Kind == KindGC && e.TID == res.TID && e.Generation == 2 {
+			gcs = append(gcs, e)
+		}
+	}
+	if len(gcs) != res.N {
+		t.Fatalf("%d generation-2 GC windows, want %d: %+v", len(gcs), res.N, gcs)
+	}
+	for i, e := range gcs {
+		m0, m1 := res.Calls[i][0], res.Calls[i][1]
+		if e.Start < m0 || e.Start+int64(e.Duration) > m1 {
+			t.Errorf("gc %d [%d, +%s] outside gc.collect [%d, %d]", i, e.Start, e.Duration, m0, m1)
+		}
 	}
 }
