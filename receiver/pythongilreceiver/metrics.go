@@ -1,6 +1,7 @@
 package pythongilreceiver
 
 import (
+	"math"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -29,12 +30,15 @@ const (
 // summed in the kernel and all land in the first bucket.
 var histogramBounds = []float64{250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1, 2.5, 5, 10}
 
-// histogram accumulates window durations, cumulatively.
+// histogram accumulates window durations, cumulatively. While the probes
+// are duty-cycled each window weighs the inverse of the sampling ratio in
+// effect, so that counts and sum are estimates of what ran, like the
+// counters; rawSum keeps what was observed.
 type histogram struct {
 	bounds []float64
-	counts []uint64
-	count  uint64
+	counts []float64
 	sum    float64
+	rawSum float64
 }
 
 func newHistogram(minDuration time.Duration) *histogram {
@@ -44,18 +48,41 @@ func newHistogram(minDuration time.Duration) *histogram {
 			bounds = append(bounds, b)
 		}
 	}
-	return &histogram{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
+	return &histogram{bounds: bounds, counts: make([]float64, len(bounds)+1)}
 }
 
-func (h *histogram) record(d time.Duration) {
+// minScaleRatio bounds the weight of one window.
+const minScaleRatio = 1e-3
+
+func (h *histogram) record(d time.Duration, sampling float64) {
 	s := d.Seconds()
 	i := 0
 	for i < len(h.bounds) && s > h.bounds[i] {
 		i++
 	}
-	h.counts[i]++
-	h.count++
-	h.sum += s
+	w := 1 / max(min(sampling, 1), minScaleRatio)
+	h.counts[i] += w
+	h.sum += s * w
+	h.rawSum += s
+}
+
+// bucketCounts returns the (estimated) counts rounded, and their total.
+func (h *histogram) bucketCounts() ([]uint64, uint64) {
+	out := make([]uint64, len(h.counts))
+	var total uint64
+	for i, c := range h.counts {
+		out[i] = uint64(math.Round(c))
+		total += out[i]
+	}
+	return out, total
+}
+
+// scaledNote ends the histograms' descriptions.
+const scaledNote = "; while the probes are duty-cycled, counts and sum are estimates, scaled by the inverse of the sampling ratio."
+
+// aggEstimate is the scaled count and sum of a kernel aggregate.
+type aggEstimate struct {
+	count, sum float64
 }
 
 // metrics builds every process's metrics: histograms of the windows that
@@ -113,10 +140,14 @@ func (st *runState) processMetrics(md pmetric.Metrics, p *process, aggs map[gil.
 
 	// Histograms: events plus, in the first bucket, the kernel's short
 	// windows of the same kind and thread.
+	// The kernel's aggregates are raw cumulative totals: what they grew by
+	// since the last collection is scaled by the sampling ratio, as the
+	// windows that came one by one were.
+	ratio := max(min(st.sampling, 1), minScaleRatio)
 	merged := map[histKey]*histogram{}
 	for k, h := range p.hists {
 		c := *h
-		c.counts = append([]uint64(nil), h.counts...)
+		c.counts = append([]float64(nil), h.counts...)
 		merged[k] = &c
 	}
 	for k, a := range aggs {
@@ -125,14 +156,23 @@ func (st *runState) processMetrics(md pmetric.Metrics, p *process, aggs map[gil.
 		}
 		// The kernel does not keep the GC generation of short pauses.
 		hk := histKey{kind: k.Kind, tid: k.TID, gen: -1}
+		prev := p.aggRaw[hk]
+		if a.Count > prev.Count {
+			e := p.aggEst[hk]
+			e.count += float64(a.Count-prev.Count) / ratio
+			e.sum += (a.Sum - prev.Sum).Seconds() / ratio
+			p.aggEst[hk] = e
+		}
+		p.aggRaw[hk] = a
+	}
+	for hk, e := range p.aggEst {
 		h, ok := merged[hk]
 		if !ok {
 			h = newHistogram(st.cfg.MinDuration)
 			merged[hk] = h
 		}
-		h.counts[0] += a.Count
-		h.count += a.Count
-		h.sum += a.Sum.Seconds()
+		h.counts[0] += e.count
+		h.sum += e.sum
 	}
 	hists := map[gil.Kind]pmetric.HistogramDataPointSlice{}
 	for k, h := range merged {
@@ -142,13 +182,13 @@ func (st *runState) processMetrics(md pmetric.Metrics, p *process, aggs map[gil.
 			switch k.kind {
 			case gil.KindReleased:
 				m.SetName(metricReleasedDuration)
-				m.SetDescription("How long Python threads ran without the GIL (PyEval_SaveThread to PyEval_RestoreThread).")
+				m.SetDescription("How long Python threads ran without the GIL (PyEval_SaveThread to PyEval_RestoreThread)" + scaledNote)
 			case gil.KindWait:
 				m.SetName(metricWaitDuration)
-				m.SetDescription("How long Python threads waited to take the GIL.")
+				m.SetDescription("How long Python threads waited to take the GIL" + scaledNote)
 			case gil.KindGC:
 				m.SetName(metricGCDuration)
-				m.SetDescription("How long CPython's cyclic garbage collector ran.")
+				m.SetDescription("How long CPython's cyclic garbage collector ran" + scaledNote)
 			}
 			m.SetUnit("s")
 			hist := m.SetEmptyHistogram()
@@ -159,10 +199,11 @@ func (st *runState) processMetrics(md pmetric.Metrics, p *process, aggs map[gil.
 		dp := dps.AppendEmpty()
 		dp.SetStartTimestamp(p.startTime)
 		dp.SetTimestamp(now)
-		dp.SetCount(h.count)
+		counts, total := h.bucketCounts()
+		dp.SetCount(total)
 		dp.SetSum(h.sum)
 		dp.ExplicitBounds().FromRaw(h.bounds)
-		dp.BucketCounts().FromRaw(h.counts)
+		dp.BucketCounts().FromRaw(counts)
 		if k.tid != 0 {
 			dp.Attributes().PutInt(window.AttrThreadID, int64(k.tid))
 		}
@@ -174,20 +215,21 @@ func (st *runState) processMetrics(md pmetric.Metrics, p *process, aggs map[gil.
 	// Counters: raw totals now, scaled by the sampling ratio since the last
 	// collection, accumulated.
 	raw := map[counterKey]float64{}
-	for k, h := range merged {
+	for k, h := range p.hists {
 		if k.kind == gil.KindWait {
-			raw[counterKey{kind: gil.KindWait, tid: k.tid}] += h.sum
+			raw[counterKey{kind: gil.KindWait, tid: k.tid}] += h.rawSum
 		}
 	}
 	for k, a := range aggs {
 		switch k.Kind {
+		case gil.KindWait:
+			raw[counterKey{kind: gil.KindWait, tid: k.TID}] += a.Sum.Seconds()
 		case gil.KindHeld:
 			raw[counterKey{kind: gil.KindHeld, tid: k.TID}] += a.Sum.Seconds()
 		case gil.KindSwitch:
 			raw[counterKey{kind: gil.KindSwitch, tid: k.TID}] += float64(a.Count)
 		}
 	}
-	ratio := max(st.sampling, 1e-3)
 	for k, v := range raw {
 		if d := v - p.raw[k]; d > 0 {
 			p.estimates[k] += d / ratio

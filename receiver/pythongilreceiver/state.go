@@ -63,6 +63,10 @@ type process struct {
 	// ratio; raw are the unscaled values they were last computed from.
 	estimates map[counterKey]float64
 	raw       map[counterKey]float64
+	// aggEst are the kernel's short-window aggregates scaled by the
+	// sampling ratio; aggRaw the raw totals they were last computed from.
+	aggEst map[histKey]aggEstimate
+	aggRaw map[histKey]gil.Aggregate
 	// threadNames caches each thread's name ("" when it has none of its
 	// own), read once per thread.
 	threadNames map[uint32]string
@@ -212,6 +216,8 @@ func (st *runState) process(pid uint32) *process {
 		hists:       map[histKey]*histogram{},
 		estimates:   map[counterKey]float64{},
 		raw:         map[counterKey]float64{},
+		aggEst:      map[histKey]aggEstimate{},
+		aggRaw:      map[histKey]gil.Aggregate{},
 		threadNames: map[uint32]string{},
 	}
 	if in, ok := st.scanner.Inspect(int(pid)); ok {
@@ -240,7 +246,7 @@ func (st *runState) add(ev gil.Event) bool {
 		h = newHistogram(st.cfg.MinDuration)
 		p.hists[key] = h
 	}
-	h.record(ev.Duration)
+	h.record(ev.Duration, st.sampling)
 
 	kind, ok := windowKind(ev.Kind)
 	if !ok {
