@@ -23,6 +23,7 @@ type churnResult struct {
 	Calls    int     `json:"calls"`
 	Elapsed  float64 `json:"elapsed_s"`
 	Busy     float64 `json:"busy_s"`
+	Sys      float64 `json:"sys_s"`
 	Sampling float64 `json:"-"`
 }
 
@@ -142,6 +143,7 @@ func BenchmarkOverhead(b *testing.B) {
 		// the probed thread, and CPU time does not grow with other load.
 		perCycle := func(r churnResult) float64 { return (r.Busy - none.Busy) / float64(flatN) * 1e9 }
 		b.Logf("flat out, %d releases: unprobed %.3fs CPU (%.0f releases per CPU second)", flatN, none.Busy, float64(flatN)/none.Busy)
+		b.Logf("  system time unprobed %.3fs, receiver without budget %.3fs", none.Sys, recv.Sys)
 		for _, row := range []struct {
 			name string
 			r    churnResult
@@ -175,6 +177,15 @@ func BenchmarkOverhead(b *testing.B) {
 		costPerHit := perCycle(recv) / recvHitsPerCycle
 		b.Logf("  kernel counters: %s; hits x %.0f ns = %.2f%% of the run", countersLine(flatRep.counters), costPerHit,
 			float64(flatRep.counters.Hits)*costPerHit/1e9/longBudget.Elapsed*100)
+		// Uprobe traps are system time in the probed thread, and hashing
+		// makes no system calls: the extra system time is what the probes
+		// cost in the kernel, under the host's load at the time.
+		// The budget is a share of one CPU (per wall second); the slowdown
+		// is relative to what CPU the workload got, which on a loaded host
+		// is less than one.
+		flatKernel := (longBudget.Sys - longNone.Sys) / longBudget.Elapsed * 100
+		b.Logf("  system time: probed %.3fs, twin %.3fs: the probes' kernel time is %.2f%% of a CPU (the budget's measure), %.2f%% of the workload's own CPU time (%.2f CPUs)",
+			longBudget.Sys, longNone.Sys, flatKernel, (longBudget.Sys-longNone.Sys)/longBudget.Busy*100, longBudget.Busy/longBudget.Elapsed)
 
 		longPacedNone, longPacedBudget := pair(b, lib, twinLib, pacedRate, longPacedN, &pacedRep)
 		pacedSlow := (longPacedBudget.Busy - longPacedNone.Busy) / longPacedBudget.Elapsed * 100
@@ -182,11 +193,16 @@ func BenchmarkOverhead(b *testing.B) {
 			pacedRate, longPacedNone.Elapsed, pacedSlow, pacedRep.sampling)
 		b.Logf("  kernel counters: %s; hits x %.0f ns = %.2f%% of the run", countersLine(pacedRep.counters), costPerHit,
 			float64(pacedRep.counters.Hits)*costPerHit/1e9/longPacedBudget.Elapsed*100)
+		pacedKernel := (longPacedBudget.Sys - longPacedNone.Sys) / longPacedBudget.Elapsed * 100
+		b.Logf("  system time: probed %.3fs, twin %.3fs: the probes' kernel time is %.2f%% of a CPU",
+			longPacedBudget.Sys, longPacedNone.Sys, pacedKernel)
 
 		b.ReportMetric(perCycle(bareAll), "bare-ns/cycle")
 		b.ReportMetric(perCycle(recv), "receiver-ns/cycle")
 		b.ReportMetric(flatSlow, "default-flat-slowdown-%")
 		b.ReportMetric(pacedSlow, "default-20k/s-slowdown-%")
+		b.ReportMetric(flatKernel, "default-flat-kernel-%cpu")
+		b.ReportMetric(pacedKernel, "default-20k/s-kernel-%cpu")
 	}
 }
 

@@ -23,6 +23,7 @@ import gc
 import hashlib
 import json
 import os
+import resource
 import sys
 import threading
 import time
@@ -105,8 +106,11 @@ def mode_churn(rate, n):
     """n hashlib calls on 4 KB buffers (one GIL release each), as fast as
     possible (rate 0) or paced at rate calls a second. busy_s is the thread's
     CPU time (user + system, where uprobe traps land) inside the calls:
-    unlike wall time it does not grow when other processes take the CPU."""
+    unlike wall time it does not grow when other processes take the CPU.
+    sys_s is the thread's system time over the whole loop: uprobe traps are
+    kernel time, and hashing makes no system calls."""
     buf = b"x" * 4096
+    sys0 = resource.getrusage(resource.RUSAGE_THREAD).ru_stime
     tid = threading.get_native_id()
     sha = hashlib.sha256
     cpu = time.thread_time
@@ -129,7 +133,8 @@ def mode_churn(rate, n):
             busy += cpu() - c0
             next_at += period
     elapsed = time.perf_counter() - t0
-    return {"tid": tid, "calls": n, "elapsed_s": elapsed, "busy_s": busy}
+    sys_s = resource.getrusage(resource.RUSAGE_THREAD).ru_stime - sys0
+    return {"tid": tid, "calls": n, "elapsed_s": elapsed, "busy_s": busy, "sys_s": sys_s}
 
 
 def main():
