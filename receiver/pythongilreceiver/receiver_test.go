@@ -3,6 +3,7 @@ package pythongilreceiver
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -334,4 +335,48 @@ func TestShutdownWithoutStart(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, lr.Shutdown(context.Background()))
 	var _ receiver.Logs = lr
+}
+
+// TestGCPausesFromUSDTEndToEnd runs the GC workload on a stripped CPython
+// built --with-dtrace (Debian's /usr/bin/python3.X: no gc_collect_main,
+// gc__start/gc__done notes): discovery finds the static executable, the
+// USDT probes give one python.gc.pause window per gc.collect(2), with its
+// generation.
+func TestGCPausesFromUSDTEndToEnd(t *testing.T) {
+	pythons, _ := filepath.Glob("/usr/bin/python3.[0-9]*")
+	var py string
+	for _, c := range pythons {
+		syms, err := gil.ReadSymbols(c)
+		if err != nil || !syms.HasGIL() || syms.GC() != "" {
+			continue
+		}
+		if probes, err := gil.ReadUSDT(c); err == nil && len(probes) > 0 {
+			py = c
+			break
+		}
+	}
+	if py == "" {
+		t.Skip("no stripped /usr/bin/python3.X with USDT notes here")
+	}
+	w := workload.StartWith(t, py, "gc", "4")
+	h := startReceiver(t, fastConfig(w.PID), componenttest.NewNopHost())
+	h.waitAttached(w.PID)
+	var res struct {
+		TID int64 `json:"tid"`
+		N   int   `json:"n"`
+	}
+	w.Run(&res)
+	pauses := func() []received {
+		var out []received
+		for _, r := range h.windows(w.PID) {
+			if r.w.Kind == window.KindPythonGCPause && r.w.ThreadID == res.TID && r.w.Attributes[window.AttrPythonGCGeneration] == int64(2) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	waitFor(t, "the GC pause windows", func() bool { return len(pauses()) >= res.N })
+	got := pauses()
+	require.Len(t, got, res.N)
+	assert.Equal(t, filepath.Base(py), got[0].res.AsRaw()["process.executable.name"])
 }
