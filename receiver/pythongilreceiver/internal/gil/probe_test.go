@@ -91,16 +91,28 @@ func TestSleepReleasesGILOncePerCall(t *testing.T) {
 	if len(released) != res.N {
 		t.Fatalf("%d released windows of at least %s on thread %d, want %d: %+v", len(released), time.Duration(res.DNS), res.TID, res.N, released)
 	}
+	// Each window lies inside the workload's own monotonic readings around
+	// time.sleep, and is as long as the call within 1 ms. The rest of the
+	// call is the interpreter's own work around the sleep, plus any time the
+	// thread waited for a CPU: on a busy host (other test packages run
+	// beside this one) one call of the five may be preempted there, so one
+	// outlier up to 10 ms is tolerated; a systematic error is not.
+	late := 0
 	for i, e := range released {
 		m0, m1 := res.Calls[i][2], res.Calls[i][3]
-		// The window lies inside the workload's own monotonic readings
-		// around time.sleep, and is as long as the call, within 1 ms.
 		if e.Start < m0 || e.Start+int64(e.Duration) > m1 {
 			t.Errorf("window %d [%d, +%s] not inside the call [%d, %d]", i, e.Start, e.Duration, m0, m1)
 		}
-		if d := time.Duration(m1-m0) - e.Duration; d < 0 || d > time.Millisecond {
+		d := time.Duration(m1-m0) - e.Duration
+		if d < 0 || d > 10*time.Millisecond {
 			t.Errorf("window %d lasts %s, the call %s", i, e.Duration, time.Duration(m1-m0))
 		}
+		if d > time.Millisecond {
+			late++
+		}
+	}
+	if late > 1 {
+		t.Errorf("%d of %d windows differ from their call by more than 1 ms", late, len(released))
 	}
 }
 
