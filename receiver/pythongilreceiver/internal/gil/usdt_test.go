@@ -97,7 +97,7 @@ func TestParseUSDTArgs(t *testing.T) {
 				t.Fatalf("error %v", err)
 			case tc.err != nil && err == nil:
 				t.Fatalf("= %+v, want an error", got)
-			case tc.err != nil && tc.err != errAny && !errors.Is(err, tc.err):
+			case tc.err != nil && !errors.Is(tc.err, errAny) && !errors.Is(err, tc.err):
 				t.Fatalf("error %v, want %v", err, tc.err)
 			}
 			if tc.err != nil {
