@@ -51,9 +51,15 @@ run: build ## Build, then run the collector on its embedded default config.
 # built against the JDK on PATH.
 JEP_VERSION := 4.3.2
 
+# Packages whose tests time real threads under live eBPF probes: run after
+# the others, one at a time, so the JVM-heavy packages do not preempt them.
+PROBE_PKGS := ./receiver/pythongilreceiver/...
+
 test: build test-deps ## Build the binary once, then run every test against it.
 	OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
-		$(GO) test -count=1 -timeout 60m ./...
+		$(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -v /receiver/pythongilreceiver)
+	OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
+		$(GO) test -count=1 -timeout 30m -p 1 $(PROBE_PKGS)
 	@$(MAKE) --no-print-directory fuzz
 
 test-deps: ## Install what the tests' workloads need (idempotent).
