@@ -226,7 +226,7 @@ type overlapRecord struct {
 func readSpans(t *testing.T, path string) []span {
 	t.Helper()
 	var out []span
-	for _, td := range readJSONLines(t, path, (&ptrace.JSONUnmarshaler{}).UnmarshalTraces) {
+	for _, td := range readLines(t, path, (&ptrace.JSONUnmarshaler{}).UnmarshalTraces) {
 		for i := 0; i < td.ResourceSpans().Len(); i++ {
 			rs := td.ResourceSpans().At(i)
 			pid := intAttr(rs.Resource().Attributes(), window.ResourcePID)
@@ -256,7 +256,7 @@ func readLogs(t *testing.T, path string) (map[int64][]window.Window, []overlapRe
 	windows := map[int64][]window.Window{}
 	observed := map[string]int64{}
 	var overlaps []overlapRecord
-	for _, ld := range readJSONLines(t, path, (&plog.JSONUnmarshaler{}).UnmarshalLogs) {
+	for _, ld := range readLines(t, path, (&plog.JSONUnmarshaler{}).UnmarshalLogs) {
 		for i := 0; i < ld.ResourceLogs().Len(); i++ {
 			rl := ld.ResourceLogs().At(i)
 			pid := intAttr(rl.Resource().Attributes(), window.ResourcePID)
@@ -308,25 +308,12 @@ func strAttr(m pcommon.Map, k string) string {
 	return v.Str()
 }
 
-func readJSONLines[T any](t *testing.T, path string, decode func([]byte) (T, error)) []T {
+// readLines reads a file exporter's output with the harness's reader.
+func readLines[T any](t *testing.T, path string, decode func([]byte) (T, error)) []T {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
+	out, err := e2e.ReadJSONLines(path, decode)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var out []T
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		v, err := decode([]byte(line))
-		if err != nil {
-			continue // a line still being written
-		}
-		out = append(out, v)
 	}
 	return out
 }

@@ -38,6 +38,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
 )
 
 // EnvBinary names the variable holding the path of the binary under test.
@@ -456,24 +458,25 @@ func Get(url string) (string, error) {
 // OutputDir, e.g. "traces.jsonl"). A missing file reads as no batches.
 func (c *Collector) Traces(file string) ([]ptrace.Traces, error) {
 	var u ptrace.JSONUnmarshaler
-	return readJSONLines(filepath.Join(c.OutputDir, file), u.UnmarshalTraces)
+	return ReadJSONLines(filepath.Join(c.OutputDir, file), u.UnmarshalTraces)
 }
 
 // Logs reads every batch the file exporter wrote to file.
 func (c *Collector) Logs(file string) ([]plog.Logs, error) {
 	var u plog.JSONUnmarshaler
-	return readJSONLines(filepath.Join(c.OutputDir, file), u.UnmarshalLogs)
+	return ReadJSONLines(filepath.Join(c.OutputDir, file), u.UnmarshalLogs)
 }
 
 // Metrics reads every batch the file exporter wrote to file.
 func (c *Collector) Metrics(file string) ([]pmetric.Metrics, error) {
 	var u pmetric.JSONUnmarshaler
-	return readJSONLines(filepath.Join(c.OutputDir, file), u.UnmarshalMetrics)
+	return ReadJSONLines(filepath.Join(c.OutputDir, file), u.UnmarshalMetrics)
 }
 
-// readJSONLines decodes one OTLP/JSON document per line. A last line without
-// its newline may still be being written and is left for the next read.
-func readJSONLines[T any](path string, decode func([]byte) (T, error)) ([]T, error) {
+// ReadJSONLines decodes one OTLP/JSON document per line of a file exporter's
+// output at path; a missing file reads as none. A last line without its
+// newline may still be being written and is left for the next read.
+func ReadJSONLines[T any](path string, decode func([]byte) (T, error)) ([]T, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -500,6 +503,27 @@ func readJSONLines[T any](path string, decode func([]byte) (T, error)) ([]T, err
 		out = append(out, v)
 	}
 	return out, sc.Err()
+}
+
+// WindowsOf decodes the runtime windows (internal/window) of process pid's
+// resources in batches; other records are skipped.
+func WindowsOf(batches []plog.Logs, pid int64) []window.Window {
+	var out []window.Window
+	for _, ld := range batches {
+		for _, rl := range ld.ResourceLogs().All() {
+			if v, ok := rl.Resource().Attributes().Get(window.ResourcePID); !ok || v.Int() != pid {
+				continue
+			}
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					if w, err := window.Decode(lr); err == nil {
+						out = append(out, w)
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // FreePorts returns n distinct loopback TCP ports that were free a moment ago.

@@ -88,21 +88,8 @@ receivers:
 // windowsOf counts, per kind, the window records under pid's resource.
 func windowsOf(batches []plog.Logs, pid int64) map[window.Kind]int {
 	kinds := map[window.Kind]int{}
-	for _, ld := range batches {
-		for i := range ld.ResourceLogs().Len() {
-			rl := ld.ResourceLogs().At(i)
-			if pidOf(rl.Resource()) != pid {
-				continue
-			}
-			for s := range rl.ScopeLogs().Len() {
-				recs := rl.ScopeLogs().At(s).LogRecords()
-				for k := range recs.Len() {
-					if w, err := window.Decode(recs.At(k)); err == nil {
-						kinds[w.Kind]++
-					}
-				}
-			}
-		}
+	for _, w := range e2e.WindowsOf(batches, pid) {
+		kinds[w.Kind]++
 	}
 	return kinds
 }

@@ -1,7 +1,6 @@
 package pythongilreceiver
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"path/filepath"
@@ -65,33 +64,11 @@ service:
 // fileWindows decodes every window of pid in a file exporter's JSON lines.
 func fileWindows(t *testing.T, path string, pid int) []window.Window {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	batches, err := e2e.ReadJSONLines(path, (&plog.JSONUnmarshaler{}).UnmarshalLogs)
 	if err != nil {
-		return nil
+		t.Fatal(err)
 	}
-	var out []window.Window
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
-	var u plog.JSONUnmarshaler
-	for sc.Scan() {
-		ld, err := u.UnmarshalLogs(sc.Bytes())
-		if err != nil {
-			continue // a line still being written
-		}
-		for _, rl := range ld.ResourceLogs().All() {
-			if v, ok := rl.Resource().Attributes().Get(window.ResourcePID); !ok || v.Int() != int64(pid) {
-				continue
-			}
-			for _, sl := range rl.ScopeLogs().All() {
-				for _, lr := range sl.LogRecords().All() {
-					if w, err := window.Decode(lr); err == nil {
-						out = append(out, w)
-					}
-				}
-			}
-		}
-	}
-	return out
+	return e2e.WindowsOf(batches, int64(pid))
 }
 
 func TestBuiltCollectorEmitsGILWindows(t *testing.T) {
