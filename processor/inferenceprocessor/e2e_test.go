@@ -17,13 +17,6 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
 )
 
-// binaryWithInference requires the binary under test to have both
-// components built in.
-func binaryWithInference(t *testing.T) {
-	t.Helper()
-	e2e.RequireComponents(t, "onnxinference", "inference")
-}
-
 func copyModel(t *testing.T, repo, model string, version int, src string) {
 	t.Helper()
 	data, err := os.ReadFile(src)
@@ -146,7 +139,7 @@ func labels(t *testing.T, spans map[string]ptrace.Span) map[int64]int {
 }
 
 func TestEndToEndVersionsThroughTheBinary(t *testing.T) {
-	binaryWithInference(t)
+	e2e.RequireComponents(t, "onnxinference", "inference")
 	repo := t.TempDir()
 	copyModel(t, repo, "runtime_overlap", 1, filepath.Join("..", "..", "models", "runtime_overlap", "1", "model.onnx"))
 	c := e2e.Start(t, e2e.Options{Configs: []string{"embedded:default"}, ConfigYAML: overlay(repo, "    {}")})
@@ -212,7 +205,7 @@ func TestEndToEndVersionsThroughTheBinary(t *testing.T) {
 }
 
 func TestEndToEndWrongConfigFailsAtStartup(t *testing.T) {
-	binaryWithInference(t)
+	e2e.RequireComponents(t, "onnxinference", "inference")
 	repo := t.TempDir()
 	copyModel(t, repo, "runtime_overlap", 1, filepath.Join("..", "..", "models", "runtime_overlap", "1", "model.onnx"))
 	// Four features for a model that takes five.
@@ -236,7 +229,7 @@ func TestEndToEndWrongConfigFailsAtStartup(t *testing.T) {
 
 // A logs pipeline with an OTTL condition: only the selected records are judged.
 func TestEndToEndLogs(t *testing.T) {
-	binaryWithInference(t)
+	e2e.RequireComponents(t, "onnxinference", "inference")
 	repo := t.TempDir()
 	copyModel(t, repo, "runtime_overlap", 1, filepath.Join("..", "..", "models", "runtime_overlap", "1", "model.onnx"))
 	config := fmt.Sprintf(`

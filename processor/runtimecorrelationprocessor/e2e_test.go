@@ -13,13 +13,6 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 )
 
-// binaryWithRuntimeCorrelation requires the binary under test to have the
-// processor built in.
-func binaryWithRuntimeCorrelation(t *testing.T) {
-	t.Helper()
-	e2e.RequireComponents(t, "runtimecorrelation")
-}
-
 // overlay puts the processor into the embedded default configuration's
 // three pipelines, with a short delay and metrics every second.
 const overlay = `
@@ -79,7 +72,7 @@ func requestSpans(base int64, names ...string) ptrace.Traces {
 }
 
 func TestEndToEndOverlapsSpansAndMetrics(t *testing.T) {
-	binaryWithRuntimeCorrelation(t)
+	e2e.RequireComponents(t, "runtimecorrelation")
 	c := e2e.Start(t, e2e.Options{Configs: []string{"embedded:default"}, ConfigYAML: overlay})
 	if err := c.WaitHealthy(60 * time.Second); err != nil {
 		t.Fatal(err)

@@ -18,13 +18,7 @@ import (
 )
 
 // These tests drive the built distribution ($OTELCOL_AI_BIN, which `make
-// test` sets) through the project's end-to-end harness; it must include this
-// receiver.
-
-func skipWithoutBuiltReceiver(t *testing.T) {
-	t.Helper()
-	e2e.RequireComponents(t, "pythongil")
-}
+// test` sets) through the project's end-to-end harness.
 
 // pythongilConfig probes one pid and writes windows and metrics with the
 // file exporter into the harness's output folder.
@@ -72,7 +66,7 @@ func fileWindows(t *testing.T, path string, pid int) []window.Window {
 }
 
 func TestBuiltCollectorEmitsGILWindows(t *testing.T) {
-	skipWithoutBuiltReceiver(t)
+	e2e.RequireComponents(t, "pythongil")
 	w := workload.Start(t, "sleep", "3", "20")
 	c := e2e.Start(t, e2e.Options{ConfigYAML: pythongilConfig(w.PID)})
 	logs, metrics := filepath.Join(c.OutputDir, "logs.jsonl"), filepath.Join(c.OutputDir, "metrics.jsonl")
