@@ -185,20 +185,40 @@ func TestXlogAgreesWithJFR(t *testing.T) {
 				if pauses == 0 {
 					t.Errorf("%s: no GC pause windows from the log", name)
 				}
-				slices.SortFunc(logWindows, func(a, b window.Window) int { return cmp.Compare(a.Start, b.Start) })
+				// Paired by end: the instant both sources stamp as the
+				// safepoint's end (HotSpot logs the line as it ends).
+				slices.SortFunc(logWindows, func(a, b window.Window) int { return cmp.Compare(a.End(), b.End()) })
+				ends := make([]window.Window, len(logWindows))
+				for i, w := range logWindows {
+					ends[i] = window.Window{Start: w.End(), Attributes: w.Attributes, Duration: w.Duration}
+				}
+				lateStarts := 0
 				for _, jw := range jfrWindows {
-					lw, ok := closest(logWindows, jw.Start)
-					// HotSpot logs the safepoint while it ends; JFR's
-					// SafepointEnd event spans the resumption of the
-					// threads. The log's end must fall within that event
+					e, ok := closest(ends, jw.End())
+					lw := window.Window{Start: e.Start - int64(e.Duration), Duration: e.Duration, Attributes: e.Attributes}
+					// JFR's SafepointEnd event spans the resumption of the
+					// threads: the log's end must fall within that event
 					// (give or take 1 ms), its start within 1 ms of JFR's.
 					endStart := endStarts[jw.Attributes[window.AttrJVMSafepointID].(int64)]
 					ms := int64(time.Millisecond)
-					if !ok || abs(lw.Start-jw.Start) > ms || lw.End() < endStart-ms || lw.End() > jw.End()+ms ||
+					startOff := lw.Start - jw.Start
+					if ok && startOff > ms && lw.Start < jw.End() {
+						// The log's Total starts when HotSpot's own timer
+						// does; a VM thread preempted between JFR's begin
+						// stamp and that timer (other packages' JVMs run
+						// beside this test) starts it late. Tolerated for
+						// a few safepoints, inside the JFR window.
+						lateStarts++
+						startOff = 0
+					}
+					if !ok || abs(startOff) > ms || lw.End() < endStart-ms || lw.End() > jw.End()+ms ||
 						lw.Attributes[window.AttrJVMVMOperation] != jw.Attributes[window.AttrJVMVMOperation] {
 						t.Errorf("%s: JFR safepoint %v (%d..%d) vs log %v (%d..%d)", name,
 							jw.Attributes[window.AttrJVMVMOperation], jw.Start, jw.End(), lw.Attributes[window.AttrJVMVMOperation], lw.Start, lw.End())
 					}
+				}
+				if lateStarts > 1+len(jfrWindows)/10 {
+					t.Errorf("%s: %d of %d log safepoints start more than 1 ms after JFR's", name, lateStarts, len(jfrWindows))
 				}
 			}
 		})
