@@ -1,10 +1,10 @@
 // Command genmodel writes the distribution's default model, runtime_overlap,
-// as an ONNX file: a small fixed graph (no training) that says how much of a
-// span's latency the runtime windows overlapping it explain, and which kind
-// of window dominates. The output is byte-for-byte reproducible; a test
-// checks that the committed models/runtime_overlap/1/model.onnx matches.
+// as ONNX files, and trains new versions of it on a user's own spans. The
+// output is byte-for-byte reproducible; a test checks the committed files.
 //
-//	go run ./cmd/genmodel -out models/runtime_overlap/1/model.onnx
+//	go run ./cmd/genmodel                       # models/runtime_overlap/{1,2}/model.onnx
+//	go run ./cmd/genmodel extract traces.jsonl  # spans → CSV rows (stdout)
+//	go run ./cmd/genmodel train -data spans.csv -version 3 -out models/runtime_overlap/3/model.onnx
 //
 // Input "features", float32[batch, 5], one row per span, in milliseconds:
 //
@@ -14,23 +14,32 @@
 //	3 runtime.overlap.python.gil.wait.duration
 //	4 runtime.overlap.python.gc.pause.duration
 //
-// Outputs:
+// Outputs of both versions, a fixed arithmetic graph:
 //
 //	explained_fraction float32[batch, 1]  overlap total / duration, clipped to [0, 1]
 //	unexplained_ms     float32[batch, 1]  duration - overlap total, at least 0
 //	dominant_cause     int64[batch]       index 0-3 of the largest overlap column (1-4 above)
+//
+// Version 2 adds a learned output:
+//
+//	anomaly_score      float32[batch, 1]  isolation-forest score in (0, 1) of the
+//	                                      overlap fractions: near 1, unlike the
+//	                                      healthy spans the forest was trained on
+//
+// Version 2's forest is trained on data/healthy-train.csv: spans of the
+// hybrid example (examples/hybrid) serving without allocation pressure, as
+// extracted from the collector's file exporter by `genmodel extract`.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 )
-
-// ModelVersion is the version written into the model and the directory it
-// belongs in.
-const ModelVersion = 1
 
 // Features names the input columns, in order.
 var Features = []string{
@@ -41,21 +50,164 @@ var Features = []string{
 	"python_gc_pause_ms",
 }
 
+// The shipped versions and the data version 2 is trained on, relative to
+// the repository root.
+const (
+	formulaVersion  = 1
+	forestVersion   = 2
+	defaultTraining = "cmd/genmodel/data/healthy-train.csv"
+)
+
 func main() {
-	out := flag.String("out", "models/runtime_overlap/1/model.onnx", "where to write the model")
-	flag.Parse()
-	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, "genmodel:", err)
-		os.Exit(1)
-	}
-	if err := os.WriteFile(*out, runtimeOverlapModel(), 0o644); err != nil {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "genmodel:", err)
 		os.Exit(1)
 	}
 }
 
-// runtimeOverlapModel returns the encoded ONNX model.
-func runtimeOverlapModel() []byte {
+func run(args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "extract":
+			return extract(args[1:], stdout)
+		case "train":
+			return train(args[1:])
+		}
+	}
+	fs := flag.NewFlagSet("genmodel", flag.ContinueOnError)
+	repo := fs.String("repository", "models", "the model repository to write runtime_overlap's shipped versions into")
+	data := fs.String("data", defaultTraining, "healthy spans (CSV) version 2's forest is trained on")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rows, err := readRows(*data)
+	if err != nil {
+		return err
+	}
+	if err := writeModel(filepath.Join(*repo, "runtime_overlap", strconv.Itoa(formulaVersion), "model.onnx"), formulaModel()); err != nil {
+		return err
+	}
+	forest := trainForest(pointsOf(rows), defaultForest)
+	return writeModel(filepath.Join(*repo, "runtime_overlap", strconv.Itoa(forestVersion), "model.onnx"), forestModel(forestVersion, forest))
+}
+
+// extract prints the rows of the spans in file exporter outputs as CSV.
+func extract(args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("extract: name one or more traces files (the file exporter's OTLP JSON lines)")
+	}
+	var all []row
+	for _, path := range args {
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("extract: %w", err)
+		}
+		rows, err := extractSpans(f)
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("extract: %s: %w", path, err)
+		}
+		all = append(all, rows...)
+	}
+	return writeRows(stdout, all)
+}
+
+// train writes a new version trained on the user's own healthy spans.
+func train(args []string) error {
+	fs := flag.NewFlagSet("genmodel train", flag.ContinueOnError)
+	data := fs.String("data", "", "healthy spans, CSV as `genmodel extract` writes it (required)")
+	version := fs.Int64("version", 0, "the model version to write (required, at least 1)")
+	out := fs.String("out", "", "where to write the model (required), e.g. models/runtime_overlap/3/model.onnx")
+	p := defaultForest
+	fs.IntVar(&p.Trees, "trees", p.Trees, "number of trees")
+	fs.IntVar(&p.SampleSize, "sample", p.SampleSize, "points each tree is grown on")
+	fs.Uint64Var(&p.Seed, "seed", p.Seed, "seed of the random splits")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case *data == "" || *out == "":
+		return errors.New("train: -data and -out are required")
+	case *version < 1:
+		return errors.New("train: -version must be at least 1")
+	case p.Trees < 1 || p.SampleSize < 2:
+		return errors.New("train: -trees must be at least 1 and -sample at least 2")
+	}
+	rows, err := readRows(*data)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return writeModel(*out, forestModel(*version, trainForest(pointsOf(rows), p)))
+}
+
+func pointsOf(rows []row) [][4]float32 {
+	points := make([][4]float32, len(rows))
+	for i, r := range rows {
+		points[i] = fractions(r)
+	}
+	return points
+}
+
+func writeModel(path string, model []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, model, 0o644)
+}
+
+const causes = "0 jvm.safepoint, 1 jvm.gc.pause, 2 python.gil.wait, 3 python.gc.pause"
+
+// formulaModel is version 1: the arithmetic outputs alone.
+func formulaModel() []byte {
+	g := formulaGraph()
+	return modelProto{
+		irVersion:       8,
+		opsets:          []opset{{domain: "", version: 13}},
+		producerName:    "otelcol-ai genmodel",
+		producerVersion: "1",
+		domain:          "io.github.otelcol-ai",
+		modelVersion:    formulaVersion,
+		docString:       "runtime_overlap: the share of a span's latency explained by JVM and CPython runtime windows that overlapped it (runtimecorrelation's attributes).",
+		graph:           g,
+		metadata: [][2]string{
+			{"features", fmt.Sprint(Features)},
+			{"dominant_cause", causes},
+		},
+	}.marshal()
+}
+
+// forestModel is version 1's graph plus the forest's anomaly_score.
+func forestModel(version int64, f isoForest) []byte {
+	g := formulaGraph()
+	g.docString = "How much of a span's latency the runtime windows overlapping it explain, and how unlike healthy spans its overlaps are."
+	g.nodes = append(g.nodes,
+		nodeProto{opType: "Div", name: "fractions", inputs: []string{"overlaps", "denominator_ms"}, outputs: []string{"fractions"}},
+		f.node("fractions", "mean_path_length"),
+		nodeProto{opType: "Mul", name: "log_score", inputs: []string{"mean_path_length", "score_factor"}, outputs: []string{"log_score"}},
+		nodeProto{opType: "Exp", name: "anomaly_score", inputs: []string{"log_score"}, outputs: []string{"anomaly_score"}},
+	)
+	g.initializers = append(g.initializers, tensorProto{name: "score_factor", dataType: dataTypeFloat, floats: []float32{f.scoreFactor()}})
+	g.outputs = append(g.outputs, valueInfo{name: "anomaly_score", elemType: dataTypeFloat, dims: []int64{-1, 1}, params: []string{"batch"},
+		docString: "isolation-forest score in (0, 1) of the overlap fractions " + fmt.Sprint(forestFeatures) + ": near 1 is unlike the healthy spans trained on"})
+	return modelProto{
+		irVersion:       8,
+		opsets:          []opset{{domain: "", version: 13}, {domain: "ai.onnx.ml", version: 3}},
+		producerName:    "otelcol-ai genmodel",
+		producerVersion: "2",
+		domain:          "io.github.otelcol-ai",
+		modelVersion:    version,
+		docString:       "runtime_overlap: the share of a span's latency explained by JVM and CPython runtime windows that overlapped it, and an isolation-forest anomaly score of those overlaps.",
+		graph:           g,
+		metadata: [][2]string{
+			{"features", fmt.Sprint(Features)},
+			{"dominant_cause", causes},
+			{"anomaly_score", fmt.Sprintf("isolation forest, %d trees, %d-point samples, over %v", len(f.trees), f.sampleSize, forestFeatures)},
+		},
+	}.marshal()
+}
+
+// formulaGraph is the arithmetic part shared by every version.
+func formulaGraph() graphProto {
 	n := len(Features)
 	column := func(name string, cols ...int) tensorProto {
 		t := tensorProto{name: name, dataType: dataTypeFloat, dims: []int64{int64(n), int64(len(cols))}}
@@ -76,7 +228,7 @@ func runtimeOverlapModel() []byte {
 	argmax := node("ArgMax", []string{"overlaps"}, "dominant_cause")
 	argmax.attributes = []attribute{{name: "axis", i: 1}, {name: "keepdims", i: 0}}
 
-	graph := graphProto{
+	return graphProto{
 		name:      "runtime_overlap",
 		docString: "How much of a span's latency the runtime windows overlapping it explain.",
 		nodes: []nodeProto{
@@ -94,7 +246,7 @@ func runtimeOverlapModel() []byte {
 			column("w_duration", 0),
 			overlapSum,
 			column("w_overlaps", 1, 2, 3, 4),
-			scalar("min_duration_ms", 0.001),
+			scalar("min_duration_ms", minDurationMs),
 			scalar("zero", 0),
 			scalar("one", 1),
 		},
@@ -106,21 +258,7 @@ func runtimeOverlapModel() []byte {
 			{name: "unexplained_ms", elemType: dataTypeFloat, dims: []int64{-1, 1}, params: []string{"batch"},
 				docString: "duration - overlap total, at least 0"},
 			{name: "dominant_cause", elemType: dataTypeInt64, dims: []int64{-1}, params: []string{"batch"},
-				docString: "0 jvm.safepoint, 1 jvm.gc.pause, 2 python.gil.wait, 3 python.gc.pause"},
+				docString: causes},
 		},
 	}
-	return modelProto{
-		irVersion:       8,
-		opsets:          []opset{{domain: "", version: 13}},
-		producerName:    "otelcol-ai genmodel",
-		producerVersion: "1",
-		domain:          "io.github.otelcol-ai",
-		modelVersion:    ModelVersion,
-		docString:       "runtime_overlap: the share of a span's latency explained by JVM and CPython runtime windows that overlapped it (runtimecorrelation's attributes).",
-		graph:           graph,
-		metadata: [][2]string{
-			{"features", fmt.Sprint(Features)},
-			{"dominant_cause", "0 jvm.safepoint, 1 jvm.gc.pause, 2 python.gil.wait, 3 python.gc.pause"},
-		},
-	}.marshal()
 }

@@ -19,7 +19,11 @@ const (
 
 // ONNX AttributeProto.AttributeType values.
 const (
-	attrInt = 2
+	attrInt     = 2
+	attrString  = 3
+	attrFloats  = 6
+	attrInts    = 7
+	attrStrings = 8
 )
 
 type modelProto struct {
@@ -52,11 +56,19 @@ type nodeProto struct {
 	inputs, outputs []string
 	name, opType    string
 	attributes      []attribute
+	domain          string // "" is the default ONNX domain
 }
 
+// attribute is a node attribute of one of the kinds above (attrInt when
+// kind is zero).
 type attribute struct {
-	name string
-	i    int64
+	name    string
+	kind    int64
+	i       int64
+	s       string
+	ints    []int64
+	floats  []float32
+	strings []string
 }
 
 type tensorProto struct {
@@ -149,13 +161,39 @@ func (n nodeProto) marshal() []byte {
 	b = stringField(b, 3, n.name)
 	b = stringField(b, 4, n.opType)
 	for _, a := range n.attributes {
-		var ab []byte
-		ab = stringField(ab, 1, a.name)
-		ab = varintField(ab, 3, a.i)
-		ab = varintField(ab, 20, attrInt)
-		b = bytesField(b, 5, ab)
+		b = bytesField(b, 5, a.marshal())
 	}
+	b = stringField(b, 7, n.domain)
 	return b
+}
+
+// marshal encodes the attribute; repeated values are written unpacked, the
+// proto2 default of onnx.proto.
+func (a attribute) marshal() []byte {
+	var b []byte
+	b = stringField(b, 1, a.name)
+	kind := a.kind
+	switch kind {
+	case 0, attrInt:
+		kind = attrInt
+		b = varintField(b, 3, a.i)
+	case attrString:
+		b = bytesField(b, 4, []byte(a.s))
+	case attrFloats:
+		for _, f := range a.floats {
+			b = protowire.AppendTag(b, 7, protowire.Fixed32Type)
+			b = protowire.AppendFixed32(b, math.Float32bits(f))
+		}
+	case attrInts:
+		for _, v := range a.ints {
+			b = varintField(b, 8, v)
+		}
+	case attrStrings:
+		for _, s := range a.strings {
+			b = bytesField(b, 9, []byte(s))
+		}
+	}
+	return varintField(b, 20, kind)
 }
 
 func (t tensorProto) marshal() []byte {

@@ -96,8 +96,11 @@ func TestDefaultConfigRoundTrip(t *testing.T) {
 	forEachSpan(batches, func(s ptrace.Span) {
 		name, _ := s.Attributes().Get("inference.model.name")
 		version, _ := s.Attributes().Get("inference.model.version")
-		if name.AsString() != "runtime_overlap" || version.AsString() != "1" {
-			t.Errorf("span %s: inference.model.name=%q version=%q, want runtime_overlap 1", s.Name(), name.AsString(), version.AsString())
+		if name.AsString() != "runtime_overlap" || version.AsString() != "2" {
+			t.Errorf("span %s: inference.model.name=%q version=%q, want runtime_overlap 2 (the latest shipped)", s.Name(), name.AsString(), version.AsString())
+		}
+		if score, ok := s.Attributes().Get("inference.runtime_overlap.anomaly_score"); !ok || score.Double() <= 0 || score.Double() >= 1 {
+			t.Errorf("span %s: inference.runtime_overlap.anomaly_score %v (present %v), want a score in (0, 1)", s.Name(), score.AsString(), ok)
 		}
 	})
 

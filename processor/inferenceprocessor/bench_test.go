@@ -82,7 +82,7 @@ func BenchmarkRawRun(b *testing.B) {
 	_ = opts.SetIntraOpNumThreads(1)
 	_ = opts.SetInterOpNumThreads(1)
 	_ = opts.SetGraphOptimizationLevel(ort.GraphOptimizationLevelEnableAll)
-	outputs := []string{"explained_fraction", "unexplained_ms", "dominant_cause"}
+	outputs := []string{"explained_fraction", "unexplained_ms", "dominant_cause", "anomaly_score"}
 	session, err := ort.NewDynamicAdvancedSession(defaultModelFile, []string{"features"}, outputs, opts)
 	if err != nil {
 		b.Fatal(err)

@@ -47,7 +47,7 @@ func TestConfigDefaultRunsTheDefaultModel(t *testing.T) {
 			t.Errorf("features[%d]: an absent overlap must default to 0", i)
 		}
 	}
-	if len(cfg.Outputs) != 3 || cfg.Outputs[0].Attribute != "inference.runtime_overlap.explained_fraction" {
+	if len(cfg.Outputs) != 4 || cfg.Outputs[3].Attribute != "inference.runtime_overlap.anomaly_score" || cfg.Outputs[0].Attribute != "inference.runtime_overlap.explained_fraction" {
 		t.Fatalf("outputs %+v", cfg.Outputs)
 	}
 }

@@ -141,7 +141,7 @@ func labels(t *testing.T, spans map[string]ptrace.Span) map[int64]int {
 func TestEndToEndVersionsThroughTheBinary(t *testing.T) {
 	e2e.RequireComponents(t, "onnxinference", "inference")
 	repo := t.TempDir()
-	copyModel(t, repo, "runtime_overlap", 1, filepath.Join("..", "..", "models", "runtime_overlap", "1", "model.onnx"))
+	copyModel(t, repo, "runtime_overlap", 1, filepath.Join("..", "..", "models", "runtime_overlap", "2", "model.onnx"))
 	c := e2e.Start(t, e2e.Options{Configs: []string{"embedded:default"}, ConfigYAML: overlay(repo, "    {}")})
 	if err := c.WaitHealthy(60 * time.Second); err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestEndToEndVersionsThroughTheBinary(t *testing.T) {
 	}
 
 	// A new version dropped into the repository changes the label, no restart.
-	copyModel(t, repo, "runtime_overlap", 2, filepath.Join("..", "..", "models", "runtime_overlap", "1", "model.onnx"))
+	copyModel(t, repo, "runtime_overlap", 2, filepath.Join("..", "..", "models", "runtime_overlap", "2", "model.onnx"))
 	for attempt := 0; ; attempt++ {
 		if l := labels(t, round(t, c, "v2."+strconv.Itoa(attempt), 5)); l[2] == 5 {
 			break
@@ -207,7 +207,7 @@ func TestEndToEndVersionsThroughTheBinary(t *testing.T) {
 func TestEndToEndWrongConfigFailsAtStartup(t *testing.T) {
 	e2e.RequireComponents(t, "onnxinference", "inference")
 	repo := t.TempDir()
-	copyModel(t, repo, "runtime_overlap", 1, filepath.Join("..", "..", "models", "runtime_overlap", "1", "model.onnx"))
+	copyModel(t, repo, "runtime_overlap", 1, filepath.Join("..", "..", "models", "runtime_overlap", "2", "model.onnx"))
 	// Four features for a model that takes five.
 	features := `    features:
       - field: duration
@@ -231,7 +231,7 @@ func TestEndToEndWrongConfigFailsAtStartup(t *testing.T) {
 func TestEndToEndLogs(t *testing.T) {
 	e2e.RequireComponents(t, "onnxinference", "inference")
 	repo := t.TempDir()
-	copyModel(t, repo, "runtime_overlap", 1, filepath.Join("..", "..", "models", "runtime_overlap", "1", "model.onnx"))
+	copyModel(t, repo, "runtime_overlap", 1, filepath.Join("..", "..", "models", "runtime_overlap", "2", "model.onnx"))
 	config := fmt.Sprintf(`
 extensions:
   onnxinference:

@@ -49,6 +49,7 @@ func createDefaultConfig() component.Config {
 			{Output: "explained_fraction", Attribute: "inference.runtime_overlap.explained_fraction"},
 			{Output: "unexplained_ms", Attribute: "inference.runtime_overlap.unexplained_ms"},
 			{Output: "dominant_cause", Attribute: "inference.runtime_overlap.dominant_cause"},
+			{Output: "anomaly_score", Attribute: "inference.runtime_overlap.anomaly_score"},
 		},
 		Batch: BatchConfig{MaxSize: defaultMaxBatchSize},
 	}

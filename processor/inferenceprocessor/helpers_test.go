@@ -27,7 +27,7 @@ import (
 // ones (onnxruntime_go's test_data; an IsolationForest from skl2onnx made by
 // cmd/genmodel/isolation_forest.py).
 var (
-	defaultModelFile = filepath.Join("..", "..", "models", "runtime_overlap", "1", "model.onnx")
+	defaultModelFile = filepath.Join("..", "..", "models", "runtime_overlap", "2", "model.onnx")
 	randomForestFile = filepath.Join("testdata", "models", "sklearn_randomforest.onnx")
 	dynamicAxesFile  = filepath.Join("testdata", "models", "example_dynamic_axes.onnx")
 	isolationFile    = filepath.Join("testdata", "models", "isolation_forest.onnx")

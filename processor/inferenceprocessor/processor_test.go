@@ -27,7 +27,8 @@ const ms = time.Millisecond
 func defaultConfig() *Config { return createDefaultConfig().(*Config) }
 
 // The default model discriminates: spans whose latency runtime windows
-// explain score high, the others low, and the dominant kind is named.
+// explain score high, the others low, and the dominant kind is named; spans
+// deep in GC pauses are anomalous, spans without overlaps ordinary.
 func TestDefaultModelJudgesRuntimeOverlap(t *testing.T) {
 	repo := t.TempDir()
 	place(t, repo, "runtime_overlap", 1, defaultModelFile)
@@ -40,18 +41,23 @@ func TestDefaultModelJudgesRuntimeOverlap(t *testing.T) {
 		fraction  float64
 		unexplain float64
 		dominant  int64
+		// anomalous: +1 wants anomaly_score above 0.6, -1 below 0.5.
+		anomalous int
 	}{
-		{"no overlap", spanSpec{duration: 100 * ms}, 0, 100, 0},
-		{"half a GC pause", spanSpec{duration: 100 * ms, attrs: map[string]any{"runtime.overlap.jvm.gc.pause.duration": int64(50 * ms)}}, 0.5, 50, 1},
+		{"no overlap", spanSpec{duration: 100 * ms}, 0, 100, 0, -1},
+		{"half a GC pause", spanSpec{duration: 100 * ms, attrs: map[string]any{"runtime.overlap.jvm.gc.pause.duration": int64(50 * ms)}}, 0.5, 50, 1, +1},
 		{"safepoint and GIL wait", spanSpec{duration: 80 * ms, attrs: map[string]any{
 			"runtime.overlap.jvm.safepoint.duration":   int64(10 * ms),
 			"runtime.overlap.python.gil.wait.duration": int64(30 * ms),
-		}}, 0.5, 40, 2},
-		{"all of it a Python GC", spanSpec{duration: 20 * ms, attrs: map[string]any{"runtime.overlap.python.gc.pause.duration": int64(20 * ms)}}, 1, 0, 3},
+		}}, 0.5, 40, 2, 0},
+		{"all of it a Python GC", spanSpec{duration: 20 * ms, attrs: map[string]any{"runtime.overlap.python.gc.pause.duration": int64(20 * ms)}}, 1, 0, 3, +1},
 		{"overlaps double counted: clipped", spanSpec{duration: 10 * ms, attrs: map[string]any{
 			"runtime.overlap.jvm.safepoint.duration": int64(10 * ms),
 			"runtime.overlap.jvm.gc.pause.duration":  int64(9 * ms),
-		}}, 1, 0, 0},
+		}}, 1, 0, 0, +1},
+		{"a little GIL wait, as healthy spans have", spanSpec{duration: 40 * ms, attrs: map[string]any{
+			"runtime.overlap.python.gil.wait.duration": int64(8 * ms),
+		}}, 0.2, 32, 2, -1},
 	}
 	specs := make([]spanSpec, len(tests))
 	for i, tt := range tests {
@@ -83,6 +89,10 @@ func TestDefaultModelJudgesRuntimeOverlap(t *testing.T) {
 			}
 			if d := attr(t, s, "inference.runtime_overlap.dominant_cause").Int(); d != tt.dominant {
 				t.Errorf("dominant_cause %d, want %d", d, tt.dominant)
+			}
+			score := attr(t, s, "inference.runtime_overlap.anomaly_score").Double()
+			if score <= 0 || score >= 1 || (tt.anomalous > 0 && score <= 0.6) || (tt.anomalous < 0 && score >= 0.5) {
+				t.Errorf("anomaly_score %.3f (want +1 above 0.6, -1 below 0.5: %+d)", score, tt.anomalous)
 			}
 			distinct[f] = true
 		})

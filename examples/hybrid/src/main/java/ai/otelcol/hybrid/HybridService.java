@@ -51,7 +51,8 @@ import jep.SharedInterpreter;
  * host does the Python work over loopback HTTP.
  *
  * <p>Settings come from the environment: HYBRID_MODE (embedded), HYBRID_REQUESTS
- * (300), HYBRID_WORKERS (4), HYBRID_ROWS (64), HYBRID_MODEL (the shipped
+ * (300), HYBRID_WORKERS (4), HYBRID_ALLOCATORS (2; 0 for a service that
+ * is not under allocation pressure), HYBRID_ROWS (64), HYBRID_MODEL (the shipped
  * runtime_overlap model), HYBRID_PYTHON_PATH (colon-separated sys.path
  * additions), HYBRID_JEP_LIBRARY (libjep.so), HYBRID_SIDECAR
  * (http://127.0.0.1:8765), OTEL_EXPORTER_OTLP_ENDPOINT (http://127.0.0.1:4317).
@@ -66,6 +67,7 @@ public final class HybridService {
     int requests = Integer.parseInt(env("HYBRID_REQUESTS", "300"));
     int workers = Integer.parseInt(env("HYBRID_WORKERS", "4"));
     int rows = Integer.parseInt(env("HYBRID_ROWS", "64"));
+    int allocatorThreads = Integer.parseInt(env("HYBRID_ALLOCATORS", "2"));
     String model = env("HYBRID_MODEL", "../../models/runtime_overlap/1/model.onnx");
     String endpoint = env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317");
     if (!mode.equals("embedded") && !mode.equals("sidecar")) {
@@ -101,7 +103,7 @@ public final class HybridService {
     }
 
     AtomicBoolean running = new AtomicBoolean(true);
-    List<Thread> allocators = startAllocators(2, running);
+    List<Thread> allocators = startAllocators(allocatorThreads, running);
     OrtEnvironment ortEnv = OrtEnvironment.getEnvironment();
     AtomicInteger next = new AtomicInteger();
     AtomicInteger failed = new AtomicInteger();

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// overlapAttributes are the runtimecorrelation attributes behind input
+// columns 1-4, in nanoseconds.
+var overlapAttributes = []string{
+	"runtime.overlap.jvm.safepoint.duration",
+	"runtime.overlap.jvm.gc.pause.duration",
+	"runtime.overlap.python.gil.wait.duration",
+	"runtime.overlap.python.gc.pause.duration",
+}
+
+// row is one span's input row, in milliseconds, in the order of Features.
+type row [5]float32
+
+// extractSpans reads the file exporter's traces (OTLP JSON, one request per
+// line) and returns a row per span, computed as the inference processor's
+// default configuration does: duration and overlaps in ms, a missing overlap
+// as 0.
+func extractSpans(r io.Reader) ([]row, error) {
+	var rows []row
+	var u ptrace.JSONUnmarshaler
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		td, err := u.UnmarshalTraces(sc.Bytes())
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		for _, rs := range td.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, span := range ss.Spans().All() {
+					rows = append(rows, spanRow(span))
+				}
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("line %d: %w", line+1, err)
+	}
+	return rows, nil
+}
+
+func spanRow(span ptrace.Span) row {
+	var r row
+	r[0] = float32(float64(int64(span.EndTimestamp())-int64(span.StartTimestamp())) / 1e6)
+	for i, key := range overlapAttributes {
+		v, ok := span.Attributes().Get(key)
+		if !ok {
+			continue
+		}
+		var ns float64
+		switch v.Type() {
+		case pcommon.ValueTypeInt:
+			ns = float64(v.Int())
+		case pcommon.ValueTypeDouble:
+			ns = v.Double()
+		case pcommon.ValueTypeStr:
+			ns, _ = strconv.ParseFloat(v.Str(), 64)
+		}
+		if !math.IsNaN(ns) && !math.IsInf(ns, 0) {
+			r[i+1] = float32(ns / 1e6)
+		}
+	}
+	return r
+}
+
+// writeRows writes rows as CSV with a header of Features.
+func writeRows(w io.Writer, rows []row) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(Features); err != nil {
+		return err
+	}
+	rec := make([]string, len(Features))
+	for _, r := range rows {
+		for i, v := range r {
+			rec[i] = strconv.FormatFloat(float64(v), 'g', -1, 32)
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// readRows reads what writeRows wrote.
+func readRows(path string) ([]row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cr := csv.NewReader(f)
+	cr.FieldsPerRecord = len(Features)
+	header, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: header: %w", path, err)
+	}
+	for i, name := range Features {
+		if header[i] != name {
+			return nil, fmt.Errorf("%s: column %d is %q, want %q (columns: %v)", path, i+1, header[i], name, Features)
+		}
+	}
+	var rows []row
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		var r row
+		for i, s := range rec {
+			v, err := strconv.ParseFloat(s, 32)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				line, _ := cr.FieldPos(i)
+				return nil, fmt.Errorf("%s:%d: column %s: %q is not a non-negative number", path, line, Features[i], s)
+			}
+			r[i] = float32(v)
+		}
+		rows = append(rows, r)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: no rows", path)
+	}
+	return rows, nil
+}
