@@ -79,6 +79,8 @@ fuzz: ## Run every fuzz target for FUZZTIME.
 bench: build ## Run the benchmarks, each against the reference its issue names.
 	# pkg/jfr against the JDK's RecordingFile on one large recording (made once, cached).
 	JFR_BENCH_DIR=$(CACHE)/jfr-bench sh bench/jfr/jfr.sh
+	# The inference processor against raw ONNX Runtime Run calls (#7).
+	OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) sh bench/inference/inference.sh
 	# Every go benchmark; pkg/jfr's use the same recording.
 	JFR_BENCH_FILE=$(CACHE)/jfr-bench/g1-profile-mixed.jfr OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
 		$(GO) test -run='^$$' -bench=. -benchmem ./...
