@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
@@ -48,6 +49,9 @@ type inferenceProcessor struct {
 	// badFeatures is why the features cannot be read from this signal.
 	badFeatures error
 	selector    selector
+	// outputs are the model outputs the run asks for: those mapped, once
+	// each.
+	outputs []string
 
 	mu         sync.Mutex
 	provider   modelrunner.Provider
@@ -65,8 +69,10 @@ type inferenceProcessor struct {
 
 // scratch is one call's working memory.
 type scratch struct {
-	rows  []float32
-	items []item
+	rows     []float32
+	items    []item
+	resource features.Resource
+	writers  []writer
 }
 
 func newInferenceProcessor(set processor.Settings, cfg *Config, forLogs bool) (*inferenceProcessor, error) {
@@ -103,7 +109,16 @@ func newInferenceProcessor(set processor.Settings, cfg *Config, forLogs bool) (*
 	if err != nil {
 		return nil, fmt.Errorf("inference: telemetry: %w", err)
 	}
-	return &inferenceProcessor{cfg: cfg, logger: set.Logger, tel: tel, extractor: extractor, badFeatures: badFeatures, selector: sel}, nil
+	var outputs []string
+	for _, o := range cfg.Outputs {
+		if !slices.Contains(outputs, o.Output) {
+			outputs = append(outputs, o.Output)
+		}
+	}
+	return &inferenceProcessor{
+		cfg: cfg, logger: set.Logger, tel: tel, extractor: extractor, badFeatures: badFeatures,
+		selector: sel, outputs: outputs,
+	}, nil
 }
 
 // start finds the model provider and checks that the model fits: its input
@@ -232,29 +247,14 @@ func (p *inferenceProcessor) run(ctx context.Context, rows []float32, n int) (mo
 		}
 		input = sig.Inputs[0].Name
 	}
-	outputs := make([]string, 0, len(p.cfg.Outputs))
-	for _, o := range p.cfg.Outputs {
-		if indexOf(outputs, o.Output) < 0 {
-			outputs = append(outputs, o.Output)
-		}
-	}
 	return provider.Run(ctx, p.cfg.Model, modelrunner.Request{
 		Version: p.cfg.ModelVersion,
 		Inputs: []modelrunner.Tensor{{
 			Name: input, Type: modelrunner.TypeFloat32,
 			Shape: []int64{int64(n), int64(p.extractor.Width())}, Data: rows,
 		}},
-		Outputs: outputs,
+		Outputs: p.outputs,
 	})
-}
-
-func indexOf(list []string, s string) int {
-	for i, x := range list {
-		if x == s {
-			return i
-		}
-	}
-	return -1
 }
 
 // item is a selected span's or log record's attributes.
@@ -264,11 +264,12 @@ func (p *inferenceProcessor) processTraces(ctx context.Context, td ptrace.Traces
 	buf := p.getScratch()
 	defer p.scratch.Put(buf)
 	rows, items := buf.rows[:0], buf.items[:0]
-	row := make([]float32, p.extractor.Width())
+	width := p.extractor.Width()
 	missing := 0
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
+		p.extractor.ReadResource(rs.Resource(), &buf.resource)
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
@@ -278,16 +279,19 @@ func (p *inferenceProcessor) processTraces(ctx context.Context, td ptrace.Traces
 				if !p.selector.span(ctx, rs, ss, span) {
 					continue
 				}
-				if _, ok := p.extractor.Span(rs.Resource(), span, row); !ok {
+				// The row is read in place, and dropped when incomplete.
+				n := len(rows)
+				rows = slices.Grow(rows, width)[:n+width]
+				if _, ok := p.extractor.Span(&buf.resource, span, rows[n:]); !ok {
+					rows = rows[:n]
 					missing++
 					continue
 				}
-				rows = append(rows, row...)
 				items = append(items, span.Attributes())
 			}
 		}
 	}
-	p.judge(ctx, items, rows, missing)
+	p.judge(ctx, buf, items, rows, missing)
 	clear(items) // drop references to this call's data before pooling
 	buf.rows, buf.items = rows, items[:0]
 	return td, nil
@@ -297,11 +301,12 @@ func (p *inferenceProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 	buf := p.getScratch()
 	defer p.scratch.Put(buf)
 	rows, items := buf.rows[:0], buf.items[:0]
-	row := make([]float32, p.extractor.Width())
+	width := p.extractor.Width()
 	missing := 0
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
+		p.extractor.ReadResource(rl.Resource(), &buf.resource)
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
 			sl := sls.At(j)
@@ -311,16 +316,18 @@ func (p *inferenceProcessor) processLogs(ctx context.Context, ld plog.Logs) (plo
 				if !p.selector.log(ctx, rl, sl, record) {
 					continue
 				}
-				if _, ok := p.extractor.Log(rl.Resource(), record, row); !ok {
+				n := len(rows)
+				rows = slices.Grow(rows, width)[:n+width]
+				if _, ok := p.extractor.Log(&buf.resource, record, rows[n:]); !ok {
+					rows = rows[:n]
 					missing++
 					continue
 				}
-				rows = append(rows, row...)
 				items = append(items, record.Attributes())
 			}
 		}
 	}
-	p.judge(ctx, items, rows, missing)
+	p.judge(ctx, buf, items, rows, missing)
 	clear(items) // drop references to this call's data before pooling
 	buf.rows, buf.items = rows, items[:0]
 	return ld, nil
@@ -335,7 +342,7 @@ func (p *inferenceProcessor) getScratch() *scratch {
 
 // judge runs the model on the rows and writes the outputs onto items; items
 // whose run failed are left unchanged and counted.
-func (p *inferenceProcessor) judge(ctx context.Context, items []item, rows []float32, missing int) {
+func (p *inferenceProcessor) judge(ctx context.Context, buf *scratch, items []item, rows []float32, missing int) {
 	if missing > 0 {
 		p.tel.ProcessorInferenceItemsNotJudged.Add(ctx, int64(missing), reasonAttrs[reasonMissingFeature])
 	}
@@ -355,7 +362,7 @@ func (p *inferenceProcessor) judge(ctx context.Context, items []item, rows []flo
 	for _, s := range segments {
 		err := s.Err
 		if err == nil {
-			err = p.write(items[s.First:s.First+s.Rows], s)
+			err = p.write(buf, items[s.First:s.First+s.Rows], s)
 		}
 		if err != nil {
 			reason := reasonRunFailed
@@ -384,11 +391,14 @@ var errBadOutput = errors.New("model output does not cover the batch")
 
 // write puts the segment's outputs onto its items. It checks every output
 // first, so that an item is either fully annotated or untouched.
-func (p *inferenceProcessor) write(items []item, s batcher.Segment) error {
+func (p *inferenceProcessor) write(buf *scratch, items []item, s batcher.Segment) error {
 	res := s.Result
-	tensors := make([]modelrunner.Tensor, len(p.cfg.Outputs))
-	perRow := make([]int, len(p.cfg.Outputs))
-	for i, o := range p.cfg.Outputs {
+	writers := buf.writers[:0]
+	defer func() {
+		clear(writers) // drop references to the result before pooling
+		buf.writers = writers[:0]
+	}()
+	for _, o := range p.cfg.Outputs {
 		t, ok := res.Output(o.Output)
 		if !ok {
 			return fmt.Errorf("%w: model %q version %d returned no output %q", errBadOutput, res.Model, res.Version, o.Output)
@@ -398,42 +408,51 @@ func (p *inferenceProcessor) write(items []item, s batcher.Segment) error {
 			return fmt.Errorf("%w: model %q version %d: output %q has shape %s for %d items",
 				errBadOutput, res.Model, res.Version, o.Output, modelrunner.ShapeString(t.Shape), s.RunRows)
 		}
-		perRow[i] = n / s.RunRows
-		if o.Index >= perRow[i] {
+		perRow := n / s.RunRows
+		if o.Index >= perRow {
 			return fmt.Errorf("%w: model %q version %d: output %q has %d values per item, index %d asked",
-				errBadOutput, res.Model, res.Version, o.Output, perRow[i], o.Index)
+				errBadOutput, res.Model, res.Version, o.Output, perRow, o.Index)
 		}
-		tensors[i] = t
+		writers = append(writers, writer{key: o.Attribute, tensor: t, stride: perRow, first: s.Offset*perRow + o.Index})
 	}
+	capacity := 2 + len(writers)
 	for r, attrs := range items {
-		row := s.Offset + r
-		attrs.EnsureCapacity(attrs.Len() + 2 + len(p.cfg.Outputs))
+		attrs.EnsureCapacity(attrs.Len() + capacity)
 		attrs.PutStr(AttributeModelName, res.Model)
 		attrs.PutInt(AttributeModelVersion, res.Version)
-		for i, o := range p.cfg.Outputs {
-			putValue(attrs, o.Attribute, tensors[i], row*perRow[i]+o.Index)
+		for i := range writers {
+			writers[i].put(attrs, r)
 		}
 	}
 	return nil
 }
 
-// putValue writes element i of t: integers as int attributes, bools as bool,
-// floats as double.
-func putValue(attrs pcommon.Map, key string, t modelrunner.Tensor, i int) {
-	switch d := t.Data.(type) {
+// writer puts one output's value for each item of a segment: for item r,
+// element first + r*stride of the tensor.
+type writer struct {
+	key           string
+	tensor        modelrunner.Tensor
+	stride, first int
+}
+
+// put writes the value for item r: integers as int attributes, bools as
+// bool, floats as double.
+func (w *writer) put(attrs pcommon.Map, r int) {
+	i := w.first + r*w.stride
+	switch d := w.tensor.Data.(type) {
 	case []float32:
-		attrs.PutDouble(key, float64(d[i]))
+		attrs.PutDouble(w.key, float64(d[i]))
 	case []float64:
-		attrs.PutDouble(key, d[i])
+		attrs.PutDouble(w.key, d[i])
 	case []int64:
-		attrs.PutInt(key, d[i])
+		attrs.PutInt(w.key, d[i])
 	case []int32:
-		attrs.PutInt(key, int64(d[i]))
+		attrs.PutInt(w.key, int64(d[i]))
 	case []bool:
-		attrs.PutBool(key, d[i])
+		attrs.PutBool(w.key, d[i])
 	default:
-		if v, ok := t.Float64At(i); ok {
-			attrs.PutDouble(key, v)
+		if v, ok := w.tensor.Float64At(i); ok {
+			attrs.PutDouble(w.key, v)
 		}
 	}
 }

@@ -5,6 +5,7 @@ package features // import "github.com/otelcol-ai/otelcol-ai/processor/inference
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -55,16 +56,23 @@ func (c Column) Name() string {
 	}
 }
 
-// Extractor fills rows from items.
+// Extractor fills rows from items. It is safe for concurrent use.
 type Extractor struct {
 	columns []Column
+	// attrs and resource index the keys of the attribute and the
+	// resource-attribute columns.
+	attrs, resource keyIndex
 }
 
 // New returns an extractor for columns. For logs, span fields are an error
 // (and for spans, log fields); the extractor is returned all the same, and
 // reads such a column as missing.
 func New(columns []Column, forLogs bool) (*Extractor, error) {
-	e := &Extractor{columns: columns}
+	e := &Extractor{
+		columns:  columns,
+		attrs:    newKeyIndex(columns, SourceAttribute),
+		resource: newKeyIndex(columns, SourceResourceAttribute),
+	}
 	for i, c := range columns {
 		spanField := c.Source == SourceDuration || c.Source == SourceStatus || c.Source == SourceKind
 		if forLogs && spanField {
@@ -80,77 +88,172 @@ func New(columns []Column, forLogs bool) (*Extractor, error) {
 // Width is the number of columns.
 func (e *Extractor) Width() int { return len(e.columns) }
 
-// Span writes the span's row into row (len Width) and reports whether every
-// column had a value or a default; when not, it returns the first column
-// missing.
-func (e *Extractor) Span(resource pcommon.Resource, span ptrace.Span, row []float32) (missing int, ok bool) {
-	for i, c := range e.columns {
-		var v float64
-		var present bool
-		switch c.Source {
-		case SourceAttribute:
-			v, present = number(span.Attributes(), c.Key)
-		case SourceResourceAttribute:
-			v, present = number(resource.Attributes(), c.Key)
-		case SourceDuration:
-			v, present = float64(int64(span.EndTimestamp())-int64(span.StartTimestamp())), true
-		case SourceStatus:
-			v, present = float64(span.Status().Code()), true
-		case SourceKind:
-			v, present = float64(span.Kind()), true
-		}
-		if !e.set(row, i, c, v, present) {
-			return i, false
-		}
-	}
-	return 0, true
-}
-
-// Log is Span for a log record.
-func (e *Extractor) Log(resource pcommon.Resource, record plog.LogRecord, row []float32) (missing int, ok bool) {
-	for i, c := range e.columns {
-		var v float64
-		var present bool
-		switch c.Source {
-		case SourceAttribute:
-			v, present = number(record.Attributes(), c.Key)
-		case SourceResourceAttribute:
-			v, present = number(resource.Attributes(), c.Key)
-		case SourceSeverityNumber:
-			v, present = float64(record.SeverityNumber()), true
-		}
-		if !e.set(row, i, c, v, present) {
-			return i, false
-		}
-	}
-	return 0, true
-}
-
 // Column returns column i.
 func (e *Extractor) Column(i int) Column { return e.columns[i] }
 
-func (e *Extractor) set(row []float32, i int, c Column, v float64, present bool) bool {
-	if !present {
+// Resource holds the resource-attribute columns of one resource, read once
+// by ReadResource for all of its items. The zero value is ready for use; it
+// keeps its memory from one read to the next.
+type Resource struct {
+	values []float32 // by column; NaN where missing
+}
+
+// ReadResource reads the resource-attribute columns of res into r.
+func (e *Extractor) ReadResource(res pcommon.Resource, r *Resource) {
+	if len(e.resource.keys) == 0 {
+		return
+	}
+	r.values = slices.Grow(r.values[:0], len(e.columns))[:len(e.columns)]
+	for i := range r.values {
+		r.values[i] = missingValue
+	}
+	e.resource.read(res.Attributes(), e.columns, r.values)
+}
+
+// Span writes into row (len Width) the row of a span of the resource r was
+// read from, and reports whether every column had a value or a default;
+// when not, it returns the first column missing.
+func (e *Extractor) Span(r *Resource, span ptrace.Span, row []float32) (missing int, ok bool) {
+	for i := range e.columns {
+		switch c := &e.columns[i]; c.Source {
+		case SourceResourceAttribute:
+			row[i] = r.values[i]
+		case SourceDuration:
+			row[i] = c.apply(float64(int64(span.EndTimestamp()) - int64(span.StartTimestamp())))
+		case SourceStatus:
+			row[i] = c.apply(float64(span.Status().Code()))
+		case SourceKind:
+			row[i] = c.apply(float64(span.Kind()))
+		default:
+			row[i] = missingValue
+		}
+	}
+	e.attrs.read(span.Attributes(), e.columns, row)
+	return e.complete(row)
+}
+
+// Log is Span for a log record.
+func (e *Extractor) Log(r *Resource, record plog.LogRecord, row []float32) (missing int, ok bool) {
+	for i := range e.columns {
+		switch c := &e.columns[i]; c.Source {
+		case SourceResourceAttribute:
+			row[i] = r.values[i]
+		case SourceSeverityNumber:
+			row[i] = c.apply(float64(record.SeverityNumber()))
+		default:
+			row[i] = missingValue
+		}
+	}
+	e.attrs.read(record.Attributes(), e.columns, row)
+	return e.complete(row)
+}
+
+// missingValue marks a column without a value while a row is filled: a
+// value read is never NaN (number refuses NaN, and scaling a finite number
+// by finite factors gives at worst an infinity).
+var missingValue = float32(math.NaN())
+
+// complete puts defaults in the columns left missing, and reports the first
+// one without a default.
+func (e *Extractor) complete(row []float32) (int, bool) {
+	for i, v := range row {
+		if !math.IsNaN(float64(v)) {
+			continue
+		}
+		c := &e.columns[i]
 		if !c.HasDefault {
-			return false
+			return i, false
 		}
 		row[i] = c.Default
-		return true
 	}
+	return 0, true
+}
+
+// apply scales and offsets a present value.
+func (c *Column) apply(v float64) float32 {
 	if c.Scale != 0 {
 		v *= c.Scale
 	}
-	row[i] = float32(v + c.Offset)
-	return true
+	return float32(v + c.Offset)
+}
+
+// keyIndex finds the attributes that columns of one source read, in one
+// pass over an item's attributes.
+type keyIndex struct {
+	// keys are the distinct keys, and columns[j] the columns reading
+	// keys[j].
+	keys    []string
+	columns [][]int
+	// byLength lists the keys of each length (index into keys), so that an
+	// attribute is compared with the few keys as long as its own.
+	byLength [][]int
+}
+
+func newKeyIndex(columns []Column, source Source) keyIndex {
+	var x keyIndex
+	for i, c := range columns {
+		if c.Source != source {
+			continue
+		}
+		j := slices.Index(x.keys, c.Key)
+		if j < 0 {
+			j = len(x.keys)
+			x.keys = append(x.keys, c.Key)
+			x.columns = append(x.columns, nil)
+			for len(x.byLength) <= len(c.Key) {
+				x.byLength = append(x.byLength, nil)
+			}
+			x.byLength[len(c.Key)] = append(x.byLength[len(c.Key)], j)
+		}
+		x.columns[j] = append(x.columns[j], i)
+	}
+	return x
+}
+
+// read writes, for each key found in attrs, its value into the key's
+// columns of row; it leaves the columns of keys absent, or whose value is not
+// a usable number, as they are. As with Map.Get, the first of duplicate keys
+// counts.
+func (x *keyIndex) read(attrs pcommon.Map, columns []Column, row []float32) {
+	if len(x.keys) == 0 {
+		return
+	}
+	var buf [2]uint64
+	seen := buf[:]
+	if len(x.keys) > 64*len(buf) {
+		seen = make([]uint64, (len(x.keys)+63)/64)
+	}
+	left := len(x.keys)
+	for k, v := range attrs.All() {
+		if len(k) >= len(x.byLength) {
+			continue
+		}
+		for _, j := range x.byLength[len(k)] {
+			if x.keys[j] != k {
+				continue
+			}
+			word, bit := j/64, uint64(1)<<(j%64)
+			if seen[word]&bit != 0 {
+				break // a duplicate: the first one counted
+			}
+			seen[word] |= bit
+			left--
+			if f, ok := number(v); ok {
+				for _, i := range x.columns[j] {
+					row[i] = columns[i].apply(f)
+				}
+			}
+			break
+		}
+		if left == 0 {
+			return
+		}
+	}
 }
 
 // number reads an attribute as a number: ints and doubles as they are,
 // booleans as 0 or 1, strings when they parse as a number.
-func number(attrs pcommon.Map, key string) (float64, bool) {
-	v, ok := attrs.Get(key)
-	if !ok {
-		return 0, false
-	}
+func number(v pcommon.Value) (float64, bool) {
 	f, ok := toNumber(v)
 	if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, false // not a usable number: as if missing

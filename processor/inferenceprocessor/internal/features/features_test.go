@@ -9,6 +9,12 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
+func readResource(e *Extractor, res pcommon.Resource) *Resource {
+	r := new(Resource)
+	e.ReadResource(res, r)
+	return r
+}
+
 func TestSpanRow(t *testing.T) {
 	columns := []Column{
 		{Source: SourceDuration, Scale: 1e-6},
@@ -38,7 +44,7 @@ func TestSpanRow(t *testing.T) {
 		"int": 7, "double": 2.5, "bool": true, "numeric string": "3.25", "word": "slow", "nan": math.NaN(),
 	})
 	row := make([]float32, e.Width())
-	if _, ok := e.Span(res, span, row); !ok {
+	if _, ok := e.Span(readResource(e, res), span, row); !ok {
 		t.Fatal("row not complete")
 	}
 	want := []float32{250, 2, 2, 7, 3.5, 1, 3.25, -1, -2, -3, 16}
@@ -52,7 +58,7 @@ func TestSpanRow(t *testing.T) {
 func TestMissingWithoutDefault(t *testing.T) {
 	e, _ := New([]Column{{Source: SourceDuration}, {Source: SourceAttribute, Key: "need"}}, false)
 	row := make([]float32, 2)
-	if missing, ok := e.Span(pcommon.NewResource(), ptrace.NewSpan(), row); ok || missing != 1 {
+	if missing, ok := e.Span(readResource(e, pcommon.NewResource()), ptrace.NewSpan(), row); ok || missing != 1 {
 		t.Fatalf("missing %d ok %v, want column 1 missing", missing, ok)
 	}
 }
@@ -66,7 +72,7 @@ func TestLogRow(t *testing.T) {
 	rec.SetSeverityNumber(plog.SeverityNumberError)
 	rec.Attributes().PutDouble("x", 0.5)
 	row := make([]float32, 2)
-	if _, ok := e.Log(pcommon.NewResource(), rec, row); !ok || row[0] != 17 || row[1] != 0.5 {
+	if _, ok := e.Log(readResource(e, pcommon.NewResource()), rec, row); !ok || row[0] != 17 || row[1] != 0.5 {
 		t.Fatalf("row %v ok %v", row, ok)
 	}
 }

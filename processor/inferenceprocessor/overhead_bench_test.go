@@ -1,0 +1,118 @@
+package inferenceprocessor
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
+)
+
+// fixedProvider serves a model that fits cfg, whose outputs are made ahead,
+// so that a benchmark on it measures the processor alone. Outputs are
+// float32 but for dominant_cause, an int64 as in runtime_overlap.
+type fixedProvider struct {
+	component.StartFunc
+	component.ShutdownFunc
+	sig  modelrunner.Signature
+	outs map[int64][]modelrunner.Tensor // by rows
+}
+
+func newFixedProvider(cfg *Config, maxRows int) *fixedProvider {
+	p := &fixedProvider{
+		sig: modelrunner.Signature{
+			Model: cfg.Model, Version: 1,
+			Inputs: []modelrunner.ValueInfo{{Name: "features", Kind: modelrunner.KindTensor, Type: modelrunner.TypeFloat32,
+				Shape: []int64{-1, int64(len(cfg.Features))}}},
+		},
+		outs: map[int64][]modelrunner.Tensor{},
+	}
+	for _, o := range cfg.Outputs {
+		typ := modelrunner.TypeFloat32
+		if o.Output == "dominant_cause" {
+			typ = modelrunner.TypeInt64
+		}
+		p.sig.Outputs = append(p.sig.Outputs, modelrunner.ValueInfo{Name: o.Output, Kind: modelrunner.KindTensor, Type: typ, Shape: []int64{-1}})
+	}
+	for n := int64(1); n <= int64(maxRows); n++ {
+		for _, o := range p.sig.Outputs {
+			t := modelrunner.Tensor{Name: o.Name, Type: o.Type, Shape: []int64{n}}
+			if o.Type == modelrunner.TypeInt64 {
+				data := make([]int64, n)
+				for i := range data {
+					data[i] = int64(i % 4)
+				}
+				t.Data = data
+			} else {
+				data := make([]float32, n)
+				for i := range data {
+					data[i] = float32(i) / 8
+				}
+				t.Data = data
+			}
+			p.outs[n] = append(p.outs[n], t)
+		}
+	}
+	return p
+}
+
+func (p *fixedProvider) Signature(string, int64) (modelrunner.Signature, error) { return p.sig, nil }
+
+func (p *fixedProvider) Run(_ context.Context, model string, req modelrunner.Request) (modelrunner.Result, error) {
+	return modelrunner.Result{Model: model, Version: p.sig.Version, Outputs: p.outs[req.Inputs[0].Shape[0]]}, nil
+}
+
+func (p *fixedProvider) Watch(_ string, check func(modelrunner.Signature) error) (func(), error) {
+	return func() {}, check(p.sig)
+}
+
+// BenchmarkOverhead measures the processor's own work per call (feature
+// extraction, batching, attribute writes) on a provider that answers at
+// once, without ONNX Runtime:
+//
+//	go test -run '^$' -bench Overhead -benchmem -cpu 1 ./processor/inferenceprocessor/
+func BenchmarkOverhead(b *testing.B) {
+	for _, n := range benchBatches {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			cfg := defaultConfig()
+			cfg.Batch.MaxSize = n
+			h := &host{Host: componenttest.NewNopHost(), extensions: map[component.ID]component.Component{extensionID: newFixedProvider(cfg, n)}}
+			p, err := newInferenceProcessor(settings(), cfg, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := p.start(context.Background(), h); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = p.shutdown(context.Background()) })
+			fresh := traces(benchSpans(n)...)
+			pool := make([]ptrace.Traces, max(1, 16384/n))
+			for i := range pool {
+				pool[i] = ptrace.NewTraces()
+			}
+			refill := func() {
+				for _, td := range pool {
+					fresh.CopyTo(td)
+				}
+			}
+			refill()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i > 0 && i%len(pool) == 0 {
+					b.StopTimer()
+					refill()
+					b.StartTimer()
+				}
+				if _, err := p.processTraces(context.Background(), pool[i%len(pool)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n)/float64(b.N), "ns/span")
+		})
+	}
+}
