@@ -81,6 +81,10 @@ type XLogConfig struct {
 	StartAt string `mapstructure:"start_at"`
 	// DiscoveryInterval is how often the patterns are matched again.
 	DiscoveryInterval time.Duration `mapstructure:"discovery_interval"`
+	// PreferJFR drops the windows and safepoints of an -Xlog file while
+	// the receiver reads the JFR repository of the JVM that writes it, so
+	// that each pause is reported once (JFR's). False reports both.
+	PreferJFR bool `mapstructure:"prefer_jfr"`
 }
 
 var _ component.Config = (*Config)(nil)

@@ -35,7 +35,7 @@ func TestConfigDefaults(t *testing.T) {
 	want := createDefaultConfig().(*Config)
 	if cfg.PollInterval != time.Second || cfg.CollectionInterval != 10*time.Second || cfg.ProcRoot != "/proc" ||
 		!cfg.Repositories.Enabled || !cfg.Repositories.Discover || cfg.Repositories.DiscoveryInterval != 5*time.Second ||
-		cfg.XLog.StartAt != "end" || len(cfg.XLog.Include) != 0 || cfg.XLog.Discover ||
+		cfg.XLog.StartAt != "end" || len(cfg.XLog.Include) != 0 || cfg.XLog.Discover || !cfg.XLog.PreferJFR ||
 		cfg.Repositories.Attach.Enabled || cfg.Repositories.Attach.Timeout != 5*time.Second {
 		t.Errorf("defaults %+v", cfg)
 	}
@@ -51,7 +51,7 @@ func TestConfigCustom(t *testing.T) {
 	cfg := loadConfig(t, "custom")
 	if cfg.PollInterval != 500*time.Millisecond || cfg.CollectionInterval != 30*time.Second || cfg.ProcRoot != "/hostfs/proc" ||
 		cfg.Repositories.Discover || cfg.Repositories.Include[0] != "/var/jfr/*/2*_*" || cfg.Repositories.DiscoveryInterval != 10*time.Second ||
-		cfg.XLog.Include[0] != "/var/log/app/gc*.log" || !cfg.XLog.Discover || cfg.XLog.StartAt != "beginning" || cfg.XLog.DiscoveryInterval != 2*time.Second {
+		cfg.XLog.Include[0] != "/var/log/app/gc*.log" || !cfg.XLog.Discover || cfg.XLog.StartAt != "beginning" || cfg.XLog.DiscoveryInterval != 2*time.Second || cfg.XLog.PreferJFR {
 		t.Errorf("custom %+v", cfg)
 	}
 	if cfg.Recordings.Include[0] != "/var/jfr/dumps/*.jfr" || cfg.Recordings.Storage == nil ||
@@ -80,5 +80,21 @@ func TestConfigValidateNamesTheKey(t *testing.T) {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("error does not name %s: %v", key, err)
 		}
+	}
+}
+
+// TestConfigPreferJFRIsABool: xlog::prefer_jfr takes true or false only.
+func TestConfigPreferJFRIsABool(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, "badprefer").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := createDefaultConfig().(*Config)
+	if err := sub.Unmarshal(cfg); err == nil || !strings.Contains(err.Error(), "prefer_jfr") {
+		t.Errorf("prefer_jfr: sometimes accepted: %v", err)
 	}
 }

@@ -52,6 +52,7 @@ func createDefaultConfig() component.Config {
 		XLog: XLogConfig{
 			StartAt:           "end",
 			DiscoveryInterval: defaultDiscoveryInterval,
+			PreferJFR:         true,
 		},
 		Recordings: RecordingsConfig{
 			DiscoveryInterval: defaultDiscoveryInterval,

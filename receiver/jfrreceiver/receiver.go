@@ -52,7 +52,10 @@ type jfrReceiver struct {
 	// Owned by the loop goroutine.
 	storage  storage.Client
 	sources  []jvmevent.Source
-	lastErrs []string // per source, the last error reported
+	repos    *repository.Source // the live repository source, nil when off
+	xlogs    *xlog.Source       // the -Xlog source, nil when off
+	prefer   *preference        // nil unless both are on and xlog::prefer_jfr
+	lastErrs []string           // per source, the last error reported
 	cache    *procresource.Cache
 	jvms     map[jvmevent.JVM]*jvmInfo
 	agg      *jvmmetrics.Aggregator
@@ -88,6 +91,10 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 	r.started++
 	r.storage = client
 	r.sources = r.newSources()
+	r.prefer = nil
+	if r.repos != nil && r.xlogs != nil && r.cfg.XLog.PreferJFR {
+		r.prefer = newPreference(r.cfg.ProcRoot, r.repos.Followed, r.set.Logger)
+	}
 	r.lastErrs = make([]string, len(r.sources))
 	r.cache = procresource.NewCache(procresource.NewReader(r.cfg.ProcRoot, 0))
 	r.jvms = map[jvmevent.JVM]*jvmInfo{}
@@ -125,12 +132,16 @@ func (r *jfrReceiver) shutdown(ctx context.Context) error {
 func (r *jfrReceiver) newSources() []jvmevent.Source {
 	var out []jvmevent.Source
 	logger := r.set.Logger
+	r.repos, r.xlogs = nil, nil
+	// The repositories come first: a poll's -Xlog batches are weighed
+	// against what the repositories read in the same poll (preference).
 	if rc := r.cfg.Repositories; rc.Enabled {
-		out = append(out, repository.New(repository.Config{
+		r.repos = repository.New(repository.Config{
 			Include: rc.Include, Discover: rc.Discover, ProcRoot: r.cfg.ProcRoot,
 			DiscoveryInterval: rc.DiscoveryInterval, Logger: logger,
 			Attach: repository.AttachConfig{Enabled: rc.Attach.Enabled, Settings: rc.Attach.Settings, Timeout: rc.Attach.Timeout},
-		}))
+		})
+		out = append(out, r.repos)
 	}
 	if rc := r.cfg.Recordings; len(rc.Include) > 0 {
 		out = append(out, recordings.New(recordings.Config{
@@ -142,10 +153,11 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 		if xc.Discover {
 			finder = discovery.NewFinder(r.cfg.ProcRoot)
 		}
-		out = append(out, xlog.NewSource(xlog.Config{
+		r.xlogs = xlog.NewSource(xlog.Config{
 			Include: xc.Include, FromStart: xc.StartAt == "beginning",
 			DiscoveryInterval: xc.DiscoveryInterval, Finder: finder, Logger: logger,
-		}))
+		})
+		out = append(out, r.xlogs)
 	}
 	return out
 }
@@ -186,7 +198,7 @@ func (r *jfrReceiver) pollOnce(ctx context.Context, host component.Host) {
 	logs := plog.NewLogs()
 	now := pcommon.NewTimestampFromTime(time.Now())
 	for i, s := range r.sources {
-		err := s.Poll(ctx, func(b jvmevent.Batch) { r.handle(&b, logs, now) })
+		err := s.Poll(ctx, func(b jvmevent.Batch) { r.handle(s, &b, logs, now) })
 		if ctx.Err() != nil {
 			break
 		}
@@ -210,7 +222,15 @@ func (r *jfrReceiver) pollOnce(ctx context.Context, host component.Host) {
 	})
 }
 
-func (r *jfrReceiver) handle(b *jvmevent.Batch, logs plog.Logs, now pcommon.Timestamp) {
+func (r *jfrReceiver) handle(src jvmevent.Source, b *jvmevent.Batch, logs plog.Logs, now pcommon.Timestamp) {
+	if r.prefer != nil {
+		switch src {
+		case r.repos:
+			r.prefer.fromJFR(b)
+		case r.xlogs:
+			r.prefer.fromXlog(b)
+		}
+	}
 	info := r.info(b)
 	if len(b.Windows) > 0 {
 		rl := logs.ResourceLogs().AppendEmpty()

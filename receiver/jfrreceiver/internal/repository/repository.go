@@ -95,6 +95,39 @@ func (s *Source) Following() []string {
 	return out
 }
 
+// Followed is one repository the source reads, as another source needs to
+// know it (the receiver prefers its JFR over the same JVM's -Xlog file).
+type Followed struct {
+	// Dir is the repository folder.
+	Dir string
+	// JVM is what batches from it carry: a discovered JVM's pid (the
+	// collector's) and start time, or a pattern's folder pid only.
+	JVM jvmevent.JVM
+	// Discovered says the JVM was found in the proc root (JVM.PID and
+	// JVM.StartTicks name a process there).
+	Discovered bool
+	// OwnPID is the pid the JVM sees itself as (its own pid namespace):
+	// jdk.JVMInformation's, else the folder name's; 0 when neither says.
+	OwnPID int
+	// From is the start (Unix ns) of the first chunk read: the source
+	// reports the JVM's events from then on. 0 before a chunk is opened.
+	From int64
+}
+
+// Followed returns the repositories read now, sorted by folder.
+func (s *Source) Followed() []Followed {
+	out := make([]Followed, 0, len(s.followers))
+	for _, dir := range s.Following() {
+		f := s.followers[dir]
+		own := int(f.stream.PID())
+		if own == 0 {
+			own = discovery.RepositoryPID(dir)
+		}
+		out = append(out, Followed{Dir: dir, JVM: f.jvm, Discovered: f.discovered, OwnPID: own, From: f.from})
+	}
+	return out
+}
+
 // Poll looks for new repositories when the discovery interval has passed,
 // then reads what every followed repository has flushed since the last
 // poll and emits one batch per JVM.
@@ -149,14 +182,14 @@ func (s *Source) scan() error {
 	var errs []error
 	found := map[string]bool{}
 	var infos []os.FileInfo // folders found so far, to spot one reached by two paths
-	add := func(dir string, info os.FileInfo, jvm jvmevent.JVM, alive func() bool) {
+	add := func(dir string, info os.FileInfo, jvm jvmevent.JVM, discovered bool, alive func() bool) {
 		found[dir] = true
 		infos = append(infos, info)
 		if s.followers[dir] != nil || s.ended[dir] {
 			return
 		}
 		s.cfg.Logger.Debug("following JFR repository", zap.String("repository", dir), zap.Int("pid", jvm.PID))
-		s.followers[dir] = &follower{dir: dir, jvm: jvm, alive: alive, newest: !s.started, stream: jfrstream.New()}
+		s.followers[dir] = &follower{dir: dir, jvm: jvm, discovered: discovered, alive: alive, newest: !s.started, stream: jfrstream.New()}
 	}
 	if s.finder != nil {
 		jvms, err := s.finder.JVMs()
@@ -172,7 +205,7 @@ func (s *Source) scan() error {
 				if err != nil {
 					continue
 				}
-				add(dir, info, jvmevent.JVM{PID: pid, StartTicks: start, Source: dir}, func() bool { return finder.Alive(pid, start) })
+				add(dir, info, jvmevent.JVM{PID: pid, StartTicks: start, Source: dir}, true, func() bool { return finder.Alive(pid, start) })
 			}
 			alive[jvmKey{pid, start}] = true
 			if s.starter != nil {
@@ -206,7 +239,7 @@ func (s *Source) scan() error {
 			// The pid in the name is the JVM's own; it is the collector's
 			// only when both share a pid namespace, so it is reported
 			// but not used to tell whether the JVM runs: the folder is.
-			add(dir, fi, jvmevent.JVM{PID: discovery.RepositoryPID(dir), Source: dir}, func() bool {
+			add(dir, fi, jvmevent.JVM{PID: discovery.RepositoryPID(dir), Source: dir}, false, func() bool {
 				_, err := os.Stat(d)
 				return err == nil
 			})
@@ -226,11 +259,13 @@ func (s *Source) scan() error {
 
 // follower reads one repository.
 type follower struct {
-	dir    string
-	jvm    jvmevent.JVM
-	alive  func() bool
-	newest bool // start at the newest chunk rather than the first
-	stream *jfrstream.Stream
+	dir        string
+	jvm        jvmevent.JVM
+	discovered bool
+	alive      func() bool
+	newest     bool  // start at the newest chunk rather than the first
+	from       int64 // start of the first chunk opened (Unix ns), 0 before
+	stream     *jfrstream.Stream
 
 	file      *os.File
 	path      string
@@ -375,6 +410,9 @@ func (f *follower) openNext() (bool, error) {
 		return false, fmt.Errorf("repository %s: %w", f.dir, err)
 	}
 	f.file, f.path, f.live, f.lastStart, f.newest = file, bestPath, jfr.NewLiveChunk(file, 0), best, false
+	if f.from == 0 {
+		f.from = best
+	}
 	return true, nil
 }
 

@@ -203,8 +203,21 @@ func TestStalePatternRepositoryEnds(t *testing.T) {
 	write(t, filepath.Join(repo, "a.jfr"), chunk)
 	s := New(Config{Include: []string{filepath.Join(base, "2*_*")}, DiscoveryInterval: time.Hour})
 	defer s.Close()
+	if f := s.Followed(); len(f) != 0 {
+		t.Fatalf("followed before the first poll: %+v", f)
+	}
 	if p := poll(s); p.err != nil || p.pauses == 0 || p.ended {
 		t.Fatalf("first poll: %+v", p)
+	}
+	// What the receiver's JFR-over-xlog preference reads: a pattern's
+	// repository, its JVM's own pid, and the chunk JFR reports from.
+	h, err := jfr.ParseHeader(chunk[:jfr.HeaderSize])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := s.Followed(); len(f) != 1 || f[0].Dir != repo || f[0].Discovered || f[0].JVM.PID != 4246 ||
+		(f[0].OwnPID != 4246 && int64(f[0].OwnPID) != s.followers[repo].stream.PID()) || f[0].From != h.StartNanos {
+		t.Errorf("followed %+v, want %s from %d", f, repo, h.StartNanos)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for len(s.Following()) > 0 && time.Now().Before(deadline) {

@@ -129,7 +129,9 @@ func TestTailFollowsRotationAndPartialLines(t *testing.T) {
 // every safepoint of the recording has a window from the log that starts
 // and ends within 1 ms of it: with timenanos (CLOCK_MONOTONIC through
 // window.Clock), and again with that decorator removed, so that the time
-// and uptimenanos decorators carry it.
+// and uptimenanos decorators carry it. It reads the log with this source
+// alone: the receiver's xlog::prefer_jfr, which drops a log's windows while
+// the JVM's repository is read, plays no part.
 func TestXlogAgreesWithJFR(t *testing.T) {
 	for _, tc := range []struct {
 		major int
