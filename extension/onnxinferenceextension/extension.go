@@ -569,16 +569,17 @@ func (e *onnxExtension) Run(ctx context.Context, name string, req modelrunner.Re
 		return modelrunner.Result{}, err
 	}
 	defer v.inflight.Done()
-	e.tel.OnnxinferenceRunsInFlight.Add(ctx, 1, attrs)
-	defer e.tel.OnnxinferenceRunsInFlight.Add(ctx, -1, attrs)
+	opts := v.metricOptions(attrs)
+	e.tel.OnnxinferenceRunsInFlight.Add(ctx, 1, opts.add...)
+	defer e.tel.OnnxinferenceRunsInFlight.Add(ctx, -1, opts.add...)
 	start := time.Now()
 	outputs, err := v.run(req.Inputs, req.Outputs)
 	if err != nil {
 		return modelrunner.Result{Model: name, Version: v.sig.Version}, err
 	}
-	e.tel.OnnxinferenceRunDuration.Record(ctx, time.Since(start).Seconds(), attrs)
+	e.tel.OnnxinferenceRunDuration.Record(ctx, time.Since(start).Seconds(), opts.record...)
 	if len(req.Inputs) > 0 && len(req.Inputs[0].Shape) > 0 {
-		e.tel.OnnxinferenceRunBatchSize.Record(ctx, req.Inputs[0].Shape[0], attrs)
+		e.tel.OnnxinferenceRunBatchSize.Record(ctx, req.Inputs[0].Shape[0], opts.record...)
 	}
 	return modelrunner.Result{Model: name, Version: v.sig.Version, Outputs: outputs}, nil
 }

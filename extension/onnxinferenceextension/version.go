@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	ort "github.com/yalue/onnxruntime_go"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
 )
@@ -21,6 +22,26 @@ type version struct {
 	tensors  []bool                  // whether outputs[i] is a tensor
 	inflight sync.WaitGroup
 	size     int64 // file size, for the change fingerprint
+
+	// metrics holds the options that label Run's measurements, made on
+	// the first run.
+	metricsOnce sync.Once
+	metrics     metricOptions
+}
+
+// metricOptions are a model's metric attributes as the options of Add and
+// Record, so that each measurement passes them without allocating.
+type metricOptions struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+// metricOptions returns attrs, the model's metric attributes, as options.
+func (v *version) metricOptions(attrs metric.MeasurementOption) *metricOptions {
+	v.metricsOnce.Do(func() {
+		v.metrics = metricOptions{add: []metric.AddOption{attrs}, record: []metric.RecordOption{attrs}}
+	})
+	return &v.metrics
 }
 
 // loadVersion builds a session for one model version from the model file's
@@ -127,53 +148,76 @@ func zeroData(t modelrunner.ElementType, n int) any {
 	return nil
 }
 
-// validate checks a request's inputs against the signature and returns them
-// in the session's input order.
-func (v *version) validate(inputs []modelrunner.Tensor) ([]modelrunner.Tensor, error) {
-	ordered := make([]modelrunner.Tensor, len(v.inputs))
-	seen := make([]bool, len(v.inputs))
+// validate checks a request's inputs against the signature and puts them in
+// ordered (len(v.inputs)) in the session's input order.
+func (v *version) validate(inputs, ordered []modelrunner.Tensor) error {
+	var seen bitset
+	if len(v.inputs) > 64*len(seen.small) {
+		seen.large = make([]bool, len(v.inputs))
+	}
 	for _, t := range inputs {
 		i := v.inputIndex(t.Name)
 		if i < 0 {
-			return nil, v.inputError(t.Name, fmt.Sprintf("the model has no such input (it declares %s)", v.inputList()))
+			return v.inputError(t.Name, fmt.Sprintf("the model has no such input (it declares %s)", v.inputList()))
 		}
-		if seen[i] {
-			return nil, v.inputError(t.Name, "given twice")
+		if seen.has(i) {
+			return v.inputError(t.Name, "given twice")
 		}
-		seen[i] = true
+		seen.set(i)
 		want := v.inputs[i]
 		if t.Type != want.Type {
-			return nil, v.inputError(t.Name, fmt.Sprintf("element type %s, the model declares %s", t.Type, want.Type))
+			return v.inputError(t.Name, fmt.Sprintf("element type %s, the model declares %s", t.Type, want.Type))
 		}
 		if len(t.Shape) != len(want.Shape) {
-			return nil, v.inputError(t.Name, fmt.Sprintf("shape %s has rank %d, the model declares %s",
+			return v.inputError(t.Name, fmt.Sprintf("shape %s has rank %d, the model declares %s",
 				modelrunner.ShapeString(t.Shape), len(t.Shape), modelrunner.ShapeString(want.Shape)))
 		}
 		for d := range t.Shape {
 			if t.Shape[d] < 0 || (want.Shape[d] >= 0 && t.Shape[d] != want.Shape[d]) {
-				return nil, v.inputError(t.Name, fmt.Sprintf("shape %s does not fit the declared %s (dimension %d)",
+				return v.inputError(t.Name, fmt.Sprintf("shape %s does not fit the declared %s (dimension %d)",
 					modelrunner.ShapeString(t.Shape), modelrunner.ShapeString(want.Shape), d))
 			}
 		}
 		n, ok := dataLen(t.Type, t.Data)
 		if !ok {
-			return nil, v.inputError(t.Name, fmt.Sprintf("data %T does not carry element type %s", t.Data, t.Type))
+			return v.inputError(t.Name, fmt.Sprintf("data %T does not carry element type %s", t.Data, t.Type))
 		}
 		if int64(n) != t.Len() {
-			return nil, v.inputError(t.Name, fmt.Sprintf("%d elements for shape %s, which needs %d",
+			return v.inputError(t.Name, fmt.Sprintf("%d elements for shape %s, which needs %d",
 				n, modelrunner.ShapeString(t.Shape), t.Len()))
 		}
 		if n == 0 {
-			return nil, v.inputError(t.Name, "empty tensor")
+			return v.inputError(t.Name, "empty tensor")
 		}
 		ordered[i] = t
 	}
-	for i, ok := range seen {
-		if !ok {
-			return nil, v.inputError(v.inputs[i].Name, "missing")
+	for i := range v.inputs {
+		if !seen.has(i) {
+			return v.inputError(v.inputs[i].Name, "missing")
 		}
 	}
-	return ordered, nil
+	return nil
+}
+
+// bitset is a set of small integers that allocates only past 128.
+type bitset struct {
+	small [2]uint64
+	large []bool // when set, used instead of small
+}
+
+func (b *bitset) has(i int) bool {
+	if b.large != nil {
+		return b.large[i]
+	}
+	return b.small[i/64]&(1<<(i%64)) != 0
+}
+
+func (b *bitset) set(i int) {
+	if b.large != nil {
+		b.large[i] = true
+		return
+	}
+	b.small[i/64] |= 1 << (i % 64)
 }
 
 func (v *version) inputIndex(name string) int {
@@ -204,11 +248,22 @@ func (v *version) inputError(input, reason string) error {
 // (all tensor outputs when wanted is empty) into Go memory. A sequence of
 // maps comes back as a float32 [rows, keys] tensor.
 func (v *version) run(inputs []modelrunner.Tensor, wanted []string) ([]modelrunner.Tensor, error) {
-	ordered, err := v.validate(inputs)
-	if err != nil {
+	// Working memory on the stack for models of a few inputs and outputs.
+	var (
+		orderedBuf [4]modelrunner.Tensor
+		pickBuf    [8]int
+		valuesBuf  [8]ort.Value
+	)
+	ordered := orderedBuf[:0]
+	if len(v.inputs) <= len(orderedBuf) {
+		ordered = orderedBuf[:len(v.inputs)]
+	} else {
+		ordered = make([]modelrunner.Tensor, len(v.inputs))
+	}
+	if err := v.validate(inputs, ordered); err != nil {
 		return nil, err
 	}
-	pick := make([]int, 0, len(v.outputs))
+	pick := pickBuf[:0]
 	if len(wanted) == 0 {
 		for i := range v.outputs {
 			if v.tensors[i] {
@@ -229,32 +284,33 @@ func (v *version) run(inputs []modelrunner.Tensor, wanted []string) ([]modelrunn
 		pick = append(pick, i)
 	}
 
-	ortIn := make([]ort.Value, len(ordered))
+	// The session's inputs then its outputs, destroyed once read.
+	values := valuesBuf[:0]
+	if n := len(ordered) + len(v.outputs); n <= len(valuesBuf) {
+		values = valuesBuf[:n]
+	} else {
+		values = make([]ort.Value, n)
+	}
 	defer func() {
-		for _, t := range ortIn {
+		for _, t := range values {
 			if t != nil {
 				_ = t.Destroy()
 			}
 		}
 	}()
+	ortIn, ortOut := values[:len(ordered):len(ordered)], values[len(ordered):]
 	for i, t := range ordered {
+		var err error
 		if ortIn[i], err = newOrtTensor(t); err != nil {
 			return nil, v.inputError(t.Name, err.Error())
 		}
 	}
-	ortOut := make([]ort.Value, len(v.outputs))
-	defer func() {
-		for _, t := range ortOut {
-			if t != nil {
-				_ = t.Destroy()
-			}
-		}
-	}()
 	if err := v.session.Run(ortIn, ortOut); err != nil {
 		return nil, fmt.Errorf("model %q version %d: run: %w", v.sig.Model, v.sig.Version, err)
 	}
 	result := make([]modelrunner.Tensor, len(pick))
 	for j, i := range pick {
+		var err error
 		if result[j], err = fromOrtValue(v.outputs[i], ortOut[i]); err != nil {
 			return nil, fmt.Errorf("model %q version %d: %w", v.sig.Model, v.sig.Version, err)
 		}
