@@ -31,10 +31,12 @@ const (
 	reasonBadOutput      = "bad_output"
 )
 
-var reasonAttrs = map[string]metric.AddOption{
-	reasonMissingFeature: metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reasonMissingFeature))),
-	reasonRunFailed:      metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reasonRunFailed))),
-	reasonBadOutput:      metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reasonBadOutput))),
+// reasonAttrs label the count of items not judged, as the options of Add so
+// that a call passes them without allocating.
+var reasonAttrs = map[string][]metric.AddOption{
+	reasonMissingFeature: {metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reasonMissingFeature)))},
+	reasonRunFailed:      {metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reasonRunFailed)))},
+	reasonBadOutput:      {metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reasonBadOutput)))},
 }
 
 // ErrModelMismatch says that the model's signature does not fit the
@@ -247,12 +249,15 @@ func (p *inferenceProcessor) run(ctx context.Context, rows []float32, n int) (mo
 		}
 		input = sig.Inputs[0].Name
 	}
+	// The input and its shape in one allocation.
+	in := &struct {
+		tensor [1]modelrunner.Tensor
+		shape  [2]int64
+	}{shape: [2]int64{int64(n), int64(p.extractor.Width())}}
+	in.tensor[0] = modelrunner.Tensor{Name: input, Type: modelrunner.TypeFloat32, Shape: in.shape[:], Data: rows}
 	return provider.Run(ctx, p.cfg.Model, modelrunner.Request{
 		Version: p.cfg.ModelVersion,
-		Inputs: []modelrunner.Tensor{{
-			Name: input, Type: modelrunner.TypeFloat32,
-			Shape: []int64{int64(n), int64(p.extractor.Width())}, Data: rows,
-		}},
+		Inputs:  in.tensor[:],
 		Outputs: p.outputs,
 	})
 }
@@ -344,7 +349,7 @@ func (p *inferenceProcessor) getScratch() *scratch {
 // whose run failed are left unchanged and counted.
 func (p *inferenceProcessor) judge(ctx context.Context, buf *scratch, items []item, rows []float32, missing int) {
 	if missing > 0 {
-		p.tel.ProcessorInferenceItemsNotJudged.Add(ctx, int64(missing), reasonAttrs[reasonMissingFeature])
+		p.tel.ProcessorInferenceItemsNotJudged.Add(ctx, int64(missing), reasonAttrs[reasonMissingFeature]...)
 	}
 	if len(items) == 0 {
 		return
@@ -369,7 +374,7 @@ func (p *inferenceProcessor) judge(ctx context.Context, buf *scratch, items []it
 			if errors.Is(err, errBadOutput) {
 				reason = reasonBadOutput
 			}
-			p.tel.ProcessorInferenceItemsNotJudged.Add(ctx, int64(s.Rows), reasonAttrs[reason])
+			p.tel.ProcessorInferenceItemsNotJudged.Add(ctx, int64(s.Rows), reasonAttrs[reason]...)
 			p.report(err)
 			continue
 		}

@@ -185,8 +185,11 @@ type keyIndex struct {
 	keys    []string
 	columns [][]int
 	// byLength lists the keys of each length (index into keys), so that an
-	// attribute is compared with the few keys as long as its own.
+	// attribute is compared with the few keys as long as its own; lengths
+	// has bit n set when some key is n bytes long (n < 256), which rules
+	// most attributes out at once.
 	byLength [][]int
+	lengths  [4]uint64
 }
 
 func newKeyIndex(columns []Column, source Source) keyIndex {
@@ -204,6 +207,9 @@ func newKeyIndex(columns []Column, source Source) keyIndex {
 				x.byLength = append(x.byLength, nil)
 			}
 			x.byLength[len(c.Key)] = append(x.byLength[len(c.Key)], j)
+			if n := len(c.Key); n < 64*len(x.lengths) {
+				x.lengths[n/64] |= 1 << (n % 64)
+			}
 		}
 		x.columns[j] = append(x.columns[j], i)
 	}
@@ -224,9 +230,13 @@ func (x *keyIndex) read(attrs pcommon.Map, columns []Column, row []float32) {
 		seen = make([]uint64, (len(x.keys)+63)/64)
 	}
 	left := len(x.keys)
-	for k, v := range attrs.All() {
-		if len(k) >= len(x.byLength) {
-			continue
+	attrs.Range(func(k string, v pcommon.Value) bool {
+		if n := len(k); n < 64*len(x.lengths) {
+			if x.lengths[n/64]&(1<<(n%64)) == 0 {
+				return true
+			}
+		} else if n >= len(x.byLength) {
+			return true
 		}
 		for _, j := range x.byLength[len(k)] {
 			if x.keys[j] != k {
@@ -234,21 +244,19 @@ func (x *keyIndex) read(attrs pcommon.Map, columns []Column, row []float32) {
 			}
 			word, bit := j/64, uint64(1)<<(j%64)
 			if seen[word]&bit != 0 {
-				break // a duplicate: the first one counted
+				return true // a duplicate: the first one counted
 			}
 			seen[word] |= bit
-			left--
 			if f, ok := number(v); ok {
 				for _, i := range x.columns[j] {
 					row[i] = columns[i].apply(f)
 				}
 			}
-			break
+			left--
+			return left > 0
 		}
-		if left == 0 {
-			return
-		}
-	}
+		return true
+	})
 }
 
 // number reads an attribute as a number: ints and doubles as they are,
