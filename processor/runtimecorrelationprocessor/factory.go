@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
-	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/sharedcomponent"
 )
 
 // NewFactory returns the runtimecorrelation processor's factory.

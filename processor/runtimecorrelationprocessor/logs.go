@@ -5,7 +5,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/sharedcomponent"
+	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 )
 
 // logsProcessor indexes the windows of a logs pipeline and appends the

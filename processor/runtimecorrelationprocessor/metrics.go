@@ -13,8 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
-	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/sharedcomponent"
 )
 
 // Overlap metric names.

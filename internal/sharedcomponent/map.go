@@ -1,13 +1,10 @@
-// Package sharedcomponent lets the pipeline instances of one component ID
-// (its logs, traces and metrics processors) share one value: the first to
-// be created makes it, each holds a reference, and the last to shut down
-// destroys it, so that a later pipeline build (a config reload, the
-// lifecycle test) starts from a fresh one.
-package sharedcomponent // import "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/sharedcomponent"
+package sharedcomponent
 
 import "sync"
 
-// Map holds one shared value per key. The zero Map is ready to use.
+// Map holds one shared value per key, reference-counted: the first Acquire
+// of a key makes the value, each holder releases its Ref, and the last
+// release destroys it and forgets the key. The zero Map is ready to use.
 type Map[K comparable, V any] struct {
 	mu      sync.Mutex
 	entries map[K]*entry[V]
