@@ -8,7 +8,6 @@ package jfrreceiver // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrrece
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -16,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
 )
 
@@ -29,7 +29,7 @@ const (
 
 // NewFactory returns the factory for the jfr receiver.
 func NewFactory() receiver.Factory {
-	f := &factory{receivers: map[component.ID]*jfrReceiver{}}
+	f := &factory{}
 	return receiver.NewFactory(
 		metadata.Type,
 		createDefaultConfig,
@@ -63,76 +63,26 @@ func createDefaultConfig() component.Config {
 // factory shares one receiver between the logs and metrics pipelines of a
 // component ID, so that each JVM is read once.
 type factory struct {
-	mu        sync.Mutex
-	receivers map[component.ID]*jfrReceiver
+	receivers sharedcomponent.Cores[component.ID, *jfrReceiver]
 }
 
-func (f *factory) get(set receiver.Settings, cfg *Config) *shared {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	r := f.receivers[set.ID]
-	if r == nil {
-		r = newReceiver(set, cfg)
-		f.receivers[set.ID] = r
-	}
-	return &shared{core: r, release: func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.receivers[set.ID] == r && !r.running() {
-			delete(f.receivers, set.ID)
-		}
-	}}
+// face returns a new face of set.ID's receiver, made from cfg when there
+// is none; hooks connect the face's pipeline.
+func (f *factory) face(set receiver.Settings, cfg *Config, hooks func(*jfrReceiver) sharedcomponent.Hooks) (*sharedcomponent.Face[*jfrReceiver], error) {
+	return f.receivers.Acquire(set.ID, func() (*sharedcomponent.Core[*jfrReceiver], error) {
+		r := newReceiver(set, cfg)
+		return sharedcomponent.NewCore(r, r.start, r.shutdown), nil
+	}, hooks)
 }
 
 func (f *factory) createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
-	s := f.get(set, cfg.(*Config))
-	s.open, s.close = func() { s.core.metrics.Open(next) }, s.core.metrics.Close
-	return s, nil
+	return f.face(set, cfg.(*Config), func(r *jfrReceiver) sharedcomponent.Hooks {
+		return sharedcomponent.Hooks{Open: func() { r.metrics.Open(next) }, Close: r.metrics.Close}
+	})
 }
 
 func (f *factory) createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-	s := f.get(set, cfg.(*Config))
-	s.open, s.close = func() { s.core.logs.Open(next) }, s.core.logs.Close
-	return s, nil
-}
-
-// shared is one pipeline's face of the shared receiver.
-type shared struct {
-	core    *jfrReceiver
-	release func()
-	// open connects this face's pipeline; close disconnects it.
-	open, close func()
-	mu          sync.Mutex
-	started     bool
-}
-
-// Start starts the shared receiver (its first face to start starts it).
-func (s *shared) Start(ctx context.Context, host component.Host) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		return nil
-	}
-	s.open()
-	if err := s.core.start(ctx, host); err != nil {
-		s.close()
-		return err
-	}
-	s.started = true
-	return nil
-}
-
-// Shutdown stops this face; the last face to stop stops the receiver. It
-// is safe without Start and when called twice.
-func (s *shared) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var err error
-	if s.started {
-		s.started = false
-		err = s.core.shutdown(ctx)
-		s.close()
-	}
-	s.release()
-	return err
+	return f.face(set, cfg.(*Config), func(r *jfrReceiver) sharedcomponent.Hooks {
+		return sharedcomponent.Hooks{Open: func() { r.logs.Open(next) }, Close: r.logs.Close}
+	})
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -44,10 +43,11 @@ type jfrReceiver struct {
 	logs    consumergate.Gate[consumer.Logs]
 	metrics consumergate.Gate[consumer.Metrics]
 
-	mu      sync.Mutex
-	started int // faces started and not yet shut down
-	cancel  context.CancelFunc
-	done    chan struct{}
+	// cancel and done belong to start and shutdown, which the shared core
+	// (internal/sharedcomponent) calls for the first and last face only and
+	// never at the same time.
+	cancel context.CancelFunc
+	done   chan struct{}
 
 	// Owned by the loop goroutine.
 	storage  storage.Client
@@ -73,14 +73,8 @@ func newReceiver(set receiver.Settings, cfg *Config) *jfrReceiver {
 	return &jfrReceiver{cfg: cfg, set: set, hostName: host}
 }
 
-// start starts the loop when the first face starts.
+// start starts the loop; the first face to start calls it.
 func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.started > 0 {
-		r.started++
-		return nil
-	}
 	var client storage.Client
 	if id := r.cfg.Recordings.Storage; id != nil && len(r.cfg.Recordings.Include) > 0 {
 		var err error
@@ -88,7 +82,6 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 			return err
 		}
 	}
-	r.started++
 	r.storage = client
 	r.sources = r.newSources()
 	r.prefer = nil
@@ -105,24 +98,11 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
-// shutdown stops the loop when the last started face shuts down; it is
-// safe without start and when called twice.
+// shutdown stops the loop; the last started face to shut down calls it.
 func (r *jfrReceiver) shutdown(ctx context.Context) error {
-	r.mu.Lock()
-	if r.started == 0 {
-		r.mu.Unlock()
-		return nil
-	}
-	r.started--
-	if r.started > 0 {
-		r.mu.Unlock()
-		return nil
-	}
-	cancel, done := r.cancel, r.done
-	r.mu.Unlock()
-	cancel()
+	r.cancel()
 	select {
-	case <-done:
+	case <-r.done:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -336,13 +316,6 @@ func (r *jfrReceiver) emitMetrics(ctx context.Context) {
 			r.set.Logger.Warn("sending metrics", zap.Error(err))
 		}
 	})
-}
-
-// running reports whether any face has the receiver started.
-func (r *jfrReceiver) running() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.started > 0
 }
 
 // Errors of the storage extension lookup.
