@@ -2,7 +2,6 @@ package pythongilreceiver
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -10,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
 )
 
@@ -28,7 +28,7 @@ const (
 
 // NewFactory returns the factory for the pythongil receiver.
 func NewFactory() receiver.Factory {
-	f := &factory{receivers: map[component.ID]*gilReceiver{}}
+	f := &factory{}
 	return receiver.NewFactory(
 		metadata.Type,
 		createDefaultConfig,
@@ -59,78 +59,34 @@ func createDefaultConfig() component.Config {
 // factory shares one receiver, so one set of probes, between the logs and
 // metrics pipelines of a component ID.
 type factory struct {
-	mu        sync.Mutex
-	receivers map[component.ID]*gilReceiver
+	receivers sharedcomponent.Cores[component.ID, *gilReceiver]
 }
 
-func (f *factory) get(set receiver.Settings, cfg *Config) *gilReceiver {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if r, ok := f.receivers[set.ID]; ok {
-		return r
-	}
-	r := newReceiver(set, cfg)
-	r.onLastShutdown = func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.receivers[set.ID] == r {
-			delete(f.receivers, set.ID)
-		}
-	}
-	f.receivers[set.ID] = r
-	return r
+// face returns a new face of set.ID's receiver, made from cfg when there
+// is none; hooks connect the face's pipeline.
+func (f *factory) face(set receiver.Settings, cfg *Config, hooks func(*gilReceiver) sharedcomponent.Hooks) (*sharedcomponent.Face[*gilReceiver], error) {
+	return f.receivers.Acquire(set.ID, func() (*sharedcomponent.Core[*gilReceiver], error) {
+		return newCore(newReceiver(set, cfg)), nil
+	}, hooks)
 }
 
+// newCore makes r the shared core of its faces: the probes live while any
+// pipeline uses them.
+func newCore(r *gilReceiver) *sharedcomponent.Core[*gilReceiver] {
+	return sharedcomponent.NewCore(r, r.start, r.shutdown)
+}
+
+// createLogs's face, shut down while the metrics pipeline keeps the
+// receiver running, flushes the pending windows first (its Final hook);
+// createMetrics's sends the metrics collected so far.
 func (f *factory) createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-	r := f.get(set, cfg.(*Config))
-	return &face{core: r, open: func() { r.logs.Open(next) }, final: r.flush, close: r.logs.Close}, nil
+	return f.face(set, cfg.(*Config), func(r *gilReceiver) sharedcomponent.Hooks {
+		return sharedcomponent.Hooks{Open: func() { r.logs.Open(next) }, Final: r.flush, Close: r.logs.Close}
+	})
 }
 
 func (f *factory) createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
-	r := f.get(set, cfg.(*Config))
-	return &face{core: r, open: func() { r.metrics.Open(next) }, final: r.collect, close: r.metrics.Close}, nil
-}
-
-// face is one pipeline's handle on the shared receiver; Start and Shutdown
-// are counted so that the probes live while any pipeline uses them.
-type face struct {
-	core *gilReceiver
-	// open connects the face's pipeline, final sends its last data when
-	// other pipelines keep the receiver running, close disconnects it (all
-	// optional: a face without a pipeline only counts).
-	open    func()
-	final   func(context.Context)
-	close   func()
-	mu      sync.Mutex
-	started bool
-}
-
-func (f *face) Start(ctx context.Context, host component.Host) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.started {
-		return nil
-	}
-	f.started = true
-	if f.open != nil {
-		f.open()
-	}
-	return f.core.start(ctx, host)
-}
-
-func (f *face) Shutdown(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.started {
-		return nil
-	}
-	f.started = false
-	last, err := f.core.shutdown(ctx)
-	if !last && f.final != nil {
-		f.final(ctx)
-	}
-	if f.close != nil {
-		f.close()
-	}
-	return err
+	return f.face(set, cfg.(*Config), func(r *gilReceiver) sharedcomponent.Hooks {
+		return sharedcomponent.Hooks{Open: func() { r.metrics.Open(next) }, Final: r.collect, Close: r.metrics.Close}
+	})
 }

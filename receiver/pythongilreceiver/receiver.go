@@ -29,17 +29,17 @@ import (
 // discovery, the event loop, duty cycling, and the logs and metrics built
 // from what the probes report.
 type gilReceiver struct {
-	set            receiver.Settings
-	cfg            *Config
-	onLastShutdown func()
+	set receiver.Settings
+	cfg *Config
 
 	// logs and metrics close with their pipeline's face, so that nothing is
 	// sent into a pipeline whose exporters may already have stopped.
 	logs    consumergate.Gate[consumer.Logs]
 	metrics consumergate.Gate[consumer.Metrics]
 
-	mu     sync.Mutex
-	refs   int
+	// cancel and done belong to start and shutdown, which the shared core
+	// (internal/sharedcomponent) calls for the first and last face only and
+	// never at the same time.
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -56,56 +56,34 @@ func newReceiver(set receiver.Settings, cfg *Config) *gilReceiver {
 	return &gilReceiver{set: set, cfg: cfg, load: gil.Load}
 }
 
-// start starts the run loop on the first call; it returns at once, and the
-// collector keeps running when eBPF turns out to be unavailable.
+// start starts the run loop; the first face to start calls it. It returns
+// at once, and the collector keeps running when eBPF turns out to be
+// unavailable.
 func (r *gilReceiver) start(_ context.Context, host component.Host) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.refs++
-	if r.refs > 1 {
-		return nil
-	}
 	filter, err := r.cfg.filter()
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	r.done = make(chan struct{})
+	done := make(chan struct{})
+	r.cancel, r.done = cancel, done
 	go func() {
-		defer close(r.done)
+		defer close(done)
 		r.run(ctx, host, filter)
 	}()
 	return nil
 }
 
-// shutdown stops the run loop after the last pipeline's Shutdown, flushing
-// pending windows and releasing every probe. It reports whether this was the
-// last pipeline.
-func (r *gilReceiver) shutdown(ctx context.Context) (last bool, _ error) {
-	r.mu.Lock()
-	if r.refs == 0 {
-		r.mu.Unlock()
-		return false, nil
-	}
-	r.refs--
-	if r.refs > 0 {
-		r.mu.Unlock()
-		return false, nil
-	}
-	cancel, done := r.cancel, r.done
-	r.mu.Unlock()
-	cancel()
-	var err error
+// shutdown stops the run loop, flushing pending windows and releasing every
+// probe; the last started face to shut down calls it.
+func (r *gilReceiver) shutdown(ctx context.Context) error {
+	r.cancel()
 	select {
-	case <-done:
+	case <-r.done:
+		return nil
 	case <-ctx.Done():
-		err = fmt.Errorf("pythongil: shutdown: %w", ctx.Err())
+		return fmt.Errorf("pythongil: shutdown: %w", ctx.Err())
 	}
-	if r.onLastShutdown != nil {
-		r.onLastShutdown()
-	}
-	return true, err
 }
 
 func (cfg *Config) filter() (discovery.Filter, error) {

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
@@ -56,8 +57,8 @@ func startReceiver(t testing.TB, cfg *Config, host component.Host) *harness {
 	mr, err := nf.CreateMetrics(context.Background(), set, cfg, h.metrics)
 	require.NoError(t, err)
 	h.faces = []component.Component{lr, mr}
-	h.core = lr.(*face).core
-	require.Same(t, h.core, mr.(*face).core, "logs and metrics share one receiver")
+	h.core = lr.(*sharedcomponent.Face[*gilReceiver]).Value()
+	require.Same(t, h.core, mr.(*sharedcomponent.Face[*gilReceiver]).Value(), "logs and metrics share one receiver")
 	for _, c := range h.faces {
 		require.NoError(t, c.Start(context.Background(), host))
 	}
@@ -318,7 +319,7 @@ func TestUnavailableEBPFReportsStatusAndKeepsRunning(t *testing.T) {
 		return nil, &gil.UnavailableError{Op: "load BPF programs", Err: errors.New("operation not permitted")}
 	}
 	host := &statusHost{Host: componenttest.NewNopHost()}
-	f := &face{core: r}
+	f := newCore(r).NewFace(sharedcomponent.Hooks{})
 	require.NoError(t, f.Start(context.Background(), host), "Start must not fail the collector")
 	waitFor(t, "a retry", func() bool {
 		mu.Lock()
