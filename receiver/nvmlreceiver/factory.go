@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/podresources"
 )
@@ -34,7 +35,7 @@ func NewFactory() receiver.Factory {
 
 // newFactory lets tests substitute the NVML binding.
 func newFactory(open openLibrary) receiver.Factory {
-	f := &factory{open: open, shared: newSharedReceivers()}
+	f := &factory{open: open}
 	return receiver.NewFactory(
 		metadata.Type,
 		createDefaultConfig,
@@ -70,23 +71,43 @@ func createDefaultConfig() component.Config {
 	}
 }
 
+// factory shares one receiver between the metrics and logs pipelines of a
+// component ID, so NVML is initialised once and leak records come from the
+// same series as the metrics.
 type factory struct {
-	open   openLibrary
-	shared *sharedReceivers
+	open      openLibrary
+	receivers sharedcomponent.Cores[component.ID, *nvmlReceiver]
 }
 
-func (f *factory) createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
+// face returns a new face of set.ID's receiver, made from cfg when there
+// is none; hooks, which may be nil, connect the face's pipeline.
+func (f *factory) face(set receiver.Settings, cfg *Config, hooks func(*nvmlReceiver) sharedcomponent.Hooks) (*sharedcomponent.Face[*nvmlReceiver], error) {
+	return f.receivers.Acquire(set.ID, func() (*sharedcomponent.Core[*nvmlReceiver], error) {
+		r, err := newNVMLReceiver(set, cfg, f.open)
+		if err != nil {
+			return nil, err
+		}
+		return sharedcomponent.NewCore(r, r.start, r.shutdown), nil
+	}, hooks)
+}
+
+// createMetrics returns a scraper controller whose scraper is the metrics
+// face of the shared receiver: the controller's Start and Shutdown start
+// and stop the face.
+func (f *factory) createMetrics(ctx context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
 	oCfg := cfg.(*Config)
-	r, err := f.shared.get(set, oCfg, f.open)
+	face, err := f.face(set, oCfg, nil)
 	if err != nil {
 		return nil, err
 	}
-	s, err := scraper.NewMetrics(r.scrape, scraper.WithStart(r.start), scraper.WithShutdown(r.shutdown))
+	s, err := scraper.NewMetrics(face.Value().scrape, scraper.WithStart(face.Start), scraper.WithShutdown(face.Shutdown))
 	if err != nil {
+		_ = face.Shutdown(ctx)
 		return nil, err
 	}
 	ctrl, err := scraperhelper.NewMetricsController(&oCfg.ControllerConfig, set, next, scraperhelper.AddMetricsScraper(metadata.Type, s))
 	if err != nil {
+		_ = face.Shutdown(ctx)
 		return nil, err
 	}
 	return &metricsReceiver{Metrics: ctrl}, nil
@@ -106,33 +127,17 @@ func (m *metricsReceiver) Shutdown(ctx context.Context) error {
 	return m.err
 }
 
+// createLogs returns the logs face of the shared receiver: XID/ECC events
+// and leak records.
 func (f *factory) createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-	r, err := f.shared.get(set, cfg.(*Config), f.open)
+	face, err := f.face(set, cfg.(*Config), func(r *nvmlReceiver) sharedcomponent.Hooks {
+		return sharedcomponent.Hooks{Open: func() { r.setLogsConsumer(next) }, Close: r.logs.Close}
+	})
 	if err != nil {
 		return nil, err
 	}
 	// Connected now, so that whichever face starts first knows there is a
 	// logs pipeline to watch events for.
-	r.setLogsConsumer(next)
-	return &logsReceiver{core: r, next: next}, nil
-}
-
-// logsReceiver is the logs face of the shared receiver: XID/ECC events and
-// leak records.
-type logsReceiver struct {
-	core *nvmlReceiver
-	next consumer.Logs
-}
-
-// Start starts the shared receiver (first caller) and its event loop.
-func (l *logsReceiver) Start(ctx context.Context, host component.Host) error {
-	l.core.setLogsConsumer(l.next)
-	return l.core.start(ctx, host)
-}
-
-// Shutdown stops the shared receiver when its last face stops.
-func (l *logsReceiver) Shutdown(ctx context.Context) error {
-	err := l.core.shutdown(ctx)
-	l.core.logs.Close()
-	return err
+	face.Value().setLogsConsumer(next)
+	return face, nil
 }

@@ -24,39 +24,6 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/podresources"
 )
 
-// sharedReceivers gives the metrics and logs receivers of one component ID
-// the same nvmlReceiver, so NVML is initialised once and leak records come
-// from the same series as the metrics.
-type sharedReceivers struct {
-	mu sync.Mutex
-	m  map[component.ID]*nvmlReceiver
-}
-
-func newSharedReceivers() *sharedReceivers {
-	return &sharedReceivers{m: map[component.ID]*nvmlReceiver{}}
-}
-
-func (s *sharedReceivers) get(set receiver.Settings, cfg *Config, open openLibrary) (*nvmlReceiver, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r, ok := s.m[set.ID]; ok {
-		return r, nil
-	}
-	r, err := newNVMLReceiver(set, cfg, open)
-	if err != nil {
-		return nil, err
-	}
-	r.onLastShutdown = func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.m[set.ID] == r {
-			delete(s.m, set.ID)
-		}
-	}
-	s.m[set.ID] = r
-	return r, nil
-}
-
 // session is NVML while it is initialised: the library and the GPUs found.
 type session struct {
 	lib           nvml.Interface
@@ -67,18 +34,16 @@ type session struct {
 // nvmlReceiver owns NVML for one component ID: initialisation with retry,
 // the scrape, the event loop and the leak detector.
 type nvmlReceiver struct {
-	cfg            *Config
-	set            receiver.Settings
-	logger         *zap.Logger
-	open           openLibrary
-	telemetry      *metadata.TelemetryBuilder
-	timer          *callTimer
-	now            func() time.Time
-	hostPIDs       func() (inHost, known bool)
-	onLastShutdown func()
+	cfg       *Config
+	set       receiver.Settings
+	logger    *zap.Logger
+	open      openLibrary
+	telemetry *metadata.TelemetryBuilder
+	timer     *callTimer
+	now       func() time.Time
+	hostPIDs  func() (inHost, known bool)
 
 	mu     sync.Mutex // guards the fields up to wg
-	starts int
 	host   component.Host
 	cancel context.CancelFunc
 	// logs closes with the logs face, so that nothing is sent into the logs
@@ -130,19 +95,15 @@ func (r *nvmlReceiver) sendLogs(ctx context.Context, logs plog.Logs, what string
 	})
 }
 
-// start is called by both faces (metrics scraper, logs receiver); the first
-// call does the work. It never fails for a missing GPU: the receiver
-// reports a recoverable error and retries in the background.
+// start initialises NVML and starts the event loop; the first face to start
+// (metrics scraper or logs receiver) calls it. It never fails for a missing
+// GPU: the receiver reports a recoverable error and retries in the
+// background.
 func (r *nvmlReceiver) start(_ context.Context, host component.Host) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.starts++
-	if r.starts > 1 {
-		return nil
-	}
 	r.host = host
 	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
 
 	if r.cfg.Processes.Enabled {
 		if r.procPIDsMatchNVML() {
@@ -151,11 +112,13 @@ func (r *nvmlReceiver) start(_ context.Context, host component.Host) error {
 		if r.cfg.PodResources.Endpoint != "" {
 			c, err := podresources.NewClient(r.cfg.PodResources.Endpoint)
 			if err != nil {
+				cancel()
 				return err
 			}
 			r.scr.pods = c
 		}
 	}
+	r.cancel = cancel
 
 	if err := r.activate(ctx); err != nil {
 		r.reportUnavailable(err)
@@ -326,25 +289,14 @@ func (r *nvmlReceiver) enumerate(lib nvml.Interface) (s *session, err error) {
 	return s, nil
 }
 
-// shutdown is called by both faces; the last call stops everything. It is
-// safe without start and when called twice.
+// shutdown stops everything start started; the last started face to shut
+// down calls it. It is safe without start and when called twice.
 func (r *nvmlReceiver) shutdown(ctx context.Context) error {
 	r.mu.Lock()
-	if r.starts > 1 {
-		r.starts--
-		r.mu.Unlock()
-		return nil
-	}
-	wasStarted := r.starts == 1
-	r.starts = 0
 	cancel := r.cancel
 	r.cancel = nil
 	r.mu.Unlock()
-
-	if r.onLastShutdown != nil {
-		r.onLastShutdown()
-	}
-	if !wasStarted {
+	if cancel == nil {
 		return nil
 	}
 	cancel()

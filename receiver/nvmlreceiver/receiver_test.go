@@ -26,6 +26,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/podresources/podresourcestest"
 )
@@ -668,4 +669,35 @@ func TestMPSClientsSplitPerProcess(t *testing.T) {
 		require.True(t, ok, "pid %d", pid)
 		assert.Equal(t, want, point(t, rm, "gpu.process.memory.usage", map[string]any{"hw.id": uuidOf(srv, 4)}), "pid %d", pid)
 	}
+}
+
+// TestFacesShareOneCore: the metrics and logs faces of one component ID
+// share one receiver; the logs pipeline, connected from CreateLogs on, is
+// disconnected by the logs face's Shutdown even without Start, and the
+// receiver runs while the metrics face does.
+func TestFacesShareOneCore(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.LibraryPath = filepath.Join(t.TempDir(), "libnvidia-ml.so.1")
+	cfg.PodResources.Endpoint = ""
+	set := receivertest.NewNopSettings(metadata.Type)
+	f := NewFactory()
+	m, err := f.CreateMetrics(context.Background(), set, cfg, consumertest.NewNop())
+	require.NoError(t, err)
+	l, err := f.CreateLogs(context.Background(), set, cfg, consumertest.NewNop())
+	require.NoError(t, err)
+	logs := l.(*sharedcomponent.Face[*nvmlReceiver])
+	assert.True(t, logs.Value().logs.IsOpen(), "logs connected at creation")
+
+	require.NoError(t, m.Start(context.Background(), &statusHost{}))
+	assert.Equal(t, 1, logs.Core().Started())
+	require.NoError(t, l.Shutdown(context.Background()))
+	assert.False(t, logs.Value().logs.IsOpen(), "logs disconnected by Shutdown without Start")
+	assert.Equal(t, 1, logs.Core().Started(), "the metrics face keeps the receiver running")
+
+	require.NoError(t, m.Shutdown(context.Background()))
+	assert.Equal(t, 0, logs.Core().Started())
+	l2, err := f.CreateLogs(context.Background(), set, cfg, consumertest.NewNop())
+	require.NoError(t, err)
+	assert.NotSame(t, logs.Value(), l2.(*sharedcomponent.Face[*nvmlReceiver]).Value(), "a new build gets a fresh receiver")
+	require.NoError(t, l2.Shutdown(context.Background()))
 }
