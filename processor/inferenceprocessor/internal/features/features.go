@@ -34,7 +34,7 @@ type Column struct {
 	// HasDefault and Default give the value used when it is missing.
 	HasDefault bool
 	Default    float32
-	// Scale (0 means 1) and Offset transform a present value.
+	// Scale (0 means 1) and Offset, both finite, transform a present value.
 	Scale, Offset float64
 }
 
