@@ -68,6 +68,15 @@ func trainForest(points [][4]float32, p forestParams) isoForest {
 	psi := min(p.SampleSize, len(points))
 	limit := int(math.Ceil(math.Log2(float64(max(psi, 2)))))
 	f := isoForest{sampleSize: psi}
+	// The domain of each fraction: [0, 1], or up to the largest value seen
+	// (GIL waits summed over threads exceed the request).
+	var bound [4]float32
+	for k := range bound {
+		bound[k] = 1
+		for _, x := range points {
+			bound[k] = max(bound[k], x[k])
+		}
+	}
 	idx := make([]int, len(points))
 	for t := 0; t < p.Trees; t++ {
 		// A sample without replacement: a partial Fisher-Yates shuffle.
@@ -83,14 +92,22 @@ func trainForest(points [][4]float32, p forestParams) isoForest {
 			sample[i] = points[idx[i]]
 		}
 		var tree isoTree
-		grow(&tree, sample, 0, limit, &rng)
+		grow(&tree, sample, bound, 0, limit, &rng)
 		f.trees = append(f.trees, tree)
 	}
 	return f
 }
 
 // grow appends the subtree isolating points at depth and returns its index.
-func grow(tree *isoTree, points [][4]float32, depth, limit int, rng *splitmix64) int {
+//
+// A split picks a feature at random and a threshold uniformly between the
+// points' smallest and largest values of it, as in the paper. A feature on
+// which every point here has the same value v is split too, between v and
+// the feature's domain bound: the points all go left and the right leaf is
+// empty. Without that, a feature that never varied in healthy data (Python
+// GC pauses are rare) would never be split on, and a span spent entirely
+// in one would look ordinary.
+func grow(tree *isoTree, points [][4]float32, bound [4]float32, depth, limit int, rng *splitmix64) int {
 	at := len(*tree)
 	*tree = append(*tree, isoNode{left: -1, right: -1})
 	leaf := func() int {
@@ -100,26 +117,27 @@ func grow(tree *isoTree, points [][4]float32, depth, limit int, rng *splitmix64)
 	if depth >= limit || len(points) <= 1 {
 		return leaf()
 	}
-	// The features that still vary here; a split on a constant one would
-	// isolate nothing.
 	var lo, hi [4]float32
-	var varying []int
+	var splittable []int
 	for k := range lo {
 		lo[k], hi[k] = points[0][k], points[0][k]
 		for _, x := range points[1:] {
 			lo[k], hi[k] = min(lo[k], x[k]), max(hi[k], x[k])
 		}
+		if lo[k] == hi[k] {
+			hi[k] = bound[k]
+		}
 		if lo[k] < hi[k] {
-			varying = append(varying, k)
+			splittable = append(splittable, k)
 		}
 	}
-	if len(varying) == 0 {
+	if len(splittable) == 0 {
 		return leaf()
 	}
-	k := varying[rng.next()%uint64(len(varying))]
+	k := splittable[rng.next()%uint64(len(splittable))]
 	t := float32(float64(lo[k]) + rng.float64()*(float64(hi[k])-float64(lo[k])))
 	if t <= lo[k] || t > hi[k] {
-		t = hi[k] // keeps both sides non-empty: lo goes left, hi right
+		t = hi[k] // keeps the points' smallest value on the left
 	}
 	var left, right [][4]float32
 	for _, x := range points {
@@ -130,8 +148,8 @@ func grow(tree *isoTree, points [][4]float32, depth, limit int, rng *splitmix64)
 		}
 	}
 	(*tree)[at].feature, (*tree)[at].threshold = k, t
-	l := grow(tree, left, depth+1, limit, rng)
-	r := grow(tree, right, depth+1, limit, rng)
+	l := grow(tree, left, bound, depth+1, limit, rng)
+	r := grow(tree, right, bound, depth+1, limit, rng)
 	(*tree)[at].left, (*tree)[at].right = l, r
 	return at
 }
