@@ -27,10 +27,27 @@ func benchSpans(n int) []spanSpec {
 
 // BenchmarkProcessor measures the processor's spans/s with the default
 // model: feature extraction, the model run through the extension, and the
-// attribute writes. Compare with BenchmarkRawRun at the same batch sizes:
+// attribute writes. Each call gets a fresh copy of its spans, made outside
+// the timer shortly before it (512 spans at a time, so that stopping the
+// timer costs small batches little), as warm in the caches as spans a
+// receiver has just decoded and the processors before this one have just
+// read. Compare
+// with BenchmarkRawRun at the same batch sizes (bench/inference/inference.sh
+// does, as a table):
 //
-//	go test -run '^$' -bench 'Processor|RawRun' -cpu 1 ./processor/inferenceprocessor/
+//	go test -run '^$' -bench 'Processor$|RawRun$' -cpu 1 ./processor/inferenceprocessor/
 func BenchmarkProcessor(b *testing.B) {
+	benchmarkProcessor(b, func(n int) int { return max(1, 512/n) })
+}
+
+// BenchmarkProcessorColdSpans is BenchmarkProcessor on spans copied ahead,
+// 16384 at a time, so that most have left the caches when their call comes:
+// the cost of first touching a span's attributes is the processor's here.
+func BenchmarkProcessorColdSpans(b *testing.B) {
+	benchmarkProcessor(b, func(n int) int { return max(1, 16384/n) })
+}
+
+func benchmarkProcessor(b *testing.B, poolSize func(batch int) int) {
 	repo := b.TempDir()
 	place(b, repo, "runtime_overlap", 1, defaultModelFile)
 	h := startExtension(b, repo, 0)
@@ -39,10 +56,10 @@ func BenchmarkProcessor(b *testing.B) {
 			cfg := defaultConfig()
 			cfg.Batch.MaxSize = n
 			p, _ := startTraces(b, h, cfg, settings())
-			// Fresh spans each call, as they arrive: copies made ahead, a
-			// pool at a time, outside the timer.
+			// Fresh spans each call: copies made outside the timer, a pool
+			// at a time.
 			fresh := traces(benchSpans(n)...)
-			pool := make([]ptrace.Traces, max(1, 16384/n))
+			pool := make([]ptrace.Traces, poolSize(n))
 			for i := range pool {
 				pool[i] = ptrace.NewTraces()
 			}
@@ -112,6 +129,87 @@ func BenchmarkRawRun(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "spans/s")
+		})
+	}
+}
+
+// BenchmarkProcessorVsRaw takes both measurements in one loop: each
+// iteration times one raw Run (as BenchmarkRawRun) and one processor call on
+// fresh spans of the same rows (as BenchmarkProcessor), so that a machine
+// whose speed drifts during the run (shared cores, frequency) slows both
+// alike. It reports each one's spans/s and the ratio. The raw Runs here also
+// follow the processor's work, not only each other, as they would in a
+// collector.
+//
+//	go test -run '^$' -bench 'ProcessorVsRaw' -cpu 1 ./processor/inferenceprocessor/
+func BenchmarkProcessorVsRaw(b *testing.B) {
+	repo := b.TempDir()
+	place(b, repo, "runtime_overlap", 1, defaultModelFile)
+	h := startExtension(b, repo, 0)
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = opts.Destroy() }()
+	_ = opts.SetIntraOpNumThreads(1)
+	_ = opts.SetInterOpNumThreads(1)
+	_ = opts.SetGraphOptimizationLevel(ort.GraphOptimizationLevelEnableAll)
+	outputs := []string{"explained_fraction", "unexplained_ms", "dominant_cause", "anomaly_score"}
+	session, err := ort.NewDynamicAdvancedSession(defaultModelFile, []string{"features"}, outputs, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = session.Destroy() }()
+	for _, n := range benchBatches {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			cfg := defaultConfig()
+			cfg.Batch.MaxSize = n
+			p, _ := startTraces(b, h, cfg, settings())
+			specs := benchSpans(n)
+			data := make([]float32, 0, n*5)
+			for _, s := range specs {
+				data = append(data, float32(s.duration)/float32(ms),
+					float32(s.attrs["runtime.overlap.jvm.safepoint.duration"].(int64))/float32(ms), 0,
+					float32(s.attrs["runtime.overlap.python.gil.wait.duration"].(int64))/float32(ms), 0)
+			}
+			in, err := ort.NewTensor(ort.NewShape(int64(n), 5), data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = in.Destroy() }()
+			fresh := traces(specs...)
+			pool := make([]ptrace.Traces, max(1, 512/n))
+			for i := range pool {
+				pool[i] = ptrace.NewTraces()
+			}
+			var raw, proc time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i%len(pool) == 0 {
+					b.StopTimer()
+					for _, td := range pool {
+						fresh.CopyTo(td)
+					}
+					b.StartTimer()
+				}
+				start := time.Now()
+				out := make([]ort.Value, len(outputs))
+				if err := session.Run([]ort.Value{in}, out); err != nil {
+					b.Fatal(err)
+				}
+				for _, v := range out {
+					_ = v.Destroy()
+				}
+				mid := time.Now()
+				if err := p.ConsumeTraces(context.Background(), pool[i%len(pool)]); err != nil {
+					b.Fatal(err)
+				}
+				raw, proc = raw+mid.Sub(start), proc+time.Since(mid)
+			}
+			spans := float64(n) * float64(b.N)
+			b.ReportMetric(spans/proc.Seconds(), "processor-spans/s")
+			b.ReportMetric(spans/raw.Seconds(), "raw-spans/s")
+			b.ReportMetric(100*raw.Seconds()/proc.Seconds(), "%-of-raw")
 		})
 	}
 }
