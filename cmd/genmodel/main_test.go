@@ -246,7 +246,6 @@ func TestONNXRuntimeAgrees(t *testing.T) {
 	}
 }
 
-
 func TestReadRowsRefusesBadData(t *testing.T) {
 	dir := t.TempDir()
 	for name, tt := range map[string]struct{ text, want string }{
