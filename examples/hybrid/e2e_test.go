@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +121,26 @@ func runScenario(t *testing.T, mode, scope string) {
 	t.Logf("windows matched with the JVM's spans (pid %d, scope %s): %v; overlap records: %d", jvm, scope, byKind, len(overlaps))
 	if byKind[window.KindPythonGILReleased]+byKind[window.KindPythonGILWait] == 0 || byKind[window.KindJVMGCPause]+byKind[window.KindJVMSafepoint] == 0 {
 		t.Fatalf("no JVM or no GIL windows in the JVM's scope: %v", byKind)
+	}
+
+	// Each JVM pause is reported once, though collector.yaml reads both the
+	// JVM's JFR repository and its -Xlog file (the jfr receiver prefers
+	// JFR): two safepoints of one JVM never overlap.
+	for pid, ws := range windows {
+		var safepoints []window.Window
+		for _, w := range ws {
+			if w.Kind == window.KindJVMSafepoint {
+				safepoints = append(safepoints, w)
+			}
+		}
+		sort.Slice(safepoints, func(i, j int) bool { return safepoints[i].Start < safepoints[j].Start })
+		for i := 1; i < len(safepoints); i++ {
+			if prev := safepoints[i-1]; safepoints[i].Start < prev.End() {
+				t.Errorf("pid %d: safepoints [%d +%d] and [%d +%d] overlap: a pause reported twice",
+					pid, prev.Start, prev.Duration, safepoints[i].Start, safepoints[i].Duration)
+				break
+			}
+		}
 	}
 
 	// Each span's totals are the sums of its windows' intersections,
