@@ -70,14 +70,15 @@ func TestJVMEmbeddingCPythonThroughJep(t *testing.T) {
 	}
 	w.Run(&res)
 	// Each sleep is exactly one released window on its thread, inside the
-	// call's wall-clock bounds (1 ms slack). The thread may have further
+	// call's wall-clock bounds (1 ms slack, plus the clock offset's
+	// uncertainty). The thread may have further
 	// released windows outside Python: that is Java running.
 	inCall := func(tid int64, call [2]int64) int {
 		n := 0
+		slack := h.slack()
 		for _, r := range h.windows(w.PID) {
-			const ms = int64(time.Millisecond)
 			if r.w.Kind == window.KindPythonGILReleased && r.w.ThreadID == tid && r.w.Duration >= time.Duration(res.DNS) &&
-				r.w.Start >= call[0]-ms && r.w.End() <= call[1]+ms {
+				r.w.Start >= call[0]-slack && r.w.End() <= call[1]+slack {
 				n++
 			}
 		}
