@@ -155,7 +155,7 @@ func newOrtTensor(t modelrunner.Tensor) (ort.Value, error) {
 
 // fromOrtValue copies an output of ONNX Runtime into Go memory.
 func fromOrtValue(name string, v ort.Value) (modelrunner.Tensor, error) {
-	out := modelrunner.Tensor{Name: name, Shape: append([]int64(nil), v.GetShape()...)}
+	out := modelrunner.Tensor{Name: name}
 	switch t := v.(type) {
 	case *ort.Tensor[float32]:
 		out.Type, out.Data = modelrunner.TypeFloat32, clone(t.GetData())
@@ -186,6 +186,8 @@ func fromOrtValue(name string, v ort.Value) (modelrunner.Tensor, error) {
 	default:
 		return out, fmt.Errorf("output %q: %w (%s)", name, modelrunner.ErrUnsupportedOutput, v.GetONNXType())
 	}
+	// A tensor's GetShape already returns a copy of its shape: keep it.
+	out.Shape = v.GetShape()
 	return out, nil
 }
 
