@@ -29,7 +29,8 @@ type row [5]float32
 // extractSpans reads the file exporter's traces (OTLP JSON, one request per
 // line) and returns a row per span, computed as the inference processor's
 // default configuration does: duration and overlaps in ms, a missing overlap
-// as 0.
+// as 0. Spans that end before they start, or with a negative or unusable
+// overlap, are left out: they would train the forest on garbage.
 func extractSpans(r io.Reader) ([]row, error) {
 	var rows []row
 	var u ptrace.JSONUnmarshaler
@@ -48,7 +49,9 @@ func extractSpans(r io.Reader) ([]row, error) {
 		for _, rs := range td.ResourceSpans().All() {
 			for _, ss := range rs.ScopeSpans().All() {
 				for _, span := range ss.Spans().All() {
-					rows = append(rows, spanRow(span))
+					if r, ok := spanRow(span); ok {
+						rows = append(rows, r)
+					}
 				}
 			}
 		}
@@ -59,7 +62,7 @@ func extractSpans(r io.Reader) ([]row, error) {
 	return rows, nil
 }
 
-func spanRow(span ptrace.Span) row {
+func spanRow(span ptrace.Span) (row, bool) {
 	var r row
 	r[0] = float32(float64(int64(span.EndTimestamp())-int64(span.StartTimestamp())) / 1e6)
 	for i, key := range overlapAttributes {
@@ -80,7 +83,12 @@ func spanRow(span ptrace.Span) row {
 			r[i+1] = float32(ns / 1e6)
 		}
 	}
-	return r
+	for _, v := range r {
+		if v < 0 || math.IsInf(float64(v), 0) {
+			return r, false
+		}
+	}
+	return r, true
 }
 
 // writeRows writes rows as CSV with a header of Features.
@@ -109,15 +117,20 @@ func readRows(path string) ([]row, error) {
 		return nil, err
 	}
 	defer f.Close()
-	cr := csv.NewReader(f)
+	return parseRows(f, path)
+}
+
+// parseRows parses CSV rows; name says where they come from in errors.
+func parseRows(r io.Reader, name string) ([]row, error) {
+	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = len(Features)
 	header, err := cr.Read()
 	if err != nil {
-		return nil, fmt.Errorf("%s: header: %w", path, err)
+		return nil, fmt.Errorf("%s: header: %w", name, err)
 	}
-	for i, name := range Features {
-		if header[i] != name {
-			return nil, fmt.Errorf("%s: column %d is %q, want %q (columns: %v)", path, i+1, header[i], name, Features)
+	for i, col := range Features {
+		if header[i] != col {
+			return nil, fmt.Errorf("%s: column %d is %q, want %q (columns: %v)", name, i+1, header[i], col, Features)
 		}
 	}
 	var rows []row
@@ -127,21 +140,21 @@ func readRows(path string) ([]row, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		var r row
 		for i, s := range rec {
 			v, err := strconv.ParseFloat(s, 32)
 			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 				line, _ := cr.FieldPos(i)
-				return nil, fmt.Errorf("%s:%d: column %s: %q is not a non-negative number", path, line, Features[i], s)
+				return nil, fmt.Errorf("%s:%d: column %s: %q is not a non-negative number", name, line, Features[i], s)
 			}
 			r[i] = float32(v)
 		}
 		rows = append(rows, r)
 	}
 	if len(rows) == 0 {
-		return nil, fmt.Errorf("%s: no rows", path)
+		return nil, fmt.Errorf("%s: no rows", name)
 	}
 	return rows, nil
 }

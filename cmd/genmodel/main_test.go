@@ -284,6 +284,14 @@ func TestExtractThenTrain(t *testing.T) {
 			s.Attributes().PutStr("runtime.overlap.python.gc.pause.duration", "1500000")
 		}
 	}
+	// Garbage left out: a span ending before it starts, a negative overlap.
+	bad := spans.AppendEmpty()
+	bad.SetStartTimestamp(pcommon.Timestamp(2_000_000_000))
+	bad.SetEndTimestamp(pcommon.Timestamp(1_000_000_000))
+	bad = spans.AppendEmpty()
+	bad.SetStartTimestamp(pcommon.Timestamp(1_000_000_000))
+	bad.SetEndTimestamp(pcommon.Timestamp(2_000_000_000))
+	bad.Attributes().PutInt("runtime.overlap.jvm.gc.pause.duration", -5)
 	line, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
 	if err != nil {
 		t.Fatal(err)
