@@ -2,6 +2,7 @@ package onnxinferenceextension // import "github.com/otelcol-ai/otelcol-ai/exten
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -57,14 +58,10 @@ type model struct {
 	served map[int64]*version
 	// attrs labels the model's metrics, made once.
 	attrs metric.MeasurementOption
-	// failed remembers versions that failed to load, by file fingerprint,
-	// so that an unchanged bad file is not retried (and counted) each poll.
-	failed map[int64]fingerprint
-}
-
-type fingerprint struct {
-	size    int64
-	modTime time.Time
+	// failed remembers versions whose file failed to load (a new version,
+	// or new content of a served one), by file fingerprint, so that an
+	// unchanged bad file is not retried (and counted) each poll.
+	failed map[int64]repository.Fingerprint
 }
 
 var (
@@ -286,7 +283,7 @@ func (e *onnxExtension) scan() {
 	} else {
 		var err error
 		if names, err = repo.Models(); err != nil {
-			e.reportFailure("", 0, err)
+			e.reportFailure("", 0, err, false)
 			return
 		}
 	}
@@ -301,7 +298,7 @@ func (e *onnxExtension) scan() {
 	}
 	for _, name := range names {
 		if e.models[name] == nil {
-			e.models[name] = &model{name: name, served: map[int64]*version{}, failed: map[int64]fingerprint{},
+			e.models[name] = &model{name: name, served: map[int64]*version{}, failed: map[int64]repository.Fingerprint{},
 				attrs: metric.WithAttributeSet(attribute.NewSet(attribute.String("model", name)))}
 		}
 	}
@@ -320,27 +317,27 @@ func (e *onnxExtension) reconcile(repo *repository.Repository, name string) {
 	}
 	policy, err := e.policy(repo, name)
 	if err != nil {
-		e.reportFailure(name, 0, err)
+		e.reportFailure(name, 0, err, false)
 	}
 	candidates, err := repo.Versions(name)
 	if err != nil {
-		e.reportFailure(name, 0, err)
+		e.reportFailure(name, 0, err, false)
 		candidates = nil
 	}
-	// Versions eligible for the policy: those on disk that are complete and
-	// have not failed with the same file. A newer version that failed
-	// therefore leaves the older one serving.
+	// Versions eligible for the policy: those served, whatever their file
+	// is doing now (a change in place is handled below, and never unloads
+	// them), and those on disk that are complete and have not failed with
+	// the same file. A newer version that failed therefore leaves the
+	// older one serving.
 	var eligible []int64
 	present := map[int64]bool{}
 	for _, c := range candidates {
 		present[c.Version] = true
-		if errors.Is(c.Err, repository.ErrUnsettled) {
-			if m.isServed(c.Version) {
-				eligible = append(eligible, c.Version)
-			}
+		switch {
+		case m.isServed(c.Version):
+		case errors.Is(c.Err, repository.ErrUnsettled):
 			continue
-		}
-		if fp, ok := m.failed[c.Version]; ok && fp == (fingerprint{c.Size, c.ModTime}) {
+		case m.failedWith(c):
 			continue
 		}
 		eligible = append(eligible, c.Version)
@@ -355,9 +352,13 @@ func (e *onnxExtension) reconcile(repo *repository.Repository, name string) {
 		if !slices.Contains(eligible, c.Version) || m.isServed(c.Version) || !policy.Wants(c.Version, eligible) {
 			continue
 		}
-		if err := e.load(repo, m, c); err != nil {
-			m.failed[c.Version] = fingerprint{c.Size, c.ModTime}
-			e.reportFailure(name, c.Version, err)
+		if err := e.load(repo, m, c, nil); err != nil {
+			if !errors.Is(err, repository.ErrUnsettled) {
+				// A file that changed while being read is still being
+				// written: no failure, it is taken once it settles.
+				m.failed[c.Version] = c.Fingerprint()
+				e.reportFailure(name, c.Version, err, false)
+			}
 			eligible = slices.DeleteFunc(eligible, func(v int64) bool { return v == c.Version })
 			i = -1 // the policy's choice may now reach an older version
 		}
@@ -378,13 +379,50 @@ func (e *onnxExtension) reconcile(repo *repository.Repository, name string) {
 		v.inflight.Wait()
 		v.destroy()
 	}
+
+	// A served version whose file changed in place (written again, or
+	// another file renamed over it) is reloaded as a new version is
+	// loaded: once the file has settled, read, validated, warmed up and
+	// checked, then swapped in. Until then, and if the new content
+	// fails, the previous content keeps serving.
+	for _, c := range candidates {
+		old := m.get(c.Version)
+		if old == nil || errors.Is(c.Err, repository.ErrUnsettled) {
+			continue
+		}
+		if c.Fingerprint() == old.file {
+			m.forgetFailure(e, c.Version) // put back as it was
+			continue
+		}
+		if m.failedWith(c) {
+			continue
+		}
+		if err := e.load(repo, m, c, old); err != nil && !errors.Is(err, repository.ErrUnsettled) {
+			m.failed[c.Version] = c.Fingerprint()
+			e.reportFailure(name, c.Version, err, true)
+		}
+	}
 }
 
-func (e *onnxExtension) load(repo *repository.Repository, m *model, c repository.Candidate) error {
+// load reads c's file and loads it: parsed, warmed up with one run, passed
+// by every registered check, then served. With old, the version served now
+// under c's number, the new content replaces old's (unless it is the same
+// bytes), and old is destroyed once the runs in flight on it finish.
+func (e *onnxExtension) load(repo *repository.Repository, m *model, c repository.Candidate, old *version) error {
 	start := time.Now()
 	data, err := repo.Read(c)
 	if err != nil {
 		return err
+	}
+	digest := sha256.Sum256(data)
+	if old != nil && digest == old.digest {
+		// Written again with the same bytes (touched, copied over):
+		// nothing to reload.
+		old.file = c.Fingerprint()
+		m.forgetFailure(e, c.Version)
+		e.logger.Debug("model file rewritten with the same content: not reloaded",
+			zap.String("model", m.name), zap.Int64("version", c.Version))
+		return nil
 	}
 	e.mu.RLock()
 	opts := e.opts
@@ -397,14 +435,27 @@ func (e *onnxExtension) load(repo *repository.Repository, m *model, c repository
 		v.destroy()
 		return err
 	}
+	v.file, v.digest = c.Fingerprint(), digest
 	m.mu.Lock()
 	m.served[c.Version] = v
 	m.mu.Unlock()
+	delete(m.failed, c.Version)
+	took := time.Since(start)
 	e.reportRecovered()
-	e.tel.OnnxinferenceModelLoadDuration.Record(context.Background(), time.Since(start).Seconds(), m.attrs)
-	e.logger.Info("model version loaded", zap.String("model", m.name), zap.Int64("version", c.Version),
+	e.tel.OnnxinferenceModelLoadDuration.Record(context.Background(), took.Seconds(), m.attrs)
+	fields := []zap.Field{zap.String("model", m.name), zap.Int64("version", c.Version),
 		zap.Stringers("inputs", stringers(v.sig.Inputs)), zap.Stringers("outputs", stringers(v.sig.Outputs)),
-		zap.Duration("took", time.Since(start)))
+		zap.Duration("took", took)}
+	if old == nil {
+		e.logger.Info("model version loaded", fields...)
+		return nil
+	}
+	// New runs take the new content from now on; those in flight on the
+	// old one finish on it first.
+	old.inflight.Wait()
+	old.destroy()
+	e.tel.OnnxinferenceModelReloads.Add(context.Background(), 1, m.attrs)
+	e.logger.Info("model version reloaded: its file changed", fields...)
 	return nil
 }
 
@@ -453,11 +504,18 @@ func (e *onnxExtension) policy(repo *repository.Repository, name string) (reposi
 }
 
 // reportFailure logs, counts and reports as a recoverable status a failure
-// to load a model version (version 0: the model as a whole).
-func (e *onnxExtension) reportFailure(name string, version int64, err error) {
-	err = fmt.Errorf("onnxinference: model %q version %d: %w", name, version, err)
-	e.logger.Error("model version failed to load; the previous version keeps serving",
-		zap.String("model", name), zap.Int64("version", version), zap.Error(err))
+// to load a model version (version 0: the model as a whole); inPlace: the
+// new content of a served version's file, whose previous content keeps
+// serving.
+func (e *onnxExtension) reportFailure(name string, version int64, err error, inPlace bool) {
+	msg := "model version failed to load; the previous version keeps serving"
+	if inPlace {
+		err = fmt.Errorf("onnxinference: model %q version %d: file changed in place: %w", name, version, err)
+		msg = "model version's file changed in place and failed to load; the version's previous content keeps serving"
+	} else {
+		err = fmt.Errorf("onnxinference: model %q version %d: %w", name, version, err)
+	}
+	e.logger.Error(msg, zap.String("model", name), zap.Int64("version", version), zap.Error(err))
 	e.tel.OnnxinferenceModelLoadFailures.Add(context.Background(), 1,
 		metric.WithAttributeSet(attribute.NewSet(attribute.String("model", name))))
 	e.mu.Lock()
@@ -493,10 +551,30 @@ func (e *onnxExtension) observeVersions(_ context.Context, o metric.Int64Observe
 }
 
 func (m *model) isServed(v int64) bool {
+	return m.get(v) != nil
+}
+
+// get returns the served version numbered v, or nil.
+func (m *model) get(v int64) *version {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	_, ok := m.served[v]
-	return ok
+	return m.served[v]
+}
+
+// failedWith reports whether c's file, unchanged, already failed to load.
+func (m *model) failedWith(c repository.Candidate) bool {
+	fp, ok := m.failed[c.Version]
+	return ok && fp == c.Fingerprint()
+}
+
+// forgetFailure drops the failure remembered for version v, whose file
+// holds what it serves again, and then reports the extension healthy again,
+// as a successful load does.
+func (m *model) forgetFailure(e *onnxExtension, v int64) {
+	if _, ok := m.failed[v]; ok {
+		delete(m.failed, v)
+		e.reportRecovered()
+	}
 }
 
 // versions returns the served version numbers, newest first.

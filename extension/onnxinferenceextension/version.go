@@ -1,6 +1,7 @@
 package onnxinferenceextension // import "github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension"
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sync"
@@ -8,6 +9,7 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension/internal/repository"
 	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
 )
 
@@ -21,7 +23,12 @@ type version struct {
 	outputs  []string                // numeric tensor and sequence outputs, which the session was built with
 	tensors  []bool                  // whether outputs[i] is a tensor
 	inflight sync.WaitGroup
-	size     int64 // file size, for the change fingerprint
+	// file is the fingerprint of the model file the version was read
+	// from, and digest the SHA-256 of its bytes: a served version whose
+	// file no longer has this fingerprint has changed in place. Both are
+	// only used by scans, which are serialised.
+	file   repository.Fingerprint
+	digest [sha256.Size]byte
 
 	// metrics holds the options that label Run's measurements, made on
 	// the first run.
@@ -57,7 +64,6 @@ func loadVersion(model string, number int64, data []byte, opts *ort.SessionOptio
 			Model: model, Version: number,
 			Inputs: valueInfos(ins), Outputs: valueInfos(outs),
 		},
-		size: int64(len(data)),
 	}
 	v.inputs = v.sig.Inputs
 	inputNames := make([]string, 0, len(ins))

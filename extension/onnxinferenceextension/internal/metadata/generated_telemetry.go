@@ -30,6 +30,7 @@ type TelemetryBuilder struct {
 	registrations                  []metric.Registration
 	OnnxinferenceModelLoadDuration metric.Float64Histogram
 	OnnxinferenceModelLoadFailures metric.Int64Counter
+	OnnxinferenceModelReloads      metric.Int64Counter
 	OnnxinferenceModelVersion      metric.Int64ObservableGauge
 	OnnxinferenceRunBatchSize      metric.Int64Histogram
 	OnnxinferenceRunDuration       metric.Float64Histogram
@@ -100,6 +101,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.OnnxinferenceModelLoadFailures, err = builder.meter.Int64Counter(
 		"otelcol_onnxinference_model_load_failures",
 		metric.WithDescription("Model versions that failed to load (corrupt file, refused signature, too large, outside the repository). [Development]"),
+		metric.WithUnit("{version}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.OnnxinferenceModelReloads, err = builder.meter.Int64Counter(
+		"otelcol_onnxinference_model_reloads",
+		metric.WithDescription("Served model versions reloaded because their file changed in place (new content loaded and swapped in under the same version number). [Development]"),
 		metric.WithUnit("{version}"),
 	)
 	errs = errors.Join(errs, err)

@@ -26,6 +26,7 @@ func TestSetupTelemetry(t *testing.T) {
 	}))
 	tb.OnnxinferenceModelLoadDuration.Record(context.Background(), 1)
 	tb.OnnxinferenceModelLoadFailures.Add(context.Background(), 1)
+	tb.OnnxinferenceModelReloads.Add(context.Background(), 1)
 	tb.OnnxinferenceRunBatchSize.Record(context.Background(), 1)
 	tb.OnnxinferenceRunDuration.Record(context.Background(), 1)
 	tb.OnnxinferenceRunsInFlight.Add(context.Background(), 1)
@@ -33,6 +34,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.HistogramDataPoint[float64]{{}}, metricdatatest.IgnoreValue(),
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualOnnxinferenceModelLoadFailures(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualOnnxinferenceModelReloads(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualOnnxinferenceModelVersion(t, testTel,

@@ -115,10 +115,31 @@ type Candidate struct {
 	Path    string
 	Size    int64
 	ModTime time.Time
+	// Dev and Ino identify the file (zero where the platform has no
+	// inodes): a file renamed into place is a new file.
+	Dev, Ino uint64
 	// Err is set when the version exists but must not be loaded (outside
 	// the root, too large, not a regular file, still changing); the caller
 	// reports it as a failed load of that version, or waits for ErrUnsettled.
 	Err error
+}
+
+// Fingerprint identifies one content of a model file without reading it:
+// a file written again, or another file renamed into its place, has another
+// fingerprint.
+type Fingerprint struct {
+	Size     int64
+	ModTime  int64 // Unix nanoseconds
+	Dev, Ino uint64
+}
+
+// Fingerprint returns the fingerprint of the file as Versions saw it.
+func (c Candidate) Fingerprint() Fingerprint {
+	var mod int64
+	if !c.ModTime.IsZero() {
+		mod = c.ModTime.UnixNano()
+	}
+	return Fingerprint{Size: c.Size, ModTime: mod, Dev: c.Dev, Ino: c.Ino}
 }
 
 // Versions lists the numbered version directories of model, newest first.
@@ -166,6 +187,7 @@ func (r *Repository) candidate(model string, version int64, path string) Candida
 		return c
 	}
 	c.Size, c.ModTime = info.Size(), info.ModTime()
+	c.Dev, c.Ino = fileID(info)
 	switch {
 	case !info.Mode().IsRegular():
 		c.Err = fmt.Errorf("%s: %w", path, ErrNotRegular)
@@ -179,8 +201,8 @@ func (r *Repository) candidate(model string, version int64, path string) Candida
 }
 
 // Read returns the candidate's file contents, provided the file is still the
-// one Versions saw: same size and modification time before and after the
-// read, and no larger than the limit. Reading into memory means the session
+// one Versions saw: same file (device and inode), size and modification time
+// after the read, and no larger than the limit. Reading into memory means the session
 // is built from exactly the bytes that were checked.
 func (r *Repository) Read(c Candidate) ([]byte, error) {
 	if c.Err != nil {
@@ -205,6 +227,9 @@ func (r *Repository) Read(c Candidate) ([]byte, error) {
 	info, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", c.Path, err)
+	}
+	if dev, ino := fileID(info); dev != c.Dev || ino != c.Ino {
+		return nil, fmt.Errorf("read %s: %w: replaced by another file since it was listed", c.Path, ErrUnsettled)
 	}
 	if info.Size() != c.Size || !info.ModTime().Equal(c.ModTime) || int64(len(data)) != c.Size {
 		return nil, fmt.Errorf("read %s: %w: changed while being read", c.Path, ErrUnsettled)

@@ -153,6 +153,58 @@ func TestReadRefusesAFileThatChanged(t *testing.T) {
 	}
 }
 
+// A file renamed into place with the same size and modification time as
+// the one it replaces has another fingerprint (its inode), and a candidate
+// listed before the rename is not read from the new file.
+func TestFingerprintSeesAFileRenamedIntoPlace(t *testing.T) {
+	root := t.TempDir()
+	path := writeVersion(t, root, "m", "1", "contents A", time.Hour)
+	repo, err := Open(root, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := repo.Versions("m")
+	if err != nil || len(before) != 1 || before[0].Err != nil {
+		t.Fatal(before, err)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staged := filepath.Join(root, "m", "staged")
+	if err := os.WriteFile(staged, []byte("contents B"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(staged, info.ModTime(), info.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(staged, path); err != nil {
+		t.Fatal(err)
+	}
+	after, err := repo.Versions("m")
+	if err != nil || len(after) != 1 || after[0].Err != nil {
+		t.Fatal(after, err)
+	}
+	a, b := before[0].Fingerprint(), after[0].Fingerprint()
+	if a.Size != b.Size || a.ModTime != b.ModTime {
+		t.Fatalf("size and time differ (%+v, %+v): the test wants them equal", a, b)
+	}
+	if a == b {
+		t.Fatalf("fingerprint %+v unchanged by a rename into place", a)
+	}
+	if _, err := repo.Read(before[0]); !errors.Is(err, ErrUnsettled) {
+		t.Fatalf("Read of the replaced file's candidate = %v, want ErrUnsettled", err)
+	}
+	if data, err := repo.Read(after[0]); err != nil || string(data) != "contents B" {
+		t.Fatalf("Read = %q, %v", data, err)
+	}
+	// Listing again without a change gives the same fingerprint.
+	again, _ := repo.Versions("m")
+	if again[0].Fingerprint() != b {
+		t.Fatalf("fingerprint %+v, then %+v, with no change", b, again[0].Fingerprint())
+	}
+}
+
 func TestLinksMustStayInside(t *testing.T) {
 	outside := t.TempDir()
 	writeVersion(t, outside, "x", "1", "outside", time.Hour)
