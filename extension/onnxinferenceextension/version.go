@@ -260,7 +260,7 @@ func (v *version) run(inputs []modelrunner.Tensor, wanted []string) ([]modelrunn
 		pickBuf    [8]int
 		valuesBuf  [8]ort.Value
 	)
-	ordered := orderedBuf[:0]
+	var ordered []modelrunner.Tensor
 	if len(v.inputs) <= len(orderedBuf) {
 		ordered = orderedBuf[:len(v.inputs)]
 	} else {
