@@ -56,27 +56,10 @@ func benchmarkProcessor(b *testing.B, poolSize func(batch int) int) {
 			cfg := defaultConfig()
 			cfg.Batch.MaxSize = n
 			p, _ := startTraces(b, h, cfg, settings())
-			// Fresh spans each call: copies made outside the timer, a pool
-			// at a time.
-			fresh := traces(benchSpans(n)...)
-			pool := make([]ptrace.Traces, poolSize(n))
-			for i := range pool {
-				pool[i] = ptrace.NewTraces()
-			}
-			refill := func() {
-				for _, td := range pool {
-					fresh.CopyTo(td)
-				}
-			}
-			refill()
+			pool := newSpanPool(traces(benchSpans(n)...), poolSize(n))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if i > 0 && i%len(pool) == 0 {
-					b.StopTimer()
-					refill()
-					b.StartTimer()
-				}
-				if err := p.ConsumeTraces(context.Background(), pool[i%len(pool)]); err != nil {
+				if err := p.ConsumeTraces(context.Background(), pool.get(b)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -91,20 +74,7 @@ func BenchmarkRawRun(b *testing.B) {
 	repo := b.TempDir()
 	place(b, repo, "runtime_overlap", 1, defaultModelFile)
 	startExtension(b, repo, 0) // holds the ONNX Runtime environment
-	opts, err := ort.NewSessionOptions()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = opts.Destroy() }()
-	_ = opts.SetIntraOpNumThreads(1)
-	_ = opts.SetInterOpNumThreads(1)
-	_ = opts.SetGraphOptimizationLevel(ort.GraphOptimizationLevelEnableAll)
-	outputs := []string{"explained_fraction", "unexplained_ms", "dominant_cause", "anomaly_score"}
-	session, err := ort.NewDynamicAdvancedSession(defaultModelFile, []string{"features"}, outputs, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = session.Destroy() }()
+	session, outputs := rawSession(b)
 	for _, n := range benchBatches {
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
 			data := make([]float32, n*5)
@@ -146,20 +116,7 @@ func BenchmarkProcessorVsRaw(b *testing.B) {
 	repo := b.TempDir()
 	place(b, repo, "runtime_overlap", 1, defaultModelFile)
 	h := startExtension(b, repo, 0)
-	opts, err := ort.NewSessionOptions()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = opts.Destroy() }()
-	_ = opts.SetIntraOpNumThreads(1)
-	_ = opts.SetInterOpNumThreads(1)
-	_ = opts.SetGraphOptimizationLevel(ort.GraphOptimizationLevelEnableAll)
-	outputs := []string{"explained_fraction", "unexplained_ms", "dominant_cause", "anomaly_score"}
-	session, err := ort.NewDynamicAdvancedSession(defaultModelFile, []string{"features"}, outputs, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = session.Destroy() }()
+	session, outputs := rawSession(b)
 	for _, n := range benchBatches {
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
 			cfg := defaultConfig()
@@ -177,21 +134,11 @@ func BenchmarkProcessorVsRaw(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer func() { _ = in.Destroy() }()
-			fresh := traces(specs...)
-			pool := make([]ptrace.Traces, max(1, 512/n))
-			for i := range pool {
-				pool[i] = ptrace.NewTraces()
-			}
+			pool := newSpanPool(traces(specs...), max(1, 512/n))
 			var raw, proc time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if i%len(pool) == 0 {
-					b.StopTimer()
-					for _, td := range pool {
-						fresh.CopyTo(td)
-					}
-					b.StartTimer()
-				}
+				td := pool.get(b)
 				start := time.Now()
 				out := make([]ort.Value, len(outputs))
 				if err := session.Run([]ort.Value{in}, out); err != nil {
@@ -201,7 +148,7 @@ func BenchmarkProcessorVsRaw(b *testing.B) {
 					_ = v.Destroy()
 				}
 				mid := time.Now()
-				if err := p.ConsumeTraces(context.Background(), pool[i%len(pool)]); err != nil {
+				if err := p.ConsumeTraces(context.Background(), td); err != nil {
 					b.Fatal(err)
 				}
 				raw, proc = raw+mid.Sub(start), proc+time.Since(mid)
@@ -212,4 +159,56 @@ func BenchmarkProcessorVsRaw(b *testing.B) {
 			b.ReportMetric(100*raw.Seconds()/proc.Seconds(), "%-of-raw")
 		})
 	}
+}
+
+// rawSession opens the default model in onnxruntime_go directly, with the
+// extension's default session options (one thread each, all graph
+// optimisations), and returns it with the outputs to ask for.
+func rawSession(b *testing.B) (*ort.DynamicAdvancedSession, []string) {
+	opts, err := ort.NewSessionOptions()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = opts.Destroy() }()
+	_ = opts.SetIntraOpNumThreads(1)
+	_ = opts.SetInterOpNumThreads(1)
+	_ = opts.SetGraphOptimizationLevel(ort.GraphOptimizationLevelEnableAll)
+	outputs := []string{"explained_fraction", "unexplained_ms", "dominant_cause", "anomaly_score"}
+	session, err := ort.NewDynamicAdvancedSession(defaultModelFile, []string{"features"}, outputs, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = session.Destroy() })
+	return session, outputs
+}
+
+// spanPool hands out fresh copies of one batch of spans, made a pool at a
+// time with the benchmark's timer stopped.
+type spanPool struct {
+	fresh ptrace.Traces
+	pool  []ptrace.Traces
+	next  int
+}
+
+func newSpanPool(fresh ptrace.Traces, size int) *spanPool {
+	s := &spanPool{fresh: fresh, pool: make([]ptrace.Traces, size)}
+	for i := range s.pool {
+		s.pool[i] = ptrace.NewTraces()
+		fresh.CopyTo(s.pool[i])
+	}
+	return s
+}
+
+// get returns the next fresh copy, refilling the pool when it is used up.
+func (s *spanPool) get(b *testing.B) ptrace.Traces {
+	if s.next == len(s.pool) {
+		b.StopTimer()
+		for _, td := range s.pool {
+			s.fresh.CopyTo(td)
+		}
+		b.StartTimer()
+		s.next = 0
+	}
+	s.next++
+	return s.pool[s.next-1]
 }

@@ -7,7 +7,6 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
 )
@@ -89,26 +88,11 @@ func BenchmarkOverhead(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = p.shutdown(context.Background()) })
-			fresh := traces(benchSpans(n)...)
-			pool := make([]ptrace.Traces, max(1, 16384/n))
-			for i := range pool {
-				pool[i] = ptrace.NewTraces()
-			}
-			refill := func() {
-				for _, td := range pool {
-					fresh.CopyTo(td)
-				}
-			}
-			refill()
+			pool := newSpanPool(traces(benchSpans(n)...), max(1, 16384/n))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if i > 0 && i%len(pool) == 0 {
-					b.StopTimer()
-					refill()
-					b.StartTimer()
-				}
-				if _, err := p.processTraces(context.Background(), pool[i%len(pool)]); err != nil {
+				if _, err := p.processTraces(context.Background(), pool.get(b)); err != nil {
 					b.Fatal(err)
 				}
 			}
