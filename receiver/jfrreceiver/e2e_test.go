@@ -38,15 +38,7 @@ receivers:
 
 	dir := t.TempDir()
 	pid, exited, out := startJVM(t, j, dir, 3000)
-	select {
-	case err := <-exited:
-		exited <- err
-		if err != nil {
-			t.Fatalf("JVM: %v\n%s", err, out)
-		}
-	case <-time.After(90 * time.Second):
-		t.Fatalf("JVM did not exit\n%s", out)
-	}
+	waitExit(t, exited, out)
 	dump := dir + "/dump.jfr"
 	gcs := jfroracle.Events(t, j, dump, "jdk.GarbageCollection")
 	pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")

@@ -65,15 +65,7 @@ func TestJFRPreferredOverXlogOfTheSameJVM(t *testing.T) {
 
 			pid, exited, out := startJVM(t, j, dir, 3000, tc.gc,
 				"-Xlog:gc*,safepoint:file="+filepath.Join(dir, "gc.log")+":time,uptimenanos,timenanos,pid,level,tags")
-			select {
-			case err := <-exited:
-				exited <- err
-				if err != nil {
-					t.Fatalf("JVM: %v\n%s", err, out)
-				}
-			case <-time.After(90 * time.Second):
-				t.Fatalf("JVM did not exit\n%s", out)
-			}
+			waitExit(t, exited, out)
 			// Read until nothing new arrives for 2 s (the repository is
 			// read to its end once the JVM deleted it).
 			count, since := -1, time.Now()

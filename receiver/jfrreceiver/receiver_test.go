@@ -62,6 +62,21 @@ func startJVM(t *testing.T, j jfrtest.JDK, dir string, millis int, flags ...stri
 	return cmd.Process.Pid, exited, out
 }
 
+// waitExit waits up to 90 s for a JVM started by startJVM to exit, and
+// fails unless it exited cleanly; the exit stays readable on exited.
+func waitExit(t *testing.T, exited chan error, out *bytes.Buffer) {
+	t.Helper()
+	select {
+	case err := <-exited:
+		exited <- err
+		if err != nil {
+			t.Fatalf("JVM: %v\n%s", err, out)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("JVM did not exit\n%s", out)
+	}
+}
+
 // pidOf returns a resource's process.pid (-1 when absent).
 func pidOf(res pcommon.Resource) int64 {
 	v, ok := res.Attributes().Get(window.ResourcePID)
@@ -106,15 +121,7 @@ func TestReceiverFollowsLiveJVM(t *testing.T) {
 	}
 
 	pid, exited, out := startJVM(t, j, dir, 3000)
-	select {
-	case err := <-exited:
-		exited <- err
-		if err != nil {
-			t.Fatalf("JVM: %v\n%s", err, out)
-		}
-	case <-time.After(90 * time.Second):
-		t.Fatalf("JVM did not exit\n%s", out)
-	}
+	waitExit(t, exited, out)
 	dump := filepath.Join(dir, "dump.jfr")
 	gcs := jfroracle.Events(t, j, dump, "jdk.GarbageCollection")
 	pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")
