@@ -18,7 +18,8 @@
 //
 //	explained_fraction float32[batch, 1]  overlap total / duration, clipped to [0, 1]
 //	unexplained_ms     float32[batch, 1]  duration - overlap total, at least 0
-//	dominant_cause     int64[batch]       index 0-3 of the largest overlap column (1-4 above)
+//	dominant_cause     int64[batch]       index 0-3 of the largest overlap column (1-4 above);
+//	                                      version 2: -1 when nothing overlapped
 //
 // Version 2 adds a learned output:
 //
@@ -180,6 +181,7 @@ func formulaModel() []byte {
 func forestModel(version int64, f isoForest) []byte {
 	g := formulaGraph()
 	g.docString = "How much of a span's latency the runtime windows overlapping it explain, and how unlike healthy spans its overlaps are."
+	noneCause(&g)
 	g.nodes = append(g.nodes,
 		nodeProto{opType: "Div", name: "fractions", inputs: []string{"overlaps", "denominator_ms"}, outputs: []string{"fractions"}},
 		f.node("fractions", "mean_path_length"),
@@ -200,11 +202,51 @@ func forestModel(version int64, f isoForest) []byte {
 		graph:           g,
 		metadata: [][2]string{
 			{"features", fmt.Sprint(Features)},
-			{"dominant_cause", causes},
+			{"dominant_cause", causesV2},
 			{"anomaly_score", fmt.Sprintf("isolation forest, %d trees, %d-point samples, over %v", len(f.trees), f.sampleSize, forestFeatures)},
 		},
 	}.marshal()
 }
+
+// noneCause makes dominant_cause -1 for a span no window overlapped (version
+// 1 says 0, jvm.safepoint, there): ArgMax runs over the four overlaps after
+// a column 0 holding a floor of 1e-9 ms, which wins only when every overlap
+// is 0, and 1 is subtracted.
+func noneCause(g *graphProto) {
+	n := len(Features)
+	w := tensorProto{name: "w_overlaps_or_none", dataType: dataTypeFloat, dims: []int64{int64(n), int64(n)}, floats: make([]float32, n*n)}
+	for c := 1; c < n; c++ {
+		w.floats[c*n+c] = 1
+	}
+	floor := tensorProto{name: "none_floor_ms", dataType: dataTypeFloat, dims: []int64{int64(n)}, floats: make([]float32, n)}
+	floor.floats[0] = 1e-9
+	one := tensorProto{name: "one_i64", dataType: dataTypeInt64, int64s: []int64{1}}
+	// Nodes stay in topological order, as ONNX requires: the new inputs
+	// of ArgMax before it, the Sub after it.
+	var nodes []nodeProto
+	for _, node := range g.nodes {
+		if node.opType != "ArgMax" {
+			nodes = append(nodes, node)
+			continue
+		}
+		node.inputs, node.outputs, node.name = []string{"overlaps_or_none"}, []string{"dominant_column"}, "dominant_column"
+		nodes = append(nodes,
+			nodeProto{opType: "MatMul", name: "overlaps_after_none", inputs: []string{"features", "w_overlaps_or_none"}, outputs: []string{"overlaps_after_none"}},
+			nodeProto{opType: "Add", name: "overlaps_or_none", inputs: []string{"overlaps_after_none", "none_floor_ms"}, outputs: []string{"overlaps_or_none"}},
+			node,
+			nodeProto{opType: "Sub", name: "dominant_cause", inputs: []string{"dominant_column", "one_i64"}, outputs: []string{"dominant_cause"}},
+		)
+	}
+	g.nodes = nodes
+	g.initializers = append(g.initializers, w, floor, one)
+	for i, o := range g.outputs {
+		if o.name == "dominant_cause" {
+			g.outputs[i].docString = causesV2
+		}
+	}
+}
+
+const causesV2 = "-1 none, " + causes
 
 // formulaGraph is the arithmetic part shared by every version.
 func formulaGraph() graphProto {

@@ -228,10 +228,13 @@ func TestONNXRuntimeAgrees(t *testing.T) {
 		total := r[1] + r[2] + r[3] + r[4]
 		wantExplained := min(max(total/max(r[0], minDurationMs), 0), 1)
 		wantUnexplained := max(r[0]-total, 0)
-		wantCause := int64(0)
-		for k := 1; k < 4; k++ {
-			if r[k+1] > r[wantCause+1] {
-				wantCause = int64(k)
+		wantCause := int64(-1) // nothing overlapped
+		if total > 0 {
+			wantCause = 0
+			for k := 1; k < 4; k++ {
+				if r[k+1] > r[wantCause+1] {
+					wantCause = int64(k)
+				}
 			}
 		}
 		wantScore := f.score(fractions(r))

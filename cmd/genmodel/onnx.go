@@ -74,7 +74,8 @@ type attribute struct {
 type tensorProto struct {
 	dims     []int64
 	dataType int32
-	floats   []float32
+	floats   []float32 // for dataTypeFloat
+	int64s   []int64   // for dataTypeInt64
 	name     string
 }
 
@@ -206,11 +207,19 @@ func (t tensorProto) marshal() []byte {
 		b = bytesField(b, 1, dims) // a scalar has no dims
 	}
 	b = varintField(b, 2, int64(t.dataType))
-	var floats []byte
-	for _, f := range t.floats {
-		floats = protowire.AppendFixed32(floats, math.Float32bits(f))
+	if t.dataType == dataTypeInt64 {
+		var ints []byte
+		for _, v := range t.int64s {
+			ints = protowire.AppendVarint(ints, uint64(v))
+		}
+		b = bytesField(b, 7, ints)
+	} else {
+		var floats []byte
+		for _, f := range t.floats {
+			floats = protowire.AppendFixed32(floats, math.Float32bits(f))
+		}
+		b = bytesField(b, 4, floats)
 	}
-	b = bytesField(b, 4, floats)
 	b = stringField(b, 8, t.name)
 	return b
 }

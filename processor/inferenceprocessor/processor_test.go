@@ -44,7 +44,7 @@ func TestDefaultModelJudgesRuntimeOverlap(t *testing.T) {
 		// anomalous: +1 wants anomaly_score above 0.6, -1 below 0.5.
 		anomalous int
 	}{
-		{"no overlap", spanSpec{duration: 100 * ms}, 0, 100, 0, -1},
+		{"no overlap", spanSpec{duration: 100 * ms}, 0, 100, -1, -1},
 		{"half a GC pause", spanSpec{duration: 100 * ms, attrs: map[string]any{"runtime.overlap.jvm.gc.pause.duration": int64(50 * ms)}}, 0.5, 50, 1, +1},
 		{"safepoint and GIL wait", spanSpec{duration: 80 * ms, attrs: map[string]any{
 			"runtime.overlap.jvm.safepoint.duration":   int64(10 * ms),
