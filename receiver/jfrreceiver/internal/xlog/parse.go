@@ -225,6 +225,9 @@ type Pause struct {
 	Duration time.Duration
 }
 
+// maxPause bounds a logged pause: a longer one is a malformed line.
+const maxPause = 24 * time.Hour
+
 // pauseLine matches `GC(12) Pause … [24M->2M(256M)] 3.456ms`, with the
 // generational ZGC's "Y: " / "O: " prefix.
 var pauseLine = regexp.MustCompile(`^GC\((\d+)\) (?:[YO]: )?(Pause .*?)(?: \d+[KMGT]?->\d+[KMGT]?\(\d+[KMGT]?\))? (\d+(?:\.\d+)?)ms$`)
@@ -237,8 +240,8 @@ func ParsePause(msg string) (Pause, bool) {
 	}
 	id, _ := strconv.ParseInt(m[1], 10, 64)
 	ms, err := strconv.ParseFloat(m[3], 64)
-	if err != nil {
-		return Pause{}, false
+	if err != nil || ms*1e6 > float64(maxPause) {
+		return Pause{}, false // not a pause any JVM logs (and past int64 ns)
 	}
 	p := Pause{GCID: id, Name: m[2], Duration: time.Duration(ms * 1e6)}
 	// "Pause Young (Normal) (G1 Evacuation Pause)": the cause is the last
