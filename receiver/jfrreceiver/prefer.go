@@ -206,8 +206,11 @@ func (p *preference) fromJFR(b *jvmevent.Batch) {
 	})
 }
 
-// fromXlog drops from an -Xlog file's batch what a repository reports.
-func (p *preference) fromXlog(b *jvmevent.Batch) {
+// fromXlog drops from an -Xlog file's batch what a repository reports. It
+// reports whether the file has just become covered: the safepoint metrics
+// counted from it so far would stand beside JFR's for the same JVM, so the
+// receiver forgets them.
+func (p *preference) fromXlog(b *jvmevent.Batch) (newlyCovered bool) {
 	path := b.JVM.Source
 	lf := p.logs[path]
 	if lf == nil {
@@ -235,6 +238,7 @@ func (p *preference) fromXlog(b *jvmevent.Batch) {
 	}
 	switch {
 	case active != nil && lf.cover != active.Dir:
+		newlyCovered = true
 		lf.cover = active.Dir
 		lf.windows, lf.safepoints = nil, nil
 		p.logger.Info("-Xlog file skipped while its JVM's JFR repository is read: JFR reports the same pauses (xlog::prefer_jfr: false keeps both)",
@@ -257,7 +261,7 @@ func (p *preference) fromXlog(b *jvmevent.Batch) {
 	b.Safepoints = slices.DeleteFunc(b.Safepoints, func(s jvmevent.Safepoint) bool { return covered(s.End) })
 	if b.Ended {
 		delete(p.logs, path)
-		return
+		return newlyCovered
 	}
 	if active == nil {
 		// Kept in case the JVM's repository is found later.
@@ -265,6 +269,7 @@ func (p *preference) fromXlog(b *jvmevent.Batch) {
 		lf.windows = append(slices.DeleteFunc(lf.windows, func(w window.Window) bool { return w.End() < horizon }), b.Windows...)
 		lf.safepoints = append(slices.DeleteFunc(lf.safepoints, func(s jvmevent.Safepoint) bool { return s.End < horizon }), b.Safepoints...)
 	}
+	return newlyCovered
 }
 
 // matches reports whether the repository f records the JVM that writes an

@@ -114,18 +114,24 @@ func TestPreferenceDropsLogWhileJFRCovers(t *testing.T) {
 		},
 		Safepoints: []jvmevent.Safepoint{{End: from - ms, Duration: time.Millisecond}, {End: from + ms, Duration: time.Millisecond}},
 	}
-	p.fromXlog(&b)
+	if !p.fromXlog(&b) {
+		t.Error("the log's first covered batch does not say it became covered (its safepoint series would stay beside JFR's)")
+	}
 	if len(b.Windows) != 1 || b.Windows[0].End() != from-ms || len(b.Safepoints) != 1 || b.Safepoints[0].End != from-ms {
 		t.Fatalf("kept %+v, %+v", b.Windows, b.Safepoints)
 	}
 	// Another JVM's log (another pid) is not touched.
 	o := jvmevent.Batch{JVM: jvmevent.JVM{PID: 43, Source: "/var/log/other.log"}, Windows: []window.Window{sp(window.KindJVMSafepoint, from+ms, time.Millisecond, nil)}}
-	p.fromXlog(&o)
+	if p.fromXlog(&o) {
+		t.Error("another JVM's log said it became covered")
+	}
 	if len(o.Windows) != 1 {
 		t.Fatalf("another JVM's log lost its window")
 	}
 	b = jvmevent.Batch{JVM: logJVM, Windows: []window.Window{sp(window.KindJVMSafepoint, from+3*ms, time.Millisecond, nil)}}
-	p.fromXlog(&b)
+	if p.fromXlog(&b) {
+		t.Error("a later batch of a covered log said it became covered again")
+	}
 	if len(b.Windows) != 0 {
 		t.Fatalf("covered window kept: %+v", b.Windows)
 	}

@@ -203,12 +203,13 @@ func (r *jfrReceiver) pollOnce(ctx context.Context, host component.Host) {
 }
 
 func (r *jfrReceiver) handle(src jvmevent.Source, b *jvmevent.Batch, logs plog.Logs, now pcommon.Timestamp) {
+	retire := false
 	if r.prefer != nil {
 		switch src {
 		case r.repos:
 			r.prefer.fromJFR(b)
 		case r.xlogs:
-			r.prefer.fromXlog(b)
+			retire = r.prefer.fromXlog(b)
 		}
 	}
 	info := r.info(b)
@@ -232,6 +233,11 @@ func (r *jfrReceiver) handle(src jvmevent.Source, b *jvmevent.Batch, logs plog.L
 		}
 	}
 	r.agg.Add(b, info.resource, info.first)
+	if retire {
+		// The log's safepoint series end here: JFR's, for the same
+		// resource and operations, go on (one series each, not two).
+		r.agg.Forget(b.JVM)
+	}
 	if b.Ended {
 		delete(r.jvms, b.JVM)
 	}

@@ -178,6 +178,16 @@ func (a *Aggregator) Add(b *jvmevent.Batch, res pcommon.Resource, start time.Tim
 	}
 }
 
+// Forget drops a JVM's state: its series are no longer emitted, and a later
+// batch of it starts them afresh.
+func (a *Aggregator) Forget(key jvmevent.JVM) {
+	if _, ok := a.jvms[key]; !ok {
+		return
+	}
+	delete(a.jvms, key)
+	a.order = slices.DeleteFunc(a.order, func(k jvmevent.JVM) bool { return k == key })
+}
+
 // latest keeps the newest non-negative sample.
 func latest[K comparable](m map[K]sample, k K, t, v int64) {
 	if v < 0 {

@@ -102,3 +102,34 @@ func equal(a, b []uint64) bool {
 	}
 	return true
 }
+
+// TestForget: a forgotten JVM's series are no longer emitted, other JVMs'
+// are, and a later batch of it starts its series afresh.
+func TestForget(t *testing.T) {
+	a := New()
+	res := pcommon.NewResource()
+	res.Attributes().PutInt("process.pid", 42)
+	log := jvmevent.JVM{PID: 42, Source: "/var/log/gc.log"}
+	repo := jvmevent.JVM{PID: 42, Source: "/tmp/2026_01_01_00_00_00_42"}
+	sp := []jvmevent.Safepoint{{Operation: "G1CollectForAllocation", Duration: time.Millisecond, TimeToSafepoint: -1}}
+	a.Add(&jvmevent.Batch{JVM: log, Safepoints: sp}, res, time.Unix(1000, 0))
+	a.Add(&jvmevent.Batch{JVM: repo, Safepoints: append(sp, sp...)}, res, time.Unix(1000, 0))
+	a.Forget(log)
+	a.Forget(jvmevent.JVM{PID: 7}) // unknown: nothing happens
+	md := a.Emit(time.Unix(2000, 0), "scope", "v1")
+	if md.ResourceMetrics().Len() != 1 || a.Len() != 1 {
+		t.Fatalf("%d resources emitted, %d JVMs held, want 1 and 1", md.ResourceMetrics().Len(), a.Len())
+	}
+	if n := find(t, md, 0, SafepointDuration).Histogram().DataPoints().At(0).Count(); n != 2 {
+		t.Errorf("the remaining series counts %d safepoints, want the repository's 2", n)
+	}
+	a.Add(&jvmevent.Batch{JVM: log, Safepoints: sp}, res, time.Unix(3000, 0))
+	md = a.Emit(time.Unix(4000, 0), "scope", "v1")
+	if md.ResourceMetrics().Len() != 2 {
+		t.Fatalf("%d resources after the log came back, want 2", md.ResourceMetrics().Len())
+	}
+	dp := find(t, md, 1, SafepointDuration).Histogram().DataPoints().At(0)
+	if dp.Count() != 1 || dp.StartTimestamp() != pcommon.NewTimestampFromTime(time.Unix(3000, 0)) {
+		t.Errorf("the log's new series: count %d from %v, want 1 from its new start", dp.Count(), dp.StartTimestamp())
+	}
+}
