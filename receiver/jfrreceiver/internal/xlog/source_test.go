@@ -187,27 +187,32 @@ func TestXlogAgreesWithJFR(t *testing.T) {
 				if pauses == 0 {
 					t.Errorf("%s: no GC pause windows from the log", name)
 				}
-				// Paired by end: the instant both sources stamp as the
-				// safepoint's end (HotSpot logs the line as it ends).
-				slices.SortFunc(logWindows, func(a, b window.Window) int { return cmp.Compare(a.End(), b.End()) })
-				ends := make([]window.Window, len(logWindows))
-				for i, w := range logWindows {
-					ends[i] = window.Window{Start: w.End(), Attributes: w.Attributes, Duration: w.Duration}
+				// Paired by end within the same VM operation: the instant
+				// both sources stamp as the safepoint's end (HotSpot logs
+				// the line as it ends).
+				ends := map[any][]window.Window{}
+				for _, w := range logWindows {
+					op := w.Attributes[window.AttrJVMVMOperation]
+					ends[op] = append(ends[op], window.Window{Start: w.End(), Attributes: w.Attributes, Duration: w.Duration})
+				}
+				for _, ws := range ends {
+					slices.SortFunc(ws, func(a, b window.Window) int { return cmp.Compare(a.Start, b.Start) })
 				}
 				// Timing outliers: the log's Total starts when HotSpot's own
 				// timer does, and its line is written as the safepoint ends;
 				// a VM thread preempted between JFR's stamps and those
-				// (other packages' JVMs run beside this test) shifts them
-				// by more than 1 ms. Tolerated for a few safepoints, as long
-				// as the log's window lies inside JFR's (give or take 1 ms
-				// at the end); a pairing or VM operation mismatch never is.
+				// (other packages' JVMs run beside this test) shifts them,
+				// start or end, by more than 1 ms, late but never early.
+				// Tolerated for a few safepoints when the log's window starts
+				// no earlier than JFR's and ends within 50 ms of it; an
+				// unpaired safepoint never is.
 				outliers := 0
 				for _, jw := range jfrWindows {
-					e, ok := closest(ends, jw.End())
+					op := jw.Attributes[window.AttrJVMVMOperation]
+					e, ok := closest(ends[op], jw.End())
 					lw := window.Window{Start: e.Start - int64(e.Duration), Duration: e.Duration, Attributes: e.Attributes}
-					if !ok || lw.Attributes[window.AttrJVMVMOperation] != jw.Attributes[window.AttrJVMVMOperation] {
-						t.Errorf("%s: JFR safepoint %v (%d..%d) paired with log %v (%d..%d)", name,
-							jw.Attributes[window.AttrJVMVMOperation], jw.Start, jw.End(), lw.Attributes[window.AttrJVMVMOperation], lw.Start, lw.End())
+					if !ok {
+						t.Errorf("%s: JFR safepoint %v (%d..%d) has no log safepoint of that operation", name, op, jw.Start, jw.End())
 						continue
 					}
 					// JFR's SafepointEnd event spans the resumption of the
@@ -216,14 +221,14 @@ func TestXlogAgreesWithJFR(t *testing.T) {
 					endStart := endStarts[jw.Attributes[window.AttrJVMSafepointID].(int64)]
 					ms := int64(time.Millisecond)
 					exact := abs(lw.Start-jw.Start) <= ms && lw.End() >= endStart-ms && lw.End() <= jw.End()+ms
-					inside := lw.Start >= jw.Start-ms && lw.End() <= jw.End()+ms && lw.Start < lw.End()
+					late := lw.Start >= jw.Start-ms && lw.End() <= jw.End()+50*ms && lw.Start < lw.End()
 					switch {
 					case exact:
-					case inside:
+					case late:
 						outliers++
 					default:
 						t.Errorf("%s: JFR safepoint %v (%d..%d) vs log %v (%d..%d)", name,
-							jw.Attributes[window.AttrJVMVMOperation], jw.Start, jw.End(), lw.Attributes[window.AttrJVMVMOperation], lw.Start, lw.End())
+							op, jw.Start, jw.End(), lw.Attributes[window.AttrJVMVMOperation], lw.Start, lw.End())
 					}
 				}
 				if outliers > 1+len(jfrWindows)/10 {
