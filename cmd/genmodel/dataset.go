@@ -83,13 +83,21 @@ func spanRow(span ptrace.Span) (row, bool) {
 			r[i+1] = float32(ns / 1e6)
 		}
 	}
+	return r, r.valid()
+}
+
+// valid reports whether every value is a finite, non-negative number: what
+// the forest may be trained on.
+func (r row) valid() bool {
 	for _, v := range r {
-		if v < 0 || math.IsInf(float64(v), 0) {
-			return r, false
+		if !usable(float64(v)) {
+			return false
 		}
 	}
-	return r, true
+	return true
 }
+
+func usable(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }
 
 // writeRows writes rows as CSV with a header of Features.
 func writeRows(w io.Writer, rows []row) error {
@@ -145,7 +153,7 @@ func parseRows(r io.Reader, name string) ([]row, error) {
 		var r row
 		for i, s := range rec {
 			v, err := strconv.ParseFloat(s, 32)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			if err != nil || !usable(v) {
 				line, _ := cr.FieldPos(i)
 				return nil, fmt.Errorf("%s:%d: column %s: %q is not a non-negative number", name, line, Features[i], s)
 			}

@@ -8,15 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/receiver/receivertest"
-
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracle"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
-	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
 )
 
 // TestJFRPreferredOverXlogOfTheSameJVM configures the receiver as
@@ -53,14 +48,7 @@ func TestJFRPreferredOverXlogOfTheSameJVM(t *testing.T) {
 			cfg.XLog.Include = []string{filepath.Join(dir, "gc.log")}
 			cfg.XLog.DiscoveryInterval = 200 * time.Millisecond
 			cfg.XLog.PreferJFR = tc.prefer
-			logs := new(consumertest.LogsSink)
-			r, err := f.CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, logs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-				t.Fatal(err)
-			}
+			r, logs := startLogs(t, cfg)
 			defer r.Shutdown(context.Background())
 
 			pid, exited, out := startJVM(t, j, dir, 3000, tc.gc,

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
@@ -60,6 +61,21 @@ func startJVM(t *testing.T, j jfrtest.JDK, dir string, millis int, flags ...stri
 		<-exited
 	})
 	return cmd.Process.Pid, exited, out
+}
+
+// startLogs creates a logs receiver with cfg feeding a sink and starts it;
+// the caller shuts it down.
+func startLogs(t *testing.T, cfg *Config) (receiver.Logs, *consumertest.LogsSink) {
+	t.Helper()
+	logs := new(consumertest.LogsSink)
+	r, err := NewFactory().CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	return r, logs
 }
 
 // waitExit waits up to 90 s for a JVM started by startJVM to exit, and

@@ -12,16 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/receiver/receivertest"
-
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfrstream"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
-	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
 )
 
 // gcLoop is a light JVM: a few explicit collections, little else, so that
@@ -60,14 +55,7 @@ func TestTenLiveJVMs(t *testing.T) {
 	cfg := f.CreateDefaultConfig().(*Config)
 	cfg.PollInterval = 200 * time.Millisecond
 	cfg.Repositories.DiscoveryInterval = 200 * time.Millisecond
-	logs := new(consumertest.LogsSink)
-	r, err := f.CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
+	r, logs := startLogs(t, cfg)
 	defer r.Shutdown(context.Background())
 
 	type jvm struct {
