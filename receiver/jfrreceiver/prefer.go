@@ -188,20 +188,19 @@ func (p *preference) fromJFR(b *jvmevent.Batch) {
 		c.pendingWindows, c.pendingSafepoints = nil, nil
 		return
 	}
-	b.Windows = slices.DeleteFunc(b.Windows, func(w window.Window) bool {
-		i := pairWindow(c.pendingWindows, w)
+	b.Windows = dropPaired(b.Windows, &c.pendingWindows, pairWindow)
+	b.Safepoints = dropPaired(b.Safepoints, &c.pendingSafepoints, pairSafepoint)
+}
+
+// dropPaired removes from items those pair finds in pending, and each
+// pending item it was paired with (each pairs once).
+func dropPaired[T any](items []T, pending *[]T, pair func([]T, T) int) []T {
+	return slices.DeleteFunc(items, func(x T) bool {
+		i := pair(*pending, x)
 		if i < 0 {
 			return false
 		}
-		c.pendingWindows = slices.Delete(c.pendingWindows, i, i+1)
-		return true
-	})
-	b.Safepoints = slices.DeleteFunc(b.Safepoints, func(s jvmevent.Safepoint) bool {
-		i := pairSafepoint(c.pendingSafepoints, s)
-		if i < 0 {
-			return false
-		}
-		c.pendingSafepoints = slices.Delete(c.pendingSafepoints, i, i+1)
+		*pending = slices.Delete(*pending, i, i+1)
 		return true
 	})
 }
