@@ -2,7 +2,14 @@ package inferenceprocessor
 
 import (
 	"context"
+	"encoding/csv"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,26 +20,155 @@ import (
 // Batch sizes the benchmarks compare at.
 var benchBatches = []int{1, 64, 512}
 
-func benchSpans(n int) []spanSpec {
+// benchRowFiles hold the features of real spans: the hybrid example's spans
+// from a healthy run the default model was not trained on, and from a run
+// under allocation pressure (cmd/genmodel/data; capture.sh there made them).
+var benchRowFiles = []string{"healthy-holdout.csv", "stressed.csv"}
+
+// benchKinds are the overlap kinds of the rows' columns after the duration,
+// in the order of the default config's features.
+var benchKinds = []string{"jvm.safepoint", "jvm.gc.pause", "python.gil.wait", "python.gc.pause"}
+
+var benchRowsOnce = sync.OnceValues(func() ([][5]float64, error) {
+	var rows [][5]float64
+	for _, name := range benchRowFiles {
+		f, err := os.Open(filepath.Join("..", "..", "cmd", "genmodel", "data", name))
+		if err != nil {
+			return nil, err
+		}
+		records, err := csv.NewReader(f).ReadAll()
+		_ = f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		for i, rec := range records[1:] { // after the header
+			if len(rec) != 5 {
+				return nil, fmt.Errorf("%s:%d: %d fields", name, i+2, len(rec))
+			}
+			var row [5]float64
+			for j, field := range rec {
+				if row[j], err = strconv.ParseFloat(field, 64); err != nil {
+					return nil, fmt.Errorf("%s:%d: %w", name, i+2, err)
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+})
+
+// benchStream returns n rows of real span features (see benchRowFiles) in a
+// fixed pseudo-random order: the rows reshuffled on every pass over them, as
+// spans of both runs would arrive mixed.
+func benchStream(tb testing.TB, n int) [][5]float64 {
+	tb.Helper()
+	rows, err := benchRowsOnce()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	out := make([][5]float64, 0, n)
+	for len(out) < n {
+		pass := slices.Clone(rows)
+		rng.Shuffle(len(pass), func(i, j int) { pass[i], pass[j] = pass[j], pass[i] })
+		out = append(out, pass[:min(len(pass), n-len(out))]...)
+	}
+	return out
+}
+
+// benchSpec is the span of one row as it reaches the processor in the
+// hybrid example: the service's attributes, and runtimecorrelation's total
+// and count for each kind that overlapped it (absent when none did).
+func benchSpec(i int, row [5]float64) spanSpec {
+	attrs := map[string]any{
+		"hybrid.request":              int64(i),
+		"hybrid.mode":                 "embedded",
+		"hybrid.postprocess.checksum": int64(i) * 7919,
+	}
+	for k, kind := range benchKinds {
+		if row[k+1] > 0 {
+			attrs["runtime.overlap."+kind+".duration"] = int64(row[k+1] * float64(ms))
+			attrs["runtime.overlap."+kind+".count"] = int64(1)
+		}
+	}
+	return spanSpec{duration: time.Duration(row[0] * float64(ms)), attrs: attrs}
+}
+
+// benchSpans returns the spans of the first n rows of benchStream.
+func benchSpans(tb testing.TB, n int) []spanSpec {
 	specs := make([]spanSpec, n)
-	for i := range specs {
-		specs[i] = spanSpec{duration: time.Duration(10+i%90) * ms, attrs: map[string]any{
-			"runtime.overlap.jvm.safepoint.duration":   int64(i%7) * int64(ms),
-			"runtime.overlap.python.gil.wait.duration": int64(i%5) * int64(ms),
-			"http.route": "/v1/predict",
-		}}
+	for i, row := range benchStream(tb, n) {
+		specs[i] = benchSpec(i, row)
 	}
 	return specs
 }
 
+// benchWorkload is a benchmark's input at one batch size: distinct batches
+// of real spans (consecutive rows of benchStream), each also as the feature
+// tensor the processor builds from it, so that raw Run and the processor
+// see the same rows. Replaying one batch would let the CPU learn the
+// model's branches on those very rows, which no collector sees twice; with
+// at least 8 batches, and every row in one at least once, neither side
+// replays for thousands of rows.
+type benchWorkload struct {
+	spans [][]byte // the batches as OTLP protobuf
+	rows  [][]float32
+}
+
+func newBenchWorkload(tb testing.TB, n int) *benchWorkload {
+	tb.Helper()
+	rows, err := benchRowsOnce()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	k := max(8, (len(rows)+n-1)/n)
+	stream := benchStream(tb, k*n)
+	w := &benchWorkload{}
+	for b := range k {
+		specs := make([]spanSpec, n)
+		data := make([]float32, 0, n*5)
+		for i, row := range stream[b*n : (b+1)*n] {
+			specs[i] = benchSpec(b*n+i, row)
+			// As the processor reads them: whole ns, to ms.
+			data = append(data, float32(specs[i].duration)/float32(ms))
+			for _, kind := range benchKinds {
+				v, _ := specs[i].attrs["runtime.overlap."+kind+".duration"].(int64)
+				data = append(data, float32(v)/float32(ms))
+			}
+		}
+		buf, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(traces(specs...))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		w.spans = append(w.spans, buf)
+		w.rows = append(w.rows, data)
+	}
+	return w
+}
+
+// tensors returns the batches' rows as onnxruntime_go tensors, destroyed
+// at the end of the benchmark.
+func (w *benchWorkload) tensors(b *testing.B) []*ort.Tensor[float32] {
+	out := make([]*ort.Tensor[float32], len(w.rows))
+	for i, data := range w.rows {
+		t, err := ort.NewTensor(ort.NewShape(int64(len(data)/5), 5), data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = t.Destroy() })
+		out[i] = t
+	}
+	return out
+}
+
 // BenchmarkProcessor measures the processor's spans/s with the default
 // model: feature extraction, the model run through the extension, and the
-// attribute writes. Each call gets a fresh copy of its spans, made outside
-// the timer shortly before it (512 spans at a time, so that stopping the
-// timer costs small batches little), as warm in the caches as spans a
-// receiver has just decoded and the processors before this one have just
-// read. Compare
-// with BenchmarkRawRun at the same batch sizes (bench/inference/inference.sh
+// attribute writes, on the batches of newBenchWorkload in turn. Each call
+// gets a fresh copy of its spans, made outside the timer shortly before it
+// (512 spans at a time, so that stopping the timer costs small batches
+// little), as warm in the caches as spans a receiver has just decoded and
+// the processors before this one have just read. Compare with
+// BenchmarkRawRun at the same batch sizes (bench/inference/inference.sh
 // does, as a table):
 //
 //	go test -run '^$' -bench 'Processor$|RawRun$' -cpu 1 ./processor/inferenceprocessor/
@@ -56,10 +192,11 @@ func benchmarkProcessor(b *testing.B, poolSize func(batch int) int) {
 			cfg := defaultConfig()
 			cfg.Batch.MaxSize = n
 			p, _ := startTraces(b, h, cfg, settings())
-			pool := newSpanPool(traces(benchSpans(n)...), poolSize(n))
+			pool := newSpanPool(b, newBenchWorkload(b, n).spans, poolSize(n))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := p.ConsumeTraces(context.Background(), pool.get(b)); err != nil {
+				td, _ := pool.get(b)
+				if err := p.ConsumeTraces(context.Background(), td); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -69,7 +206,8 @@ func benchmarkProcessor(b *testing.B, poolSize func(batch int) int) {
 }
 
 // BenchmarkRawRun is the ceiling: onnxruntime_go's Run on the same model,
-// the same session options and ready-made tensors of the same rows.
+// the same session options and ready-made tensors of the same rows, the
+// batches in the same turn as BenchmarkProcessor's.
 func BenchmarkRawRun(b *testing.B) {
 	repo := b.TempDir()
 	place(b, repo, "runtime_overlap", 1, defaultModelFile)
@@ -77,39 +215,37 @@ func BenchmarkRawRun(b *testing.B) {
 	session, outputs := rawSession(b)
 	for _, n := range benchBatches {
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
-			data := make([]float32, n*5)
-			for i := 0; i < n; i++ {
-				data[i*5] = float32(10 + i%90)
-				data[i*5+1] = float32(i % 7)
-				data[i*5+3] = float32(i % 5)
-			}
-			in, err := ort.NewTensor(ort.NewShape(int64(n), 5), data)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() { _ = in.Destroy() }()
+			ins := newBenchWorkload(b, n).tensors(b)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				out := make([]ort.Value, len(outputs))
-				if err := session.Run([]ort.Value{in}, out); err != nil {
-					b.Fatal(err)
-				}
-				for _, v := range out {
-					_ = v.Destroy()
-				}
+				rawRun(b, session, ins[i%len(ins)], len(outputs))
 			}
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "spans/s")
 		})
 	}
 }
 
+// rawRun is one raw Run, its outputs made by ONNX Runtime and destroyed.
+func rawRun(b *testing.B, session *ort.DynamicAdvancedSession, in ort.Value, outputs int) {
+	var buf [8]ort.Value
+	out := buf[:outputs]
+	if err := session.Run([]ort.Value{in}, out); err != nil {
+		b.Fatal(err)
+	}
+	for _, v := range out {
+		_ = v.Destroy()
+	}
+}
+
 // BenchmarkProcessorVsRaw takes both measurements in one loop: each
 // iteration times one raw Run (as BenchmarkRawRun) and one processor call on
-// fresh spans of the same rows (as BenchmarkProcessor), so that a machine
-// whose speed drifts during the run (shared cores, frequency) slows both
-// alike. It reports each one's spans/s and the ratio. The raw Runs here also
-// follow the processor's work, not only each other, as they would in a
-// collector.
+// fresh spans (as BenchmarkProcessor), so that a machine whose speed drifts
+// during the run (shared cores, frequency) slows both alike. It reports
+// each one's spans/s and the ratio. The raw Runs here also follow the
+// processor's work, not only each other, as they would in a collector. The
+// two take the workload's batches half a turn apart: a model run right after
+// one on the same rows would find the CPU's branch predictors trained on
+// them.
 //
 //	go test -run '^$' -bench 'ProcessorVsRaw' -cpu 1 ./processor/inferenceprocessor/
 func BenchmarkProcessorVsRaw(b *testing.B) {
@@ -122,31 +258,15 @@ func BenchmarkProcessorVsRaw(b *testing.B) {
 			cfg := defaultConfig()
 			cfg.Batch.MaxSize = n
 			p, _ := startTraces(b, h, cfg, settings())
-			specs := benchSpans(n)
-			data := make([]float32, 0, n*5)
-			for _, s := range specs {
-				data = append(data, float32(s.duration)/float32(ms),
-					float32(s.attrs["runtime.overlap.jvm.safepoint.duration"].(int64))/float32(ms), 0,
-					float32(s.attrs["runtime.overlap.python.gil.wait.duration"].(int64))/float32(ms), 0)
-			}
-			in, err := ort.NewTensor(ort.NewShape(int64(n), 5), data)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() { _ = in.Destroy() }()
-			pool := newSpanPool(traces(specs...), max(1, 512/n))
+			w := newBenchWorkload(b, n)
+			ins := w.tensors(b)
+			pool := newSpanPool(b, w.spans, max(1, 512/n))
 			var raw, proc time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				td := pool.get(b)
+				td, batch := pool.get(b)
 				start := time.Now()
-				out := make([]ort.Value, len(outputs))
-				if err := session.Run([]ort.Value{in}, out); err != nil {
-					b.Fatal(err)
-				}
-				for _, v := range out {
-					_ = v.Destroy()
-				}
+				rawRun(b, session, ins[(batch+len(ins)/2)%len(ins)], len(outputs))
 				mid := time.Now()
 				if err := p.ConsumeTraces(context.Background(), td); err != nil {
 					b.Fatal(err)
@@ -182,33 +302,46 @@ func rawSession(b *testing.B) (*ort.DynamicAdvancedSession, []string) {
 	return session, outputs
 }
 
-// spanPool hands out fresh copies of one batch of spans, made a pool at a
-// time with the benchmark's timer stopped.
+// spanPool hands out fresh copies of a workload's batches in turn, decoded
+// a pool at a time with the benchmark's timer stopped.
 type spanPool struct {
-	fresh ptrace.Traces
+	fresh [][]byte // the batches as OTLP protobuf
 	pool  []ptrace.Traces
+	base  int // the batch pool[0] is a copy of
 	next  int
 }
 
-func newSpanPool(fresh ptrace.Traces, size int) *spanPool {
-	s := &spanPool{fresh: fresh, pool: make([]ptrace.Traces, size)}
-	for i := range s.pool {
-		s.pool[i] = ptrace.NewTraces()
-		fresh.CopyTo(s.pool[i])
-	}
+func newSpanPool(b *testing.B, batches [][]byte, size int) *spanPool {
+	s := &spanPool{fresh: batches, pool: make([]ptrace.Traces, size)}
+	s.fill(b)
 	return s
 }
 
-// get returns the next fresh copy, refilling the pool when it is used up.
-func (s *spanPool) get(b *testing.B) ptrace.Traces {
+// fill decodes the next batches into new spans, as the OTLP receiver hands
+// them on: copying into the spans of the last turn would hand the processor
+// attribute slices with room for its attributes already made. (The batches
+// are kept encoded, so that a garbage collection has little to mark.)
+func (s *spanPool) fill(b *testing.B) {
+	var u ptrace.ProtoUnmarshaler
+	for i := range s.pool {
+		td, err := u.UnmarshalTraces(s.fresh[(s.base+i)%len(s.fresh)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.pool[i] = td
+	}
+}
+
+// get returns fresh spans of the next batch and the batch's index,
+// refilling the pool when it is used up.
+func (s *spanPool) get(b *testing.B) (ptrace.Traces, int) {
 	if s.next == len(s.pool) {
 		b.StopTimer()
-		for _, td := range s.pool {
-			s.fresh.CopyTo(td)
-		}
+		s.base += len(s.pool)
+		s.fill(b)
 		b.StartTimer()
 		s.next = 0
 	}
 	s.next++
-	return s.pool[s.next-1]
+	return s.pool[s.next-1], (s.base + s.next - 1) % len(s.fresh)
 }

@@ -88,11 +88,12 @@ func BenchmarkOverhead(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = p.shutdown(context.Background()) })
-			pool := newSpanPool(traces(benchSpans(n)...), max(1, 16384/n))
+			pool := newSpanPool(b, newBenchWorkload(b, n).spans, max(1, 16384/n))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := p.processTraces(context.Background(), pool.get(b)); err != nil {
+				td, _ := pool.get(b)
+				if _, err := p.processTraces(context.Background(), td); err != nil {
 					b.Fatal(err)
 				}
 			}

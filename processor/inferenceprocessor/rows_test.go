@@ -106,7 +106,7 @@ func TestWritesValuesByRow(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.Batch.MaxSize = 3 // 7 spans: runs of 3, 3 and 1
 	p, _ := startRecording(t, cfg, false)
-	td := traces(benchSpans(7)...)
+	td := traces(benchSpans(t, 7)...)
 	if _, err := p.processTraces(context.Background(), td); err != nil {
 		t.Fatal(err)
 	}
