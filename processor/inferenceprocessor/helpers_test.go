@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -115,7 +116,13 @@ func startExtension(t testing.TB, repo string, poll time.Duration) *host {
 func startTraces(t testing.TB, h component.Host, cfg *Config, set processor.Settings) (processor.Traces, *consumertest.TracesSink) {
 	t.Helper()
 	sink := new(consumertest.TracesSink)
-	p, err := NewFactory().CreateTraces(context.Background(), set, cfg, sink)
+	return startTracesTo(t, h, cfg, set, sink), sink
+}
+
+// startTracesTo starts a traces processor with cfg on h, feeding next.
+func startTracesTo(t testing.TB, h component.Host, cfg *Config, set processor.Settings, next consumer.Traces) processor.Traces {
+	t.Helper()
+	p, err := NewFactory().CreateTraces(context.Background(), set, cfg, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +134,7 @@ func startTraces(t testing.TB, h component.Host, cfg *Config, set processor.Sett
 			t.Error(err)
 		}
 	})
-	return p, sink
+	return p
 }
 
 func settings() processor.Settings { return processortest.NewNopSettings(NewFactory().Type()) }
