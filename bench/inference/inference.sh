@@ -4,14 +4,25 @@
 # latest shipped version) at batch sizes 1, 64 and 512 (feature extraction,
 # the run through the onnxinference extension, the attribute writes) against
 # onnxruntime_go's Run on ready-made tensors of the same rows with the same
-# session options, on one core. Two tables, medians of INFERENCE_BENCH_COUNT
-# runs (default 5):
+# session options, on one core (GOMAXPROCS=1).
+#
+# The workload is real: spans of the hybrid example (cmd/genmodel/data, a
+# healthy run the model was not trained on and one under allocation
+# pressure), with the example's attributes and runtimecorrelation's, taken in
+# at least 8 distinct batches so that neither side replays one tensor whose
+# branches the CPU has learned. Before each call, with the timer stopped,
+# both sides decode that batch's spans from OTLP protobuf as a receiver
+# would; the processor annotates them, raw Run leaves them unread.
+#
+# Two tables, medians of INFERENCE_BENCH_COUNT runs (default 5):
 #
 #  1. interleaved (BenchmarkProcessorVsRaw): every iteration times one raw Run
 #     and one processor call, so that drift of a shared machine slows both
-#     alike; the figure to quote.
-#  2. separate (BenchmarkProcessor, then BenchmarkRawRun): raw Run in a hot
-#     loop of its own, minutes apart from the processor's runs.
+#     alike. Garbage collection can run beside either one's cgo call, so
+#     this table charges the processor less for it than the next one.
+#  2. separate (BenchmarkProcessor, then BenchmarkRawRun): each in a loop of
+#     its own; the processor pays for every collection that runs while it
+#     does. The figure to quote.
 #
 # Each row: spans/s of both, the ratio, and the processor's own time per span
 # (its ns/span less raw Run's).
