@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -235,14 +236,26 @@ func releasedAtLeast(all []pmetric.Metrics, pid int, minS float64) uint64 {
 	return n
 }
 
+// TestManyProcessesAtOnce probes twenty processes through one library: each
+// sleeping thread's released windows are matched to its own time.sleep calls
+// by the workload's clock readings, not by length. A window may be shorter
+// than the sleep (time.sleep fixes its deadline before PyEval_SaveThread,
+// and a thread preempted in between enters the probe late; twenty
+// processes starting their threads at once on two CPUs make that likely),
+// and the thread may release the GIL for milliseconds before its first call
+// (starting up, it can block on a lock its creator holds while that one
+// waits for the GIL); neither is a receiver error.
 func TestManyProcessesAtOnce(t *testing.T) {
-	const procs = 20
+	const (
+		procs = 20
+		sleep = 5 * time.Millisecond
+	)
 	ws := make([]*workload.Process, procs)
 	pids := make([]int, procs)
 	var wg sync.WaitGroup
 	for i := range procs {
 		wg.Go(func() {
-			ws[i] = workload.Start(t, "sleep", "3", "5")
+			ws[i] = workload.Start(t, "sleep", "3", strconv.Itoa(int(sleep/time.Millisecond)))
 			pids[i] = ws[i].PID
 		})
 	}
@@ -252,26 +265,53 @@ func TestManyProcessesAtOnce(t *testing.T) {
 		h.waitAttached(pid)
 	}
 	type result struct {
-		TID int64 `json:"tid"`
-		N   int   `json:"n"`
+		TID   int64      `json:"tid"`
+		N     int        `json:"n"`
+		Calls [][4]int64 `json:"calls"`
 	}
 	results := make([]result, procs)
 	for i, w := range ws {
 		wg.Go(func() { w.Run(&results[i]) })
 	}
 	wg.Wait()
+	// A window belongs to a call when it lies within the call's
+	// time.time_ns() readings and ends at least the sleep after the call
+	// began (clock_nanosleep returns at an absolute deadline fixed inside
+	// the call), both within half a sleep: the Unix times are checked to
+	// 1 ms by TestSleepWindowsEndToEnd; here the margin only has to tell
+	// the calls, and what came before them, apart.
+	const tol = int64(sleep / 2)
 	for i, w := range ws {
-		count := func() int {
-			n := 0
+		res := results[i]
+		require.Len(t, res.Calls, res.N, "pid %d", w.PID)
+		// perCall returns, for each call, the windows that belong to it.
+		perCall := func() [][]received {
+			out := make([][]received, res.N)
 			for _, r := range h.windows(w.PID) {
-				if r.w.Kind == window.KindPythonGILReleased && r.w.ThreadID == results[i].TID && r.w.Duration >= 5*time.Millisecond {
-					n++
+				if r.w.Kind != window.KindPythonGILReleased || r.w.ThreadID != res.TID {
+					continue
+				}
+				for j, c := range res.Calls {
+					if r.w.Start >= c[0]-tol && r.w.End() <= c[1]+tol && r.w.End() >= c[0]+int64(sleep)-tol {
+						out[j] = append(out[j], r)
+					}
 				}
 			}
-			return n
+			return out
 		}
-		waitFor(t, "windows of pid "+strconv.Itoa(w.PID), func() bool { return count() >= results[i].N })
-		assert.Equal(t, results[i].N, count(), "pid %d", w.PID)
+		waitFor(t, "windows of pid "+strconv.Itoa(w.PID), func() bool {
+			return !slices.ContainsFunc(perCall(), func(rs []received) bool { return len(rs) == 0 })
+		})
+		for j, rs := range perCall() {
+			if !assert.Len(t, rs, 1, "pid %d: windows of call %d", w.PID, j) {
+				continue
+			}
+			// The window lies within the call: its length, and the call's
+			// time.monotonic_ns() readings, are both CLOCK_MONOTONIC.
+			call := time.Duration(res.Calls[j][3] - res.Calls[j][2])
+			assert.Positive(t, rs[0].w.Duration, "pid %d call %d", w.PID, j)
+			assert.LessOrEqual(t, rs[0].w.Duration, call, "pid %d: window of call %d longer than the call", w.PID, j)
+		}
 	}
 	// One library file, shared by all twenty processes.
 	h.core.stateMu.Lock()
