@@ -165,10 +165,9 @@ func (w *benchWorkload) tensors(b *testing.B) []*ort.Tensor[float32] {
 // BenchmarkProcessor measures the processor's spans/s with the default
 // model: feature extraction, the model run through the extension, and the
 // attribute writes, on the batches of newBenchWorkload in turn. Each call
-// gets a fresh copy of its spans, made outside the timer shortly before it
-// (512 spans at a time, so that stopping the timer costs small batches
-// little), as warm in the caches as spans a receiver has just decoded and
-// the processors before this one have just read. Compare with
+// gets its spans freshly decoded, outside the timer shortly before it (512
+// spans at a time, so that stopping the timer costs small batches little),
+// as warm in the caches as spans a receiver has just decoded. Compare with
 // BenchmarkRawRun at the same batch sizes (bench/inference/inference.sh
 // does, as a table):
 //
@@ -177,7 +176,7 @@ func BenchmarkProcessor(b *testing.B) {
 	benchmarkProcessor(b, func(n int) int { return max(1, 512/n) })
 }
 
-// BenchmarkProcessorColdSpans is BenchmarkProcessor on spans copied ahead,
+// BenchmarkProcessorColdSpans is BenchmarkProcessor on spans decoded ahead,
 // 16384 at a time, so that most have left the caches when their call comes:
 // the cost of first touching a span's attributes is the processor's here.
 func BenchmarkProcessorColdSpans(b *testing.B) {
