@@ -74,21 +74,21 @@ func TestBuiltCollectorEmitsGILWindows(t *testing.T) {
 	// collection, so once its own metrics appear the workload is probed.
 	require.NoError(t, c.Eventually(time.Minute, func() bool { return fileContains(metrics, `"python.gil.probe.hits"`) }))
 	var res struct {
-		TID int64 `json:"tid"`
-		N   int   `json:"n"`
+		TID   int64       `json:"tid"`
+		N     int         `json:"n"`
+		DNS   int64       `json:"d_ns"`
+		Calls []sleepCall `json:"calls"`
 	}
 	w.Run(&res)
-	sleeps := func() int {
-		n := 0
-		for _, win := range fileWindows(t, logs, w.PID) {
-			if win.Kind == window.KindPythonGILReleased && win.ThreadID == res.TID && win.Duration >= 20*time.Millisecond {
-				n++
-			}
-		}
-		return n
+	require.Len(t, res.Calls, res.N)
+	// Each sleep is one released window, matched to its call by the
+	// workload's clock readings (matchSleeps), not by length.
+	self := func(win window.Window) window.Window { return win }
+	sleeps := func() [][]window.Window {
+		return matchSleeps(fileWindows(t, logs, w.PID), self, res.TID, res.Calls, time.Duration(res.DNS), res.DNS/2)
 	}
-	require.NoError(t, c.Eventually(time.Minute, func() bool { return sleeps() >= res.N }))
-	assert.Equal(t, res.N, sleeps())
+	require.NoError(t, c.Eventually(time.Minute, func() bool { return everyCallMatched(sleeps()) }))
+	oneWindowPerCall(t, "sleep thread", sleeps(), self, res.Calls)
 	require.NoError(t, c.Eventually(time.Minute, func() bool { return fileContains(metrics, `"python.gil.released.duration"`) }))
 	code, err := c.Stop(30 * time.Second)
 	require.NoError(t, err)

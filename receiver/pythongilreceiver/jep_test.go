@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
@@ -64,32 +65,25 @@ func TestJVMEmbeddingCPythonThroughJep(t *testing.T) {
 		N       int   `json:"n"`
 		DNS     int64 `json:"d_ns"`
 		Threads []struct {
-			TID   int64      `json:"tid"`
-			Calls [][2]int64 `json:"calls"`
+			TID   int64       `json:"tid"`
+			Calls []sleepCall `json:"calls"`
 		} `json:"threads"`
 	}
 	w.Run(&res)
-	// Each sleep is exactly one released window on its thread, inside the
-	// call's wall-clock bounds (1 ms slack, plus the clock offset's
-	// uncertainty). The thread may have further
-	// released windows outside Python: that is Java running.
-	inCall := func(tid int64, call [2]int64) int {
-		n := 0
-		slack := h.slack()
-		for _, r := range h.windows(w.PID) {
-			if r.w.Kind == window.KindPythonGILReleased && r.w.ThreadID == tid && r.w.Duration >= time.Duration(res.DNS) &&
-				r.w.Start >= call[0]-slack && r.w.End() <= call[1]+slack {
-				n++
-			}
-		}
-		return n
-	}
+	// Each sleep is exactly one released window on its thread
+	// (matchSleeps: the thread also releases the GIL between calls, while
+	// Java runs), inside the call's wall-clock bounds (1 ms slack, plus the
+	// clock offset's uncertainty).
 	for _, th := range res.Threads {
-		assert.Len(t, th.Calls, res.N)
-		last := th.Calls[len(th.Calls)-1]
-		waitFor(t, "the Jep thread's windows", func() bool { return inCall(th.TID, last) > 0 })
-		for i, c := range th.Calls {
-			assert.Equal(t, 1, inCall(th.TID, c), "java thread %d, call %d", th.TID, i)
+		require.Len(t, th.Calls, res.N)
+		got, ok := h.sleepWindows(w.PID, th.TID, th.Calls, time.Duration(res.DNS), res.DNS/2)
+		if !ok {
+			continue
+		}
+		slack := h.slack()
+		for i, r := range got {
+			assert.GreaterOrEqual(t, r.w.Start, th.Calls[i][0]-slack, "java thread %d: window of call %d starts before the call", th.TID, i)
+			assert.LessOrEqual(t, r.w.End(), th.Calls[i][1]+slack, "java thread %d: window of call %d ends after the call", th.TID, i)
 		}
 	}
 	// The JVM names its threads; the windows carry the name.

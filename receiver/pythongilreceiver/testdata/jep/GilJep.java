@@ -2,8 +2,9 @@
 // Python: several Java threads, each with its own SharedInterpreter, each
 // calling into Python N times; every call sleeps D ms in Python, releasing
 // the GIL. Prints a ready line once libpython is loaded, waits for a line on
-// stdin, runs, prints each thread's native id and the wall-clock bounds of
-// its sleeps, waits for stdin to close.
+// stdin, runs, prints each thread's native id and the clock readings around
+// its sleeps (as gilwork.py's sleep mode: time.time_ns() before and after,
+// time.monotonic_ns() before and after), waits for stdin to close.
 //
 // Usage: java -cp jep.jar:. GilJep THREADS N D_MS
 import java.io.BufferedReader;
@@ -35,7 +36,8 @@ public class GilJep {
                     py.exec("import json, threading, time");
                     py.exec("calls = []");
                     for (int k = 0; k < n; k++) {
-                        py.exec("w0 = time.time_ns(); time.sleep(" + (dMs / 1000.0) + "); calls.append([w0, time.time_ns()])");
+                        py.exec("w0, m0 = time.time_ns(), time.monotonic_ns(); time.sleep(" + (dMs / 1000.0)
+                                + "); m1 = time.monotonic_ns(); calls.append([w0, time.time_ns(), m0, m1])");
                     }
                     tids[idx] = ((Number) py.getValue("threading.get_native_id()")).longValue();
                     calls[idx] = (String) py.getValue("json.dumps(calls)");
