@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
 )
@@ -79,15 +78,7 @@ func BenchmarkOverhead(b *testing.B) {
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
 			cfg := defaultConfig()
 			cfg.Batch.MaxSize = n
-			h := &host{Host: componenttest.NewNopHost(), extensions: map[component.ID]component.Component{extensionID: newFixedProvider(cfg, n)}}
-			p, err := newInferenceProcessor(settings(), cfg, false)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := p.start(context.Background(), h); err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = p.shutdown(context.Background()) })
+			p := startOn(b, newFixedProvider(cfg, n), cfg, false)
 			pool := newSpanPool(b, newBenchWorkload(b, n).spans, max(1, 512/n))
 			b.ReportAllocs()
 			b.ResetTimer()

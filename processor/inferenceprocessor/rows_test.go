@@ -45,6 +45,12 @@ func rowsConfig() *Config {
 func startRecording(t *testing.T, cfg *Config, forLogs bool) (*inferenceProcessor, *recordingProvider) {
 	t.Helper()
 	provider := &recordingProvider{fixedProvider: newFixedProvider(cfg, cfg.Batch.MaxSize)}
+	return startOn(t, provider, cfg, forLogs), provider
+}
+
+// startOn starts a processor with cfg whose extension is provider.
+func startOn(t testing.TB, provider component.Component, cfg *Config, forLogs bool) *inferenceProcessor {
+	t.Helper()
 	h := &host{Host: componenttest.NewNopHost(), extensions: map[component.ID]component.Component{extensionID: provider}}
 	p, err := newInferenceProcessor(settings(), cfg, forLogs)
 	if err != nil {
@@ -54,7 +60,7 @@ func startRecording(t *testing.T, cfg *Config, forLogs bool) (*inferenceProcesso
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.shutdown(context.Background()) })
-	return p, provider
+	return p
 }
 
 // TestRowsOfSeveralResources checks that each item's row holds its own
