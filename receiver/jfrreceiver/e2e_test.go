@@ -1,6 +1,8 @@
 package jfrreceiver
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,8 +65,9 @@ receivers:
 		return kinds[window.KindJVMGCPause] >= len(pauses) && kinds[window.KindJVMSafepoint] >= len(begins) && gcCount >= uint64(len(gcs))
 	})
 	if err != nil {
-		t.Fatalf("windows %v (jfr print: %d GCPhasePause, %d SafepointBegin), jvm.gc.duration count %d (jfr print: %d collections): %v",
-			kinds, len(pauses), len(begins), gcCount, len(gcs), err)
+		batches, _ := c.Logs("logs.jsonl")
+		t.Fatalf("windows %v (jfr print: %d GCPhasePause, %d SafepointBegin), jvm.gc.duration count %d (jfr print: %d collections): %v\n%s",
+			kinds, len(pauses), len(begins), gcCount, len(gcs), err, whereMissing(t, batches, int64(pid), pauses, window.KindJVMGCPause))
 	}
 	if kinds[window.KindJVMGCPause] != len(pauses) || kinds[window.KindJVMSafepoint] != len(begins) || gcCount != uint64(len(gcs)) {
 		t.Errorf("windows %v, want %d GC pauses and %d safepoints; jvm.gc.duration count %d, want %d",
@@ -102,4 +105,41 @@ func lastGCCount(batches []pmetric.Metrics, pid int64) uint64 {
 		}
 	}
 	return count
+}
+
+// whereMissing says where in the recording the GC pauses that have no
+// window are: how many jfr print pauses start before the first window of
+// kind and after the last one (1 ms slack), and the spans of both.
+func whereMissing(t *testing.T, batches []plog.Logs, pid int64, events []jfroracle.Event, kind window.Kind) string {
+	var starts []int64
+	for _, e := range events {
+		s, err := e.Time("startTime")
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts = append(starts, s)
+	}
+	var ws []int64
+	for _, w := range e2e.WindowsOf(batches, pid) {
+		if w.Kind == kind {
+			ws = append(ws, w.Start)
+		}
+	}
+	if len(starts) == 0 || len(ws) == 0 {
+		return fmt.Sprintf("%d events, %d windows", len(starts), len(ws))
+	}
+	slices.Sort(starts)
+	slices.Sort(ws)
+	before, after := 0, 0
+	for _, s := range starts {
+		if s < ws[0]-int64(time.Millisecond) {
+			before++
+		}
+		if s > ws[len(ws)-1]+int64(time.Millisecond) {
+			after++
+		}
+	}
+	return fmt.Sprintf("%s: jfr print %d from +0 to +%v; windows %d from %+v to %+v (relative to the first event); %d events before the first window, %d after the last",
+		kind, len(starts), time.Duration(starts[len(starts)-1]-starts[0]), len(ws),
+		time.Duration(ws[0]-starts[0]), time.Duration(ws[len(ws)-1]-starts[0]), before, after)
 }

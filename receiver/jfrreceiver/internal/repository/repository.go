@@ -10,6 +10,9 @@
 // is writing now, from that chunk's start); one that appears later is read
 // from its first chunk. A chunk is held in memory while it is followed
 // (HotSpot rotates at about 12 MB), never a whole recording.
+//
+// Each chunk file is opened as soon as the JVM creates it (watch.go), so
+// that a chunk the JVM deletes at exit before the next poll is still read.
 package repository // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/repository"
 
 import (
@@ -65,6 +68,8 @@ type Source struct {
 	starter   *starter
 	followers map[string]*follower // by repository folder
 	ended     map[string]bool      // repositories read to the end, while they exist
+	watcher   *watcher             // nil before the first scan, or without inotify
+	noWatcher bool                 // inotify could not be used: poll only
 	started   bool
 	lastScan  time.Time
 	now       func() time.Time
@@ -156,7 +161,7 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 		}
 		if f.done {
 			s.cfg.Logger.Debug("JFR repository read to the end", zap.String("repository", dir), zap.Int("pid", f.jvm.PID))
-			f.close()
+			f.closeAll()
 			delete(s.followers, dir)
 			s.ended[dir] = true
 		}
@@ -171,10 +176,29 @@ func (s *Source) Close() error {
 		s.starter.stopAll(s.finder)
 	}
 	for dir, f := range s.followers {
-		f.close()
+		f.closeAll()
 		delete(s.followers, dir)
 	}
+	if s.watcher != nil {
+		s.watcher.close()
+		s.watcher = nil
+	}
 	return nil
+}
+
+// watch returns the source's watcher, started on first use; nil where
+// inotify cannot be used.
+func (s *Source) watch() *watcher {
+	if s.watcher == nil && !s.noWatcher {
+		w, err := newWatcher()
+		if err != nil {
+			s.cfg.Logger.Debug("no inotify; chunk files are found by polling only", zap.Error(err))
+			s.noWatcher = true
+			return nil
+		}
+		s.watcher = w
+	}
+	return s.watcher
 }
 
 // scan finds repositories not yet followed.
@@ -189,7 +213,15 @@ func (s *Source) scan() error {
 			return
 		}
 		s.cfg.Logger.Debug("following JFR repository", zap.String("repository", dir), zap.Int("pid", jvm.PID))
-		s.followers[dir] = &follower{dir: dir, jvm: jvm, discovered: discovered, alive: alive, newest: !s.started, stream: jfrstream.New()}
+		f := &follower{dir: dir, jvm: jvm, discovered: discovered, alive: alive, newest: !s.started, stream: jfrstream.New()}
+		if w := s.watch(); w != nil {
+			e, err := w.watch(dir)
+			if err != nil {
+				s.cfg.Logger.Debug("cannot watch JFR repository; chunk files are found by polling only", zap.String("repository", dir), zap.Error(err))
+			}
+			f.early = e
+		}
+		s.followers[dir] = f
 	}
 	if s.finder != nil {
 		jvms, err := s.finder.JVMs()
@@ -274,6 +306,16 @@ type follower struct {
 	done      bool
 	lastErr   string
 
+	// held are chunk files opened before the follower got to them (by
+	// name): by the watcher as the JVM created them, or by openNext
+	// before the JVM wrote the header (the JVM creates the next chunk's
+	// file before it finishes the current one). An open file stays
+	// readable when the JVM deletes its repository at exit, which can
+	// come before the next poll: a chunk begun just before exit may live
+	// a few milliseconds.
+	held  map[string]*os.File
+	early *early // the watcher's, nil without one
+
 	// staleAfter, when set, ends a follower whose repository has not grown
 	// for that long: a folder found by a pattern has no process to watch,
 	// and a JVM killed with a preserved repository leaves a chunk that is
@@ -282,10 +324,45 @@ type follower struct {
 	grew       time.Time
 }
 
+// close closes the chunk file being read.
 func (f *follower) close() {
 	if f.file != nil {
 		f.file.Close()
 		f.file, f.live, f.path = nil, nil, ""
+	}
+}
+
+// closeAll closes every file the follower holds; it is done.
+func (f *follower) closeAll() {
+	f.close()
+	f.dropHeld()
+}
+
+func (f *follower) dropHeld() {
+	if f.early != nil {
+		f.early.unwatch()
+		f.early = nil
+	}
+	for name, file := range f.held {
+		file.Close()
+		delete(f.held, name)
+	}
+}
+
+// takeEarly moves the files the watcher opened into held.
+func (f *follower) takeEarly() {
+	if f.early == nil {
+		return
+	}
+	for name, file := range f.early.take() {
+		if f.held[name] != nil || len(f.held) >= maxEarly {
+			file.Close()
+			continue
+		}
+		if f.held == nil {
+			f.held = map[string]*os.File{}
+		}
+		f.held[name] = file
 	}
 }
 
@@ -374,44 +451,75 @@ func (f *follower) finish(b *jvmevent.Batch, exited bool, err error) error {
 
 // openNext opens the chunk file that follows the last one read: the
 // earliest that starts later (the newest for a repository found at start).
-// It returns false when there is none yet.
+// It returns false when there is none yet. A file whose header is not
+// written yet is held open until it is (see follower.held); once the
+// repository is gone, only a held file can still be read.
 func (f *follower) openNext() (bool, error) {
+	f.takeEarly()
 	entries, err := os.ReadDir(f.dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			f.done = true
-			return false, nil
-		}
+	gone := errors.Is(err, fs.ErrNotExist)
+	if err != nil && !gone {
 		return false, fmt.Errorf("repository %s: %w", f.dir, err)
 	}
-	var bestPath string
+	var bestName string
 	var best int64
+	better := func(start int64) bool {
+		return start > f.lastStart && (bestName == "" || (f.newest && start > best) || (!f.newest && start < best))
+	}
+	unwritten := "" // the newest-named file without a header yet
 	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jfr") {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jfr") || f.held[e.Name()] != nil {
 			continue
 		}
-		p := filepath.Join(f.dir, e.Name())
-		h, ok := readHeader(p)
-		if !ok || h.StartNanos <= f.lastStart {
+		h, ok := readHeader(filepath.Join(f.dir, e.Name()))
+		if !ok {
+			unwritten = max(unwritten, e.Name())
 			continue
 		}
-		if bestPath == "" || (f.newest && h.StartNanos > best) || (!f.newest && h.StartNanos < best) {
-			bestPath, best = p, h.StartNanos
+		if better(h.StartNanos) {
+			bestName, best = e.Name(), h.StartNanos
 		}
 	}
-	if bestPath == "" {
+	for name, file := range f.held {
+		if h, ok := headerAt(file); ok && better(h.StartNanos) {
+			bestName, best = name, h.StartNanos
+		}
+	}
+	if bestName == "" {
+		if unwritten != "" && len(f.held) < maxEarly {
+			if file, err := os.Open(filepath.Join(f.dir, unwritten)); err == nil {
+				if f.held == nil {
+					f.held = map[string]*os.File{}
+				}
+				f.held[unwritten] = file
+			}
+		}
+		if gone {
+			f.done = true
+		}
 		return false, nil
 	}
-	file, err := os.Open(bestPath)
-	if err != nil {
+	path := filepath.Join(f.dir, bestName)
+	file := f.held[bestName]
+	if file != nil {
+		delete(f.held, bestName)
+	} else if file, err = os.Open(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return false, nil // rotated away between listing and opening
 		}
 		return false, fmt.Errorf("repository %s: %w", f.dir, err)
 	}
-	f.file, f.path, f.live, f.lastStart, f.newest = file, bestPath, jfr.NewLiveChunk(file, 0), best, false
+	f.file, f.path, f.live, f.lastStart, f.newest = file, path, jfr.NewLiveChunk(file, 0), best, false
 	if f.from == 0 {
 		f.from = best
+	}
+	// Held files that start no later than this one will not be read;
+	// those without a header yet stay.
+	for name, hf := range f.held {
+		if h, ok := headerAt(hf); ok && h.StartNanos <= best {
+			hf.Close()
+			delete(f.held, name)
+		}
 	}
 	return true, nil
 }
@@ -419,6 +527,12 @@ func (f *follower) openNext() (bool, error) {
 // newerExists reports whether a chunk file starts later than the one
 // being read.
 func (f *follower) newerExists() bool {
+	f.takeEarly()
+	for _, file := range f.held {
+		if h, ok := headerAt(file); ok && h.StartNanos > f.lastStart {
+			return true
+		}
+	}
 	entries, err := os.ReadDir(f.dir)
 	if err != nil {
 		return false
@@ -441,8 +555,13 @@ func readHeader(path string) (jfr.Header, bool) {
 		return jfr.Header{}, false
 	}
 	defer file.Close()
+	return headerAt(file)
+}
+
+// headerAt reads the header of an open chunk file.
+func headerAt(r io.ReaderAt) (jfr.Header, bool) {
 	var buf [jfr.HeaderSize]byte
-	if _, err := io.ReadFull(file, buf[:]); err != nil {
+	if _, err := r.ReadAt(buf[:], 0); err != nil {
 		return jfr.Header{}, false
 	}
 	h, err := jfr.ParseHeader(buf[:])

@@ -35,14 +35,18 @@ func TestMain(m *testing.M) {
 }
 
 // runJVM starts the test workload with a recording whose repository is
-// under dir and which dumps itself to dir/dump.jfr at exit.
-func runJVM(t *testing.T, j jfrtest.JDK, dir string, millis int, extra ...string) (*exec.Cmd, chan error, *bytes.Buffer) {
+// under dir and which dumps itself to dir/dump.jfr at exit. options are
+// more -XX:FlightRecorderOptions ("maxchunksize=1m").
+func runJVM(t *testing.T, j jfrtest.JDK, dir string, millis int, options string, extra ...string) (*exec.Cmd, chan error, *bytes.Buffer) {
 	t.Helper()
 	src, jfc, err := jfrtest.Workload()
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"-Xmx128m", "-Xlog:disable", "-XX:FlightRecorderOptions:repository=" + dir,
+	if options != "" {
+		options = "," + options
+	}
+	args := append([]string{"-Xmx128m", "-Xlog:disable", "-XX:FlightRecorderOptions:repository=" + dir + options,
 		"-XX:StartFlightRecording:settings=profile,settings=" + jfc + ",filename=" + filepath.Join(dir, "dump.jfr")}, extra...)
 	args = append(args, src, strconv.Itoa(millis), "rotate")
 	cmd := exec.Command(j.Java(), args...)
@@ -92,7 +96,7 @@ func TestFollowsLiveJVM(t *testing.T) {
 			if err := src.Poll(context.Background(), func(jvmevent.Batch) {}); err != nil {
 				t.Logf("first poll: %v", err)
 			}
-			cmd, exited, out := runJVM(t, j, dir, 3000)
+			cmd, exited, out := runJVM(t, j, dir, 3000, "")
 			emit := collect(cmd.Process.Pid)
 			var repo string
 			whileRunning := 0
@@ -174,6 +178,83 @@ func TestFollowsLiveJVM(t *testing.T) {
 			bufs := jfroracle.Events(t, j, dump, "jdk.DirectBufferStatistics")
 			if len(bufs) == 0 || len(got.Buffers) != len(bufs) {
 				t.Errorf("%d buffer samples, jfr print has %d", len(got.Buffers), len(bufs))
+			}
+		})
+	}
+}
+
+// TestChunksDeletedBetweenPollsAreRead runs real JVMs that rotate at 1 MB
+// (a chunk every few hundred ms) and delete their repository at exit, and
+// polls them only once a second: the chunks begun within the last second
+// are created, finished and deleted between two polls. Every GC, pause and
+// safepoint jfr print finds in the recording the JVM dumped must still
+// arrive, exactly once: the source holds each chunk file open from the
+// moment the JVM creates it.
+func TestChunksDeletedBetweenPollsAreRead(t *testing.T) {
+	for _, major := range []int{17, 25} {
+		t.Run("jdk"+strconv.Itoa(major), func(t *testing.T) {
+			t.Parallel()
+			j := jfrtest.Find(t, major)
+			dir := t.TempDir()
+			src := New(Config{Discover: true, ProcRoot: "/proc", DiscoveryInterval: 100 * time.Millisecond})
+			defer src.Close()
+			if err := src.Poll(context.Background(), func(jvmevent.Batch) {}); err != nil {
+				t.Logf("first poll: %v", err)
+			}
+			cmd, exited, out := runJVM(t, j, dir, 3000, "maxchunksize=1m")
+			pid := cmd.Process.Pid
+			var got jvmevent.Batch
+			emit := func(b jvmevent.Batch) {
+				if b.JVM.PID == pid {
+					got.Windows = append(got.Windows, b.Windows...)
+					got.GCs = append(got.GCs, b.GCs...)
+				}
+			}
+			// Poll until the JVM is found, then once a second.
+			var repo string
+			running := true
+			deadline := time.Now().Add(90 * time.Second)
+			for repo == "" || running || contains(src.Following(), repo) {
+				if time.Now().After(deadline) {
+					t.Fatalf("not done before the deadline; following %v\n%s", src.Following(), out)
+				}
+				select {
+				case err := <-exited:
+					exited <- err
+					if running && err != nil {
+						t.Fatalf("JVM: %v\n%s", err, out)
+					}
+					running = false
+				default:
+				}
+				if err := src.Poll(context.Background(), emit); err != nil {
+					t.Errorf("poll: %v", err)
+				}
+				for _, d := range src.Following() {
+					if strings.HasSuffix(filepath.Dir(d), dir) {
+						repo = d
+					}
+				}
+				if repo == "" {
+					time.Sleep(20 * time.Millisecond)
+				} else {
+					time.Sleep(time.Second)
+				}
+			}
+
+			dump := filepath.Join(dir, "dump.jfr")
+			summary := string(jfrtest.Tool(t, j, "summary", dump))
+			if !strings.Contains(summary, "Chunks:") || strings.Contains(summary, "Chunks: 1\n") {
+				t.Fatalf("the JVM wrote one chunk; the test needs many:\n%s", summary)
+			}
+			gcs := jfroracle.Events(t, j, dump, "jdk.GarbageCollection")
+			pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")
+			begins := jfroracle.Events(t, j, dump, "jdk.SafepointBegin")
+			pausesGot := byKind(got.Windows, window.KindJVMGCPause)
+			sps := byKind(got.Windows, window.KindJVMSafepoint)
+			if len(gcs) == 0 || len(got.GCs) != len(gcs) || len(pausesGot) != len(pauses) || len(sps) != len(begins) {
+				t.Errorf("%d GCs, %d pause windows, %d safepoint windows; jfr print has %d, %d and %d",
+					len(got.GCs), len(pausesGot), len(sps), len(gcs), len(pauses), len(begins))
 			}
 		})
 	}

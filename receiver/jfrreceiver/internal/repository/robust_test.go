@@ -230,3 +230,77 @@ func TestStalePatternRepositoryEnds(t *testing.T) {
 		t.Fatalf("a stale repository is still followed: %v", f)
 	}
 }
+
+// TestChunkCreatedAndDeletedBetweenPollsIsRead: the JVM begins a chunk,
+// finishes it and deletes the repository (it exits) between two polls.
+// The watcher opened the file when it was created, so its events arrive.
+func TestChunkCreatedAndDeletedBetweenPollsIsRead(t *testing.T) {
+	want := fixturePauses(t)
+	base := t.TempDir()
+	repo := filepath.Join(base, "2026_11_29_10_00_00_4246")
+	write(t, filepath.Join(repo, "a.jfr"), chunkFile(t, 0, false))
+	s := New(Config{Include: []string{filepath.Join(base, "2*_*")}, DiscoveryInterval: time.Hour})
+	defer s.Close()
+	if p := poll(s); p.err != nil || p.pauses != want || p.ended {
+		t.Fatalf("first chunk: %+v, want %d pauses", p, want)
+	}
+	if s.watcher == nil {
+		t.Fatal("no inotify watcher")
+	}
+	write(t, filepath.Join(repo, "b.jfr"), chunkFile(t, time.Second, true))
+	held := func() bool {
+		e := s.followers[repo].early
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.files["b.jfr"] != nil
+	}
+	for deadline := time.Now().Add(10 * time.Second); !held(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watcher did not open b.jfr")
+		}
+	}
+	if err := os.RemoveAll(repo); err != nil {
+		t.Fatal(err)
+	}
+	if p := poll(s); p.err != nil || p.pauses != want || !p.ended {
+		t.Fatalf("after the repository was deleted: %+v, want %d pauses and the end", p, want)
+	}
+	if f := s.Following(); len(f) != 0 {
+		t.Fatalf("still following %v", f)
+	}
+}
+
+// TestNextChunkFileHeldBeforeItsHeader: without inotify, a chunk file that
+// exists but has no header yet (the JVM creates the next file before it
+// finishes the current one) is opened and held, and read after the JVM
+// wrote it and deleted the repository.
+func TestNextChunkFileHeldBeforeItsHeader(t *testing.T) {
+	want := fixturePauses(t)
+	base := t.TempDir()
+	repo := filepath.Join(base, "2026_11_29_10_00_00_4247")
+	write(t, filepath.Join(repo, "a.jfr"), chunkFile(t, 0, false))
+	write(t, filepath.Join(repo, "b.jfr"), nil)
+	s := New(Config{Include: []string{filepath.Join(base, "2*_*")}, DiscoveryInterval: time.Hour})
+	s.noWatcher = true
+	defer s.Close()
+	if p := poll(s); p.err != nil || p.pauses != want || p.ended {
+		t.Fatalf("first chunk: %+v, want %d pauses", p, want)
+	}
+	if f := s.followers[repo]; f == nil || f.held["b.jfr"] == nil {
+		t.Fatal("b.jfr is not held")
+	}
+	file, err := os.OpenFile(filepath.Join(repo, "b.jfr"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := file.Write(chunkFile(t, time.Second, true)); err != nil {
+		t.Fatal(err)
+	}
+	file.Close()
+	if err := os.RemoveAll(repo); err != nil {
+		t.Fatal(err)
+	}
+	if p := poll(s); p.err != nil || p.pauses != want || !p.ended {
+		t.Fatalf("after the repository was deleted: %+v, want %d pauses and the end", p, want)
+	}
+}

@@ -1,0 +1,161 @@
+package repository
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxEarly bounds the chunk files held open for one repository before the
+// follower gets to them.
+const maxEarly = 16
+
+// A JVM that exits deletes its repository (JDK 17; later JDKs unless
+// preserve-repository is set). A chunk begun shortly before, when the last
+// one reached its size limit or a recording started or stopped, can be
+// created, finished and deleted between two polls. The watcher opens each
+// chunk file the moment the JVM creates it (inotify), so that its data
+// stays readable through the open file after it is deleted; the follower
+// reads it from there.
+type watcher struct {
+	file *os.File // the inotify instance, non-blocking, read by loop
+	done chan struct{}
+
+	mu      sync.Mutex
+	byWatch map[int32]*early
+}
+
+// early holds the chunk files of one repository opened by the watcher and
+// not yet taken by its follower.
+type early struct {
+	w   *watcher
+	dir string
+	wd  int32
+
+	mu     sync.Mutex
+	files  map[string]*os.File // by file name
+	closed bool
+}
+
+// newWatcher starts an inotify instance and the goroutine that reads it.
+func newWatcher() (*watcher, error) {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("inotify_init1", err)
+	}
+	w := &watcher{file: os.NewFile(uintptr(fd), "inotify"), done: make(chan struct{}), byWatch: map[int32]*early{}}
+	go w.loop()
+	return w, nil
+}
+
+// watch starts holding the chunk files created in dir from now on.
+func (w *watcher) watch(dir string) (*early, error) {
+	wd, err := unix.InotifyAddWatch(int(w.file.Fd()), dir, unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_ONLYDIR)
+	if err != nil {
+		return nil, &os.PathError{Op: "inotify_add_watch", Path: dir, Err: err}
+	}
+	e := &early{w: w, dir: dir, wd: int32(wd), files: map[string]*os.File{}}
+	w.mu.Lock()
+	w.byWatch[e.wd] = e
+	w.mu.Unlock()
+	return e, nil
+}
+
+// unwatch stops watching e's folder and closes what it still holds.
+func (e *early) unwatch() {
+	w := e.w
+	w.mu.Lock()
+	if w.byWatch[e.wd] == e {
+		delete(w.byWatch, e.wd)
+		// The folder may be gone already (the kernel then dropped the
+		// watch itself).
+		_, _ = unix.InotifyRmWatch(int(w.file.Fd()), uint32(e.wd))
+	}
+	w.mu.Unlock()
+	e.close()
+}
+
+// close stops the goroutine and closes the inotify instance.
+func (w *watcher) close() {
+	w.file.Close()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for wd, e := range w.byWatch {
+		delete(w.byWatch, wd)
+		e.close()
+	}
+}
+
+func (w *watcher) loop() {
+	defer close(w.done)
+	buf := make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
+	for {
+		n, err := w.file.Read(buf)
+		if err != nil {
+			if errors.Is(err, os.ErrClosed) {
+				return
+			}
+			continue // EINTR and the like
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			// struct inotify_event: wd, mask, cookie, len, name[len].
+			wd := int32(binary.NativeEndian.Uint32(buf[off:]))
+			mask := binary.NativeEndian.Uint32(buf[off+4:])
+			nameStart := off + unix.SizeofInotifyEvent
+			nameEnd := min(nameStart+int(binary.NativeEndian.Uint32(buf[off+12:])), n)
+			name := strings.TrimRight(string(buf[nameStart:nameEnd]), "\x00")
+			off = nameEnd
+			if mask&(unix.IN_CREATE|unix.IN_MOVED_TO) == 0 || mask&unix.IN_ISDIR != 0 || !strings.HasSuffix(name, ".jfr") {
+				continue
+			}
+			w.mu.Lock()
+			e := w.byWatch[wd]
+			w.mu.Unlock()
+			if e != nil {
+				e.open(name)
+			}
+		}
+	}
+}
+
+// open opens a file just created in e's folder and holds it.
+func (e *early) open(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed || e.files[name] != nil || len(e.files) >= maxEarly {
+		return
+	}
+	f, err := os.Open(filepath.Join(e.dir, name))
+	if err != nil {
+		return // gone already; nothing to hold
+	}
+	e.files[name] = f
+}
+
+// take hands every held file to the caller, who closes them.
+func (e *early) take() map[string]*os.File {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.files) == 0 {
+		return nil
+	}
+	out := e.files
+	e.files = map[string]*os.File{}
+	return out
+}
+
+func (e *early) close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	for name, f := range e.files {
+		f.Close()
+		delete(e.files, name)
+	}
+}
