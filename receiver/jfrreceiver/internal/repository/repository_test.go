@@ -71,114 +71,122 @@ func runJVM(t *testing.T, j jfrtest.JDK, dir string, millis int, options string,
 // JVM dumped at exit: every GC, pause and safepoint exactly once, with the
 // same values, some of them while the JVM still ran.
 func TestFollowsLiveJVM(t *testing.T) {
+	forJDKs(t, func(t *testing.T, j jfrtest.JDK, dir string, src *Source) {
+		var got jvmevent.Batch
+		var version string
+		collect := func(pid int) func(jvmevent.Batch) {
+			return func(b jvmevent.Batch) {
+				if b.JVM.PID != pid {
+					return // another JVM on this machine
+				}
+				version = b.RuntimeVersion
+				got.Windows = append(got.Windows, b.Windows...)
+				got.GCs = append(got.GCs, b.GCs...)
+				got.Safepoints = append(got.Safepoints, b.Safepoints...)
+				got.Buffers = append(got.Buffers, b.Buffers...)
+				got.Memory = append(got.Memory, b.Memory...)
+			}
+		}
+		cmd, exited, out := runJVM(t, j, dir, 3000, "")
+		emit := collect(cmd.Process.Pid)
+		var repo string
+		whileRunning := 0
+		running := true
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			if time.Now().After(deadline) {
+				t.Fatalf("not done before the deadline; following %v\n%s", src.Following(), out)
+			}
+			if running {
+				select {
+				case err := <-exited:
+					exited <- err
+					running = false
+					if err != nil {
+						t.Fatalf("JVM: %v\n%s", err, out)
+					}
+				default:
+				}
+			}
+			if err := src.Poll(context.Background(), emit); err != nil {
+				t.Errorf("poll: %v", err)
+			}
+			if running {
+				whileRunning = len(got.Windows)
+			}
+			for _, d := range src.Following() {
+				if strings.HasSuffix(filepath.Dir(d), dir) {
+					repo = d
+				}
+			}
+			if !running && repo != "" && !contains(src.Following(), repo) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if whileRunning == 0 {
+			t.Error("no window arrived while the JVM ran")
+		}
+		if version == "" {
+			t.Error("no runtime version")
+		}
+
+		dump := filepath.Join(dir, "dump.jfr")
+		gcs := jfroracle.Events(t, j, dump, "jdk.GarbageCollection")
+		if len(got.GCs) != len(gcs) || len(gcs) == 0 {
+			t.Errorf("%d GCs, jfr print has %d", len(got.GCs), len(gcs))
+		}
+		// A live chunk's header is read while the JVM writes it; jfr
+		// print reads the finished one, whose time base can differ (a
+		// few ns usually; more, once, on a loaded machine): every
+		// window lies at one common offset from jfr print's, within a
+		// microsecond, and that offset is under a millisecond.
+		pausesGot := byKind(got.Windows, window.KindJVMGCPause)
+		pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")
+		if len(pauses) == 0 || len(pausesGot) != len(pauses) {
+			t.Errorf("%d pause windows, jfr print has %d", len(pausesGot), len(pauses))
+		}
+		offset := commonOffset(t, pausesGot, pauses)
+		for _, e := range pauses {
+			start, _ := e.Time("startTime")
+			dur, _ := e.Duration("duration")
+			w, ok := nearest(pausesGot, start+offset)
+			if d := w.Duration - dur; !ok || d < -time.Microsecond || d > time.Microsecond || w.Attributes[window.AttrJVMGCName] == nil {
+				t.Errorf("pause at %d (%v), offset %d ns: window %+v found %v", start, dur, offset, w, ok)
+			}
+		}
+		begins := jfroracle.Events(t, j, dump, "jdk.SafepointBegin")
+		sps := byKind(got.Windows, window.KindJVMSafepoint)
+		if len(begins) == 0 || len(sps) != len(begins) {
+			t.Errorf("%d safepoint windows, jfr print has %d SafepointBegin", len(sps), len(begins))
+		}
+		for _, e := range begins {
+			start, _ := e.Time("startTime")
+			if w, ok := nearest(sps, start+offset); !ok || w.Attributes[window.AttrJVMSafepointID] != e.Int("safepointId") {
+				t.Errorf("safepoint %d at %d: window %+v found %v", e.Int("safepointId"), start, w, ok)
+			}
+		}
+		bufs := jfroracle.Events(t, j, dump, "jdk.DirectBufferStatistics")
+		if len(bufs) == 0 || len(got.Buffers) != len(bufs) {
+			t.Errorf("%d buffer samples, jfr print has %d", len(got.Buffers), len(bufs))
+		}
+	})
+}
+
+// forJDKs runs body for JDK 17 and 25 in parallel, each with a folder for
+// its JVM and a source that discovers JVMs through /proc and has polled
+// once (so that the JVM started next is read from its first chunk).
+func forJDKs(t *testing.T, body func(t *testing.T, j jfrtest.JDK, dir string, src *Source)) {
 	for _, major := range []int{17, 25} {
 		t.Run("jdk"+strconv.Itoa(major), func(t *testing.T) {
 			t.Parallel()
 			j := jfrtest.Find(t, major)
-			dir := t.TempDir()
 			src := New(Config{Discover: true, ProcRoot: "/proc", DiscoveryInterval: 100 * time.Millisecond})
 			defer src.Close()
-			var got jvmevent.Batch
-			var version string
-			collect := func(pid int) func(jvmevent.Batch) {
-				return func(b jvmevent.Batch) {
-					if b.JVM.PID != pid {
-						return // another JVM on this machine
-					}
-					version = b.RuntimeVersion
-					got.Windows = append(got.Windows, b.Windows...)
-					got.GCs = append(got.GCs, b.GCs...)
-					got.Safepoints = append(got.Safepoints, b.Safepoints...)
-					got.Buffers = append(got.Buffers, b.Buffers...)
-					got.Memory = append(got.Memory, b.Memory...)
-				}
-			}
 			if err := src.Poll(context.Background(), func(jvmevent.Batch) {}); err != nil {
 				t.Logf("first poll: %v", err)
 			}
-			cmd, exited, out := runJVM(t, j, dir, 3000, "")
-			emit := collect(cmd.Process.Pid)
-			var repo string
-			whileRunning := 0
-			running := true
-			deadline := time.Now().Add(90 * time.Second)
-			for {
-				if time.Now().After(deadline) {
-					t.Fatalf("not done before the deadline; following %v\n%s", src.Following(), out)
-				}
-				if running {
-					select {
-					case err := <-exited:
-						exited <- err
-						running = false
-						if err != nil {
-							t.Fatalf("JVM: %v\n%s", err, out)
-						}
-					default:
-					}
-				}
-				if err := src.Poll(context.Background(), emit); err != nil {
-					t.Errorf("poll: %v", err)
-				}
-				if running {
-					whileRunning = len(got.Windows)
-				}
-				for _, d := range src.Following() {
-					if strings.HasSuffix(filepath.Dir(d), dir) {
-						repo = d
-					}
-				}
-				if !running && repo != "" && !contains(src.Following(), repo) {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			if whileRunning == 0 {
-				t.Error("no window arrived while the JVM ran")
-			}
-			if version == "" {
-				t.Error("no runtime version")
-			}
-
-			dump := filepath.Join(dir, "dump.jfr")
-			gcs := jfroracle.Events(t, j, dump, "jdk.GarbageCollection")
-			if len(got.GCs) != len(gcs) || len(gcs) == 0 {
-				t.Errorf("%d GCs, jfr print has %d", len(got.GCs), len(gcs))
-			}
-			// A live chunk's header is read while the JVM writes it; jfr
-			// print reads the finished one, whose time base can differ (a
-			// few ns usually; more, once, on a loaded machine): every
-			// window lies at one common offset from jfr print's, within a
-			// microsecond, and that offset is under a millisecond.
-			pausesGot := byKind(got.Windows, window.KindJVMGCPause)
-			pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")
-			if len(pauses) == 0 || len(pausesGot) != len(pauses) {
-				t.Errorf("%d pause windows, jfr print has %d", len(pausesGot), len(pauses))
-			}
-			offset := commonOffset(t, pausesGot, pauses)
-			for _, e := range pauses {
-				start, _ := e.Time("startTime")
-				dur, _ := e.Duration("duration")
-				w, ok := nearest(pausesGot, start+offset)
-				if d := w.Duration - dur; !ok || d < -time.Microsecond || d > time.Microsecond || w.Attributes[window.AttrJVMGCName] == nil {
-					t.Errorf("pause at %d (%v), offset %d ns: window %+v found %v", start, dur, offset, w, ok)
-				}
-			}
-			begins := jfroracle.Events(t, j, dump, "jdk.SafepointBegin")
-			sps := byKind(got.Windows, window.KindJVMSafepoint)
-			if len(begins) == 0 || len(sps) != len(begins) {
-				t.Errorf("%d safepoint windows, jfr print has %d SafepointBegin", len(sps), len(begins))
-			}
-			for _, e := range begins {
-				start, _ := e.Time("startTime")
-				if w, ok := nearest(sps, start+offset); !ok || w.Attributes[window.AttrJVMSafepointID] != e.Int("safepointId") {
-					t.Errorf("safepoint %d at %d: window %+v found %v", e.Int("safepointId"), start, w, ok)
-				}
-			}
-			bufs := jfroracle.Events(t, j, dump, "jdk.DirectBufferStatistics")
-			if len(bufs) == 0 || len(got.Buffers) != len(bufs) {
-				t.Errorf("%d buffer samples, jfr print has %d", len(got.Buffers), len(bufs))
-			}
+			body(t, j, t.TempDir(), src)
 		})
 	}
 }
@@ -191,73 +199,63 @@ func TestFollowsLiveJVM(t *testing.T) {
 // arrive, exactly once: the source holds each chunk file open from the
 // moment the JVM creates it.
 func TestChunksDeletedBetweenPollsAreRead(t *testing.T) {
-	for _, major := range []int{17, 25} {
-		t.Run("jdk"+strconv.Itoa(major), func(t *testing.T) {
-			t.Parallel()
-			j := jfrtest.Find(t, major)
-			dir := t.TempDir()
-			src := New(Config{Discover: true, ProcRoot: "/proc", DiscoveryInterval: 100 * time.Millisecond})
-			defer src.Close()
-			if err := src.Poll(context.Background(), func(jvmevent.Batch) {}); err != nil {
-				t.Logf("first poll: %v", err)
+	forJDKs(t, func(t *testing.T, j jfrtest.JDK, dir string, src *Source) {
+		cmd, exited, out := runJVM(t, j, dir, 3000, "maxchunksize=1m")
+		pid := cmd.Process.Pid
+		var got jvmevent.Batch
+		emit := func(b jvmevent.Batch) {
+			if b.JVM.PID == pid {
+				got.Windows = append(got.Windows, b.Windows...)
+				got.GCs = append(got.GCs, b.GCs...)
 			}
-			cmd, exited, out := runJVM(t, j, dir, 3000, "maxchunksize=1m")
-			pid := cmd.Process.Pid
-			var got jvmevent.Batch
-			emit := func(b jvmevent.Batch) {
-				if b.JVM.PID == pid {
-					got.Windows = append(got.Windows, b.Windows...)
-					got.GCs = append(got.GCs, b.GCs...)
-				}
+		}
+		// Poll until the JVM is found, then once a second.
+		var repo string
+		running := true
+		deadline := time.Now().Add(90 * time.Second)
+		for repo == "" || running || contains(src.Following(), repo) {
+			if time.Now().After(deadline) {
+				t.Fatalf("not done before the deadline; following %v\n%s", src.Following(), out)
 			}
-			// Poll until the JVM is found, then once a second.
-			var repo string
-			running := true
-			deadline := time.Now().Add(90 * time.Second)
-			for repo == "" || running || contains(src.Following(), repo) {
-				if time.Now().After(deadline) {
-					t.Fatalf("not done before the deadline; following %v\n%s", src.Following(), out)
+			select {
+			case err := <-exited:
+				exited <- err
+				if running && err != nil {
+					t.Fatalf("JVM: %v\n%s", err, out)
 				}
-				select {
-				case err := <-exited:
-					exited <- err
-					if running && err != nil {
-						t.Fatalf("JVM: %v\n%s", err, out)
-					}
-					running = false
-				default:
-				}
-				if err := src.Poll(context.Background(), emit); err != nil {
-					t.Errorf("poll: %v", err)
-				}
-				for _, d := range src.Following() {
-					if strings.HasSuffix(filepath.Dir(d), dir) {
-						repo = d
-					}
-				}
-				if repo == "" {
-					time.Sleep(20 * time.Millisecond)
-				} else {
-					time.Sleep(time.Second)
+				running = false
+			default:
+			}
+			if err := src.Poll(context.Background(), emit); err != nil {
+				t.Errorf("poll: %v", err)
+			}
+			for _, d := range src.Following() {
+				if strings.HasSuffix(filepath.Dir(d), dir) {
+					repo = d
 				}
 			}
+			if repo == "" {
+				time.Sleep(20 * time.Millisecond)
+			} else {
+				time.Sleep(time.Second)
+			}
+		}
 
-			dump := filepath.Join(dir, "dump.jfr")
-			summary := string(jfrtest.Tool(t, j, "summary", dump))
-			if !strings.Contains(summary, "Chunks:") || strings.Contains(summary, "Chunks: 1\n") {
-				t.Fatalf("the JVM wrote one chunk; the test needs many:\n%s", summary)
-			}
-			gcs := jfroracle.Events(t, j, dump, "jdk.GarbageCollection")
-			pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")
-			begins := jfroracle.Events(t, j, dump, "jdk.SafepointBegin")
-			pausesGot := byKind(got.Windows, window.KindJVMGCPause)
-			sps := byKind(got.Windows, window.KindJVMSafepoint)
-			if len(gcs) == 0 || len(got.GCs) != len(gcs) || len(pausesGot) != len(pauses) || len(sps) != len(begins) {
-				t.Errorf("%d GCs, %d pause windows, %d safepoint windows; jfr print has %d, %d and %d",
-					len(got.GCs), len(pausesGot), len(sps), len(gcs), len(pauses), len(begins))
-			}
-		})
-	}
+		dump := filepath.Join(dir, "dump.jfr")
+		summary := string(jfrtest.Tool(t, j, "summary", dump))
+		if !strings.Contains(summary, "Chunks:") || strings.Contains(summary, "Chunks: 1\n") {
+			t.Fatalf("the JVM wrote one chunk; the test needs many:\n%s", summary)
+		}
+		gcs := jfroracle.Events(t, j, dump, "jdk.GarbageCollection")
+		pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")
+		begins := jfroracle.Events(t, j, dump, "jdk.SafepointBegin")
+		pausesGot := byKind(got.Windows, window.KindJVMGCPause)
+		sps := byKind(got.Windows, window.KindJVMSafepoint)
+		if len(gcs) == 0 || len(got.GCs) != len(gcs) || len(pausesGot) != len(pauses) || len(sps) != len(begins) {
+			t.Errorf("%d GCs, %d pause windows, %d safepoint windows; jfr print has %d, %d and %d",
+				len(got.GCs), len(pausesGot), len(sps), len(gcs), len(pauses), len(begins))
+		}
+	})
 }
 
 // commonOffset is the median difference between the start of each event

@@ -235,18 +235,7 @@ func TestStalePatternRepositoryEnds(t *testing.T) {
 // finishes it and deletes the repository (it exits) between two polls.
 // The watcher opened the file when it was created, so its events arrive.
 func TestChunkCreatedAndDeletedBetweenPollsIsRead(t *testing.T) {
-	want := fixturePauses(t)
-	base := t.TempDir()
-	repo := filepath.Join(base, "2026_11_29_10_00_00_4246")
-	write(t, filepath.Join(repo, "a.jfr"), chunkFile(t, 0, false))
-	s := New(Config{Include: []string{filepath.Join(base, "2*_*")}, DiscoveryInterval: time.Hour})
-	defer s.Close()
-	if p := poll(s); p.err != nil || p.pauses != want || p.ended {
-		t.Fatalf("first chunk: %+v, want %d pauses", p, want)
-	}
-	if s.watcher == nil {
-		t.Fatal("no inotify watcher")
-	}
+	s, repo, want := afterFirstChunk(t, "2026_11_29_10_00_00_4246", true)
 	write(t, filepath.Join(repo, "b.jfr"), chunkFile(t, time.Second, true))
 	held := func() bool {
 		e := s.followers[repo].early
@@ -259,15 +248,7 @@ func TestChunkCreatedAndDeletedBetweenPollsIsRead(t *testing.T) {
 			t.Fatal("the watcher did not open b.jfr")
 		}
 	}
-	if err := os.RemoveAll(repo); err != nil {
-		t.Fatal(err)
-	}
-	if p := poll(s); p.err != nil || p.pauses != want || !p.ended {
-		t.Fatalf("after the repository was deleted: %+v, want %d pauses and the end", p, want)
-	}
-	if f := s.Following(); len(f) != 0 {
-		t.Fatalf("still following %v", f)
-	}
+	lastChunkAfterDeletion(t, s, repo, want)
 }
 
 // TestNextChunkFileHeldBeforeItsHeader: without inotify, a chunk file that
@@ -275,17 +256,7 @@ func TestChunkCreatedAndDeletedBetweenPollsIsRead(t *testing.T) {
 // finishes the current one) is opened and held, and read after the JVM
 // wrote it and deleted the repository.
 func TestNextChunkFileHeldBeforeItsHeader(t *testing.T) {
-	want := fixturePauses(t)
-	base := t.TempDir()
-	repo := filepath.Join(base, "2026_11_29_10_00_00_4247")
-	write(t, filepath.Join(repo, "a.jfr"), chunkFile(t, 0, false))
-	write(t, filepath.Join(repo, "b.jfr"), nil)
-	s := New(Config{Include: []string{filepath.Join(base, "2*_*")}, DiscoveryInterval: time.Hour})
-	s.noWatcher = true
-	defer s.Close()
-	if p := poll(s); p.err != nil || p.pauses != want || p.ended {
-		t.Fatalf("first chunk: %+v, want %d pauses", p, want)
-	}
+	s, repo, want := afterFirstChunk(t, "2026_11_29_10_00_00_4247", false, "b.jfr")
 	if f := s.followers[repo]; f == nil || f.held["b.jfr"] == nil {
 		t.Fatal("b.jfr is not held")
 	}
@@ -297,10 +268,45 @@ func TestNextChunkFileHeldBeforeItsHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	file.Close()
+	lastChunkAfterDeletion(t, s, repo, want)
+}
+
+// afterFirstChunk makes a repository folder named name holding a.jfr (a
+// finished chunk, not the last) and the empty files named by empty, and a
+// source (with or without inotify) that has read a.jfr; want is the number
+// of GC pauses in a chunk.
+func afterFirstChunk(t *testing.T, name string, inotify bool, empty ...string) (s *Source, repo string, want int) {
+	t.Helper()
+	want = fixturePauses(t)
+	base := t.TempDir()
+	repo = filepath.Join(base, name)
+	write(t, filepath.Join(repo, "a.jfr"), chunkFile(t, 0, false))
+	for _, e := range empty {
+		write(t, filepath.Join(repo, e), nil)
+	}
+	s = New(Config{Include: []string{filepath.Join(base, "2*_*")}, DiscoveryInterval: time.Hour})
+	s.noWatcher = !inotify
+	t.Cleanup(func() { s.Close() })
+	if p := poll(s); p.err != nil || p.pauses != want || p.ended {
+		t.Fatalf("first chunk: %+v, want %d pauses", p, want)
+	}
+	if inotify && s.watcher == nil {
+		t.Fatal("no inotify watcher")
+	}
+	return s, repo, want
+}
+
+// lastChunkAfterDeletion deletes repo, as a JVM does at exit, and checks
+// that the next poll reads the last chunk (want pauses) and ends it.
+func lastChunkAfterDeletion(t *testing.T, s *Source, repo string, want int) {
+	t.Helper()
 	if err := os.RemoveAll(repo); err != nil {
 		t.Fatal(err)
 	}
 	if p := poll(s); p.err != nil || p.pauses != want || !p.ended {
 		t.Fatalf("after the repository was deleted: %+v, want %d pauses and the end", p, want)
+	}
+	if f := s.Following(); len(f) != 0 {
+		t.Fatalf("still following %v", f)
 	}
 }
