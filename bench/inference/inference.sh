@@ -27,15 +27,32 @@
 # Each row: spans/s of both, the ratio, and the processor's own time per span
 # (its ns/span less raw Run's).
 #
-# Needs OTELCOL_AI_ONNXRUNTIME_LIB (make bench sets it).
+# Uses OTELCOL_AI_ONNXRUNTIME_LIB (make bench sets it; a relative path is
+# taken from the current folder), else dist/libonnxruntime.so.1 as `make
+# build` places it.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 COUNT=${INFERENCE_BENCH_COUNT:-5}
+case "${OTELCOL_AI_ONNXRUNTIME_LIB:-}" in
+  "") OTELCOL_AI_ONNXRUNTIME_LIB=$ROOT/dist/libonnxruntime.so.1 ;;
+  /*) ;;
+  *) OTELCOL_AI_ONNXRUNTIME_LIB=$(pwd)/$OTELCOL_AI_ONNXRUNTIME_LIB ;;
+esac
+export OTELCOL_AI_ONNXRUNTIME_LIB
+if [ ! -f "$OTELCOL_AI_ONNXRUNTIME_LIB" ]; then
+  echo "inference.sh: no ONNX Runtime library at $OTELCOL_AI_ONNXRUNTIME_LIB (run make build, or set OTELCOL_AI_ONNXRUNTIME_LIB)" >&2
+  exit 1
+fi
 OUT=$(mktemp)
 trap 'rm -f "$OUT"' EXIT
 cd "$ROOT"
 go test -run '^$' -bench '^Benchmark(ProcessorVsRaw|Processor|RawRun)$' -cpu 1 -count "$COUNT" \
-  ./processor/inferenceprocessor/ | tee "$OUT" | grep -E '^(goos|goarch|cpu|Benchmark)' >&2
+  ./processor/inferenceprocessor/ | tee "$OUT" | grep -E '^(goos|goarch|cpu|Benchmark)' >&2 || true
+if ! grep -q 'spans/s' "$OUT"; then
+  echo "inference.sh: no benchmark ran; go test said:" >&2
+  cat "$OUT" >&2
+  exit 1
+fi
 awk '
 /^Benchmark(ProcessorVsRaw|Processor|RawRun)\/batch=/ {
   split($1, a, "/"); kind = a[1]; sub(/^Benchmark/, "", kind)
