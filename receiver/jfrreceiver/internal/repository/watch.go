@@ -2,7 +2,6 @@ package repository
 
 import (
 	"encoding/binary"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +22,8 @@ const maxEarly = 16
 // stays readable through the open file after it is deleted; the follower
 // reads it from there.
 type watcher struct {
-	file *os.File // the inotify instance, non-blocking, read by loop
+	fd   int      // the inotify instance, for adding and removing watches
+	file *os.File // the same, non-blocking (File.Fd would make it blocking), read by loop
 	done chan struct{}
 
 	mu      sync.Mutex
@@ -48,14 +48,14 @@ func newWatcher() (*watcher, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("inotify_init1", err)
 	}
-	w := &watcher{file: os.NewFile(uintptr(fd), "inotify"), done: make(chan struct{}), byWatch: map[int32]*early{}}
+	w := &watcher{fd: fd, file: os.NewFile(uintptr(fd), "inotify"), done: make(chan struct{}), byWatch: map[int32]*early{}}
 	go w.loop()
 	return w, nil
 }
 
 // watch starts holding the chunk files created in dir from now on.
 func (w *watcher) watch(dir string) (*early, error) {
-	wd, err := unix.InotifyAddWatch(int(w.file.Fd()), dir, unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_ONLYDIR)
+	wd, err := unix.InotifyAddWatch(w.fd, dir, unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_ONLYDIR)
 	if err != nil {
 		return nil, &os.PathError{Op: "inotify_add_watch", Path: dir, Err: err}
 	}
@@ -74,7 +74,7 @@ func (e *early) unwatch() {
 		delete(w.byWatch, e.wd)
 		// The folder may be gone already (the kernel then dropped the
 		// watch itself).
-		_, _ = unix.InotifyRmWatch(int(w.file.Fd()), uint32(e.wd))
+		_, _ = unix.InotifyRmWatch(w.fd, uint32(e.wd))
 	}
 	w.mu.Unlock()
 	e.close()
@@ -98,10 +98,10 @@ func (w *watcher) loop() {
 	for {
 		n, err := w.file.Read(buf)
 		if err != nil {
-			if errors.Is(err, os.ErrClosed) {
-				return
-			}
-			continue // EINTR and the like
+			// Closed by close; the poller retries EINTR and EAGAIN itself,
+			// so any other error would repeat: the follower's polls still
+			// find the files.
+			return
 		}
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			// struct inotify_event: wd, mask, cookie, len, name[len].
