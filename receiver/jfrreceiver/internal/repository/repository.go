@@ -355,15 +355,21 @@ func (f *follower) takeEarly() {
 		return
 	}
 	for name, file := range f.early.take() {
-		if f.held[name] != nil || len(f.held) >= maxEarly {
-			file.Close()
-			continue
-		}
-		if f.held == nil {
-			f.held = map[string]*os.File{}
-		}
-		f.held[name] = file
+		f.hold(name, file)
 	}
+}
+
+// hold keeps file open as name until the follower gets to it; it closes
+// file instead when name is held already or too many are.
+func (f *follower) hold(name string, file *os.File) {
+	if f.held[name] != nil || len(f.held) >= maxEarly {
+		file.Close()
+		return
+	}
+	if f.held == nil {
+		f.held = map[string]*os.File{}
+	}
+	f.held[name] = file
 }
 
 // poll reads what was flushed. When the JVM is gone (or the chunk it
@@ -449,24 +455,21 @@ func (f *follower) finish(b *jvmevent.Batch, exited bool, err error) error {
 	return nil
 }
 
-// openNext opens the chunk file that follows the last one read: the
-// earliest that starts later (the newest for a repository found at start).
-// It returns false when there is none yet. A file whose header is not
-// written yet is held open until it is (see follower.held); once the
-// repository is gone, only a held file can still be read.
-func (f *follower) openNext() (bool, error) {
+// nextChunk finds the chunk file that follows the last one read, among
+// the folder's files and the held ones: the earliest that starts later
+// (the newest for a repository found at start); name is "" when there is
+// none yet. unwritten is the newest-named listed file without a header
+// yet; gone says the folder no longer exists.
+func (f *follower) nextChunk() (name string, start int64, unwritten string, gone bool, err error) {
 	f.takeEarly()
 	entries, err := os.ReadDir(f.dir)
-	gone := errors.Is(err, fs.ErrNotExist)
+	gone = errors.Is(err, fs.ErrNotExist)
 	if err != nil && !gone {
-		return false, fmt.Errorf("repository %s: %w", f.dir, err)
+		return "", 0, "", false, fmt.Errorf("repository %s: %w", f.dir, err)
 	}
-	var bestName string
-	var best int64
-	better := func(start int64) bool {
-		return start > f.lastStart && (bestName == "" || (f.newest && start > best) || (!f.newest && start < best))
+	better := func(s int64) bool {
+		return s > f.lastStart && (name == "" || (f.newest && s > start) || (!f.newest && s < start))
 	}
-	unwritten := "" // the newest-named file without a header yet
 	for _, e := range entries {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jfr") || f.held[e.Name()] != nil {
 			continue
@@ -477,21 +480,30 @@ func (f *follower) openNext() (bool, error) {
 			continue
 		}
 		if better(h.StartNanos) {
-			bestName, best = e.Name(), h.StartNanos
+			name, start = e.Name(), h.StartNanos
 		}
 	}
-	for name, file := range f.held {
+	for n, file := range f.held {
 		if h, ok := headerAt(file); ok && better(h.StartNanos) {
-			bestName, best = name, h.StartNanos
+			name, start = n, h.StartNanos
 		}
 	}
-	if bestName == "" {
-		if unwritten != "" && len(f.held) < maxEarly {
+	return name, start, unwritten, gone, nil
+}
+
+// openNext opens the chunk file that follows the last one read
+// (nextChunk). It returns false when there is none yet. A file whose
+// header is not written yet is held open until it is (see follower.held);
+// once the repository is gone, only a held file can still be read.
+func (f *follower) openNext() (bool, error) {
+	name, best, unwritten, gone, err := f.nextChunk()
+	if err != nil {
+		return false, err
+	}
+	if name == "" {
+		if unwritten != "" {
 			if file, err := os.Open(filepath.Join(f.dir, unwritten)); err == nil {
-				if f.held == nil {
-					f.held = map[string]*os.File{}
-				}
-				f.held[unwritten] = file
+				f.hold(unwritten, file)
 			}
 		}
 		if gone {
@@ -499,10 +511,10 @@ func (f *follower) openNext() (bool, error) {
 		}
 		return false, nil
 	}
-	path := filepath.Join(f.dir, bestName)
-	file := f.held[bestName]
+	path := filepath.Join(f.dir, name)
+	file := f.held[name]
 	if file != nil {
-		delete(f.held, bestName)
+		delete(f.held, name)
 	} else if file, err = os.Open(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return false, nil // rotated away between listing and opening
@@ -515,10 +527,10 @@ func (f *follower) openNext() (bool, error) {
 	}
 	// Held files that start no later than this one will not be read;
 	// those without a header yet stay.
-	for name, hf := range f.held {
+	for n, hf := range f.held {
 		if h, ok := headerAt(hf); ok && h.StartNanos <= best {
 			hf.Close()
-			delete(f.held, name)
+			delete(f.held, n)
 		}
 	}
 	return true, nil
@@ -527,25 +539,8 @@ func (f *follower) openNext() (bool, error) {
 // newerExists reports whether a chunk file starts later than the one
 // being read.
 func (f *follower) newerExists() bool {
-	f.takeEarly()
-	for _, file := range f.held {
-		if h, ok := headerAt(file); ok && h.StartNanos > f.lastStart {
-			return true
-		}
-	}
-	entries, err := os.ReadDir(f.dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jfr") {
-			continue
-		}
-		if h, ok := readHeader(filepath.Join(f.dir, e.Name())); ok && h.StartNanos > f.lastStart {
-			return true
-		}
-	}
-	return false
+	name, _, _, _, err := f.nextChunk()
+	return err == nil && name != ""
 }
 
 // readHeader reads a chunk file's header; false when it is not (yet) one.
