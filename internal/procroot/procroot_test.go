@@ -295,4 +295,3 @@ func TestOpenProcessRoot(t *testing.T) {
 	_, err = Open("/proc", 1<<30)
 	require.Error(t, err)
 }
-
