@@ -152,6 +152,7 @@ func (c *Chunk) indexCheckpoint(off int64) (delta int64, err error) {
 		for j := 0; j < n; j++ {
 			key := d.u64()
 			vo := d.pos
+			d.spent = 0
 			skipType(d, t, 0)
 			if d.failed() {
 				return 0, c.errorf(int64(vo), "checkpoint", decodeErr(d, "constant "+t.Name))

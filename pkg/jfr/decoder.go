@@ -19,6 +19,25 @@ type decoder struct {
 	bad        bool // malformed encoding (not merely short)
 	strs       *interner
 	end        int // end of the current record, when decoding one; bounds counts
+	// spent counts the array elements, weighted by their types' nodes,
+	// decoded or skipped for the current event or constant; whoever starts
+	// one resets it. tooLarge (with bad) says it passed maxValueNodes.
+	spent    int64
+	tooLarge bool
+}
+
+// charge counts n array elements of a type whose values visit per values
+// each against maxValueNodes. Element counts are already bounded by the
+// bytes left, but elements of empty structs take no bytes, and a type may
+// expand to maxTypeNodes values: without this, a few kilobytes could ask
+// for billions of values. It returns false, marking d bad, when over.
+func (d *decoder) charge(n int, per int32) bool {
+	d.spent += int64(n) * int64(max(per, 1))
+	if d.spent > maxValueNodes {
+		d.tooLarge, d.bad = true, true
+		return false
+	}
+	return true
 }
 
 // left returns the bytes left in the current record (or buffer): the most

@@ -19,6 +19,12 @@ var (
 	// ErrNotFlushed means a chunk that a JVM is still writing has no
 	// metadata yet, or its header is being rewritten; try again later.
 	ErrNotFlushed = errors.New("chunk not flushed yet")
+	// ErrTooLarge means the input asks for more than a limit allows: a
+	// chunk larger than the reader's maximum, growth that a Reserve hook
+	// refused, or a type or value whose decoding would visit too many
+	// fields. The input may be valid; it is refused to bound memory and
+	// time.
+	ErrTooLarge = errors.New("exceeds a limit")
 )
 
 // FormatError describes malformed or truncated input. Chunk is the index of

@@ -139,7 +139,7 @@ func (r *EventReader) Next() bool {
 	d := &r.d
 	for r.err == nil && r.pos < r.end {
 		start := r.pos
-		d.pos = start
+		d.pos, d.spent = start, 0
 		var size, id uint64
 		if d.compressed {
 			// One-byte varints inlined by hand: most sizes and type IDs.

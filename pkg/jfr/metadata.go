@@ -46,6 +46,12 @@ type Type struct {
 	Fields      []Field
 	Settings    []Setting
 	Annotations []Annotation
+
+	// nodes is how many values decoding one value of the type visits: the
+	// value itself, and its inline fields recursively, an array counting
+	// as one (its elements are charged when their count is read). Set
+	// when the metadata is built; at most maxTypeNodes.
+	nodes int32
 }
 
 // IsEvent reports whether the type is an event type.
@@ -160,7 +166,27 @@ func (e *element) attr(k string) string {
 	return ""
 }
 
-const maxElementDepth = 32
+// Limits on metadata. Real JDK metadata is about 100 KB and declares a few
+// hundred classes nested a few levels deep, and a decoded value visits a
+// few dozen values (a stack trace of 2048 frames about 10,000); the limits
+// leave room for many custom events while bounding what a hostile file can
+// make one chunk cost: parsing allocates a few dozen bytes per metadata
+// byte, and every class may get a constant pool.
+const (
+	maxElementDepth = 32
+	maxMetadataSize = 4 << 20
+	maxClasses      = 1 << 16
+	// maxTypeNodes bounds Type.nodes: a DAG of structs, each with two
+	// inline fields of the next, encodes in a few bytes per class yet
+	// doubles the values to decode per level.
+	maxTypeNodes = 1 << 16
+	// maxInlineDepth bounds how deeply structs nest inline, and so the
+	// recursion of decoding.
+	maxInlineDepth = 64
+	// maxValueNodes bounds the values decoded or skipped for one event or
+	// constant, array elements included (see decoder.charge).
+	maxValueNodes = 1 << 20
+)
 
 // parseMetadata decodes the metadata event at d.pos. It returns a detail
 // error (wrapping ErrTruncated/ErrCorrupt) without position; the caller adds
@@ -170,6 +196,9 @@ func parseMetadata(d *decoder) (*Metadata, error) {
 	size := d.u32()
 	if d.failed() || size == 0 || size > uint64(len(d.buf)-start) {
 		return nil, detail(ErrTruncated, "metadata event of size %d runs past the chunk end", size)
+	}
+	if size > maxMetadataSize {
+		return nil, detail(ErrTooLarge, "metadata event of %d bytes, limit is %d", size, maxMetadataSize)
 	}
 	d2 := &decoder{buf: d.buf[:start+int(size)], pos: d.pos, compressed: d.compressed}
 	if typ := d2.u64(); typ != 0 {
@@ -197,6 +226,9 @@ func parseMetadata(d *decoder) (*Metadata, error) {
 }
 
 func decodeErr(d *decoder, what string) error {
+	if d.tooLarge {
+		return detail(ErrTooLarge, "%s: one value would decode more than %d values", what, maxValueNodes)
+	}
 	if d.short {
 		return detail(ErrTruncated, "%s", what)
 	}
@@ -257,6 +289,9 @@ func buildMetadata(root *element) (*Metadata, error) {
 			m.GMTOffset, _ = strconv.ParseInt(c.attr("gmtOffset"), 10, 64)
 			m.DST, _ = strconv.ParseInt(c.attr("dst"), 10, 64)
 		}
+	}
+	if len(classes) > maxClasses {
+		return nil, detail(ErrTooLarge, "metadata declares %d classes, limit is %d", len(classes), maxClasses)
 	}
 	var maxID int64
 	for _, cl := range classes {
@@ -362,44 +397,67 @@ func buildMetadata(root *element) (*Metadata, error) {
 			m.EventTypes = append(m.EventTypes, t)
 		}
 	}
-	if err := checkInlineCycles(m); err != nil {
+	if err := sizeTypes(m); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// checkInlineCycles rejects metadata in which a struct contains itself
-// inline (not through a constant pool): such a value has no finite encoding
-// and would recurse forever.
-func checkInlineCycles(m *Metadata) error {
+// sizeTypes sets every type's nodes, and rejects metadata in which a
+// struct contains itself inline (not through a constant pool: such a value
+// has no finite encoding, or through arrays an unbounded depth), structs
+// nest inline deeper than maxInlineDepth, or one value of a type would
+// visit more than maxTypeNodes values. Each type is walked once, so this
+// is linear in the metadata however its types share each other.
+func sizeTypes(m *Metadata) error {
 	const (
 		unvisited = iota
 		visiting
 		done
 	)
 	state := make(map[*Type]uint8, len(m.Types))
-	var visit func(t *Type) error
-	visit = func(t *Type) error {
+	height := make(map[*Type]int, len(m.Types))
+	var visit func(t *Type, depth int) error
+	visit = func(t *Type, depth int) error {
 		switch state[t] {
 		case visiting:
 			return detail(ErrCorrupt, "class %s contains itself inline", t.Name)
 		case done:
 			return nil
 		}
+		if depth > maxInlineDepth {
+			return detail(ErrTooLarge, "classes nest inline deeper than %d (at %s)", maxInlineDepth, t.Name)
+		}
 		state[t] = visiting
+		nodes, h := int64(1), 1
 		for i := range t.Fields {
 			f := &t.Fields[i]
-			if !f.ConstantPool && f.Type.Kind == KindStruct {
-				if err := visit(f.Type); err != nil {
-					return err
-				}
+			if f.ConstantPool || f.Type.Kind != KindStruct {
+				nodes++
+				continue
+			}
+			if err := visit(f.Type, depth+1); err != nil {
+				return err
+			}
+			h = max(h, 1+height[f.Type])
+			if f.Array {
+				nodes++
+			} else {
+				nodes += int64(f.Type.nodes)
+			}
+			if nodes > maxTypeNodes {
+				return detail(ErrTooLarge, "a value of class %s expands to more than %d fields", t.Name, maxTypeNodes)
 			}
 		}
+		if h > maxInlineDepth {
+			return detail(ErrTooLarge, "classes nest inline deeper than %d (in %s)", maxInlineDepth, t.Name)
+		}
+		t.nodes, height[t] = int32(nodes), h
 		state[t] = done
 		return nil
 	}
 	for _, t := range m.Types {
-		if err := visit(t); err != nil {
+		if err := visit(t, 0); err != nil {
 			return err
 		}
 	}

@@ -1,5 +1,7 @@
 package jfr
 
+import "math/bits"
+
 // poolEntry is one constant. Its value is decoded on first use, so forward
 // references between pools (and cycles, e.g. class → class loader → class)
 // cost nothing until followed, and then only one level at a time.
@@ -11,7 +13,18 @@ type poolEntry struct {
 	val     Value
 }
 
-const entryBlock = 256
+// Entry blocks double from minEntryBlock to entryBlock entries, so that a
+// pool with one constant costs a small block: a hostile chunk may declare
+// tens of thousands of pools.
+const (
+	minEntryBlock = 8
+	entryBlock    = 256
+)
+
+// denseSlack is how far keys may exceed 8 per entry and still be indexed by
+// a table (see pool.index); small so that a pool of a few entries with
+// large keys costs a map, not a large table.
+const denseSlack = 64
 
 // pool is the merged constant pool of one type across all checkpoints of a
 // chunk. Entries live in fixed blocks so that pointers to them stay valid
@@ -33,9 +46,13 @@ type pool struct {
 
 // add appends a constant; index makes it findable.
 func (p *pool) add(key uint64, off int32) {
-	b, i := p.n/entryBlock, p.n%entryBlock
+	b, i := blockOf(p.n)
 	if b == len(p.blocks) {
-		p.blocks = append(p.blocks, make([]poolEntry, entryBlock))
+		size := entryBlock
+		if p.n < entryBlock {
+			size = max(minEntryBlock, p.n) // doubles the entries so far
+		}
+		p.blocks = append(p.blocks, make([]poolEntry, size))
 	}
 	e := &p.blocks[b][i]
 	e.key, e.off, e.pool = key, off, p
@@ -43,7 +60,23 @@ func (p *pool) add(key uint64, off int32) {
 	p.maxKey = max(p.maxKey, key)
 }
 
-func (p *pool) entry(i int) *poolEntry { return &p.blocks[i/entryBlock][i%entryBlock] }
+// blockOf locates entry i: blocks hold 8, 8, 16, 32, 64, 128 entries,
+// then 256 each.
+func blockOf(i int) (block, at int) {
+	switch {
+	case i < minEntryBlock:
+		return 0, i
+	case i < entryBlock:
+		b := bits.Len(uint(i)) - 3 // i in [8<<(b-1), 8<<b)
+		return b, i - minEntryBlock<<(b-1)
+	}
+	return 6 + (i-entryBlock)/entryBlock, i % entryBlock
+}
+
+func (p *pool) entry(i int) *poolEntry {
+	b, at := blockOf(i)
+	return &p.blocks[b][at]
+}
 
 // index makes the entries appended since the last call findable. A key
 // seen before keeps its first definition (the newest, since checkpoints
@@ -52,7 +85,7 @@ func (p *pool) index() {
 	if p.indexed == p.n {
 		return
 	}
-	if p.keys == nil && p.maxKey < uint64(8*p.n+4096) {
+	if p.keys == nil && p.maxKey < uint64(8*p.n+denseSlack) {
 		if uint64(len(p.dense)) <= p.maxKey {
 			d := make([]*poolEntry, p.maxKey+1)
 			copy(d, p.dense)

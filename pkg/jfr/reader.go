@@ -18,6 +18,14 @@ type ChunkInfo struct {
 
 // Reader lists and loads the chunks of a recording held in an io.ReaderAt.
 type Reader struct {
+	// MaxChunkSize bounds the bytes [Reader.Chunk] allocates for one chunk:
+	// a chunk whose header claims more is refused with an error wrapping
+	// [ErrTooLarge], before anything is allocated for it, and the file's
+	// other chunks stay readable. NewReader and Open set it to
+	// DefaultMaxChunkSize; 0 means that too, and values above 2 GiB - 1
+	// (the most this package can address) are clamped.
+	MaxChunkSize int64
+
 	r      io.ReaderAt
 	size   int64
 	chunks []ChunkInfo
@@ -25,16 +33,35 @@ type Reader struct {
 	mds    metadataCache
 }
 
+// DefaultMaxChunkSize is the default bound on the bytes held for one chunk
+// ([Reader.MaxChunkSize], [LiveChunk.MaxSize]). HotSpot rotates chunks at
+// about 12 MB, so real chunks are far below it; a header may claim up to
+// 2 GiB, and a sparse file makes such a claim look backed by data.
+const DefaultMaxChunkSize = 256 << 20
+
 // maxChunkSize bounds the bytes loaded for one chunk; offsets inside a chunk
 // are kept as int32.
 const maxChunkSize = 1<<31 - 1
+
+// chunkLimit returns the effective per-chunk bound for a configured value.
+func chunkLimit(configured int64) int64 {
+	if configured <= 0 {
+		return DefaultMaxChunkSize
+	}
+	return min(configured, maxChunkSize)
+}
+
+// tooLarge is the error for a chunk whose header claims more than limit.
+func tooLarge(chunk int, offset, claimed, limit int64) error {
+	return &FormatError{Chunk: chunk, Offset: offset + 8, What: "chunk header", Err: detail(ErrTooLarge, "chunk claims %d bytes, limit is %d", claimed, limit)}
+}
 
 // NewReader lists the chunks of the recording of the given size in r. It
 // reads only the chunk headers. A file that ends inside a chunk is not an
 // error here: the partial chunk is listed, and loading it reports
 // ErrTruncated (or, while a JVM still writes it, use [LiveChunk]).
 func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
-	rd := &Reader{r: r, size: size}
+	rd := &Reader{r: r, size: size, MaxChunkSize: DefaultMaxChunkSize}
 	var hb [HeaderSize]byte
 	for off := int64(0); off < size; {
 		idx := len(rd.chunks)
@@ -49,14 +76,14 @@ func NewReader(r io.ReaderAt, size int64) (*Reader, error) {
 			return nil, &FormatError{Chunk: idx, Offset: off, What: "chunk header", Err: err}
 		}
 		rd.chunks = append(rd.chunks, ChunkInfo{Index: idx, Offset: off, Header: h})
-		if h.Size < HeaderSize || h.Size > maxChunkSize {
-			if h.State != StateFinished {
-				break // a chunk still being written; its size is not final
-			}
+		if h.State != StateFinished {
+			break // a chunk still being written: its size is not final, nothing after it is meaningful yet
+		}
+		if h.Size < HeaderSize {
 			return nil, &FormatError{Chunk: idx, Offset: off + 8, What: "chunk header", Err: detail(ErrCorrupt, "chunk size %d", h.Size)}
 		}
-		if h.State != StateFinished {
-			break // nothing after an unfinished chunk is meaningful yet
+		if h.Size > size-off {
+			break // runs past the file (and would overflow off); loading it says so
 		}
 		off += h.Size
 	}
@@ -101,15 +128,19 @@ func (r *Reader) Close() error {
 func (r *Reader) Chunks() []ChunkInfo { return r.chunks }
 
 // Chunk loads chunk i: it reads its bytes, parses its metadata and indexes
-// its constant pools.
+// its constant pools. A chunk larger than MaxChunkSize is refused with an
+// error wrapping [ErrTooLarge].
 func (r *Reader) Chunk(i int) (*Chunk, error) {
 	if i < 0 || i >= len(r.chunks) {
 		return nil, fmt.Errorf("jfr: chunk %d out of range (file has %d)", i, len(r.chunks))
 	}
 	ci := r.chunks[i]
 	h := ci.Header
-	if h.Size < HeaderSize || h.Size > maxChunkSize {
+	if h.Size < HeaderSize {
 		return nil, &FormatError{Chunk: i, Offset: ci.Offset + 8, What: "chunk header", Err: detail(ErrCorrupt, "chunk size %d", h.Size)}
+	}
+	if limit := chunkLimit(r.MaxChunkSize); h.Size > limit {
+		return nil, tooLarge(i, ci.Offset, h.Size, limit)
 	}
 	avail := r.size - ci.Offset
 	if h.Size > avail {

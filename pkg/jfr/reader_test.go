@@ -663,7 +663,7 @@ func TestForEachChunkStopsItsGoroutines(t *testing.T) {
 func TestLiveChunkRejectsAnnouncedBytesNotInFile(t *testing.T) {
 	full := readFixture(t, fixtures[0]+".jfr")
 	g := &growingFile{data: append([]byte{}, full...)}
-	setUint64(g.data[8:], 1<<31-1) // 2 GB announced, not present
+	setUint64(g.data[8:], jfr.DefaultMaxChunkSize) // the most allowed, not present
 	g.data[64] = 3
 	live := jfr.NewLiveChunk(g, 0)
 	if _, err := live.Poll(); !errors.Is(err, jfr.ErrNotFlushed) {

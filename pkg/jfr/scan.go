@@ -159,7 +159,7 @@ func (s *Scanner) Next() bool {
 	d := decoder{buf: c.buf[:s.end], compressed: c.Header.CompressedInts(), strs: &c.strs}
 	for s.err == nil && s.pos < s.end {
 		start := s.pos
-		d.pos = start
+		d.pos, d.spent = start, 0
 		size := d.u32()
 		if d.failed() || size == 0 || size > uint64(s.end-start) {
 			s.err = c.errorf(int64(start), "event", detail(ErrCorrupt, "record size %d with %d bytes left in chunk", size, s.end-start))

@@ -559,6 +559,13 @@ func (c *Chunk) decodeArray(d *decoder, op *fieldOp, depth int, a *arena) Value 
 	if n < 0 {
 		return Value{}
 	}
+	per := int32(1)
+	if op.elem == opStruct {
+		per = op.typ.nodes
+	}
+	if !d.charge(n, per) {
+		return Value{}
+	}
 	comp := a.composite()
 	comp.typ = op.typ
 	if n > 0 {
@@ -699,6 +706,13 @@ func skipField(d *decoder, f *Field, depth int) {
 		n = d.count(d.left())
 		if n < 0 {
 			d.bad = d.bad || !d.short
+			return
+		}
+		per := int32(1)
+		if !f.ConstantPool {
+			per = f.Type.nodes
+		}
+		if !d.charge(n, per) {
 			return
 		}
 	}
