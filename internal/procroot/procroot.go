@@ -27,6 +27,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -279,14 +280,16 @@ func (r *Root) OpenDirectory(name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), r.Display(name)), nil
 }
 
-// ReadDir lists the directory name.
+// ReadDir lists the directory name, sorted by file name (as os.ReadDir).
 func (r *Root) ReadDir(name string) ([]fs.DirEntry, error) {
 	d, err := r.OpenDirectory(name)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	return d.ReadDir(-1)
+	entries, err := d.ReadDir(-1)
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return entries, err
 }
 
 // Stat returns what name resolves to (a final symlink followed, inside the
@@ -471,3 +474,40 @@ func Cwd(procRoot string, pid int) (string, error) {
 	}
 	return p, nil
 }
+
+// Glob returns the paths inside the root (as the process sees them) that
+// match pattern, an absolute or root-relative path whose components may
+// hold filepath.Match wildcards. Directories are listed through the root,
+// so no match lies outside it; a malformed pattern is an error
+// (filepath.ErrBadPattern), an unreadable directory matches nothing.
+func (r *Root) Glob(pattern string) ([]string, error) {
+	if _, err := filepath.Match(pattern, ""); err != nil {
+		return nil, err
+	}
+	matches := []string{"/"}
+	for _, part := range splitPath(filepath.Clean("/" + pattern))[1:] {
+		var next []string
+		for _, dir := range matches {
+			if !hasMeta(part) {
+				p := filepath.Join(dir, part)
+				if _, err := r.Stat(p); err == nil {
+					next = append(next, p)
+				}
+				continue
+			}
+			entries, err := r.ReadDir(dir)
+			if err != nil {
+				continue
+			}
+			for _, e := range entries {
+				if ok, _ := filepath.Match(part, e.Name()); ok {
+					next = append(next, filepath.Join(dir, e.Name()))
+				}
+			}
+		}
+		matches = next
+	}
+	return matches, nil
+}
+
+func hasMeta(s string) bool { return strings.ContainsAny(s, `*?[\`) }

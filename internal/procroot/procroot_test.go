@@ -295,3 +295,29 @@ func TestOpenProcessRoot(t *testing.T) {
 	_, err = Open("/proc", 1<<30)
 	require.Error(t, err)
 }
+
+func TestGlobMatchesOnlyInsideTheRoot(t *testing.T) {
+	c := newFakeContainer(t)
+	for _, n := range []string{"gc-1.log", "gc-2.log", "other.txt"} {
+		require.NoError(t, os.WriteFile(filepath.Join(c.root, "app", "logs", n), nil, 0o644))
+	}
+	// A directory link out of the root: its host-side files never match.
+	require.NoError(t, os.Symlink(c.host, filepath.Join(c.root, "app", "hostlink")))
+	bothResolvers(t, func(t *testing.T) {
+		r := openRoot(t, c.root)
+		got, err := r.Glob("/app/logs/gc-*.log")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"/app/logs/gc-1.log", "/app/logs/gc-2.log"}, got)
+		got, err = r.Glob("/app/*/gc-1.log")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"/app/logs/gc-1.log"}, got)
+		got, err = r.Glob("/app/hostlink/*")
+		require.NoError(t, err)
+		assert.Empty(t, got)
+		got, err = r.Glob("/../../app/logs/other.txt")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"/app/logs/other.txt"}, got)
+		_, err = r.Glob("/app/[")
+		require.ErrorIs(t, err, filepath.ErrBadPattern)
+	})
+}

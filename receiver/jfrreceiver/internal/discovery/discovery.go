@@ -4,12 +4,13 @@
 // -XX:FlightRecorderOptions's repository option when given, else its
 // java.io.tmpdir (default /tmp), and inside it HotSpot's folder
 // yyyy_MM_dd_HH_mm_ss_<pid>, named with the pid the JVM sees in its own pid
-// namespace. Paths are reached through /proc/<pid>/root so that JVMs in
-// containers are found from the host.
+// namespace. Paths are kept as the JVM sees them and resolved inside its
+// root (package procroot, through /proc/<pid>/root), so that JVMs in
+// containers are found from the host and a container's symlinks and `..`
+// never lead outside it.
 package discovery // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 )
 
 // JVM is a running JVM found in the proc filesystem.
@@ -30,9 +32,8 @@ type JVM struct {
 	// NSPID is the pid the JVM sees (its own pid namespace), which names
 	// its repository folder.
 	NSPID int
-	// Root is the JVM's root directory as the collector reaches it
-	// (<proc root>/<pid>/root).
-	Root string
+	// ProcRoot is the proc filesystem PID is in.
+	ProcRoot string
 	// RepositoryBase is where the JVM puts its repository folder, as the
 	// JVM sees it (e.g. /tmp).
 	RepositoryBase string
@@ -40,15 +41,23 @@ type JVM struct {
 	// (its repository may not exist yet).
 	StartsRecording bool
 	// XLogFiles are the files its -Xlog options write to, as glob patterns
-	// of paths the collector can open (%p replaced, %t a wildcard).
+	// of absolute paths as the JVM sees them (%p replaced, %t a wildcard;
+	// relative paths joined to its working directory). Open them with
+	// OpenRoot's Root.
 	XLogFiles []string
 }
 
+// OpenRoot opens the JVM's root directory, inside which its paths
+// (RepositoryBase, XLogFiles, Repositories) resolve. The caller closes it.
+func (j JVM) OpenRoot() (*procroot.Root, error) {
+	return procroot.Open(j.ProcRoot, j.PID)
+}
+
 // Repositories returns the JVM's repository folders (normally one), as
-// paths the collector can open, newest name last.
-func (j JVM) Repositories() []string {
-	base := filepath.Join(j.Root, j.RepositoryBase)
-	entries, err := os.ReadDir(base)
+// paths inside root (OpenRoot), newest name last.
+func (j JVM) Repositories(root *procroot.Root) []string {
+	base := filepath.Join("/", j.RepositoryBase)
+	entries, err := root.ReadDir(base)
 	if err != nil {
 		return nil
 	}
@@ -79,6 +88,14 @@ func RepositoryPID(dir string) int {
 	pid, _ := strconv.Atoi(m[1])
 	return pid
 }
+
+// Caps on what is read of a process's proc files: a command line longer
+// than maxCmdline (the kernel allows about 2 MiB) is not a JVM worth reading
+// the rest of; status is a few KiB.
+const (
+	maxCmdline = 256 << 10
+	maxStatus  = 64 << 10
+)
 
 // Finder lists JVMs under one proc root.
 type Finder struct {
@@ -127,7 +144,7 @@ func (f *Finder) inspect(pid int) (JVM, bool) {
 	if err != nil {
 		return JVM{}, false
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+	raw, err := procroot.ReadProcFile(filepath.Join(dir, "cmdline"), maxCmdline)
 	if err != nil {
 		return JVM{}, false
 	}
@@ -144,7 +161,7 @@ func (f *Finder) inspect(pid int) (JVM, bool) {
 		PID:            pid,
 		StartTicks:     start,
 		NSPID:          nsPID(dir, pid),
-		Root:           filepath.Join(dir, "root"),
+		ProcRoot:       f.root,
 		RepositoryBase: RepositoryBase(opts),
 	}
 	for _, a := range opts {
@@ -152,13 +169,18 @@ func (f *Finder) inspect(pid int) (JVM, bool) {
 			j.StartsRecording = true
 		}
 	}
+	cwd := ""
 	for _, p := range XLogFiles(opts, j.NSPID) {
 		if !filepath.IsAbs(p) {
-			// Relative to the JVM's working directory.
-			j.XLogFiles = append(j.XLogFiles, filepath.Join(dir, "cwd", p))
-			continue
+			// Relative to the JVM's working directory, as it names it.
+			if cwd == "" {
+				if cwd, err = procroot.Cwd(f.root, pid); err != nil {
+					continue
+				}
+			}
+			p = filepath.Join(cwd, p)
 		}
-		j.XLogFiles = append(j.XLogFiles, filepath.Join(j.Root, p))
+		j.XLogFiles = append(j.XLogFiles, filepath.Clean(p))
 	}
 	return j, true
 }
@@ -174,14 +196,12 @@ func (f *Finder) isJava(dir string) bool {
 // nsPID reads the innermost pid of /proc/<pid>/status's NSpid line; the pid
 // itself when there is none (kernels before 4.1, or no namespaces).
 func nsPID(dir string, pid int) int {
-	f, err := os.Open(filepath.Join(dir, "status"))
+	data, err := procroot.ReadProcFile(filepath.Join(dir, "status"), maxStatus)
 	if err != nil {
 		return pid
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("NSpid:")); ok {
+	for line := range bytes.Lines(data) {
+		if rest, ok := bytes.CutPrefix(line, []byte("NSpid:")); ok {
 			fields := strings.Fields(string(rest))
 			if len(fields) > 0 {
 				if n, err := strconv.Atoi(fields[len(fields)-1]); err == nil {

@@ -96,9 +96,23 @@ func TestFinderFindsContainerizedJVM(t *testing.T) {
 	if j.PID != 4321 || j.NSPID != 1 || j.StartTicks != 4242 || j.RepositoryBase != "/tmp" || !j.StartsRecording {
 		t.Errorf("JVM %+v", j)
 	}
-	want := []string{filepath.Join(proc, "4321", "root", "tmp", "2026_11_29_10_00_00_1")}
-	if got := j.Repositories(); !slices.Equal(got, want) {
+	root2, err := j.OpenRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root2.Close()
+	want := []string{"/tmp/2026_11_29_10_00_00_1"}
+	if got := j.Repositories(root2); !slices.Equal(got, want) {
 		t.Errorf("repositories %q, want %q", got, want)
+	}
+	// A container that points its repository option through a link to
+	// the host's folders still gets only what lies inside its root.
+	host := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(host, "2026_11_29_10_00_00_1"), 0o755))
+	must(t, os.Symlink(host, filepath.Join(root, "hostlink")))
+	j.RepositoryBase = "/hostlink"
+	if got := j.Repositories(root2); len(got) != 0 {
+		t.Errorf("repositories through a link to the host %q, want none", got)
 	}
 	if !f.Alive(4321, 4242) || f.Alive(4321, 1) || f.Alive(9999, 0) {
 		t.Error("Alive does not tell live, reused and missing pids apart")

@@ -231,7 +231,13 @@ func (s *Source) scan() error {
 		alive := map[jvmKey]bool{}
 		for _, j := range jvms {
 			finder, pid, start := s.finder, j.PID, j.StartTicks
-			repos := j.Repositories()
+			var repos []string
+			if root, err := j.OpenRoot(); err == nil {
+				for _, r := range j.Repositories(root) {
+					repos = append(repos, root.Display(r))
+				}
+				root.Close()
+			}
 			for _, dir := range repos {
 				info, err := os.Stat(dir)
 				if err != nil {

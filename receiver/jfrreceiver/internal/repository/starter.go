@@ -105,7 +105,7 @@ func (s *starter) settingsFor(j discovery.JVM) (string, func(), error) {
 		}
 	}
 	name := "otelcol-ai-" + strconv.Itoa(j.NSPID) + ".jfc"
-	local := filepath.Join(j.Root, "tmp", name)
+	local := filepath.Join(j.ProcRoot, strconv.Itoa(j.PID), "root", "tmp", name)
 	if err := os.WriteFile(local, data, 0o644); err != nil {
 		return "", func() {}, fmt.Errorf("repository: writing settings for pid %d: %w", j.PID, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -161,7 +162,7 @@ func (s *Source) scan() error {
 			if len(j.XLogFiles) == 0 {
 				continue
 			}
-			if j.StartsRecording || len(j.Repositories()) > 0 {
+			if j.StartsRecording || hasRepository(j) {
 				// JFR tells more, and the repository source reads it: stop
 				// tailing a log begun before the recording (started by
 				// attach, say), so no pause is reported twice.
@@ -174,7 +175,7 @@ func (s *Source) scan() error {
 			}
 			finder, pid, start := s.cfg.Finder, j.PID, j.StartTicks
 			for _, pattern := range j.XLogFiles {
-				matches, _ := filepath.Glob(pattern)
+				matches, _ := filepath.Glob(filepath.Join(j.ProcRoot, strconv.Itoa(j.PID), "root", pattern))
 				for _, p := range matches {
 					id := &jvmevent.JVM{PID: pid, StartTicks: start, Source: p}
 					if err := s.follow(p, id, func() bool { return finder.Alive(pid, start) }); err != nil {
@@ -185,6 +186,15 @@ func (s *Source) scan() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func hasRepository(j discovery.JVM) bool {
+	root, err := j.OpenRoot()
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	return len(j.Repositories(root)) > 0
 }
 
 // follow starts tailing p unless it is tailed already.
