@@ -185,29 +185,19 @@ func TestDaemonSetEssentials(t *testing.T) {
 		t.Error("SYS_ADMIN added: BPF and PERFMON replace it")
 	}
 
-	// Read-only host mounts of /proc and the kubelet's pod-resources socket.
-	hostPaths := map[string]string{}
-	for _, v := range pod.Volumes {
-		if v.HostPath != nil {
-			hostPaths[v.Name] = v.HostPath.Path
-		}
-	}
-	for path, mountPath := range map[string]string{"/proc": "/hostfs/proc", "/var/lib/kubelet/pod-resources": "/var/lib/kubelet/pod-resources"} {
-		found := false
-		for _, m := range c.VolumeMounts {
-			if hostPaths[m.Name] == path {
-				found = true
-				if !m.ReadOnly {
-					t.Errorf("hostPath %s is mounted read-write", path)
-				}
-				if m.MountPath != mountPath {
-					t.Errorf("hostPath %s mounted at %s, want %s", path, m.MountPath, mountPath)
-				}
+	// The kubelet's pod-resources folder is mounted where the nvml
+	// receiver's default endpoint looks (TestHostPathsAreTheNeededOnesReadOnly
+	// checks every host mount).
+	mounted := false
+	for _, m := range c.VolumeMounts {
+		for _, v := range pod.Volumes {
+			if v.Name == m.Name && v.HostPath != nil && v.HostPath.Path == "/var/lib/kubelet/pod-resources" {
+				mounted = m.MountPath == "/var/lib/kubelet/pod-resources"
 			}
 		}
-		if !found {
-			t.Errorf("hostPath %s not mounted", path)
-		}
+	}
+	if !mounted {
+		t.Error("the kubelet's pod-resources folder is not mounted at /var/lib/kubelet/pod-resources")
 	}
 
 	env := map[string]corev1.EnvVar{}
@@ -333,7 +323,7 @@ func agentOverlay(t *testing.T, r rendered) string {
 	t.Helper()
 	for _, cm := range r.configMaps {
 		if strings.HasSuffix(cm.Name, "-agent") {
-			return cm.Data["node.yaml"]
+			return cm.Data["chart.yaml"]
 		}
 	}
 	t.Fatal("no agent ConfigMap")
@@ -341,29 +331,95 @@ func agentOverlay(t *testing.T, r rendered) string {
 }
 
 // TestRenderedConfigsValidate runs the binary's validate on what the pods
-// run: the embedded configurations with the chart's overlays over them.
+// run: their --config arguments, the chart's ConfigMap files written out.
 func TestRenderedConfigsValidate(t *testing.T) {
-	for _, values := range []map[string]any{nil, {"gateway": map[string]any{"enabled": false}}} {
+	for _, values := range []map[string]any{
+		nil,
+		{"gateway": map[string]any{"enabled": false}},
+		{"exportProcessCommandLine": true},
+	} {
 		r := render(t, values)
 		dir := t.TempDir()
-		for _, cm := range r.configMaps {
-			component := strings.TrimPrefix(cm.Name, releaseName+"-")
-			embedded := map[string]string{"agent": "embedded:default", "gateway": "embedded:gateway"}[component]
-			args := []string{"validate", "--config", embedded}
-			for _, key := range []string{"node.yaml", "user.yaml"} {
-				if data, ok := cm.Data[key]; ok {
-					path := filepath.Join(dir, component+"-"+key)
-					if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		for _, w := range podConfigs(t, r) {
+			args := []string{"validate"}
+			for _, c := range w.configs {
+				uri := c.uri
+				if c.file != "" {
+					uri = filepath.Join(dir, w.component+"-"+c.file)
+					if err := os.WriteFile(uri, []byte(c.data), 0o600); err != nil {
 						t.Fatal(err)
 					}
-					args = append(args, "--config", path)
 				}
+				args = append(args, "--config", uri)
 			}
 			if res := e2e.Run(t, nil, args...); res.ExitCode != 0 {
-				t.Errorf("%s (values %v): validate failed:\n%s%s", component, values, res.Stdout, res.Stderr)
+				t.Errorf("%s (values %v): validate failed:\n%s%s", w.component, values, res.Stdout, res.Stderr)
 			}
 		}
 	}
+}
+
+// podConfig is one workload's collector configuration as its container
+// runs it: the --config arguments in order.
+type podConfig struct {
+	component string
+	configs   []configArg
+}
+
+// configArg is one --config argument: an embedded: URI, or a file from the
+// workload's ConfigMap (its name there and its content).
+type configArg struct {
+	uri        string
+	file, data string
+}
+
+// podConfigs resolves the --config arguments of every collector container
+// the chart renders against the ConfigMap mounted at /etc/otelcol-ai.
+func podConfigs(t *testing.T, r rendered) []podConfig {
+	t.Helper()
+	cms := map[string]corev1.ConfigMap{}
+	for _, cm := range r.configMaps {
+		cms[cm.Name] = cm
+	}
+	var pods []corev1.PodTemplateSpec
+	for _, ds := range r.daemonSets {
+		pods = append(pods, ds.Spec.Template)
+	}
+	for _, d := range r.deployments {
+		pods = append(pods, d.Spec.Template)
+	}
+	var out []podConfig
+	for _, pod := range pods {
+		c := pod.Spec.Containers[0]
+		volumes := map[string]corev1.Volume{}
+		for _, v := range pod.Spec.Volumes {
+			volumes[v.Name] = v
+		}
+		var cm corev1.ConfigMap
+		for _, m := range c.VolumeMounts {
+			if v := volumes[m.Name]; m.MountPath == "/etc/otelcol-ai" && v.ConfigMap != nil {
+				cm = cms[v.ConfigMap.Name]
+			}
+		}
+		w := podConfig{component: pod.Labels["app.kubernetes.io/component"]}
+		for _, arg := range c.Args {
+			uri, ok := strings.CutPrefix(arg, "--config=")
+			if !ok {
+				continue
+			}
+			if file, ok := strings.CutPrefix(uri, "/etc/otelcol-ai/"); ok {
+				data, found := cm.Data[file]
+				if !found {
+					t.Fatalf("%s: --config %s is not in ConfigMap %q", w.component, uri, cm.Name)
+				}
+				w.configs = append(w.configs, configArg{uri: uri, file: file, data: data})
+				continue
+			}
+			w.configs = append(w.configs, configArg{uri: uri})
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // TestManifestsMatchChart keeps the plain manifests in kubernetes/ equal to

@@ -1,0 +1,536 @@
+package distribution_test
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/otelcol-ai/otelcol-ai/distribution"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+)
+
+// agentCapabilities is what the agent adds back after dropping ALL, each
+// for the reason values.yaml gives.
+var agentCapabilities = []corev1.Capability{
+	"BPF",             // bpf(2): pythongil's eBPF programs and maps
+	"PERFMON",         // perf_event_open(2): its uprobes
+	"SYS_PTRACE",      // ptrace read access to other users' /proc/<pid>/...
+	"DAC_READ_SEARCH", // JFR repositories and -Xlog files of other users
+	"SYS_RESOURCE",    // RLIMIT_MEMLOCK for BPF maps before Linux 5.11
+}
+
+// commandLineKeys are the resource attributes never exported by default.
+var commandLineKeys = []string{"process.command_line", "process.command_args"}
+
+const dropProcessor = "resource/drop_command_line"
+
+func podSpecs(r rendered) map[string]corev1.PodSpec {
+	pods := map[string]corev1.PodSpec{}
+	for _, ds := range r.daemonSets {
+		pods[ds.Spec.Template.Labels["app.kubernetes.io/component"]] = ds.Spec.Template.Spec
+	}
+	for _, d := range r.deployments {
+		pods[d.Spec.Template.Labels["app.kubernetes.io/component"]] = d.Spec.Template.Spec
+	}
+	return pods
+}
+
+func TestPodsRunUnderTheRuntimeDefaultSeccompProfile(t *testing.T) {
+	pods := podSpecs(render(t, nil))
+	for _, component := range []string{"agent", "gateway"} {
+		pod, ok := pods[component]
+		if !ok {
+			t.Fatalf("no %s pod rendered", component)
+		}
+		if sc := pod.SecurityContext; sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("%s pod seccomp profile %+v, want RuntimeDefault", component, pod.SecurityContext)
+		}
+	}
+
+	// Older runtimes whose default profile lacks bpf/perf_event_open get a
+	// profile of their own.
+	profile := "profiles/otelcol-ai.json"
+	pods = podSpecs(render(t, map[string]any{"agent": map[string]any{
+		"seccompProfile": map[string]any{"type": "Localhost", "localhostProfile": profile},
+	}}))
+	got := pods["agent"].SecurityContext.SeccompProfile
+	if got.Type != corev1.SeccompProfileTypeLocalhost || got.LocalhostProfile == nil || *got.LocalhostProfile != profile {
+		t.Errorf("agent seccomp profile %+v, want Localhost %s", got, profile)
+	}
+	if gw := pods["gateway"].SecurityContext.SeccompProfile; gw.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("the agent's profile changed the gateway's to %+v", gw)
+	}
+}
+
+func TestServiceAccountTokenIsMountedOnlyWhereAsked(t *testing.T) {
+	tests := []struct {
+		name                         string
+		values                       map[string]any
+		wantAgent, wantGateway, want bool
+	}{
+		{name: "default", values: nil},
+		{
+			name:      "agent asks",
+			values:    map[string]any{"agent": map[string]any{"automountServiceAccountToken": true}},
+			wantAgent: true, want: true,
+		},
+		{
+			name:        "gateway asks",
+			values:      map[string]any{"gateway": map[string]any{"automountServiceAccountToken": true}},
+			wantGateway: true, want: true,
+		},
+		{
+			name: "agent asks but is not deployed",
+			values: map[string]any{"agent": map[string]any{
+				"enabled": false, "automountServiceAccountToken": true,
+			}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := render(t, tt.values)
+			if len(r.accounts) != 1 {
+				t.Fatalf("%d ServiceAccounts, want 1", len(r.accounts))
+			}
+			if got := r.accounts[0].AutomountServiceAccountToken; got == nil || *got != tt.want {
+				t.Errorf("ServiceAccount automountServiceAccountToken = %v, want %v", deref(got), tt.want)
+			}
+			want := map[string]bool{"agent": tt.wantAgent, "gateway": tt.wantGateway}
+			for component, pod := range podSpecs(r) {
+				if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken != want[component] {
+					t.Errorf("%s pod automountServiceAccountToken = %v, want %v", component, deref(pod.AutomountServiceAccountToken), want[component])
+				}
+			}
+		})
+	}
+}
+
+func deref(b *bool) any {
+	if b == nil {
+		return "unset"
+	}
+	return *b
+}
+
+func TestGatewayRunsAsNonRootWithNoCapabilities(t *testing.T) {
+	pod := podSpecs(render(t, nil))["gateway"]
+	psc := pod.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser == 0 {
+		t.Errorf("gateway pod securityContext %+v: want runAsNonRoot and a non-zero runAsUser", psc)
+	}
+	if pod.HostPID || pod.HostNetwork || pod.HostIPC {
+		t.Error("the gateway shares a host namespace")
+	}
+	for _, v := range pod.Volumes {
+		if v.HostPath != nil {
+			t.Errorf("the gateway mounts host path %s", v.HostPath.Path)
+		}
+	}
+	for _, c := range pod.Containers {
+		sc := c.SecurityContext
+		if sc == nil || sc.Capabilities == nil {
+			t.Fatalf("container %s: no securityContext capabilities", c.Name)
+		}
+		if !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) != 0 {
+			t.Errorf("container %s: capabilities drop %v add %v, want drop [ALL], add none", c.Name, sc.Capabilities.Drop, sc.Capabilities.Add)
+		}
+		if sc.Privileged == nil || *sc.Privileged {
+			t.Errorf("container %s: privileged %v, want false", c.Name, deref(sc.Privileged))
+		}
+		if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			t.Errorf("container %s: allowPrivilegeEscalation %v, want false", c.Name, deref(sc.AllowPrivilegeEscalation))
+		}
+		if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+			t.Errorf("container %s: readOnlyRootFilesystem %v, want true", c.Name, deref(sc.ReadOnlyRootFilesystem))
+		}
+		if sc.RunAsUser != nil && *sc.RunAsUser == 0 {
+			t.Errorf("container %s runs as root", c.Name)
+		}
+	}
+}
+
+func TestAgentCapabilitiesAreTheDocumentedOnes(t *testing.T) {
+	pod := podSpecs(render(t, nil))["agent"]
+	sc := pod.Containers[0].SecurityContext
+	if sc == nil || sc.Capabilities == nil {
+		t.Fatal("agent: no securityContext capabilities")
+	}
+	if !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("drop = %v, want [ALL]", sc.Capabilities.Drop)
+	}
+	if !slices.Equal(sc.Capabilities.Add, agentCapabilities) {
+		t.Errorf("add = %v, want %v", sc.Capabilities.Add, agentCapabilities)
+	}
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("allowPrivilegeEscalation %v, want false", deref(sc.AllowPrivilegeEscalation))
+	}
+	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("readOnlyRootFilesystem %v, want true", deref(sc.ReadOnlyRootFilesystem))
+	}
+
+	// values.yaml says what each one is for, in the comment table above
+	// agent.capabilities, and documents no capability that is not added.
+	documented := documentedCapabilities(t)
+	if !slices.Equal(documented, agentCapabilities) {
+		t.Errorf("values.yaml documents %v, the agent adds %v", documented, agentCapabilities)
+	}
+}
+
+// documentedCapabilities reads the "#   NAME   purpose" table in the
+// comment directly above agent.capabilities in values.yaml.
+func documentedCapabilities(t *testing.T) []corev1.Capability {
+	t.Helper()
+	raw, err := os.ReadFile(chartDir + "/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(raw), "\n")
+	at := slices.Index(lines, "  capabilities:")
+	if at < 0 {
+		t.Fatal("values.yaml: no agent capabilities key")
+	}
+	start := at
+	for start > 0 && strings.HasPrefix(lines[start-1], "  #") {
+		start--
+	}
+	row := regexp.MustCompile(`^  #   ([A-Z_]+) +\S`)
+	var caps []corev1.Capability
+	for _, line := range lines[start:at] {
+		if m := row.FindStringSubmatch(line); m != nil {
+			caps = append(caps, corev1.Capability(m[1]))
+		}
+	}
+	return caps
+}
+
+func TestHostPathsAreTheNeededOnesReadOnly(t *testing.T) {
+	// Host paths each component needs and why; none needs to write.
+	want := map[string]map[string]string{
+		"agent":   {"/var/lib/kubelet/pod-resources": "nvml: the kubelet's pod-resources socket"},
+		"gateway": {},
+	}
+	for component, pod := range podSpecs(render(t, nil)) {
+		hostPaths := map[string]*corev1.HostPathVolumeSource{}
+		for _, v := range pod.Volumes {
+			if v.HostPath != nil {
+				hostPaths[v.Name] = v.HostPath
+			}
+		}
+		seen := map[string]bool{}
+		for name, hp := range hostPaths {
+			seen[hp.Path] = true
+			if _, ok := want[component][hp.Path]; !ok {
+				t.Errorf("%s mounts host path %s, which nothing in its configuration reads", component, hp.Path)
+			}
+			if hp.Type == nil || (*hp.Type != corev1.HostPathDirectory && *hp.Type != corev1.HostPathSocket && *hp.Type != corev1.HostPathFile) {
+				t.Errorf("%s: host path %s has type %v, which may create it on the host", component, hp.Path, hp.Type)
+			}
+			mounts := 0
+			for _, c := range pod.Containers {
+				for _, m := range c.VolumeMounts {
+					if m.Name != name {
+						continue
+					}
+					mounts++
+					if !m.ReadOnly {
+						t.Errorf("%s: host path %s is mounted read-write at %s", component, hp.Path, m.MountPath)
+					}
+				}
+			}
+			if mounts == 0 {
+				t.Errorf("%s: host path volume %s (%s) is mounted by no container", component, name, hp.Path)
+			}
+		}
+		for path, why := range want[component] {
+			if !seen[path] {
+				t.Errorf("%s: host path %s (%s) not mounted", component, path, why)
+			}
+		}
+		// The host's /proc is not needed: with hostPID the container's own
+		// /proc is the host's pid namespace, and every receiver's proc_root
+		// stays /proc.
+		if seen["/proc"] {
+			t.Errorf("%s mounts the host's /proc", component)
+		}
+	}
+}
+
+// effectiveConfig merges a workload's --config arguments as the collector
+// does (maps merge, lists replace), leaving ${env:...} unexpanded.
+func effectiveConfig(t *testing.T, configs []configArg) *confmap.Conf {
+	t.Helper()
+	conf := confmap.New()
+	for _, c := range configs {
+		raw := []byte(c.data)
+		if name, ok := strings.CutPrefix(c.uri, "embedded:"); ok {
+			var err error
+			if raw, err = distribution.Config(name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ret, err := confmap.NewRetrievedFromYAML(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", c.uri, err)
+		}
+		part, err := ret.AsConf()
+		if err != nil {
+			t.Fatalf("%s: %v", c.uri, err)
+		}
+		if err := conf.Merge(part); err != nil {
+			t.Fatalf("%s: %v", c.uri, err)
+		}
+	}
+	return conf
+}
+
+// unmarshalAt decodes the part of conf under key into v, ignoring the keys v
+// does not name.
+func unmarshalAt(t *testing.T, conf *confmap.Conf, key string, v any) {
+	t.Helper()
+	sub, err := conf.Sub(key)
+	if err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	if err := sub.Unmarshal(v, confmap.WithIgnoreUnused()); err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+}
+
+// pipelineProcessors returns each pipeline's processors.
+func pipelineProcessors(t *testing.T, conf *confmap.Conf) map[string][]string {
+	t.Helper()
+	var cfg struct {
+		Pipelines map[string]struct {
+			Processors []string `mapstructure:"processors"`
+		} `mapstructure:"pipelines"`
+	}
+	unmarshalAt(t, conf, "service", &cfg)
+	out := map[string][]string{}
+	for name, p := range cfg.Pipelines {
+		out[name] = p.Processors
+	}
+	return out
+}
+
+// deletesCommandLine reports whether the processor drops every command-line
+// key from the resource.
+func deletesCommandLine(t *testing.T, conf *confmap.Conf, processor string) bool {
+	t.Helper()
+	var cfg struct {
+		Attributes []attributeAction `mapstructure:"attributes"`
+	}
+	unmarshalAt(t, conf, "processors::"+processor, &cfg)
+	for _, key := range commandLineKeys {
+		if !slices.Contains(cfg.Attributes, attributeAction{Key: key, Action: "delete"}) {
+			return false
+		}
+	}
+	return true
+}
+
+// attributeAction is one entry of a resource processor's attributes.
+type attributeAction struct {
+	Key    string `mapstructure:"key"`
+	Action string `mapstructure:"action"`
+}
+
+// TestCommandLineIsDroppedBeforeEveryExporter checks, in the embedded
+// configurations alone and in what each pod runs, that every pipeline runs
+// resource/drop_command_line (a resource processor deleting the command-line
+// attributes) before it exports; and that exportProcessCommandLine takes it
+// out of exactly those pipelines, keeping the rest of their processors.
+func TestCommandLineIsDroppedBeforeEveryExporter(t *testing.T) {
+	embeddedOnly := map[string]podConfig{}
+	for _, name := range distribution.Names() {
+		embeddedOnly[name] = podConfig{component: "embedded:" + name, configs: []configArg{{uri: "embedded:" + name}}}
+	}
+	check := func(w podConfig) map[string][]string {
+		conf := effectiveConfig(t, w.configs)
+		if !deletesCommandLine(t, conf, dropProcessor) {
+			t.Errorf("%s: %s does not delete %v", w.component, dropProcessor, commandLineKeys)
+		}
+		pipelines := pipelineProcessors(t, conf)
+		if len(pipelines) == 0 {
+			t.Errorf("%s: no pipelines", w.component)
+		}
+		for name, processors := range pipelines {
+			if !slices.Contains(processors, dropProcessor) {
+				t.Errorf("%s: pipeline %s exports without %s: processors %v", w.component, name, dropProcessor, processors)
+			}
+		}
+		return pipelines
+	}
+	embedded := map[string]map[string][]string{}
+	for name, w := range embeddedOnly {
+		embedded["embedded:"+name] = check(w)
+	}
+	for _, values := range []map[string]any{nil, {"gateway": map[string]any{"enabled": false}}} {
+		for _, w := range podConfigs(t, render(t, values)) {
+			check(w)
+		}
+	}
+
+	// exportProcessCommandLine: the same processors, less the drop.
+	for _, w := range podConfigs(t, render(t, map[string]any{"exportProcessCommandLine": true})) {
+		base := embedded[w.configs[0].uri]
+		for name, processors := range pipelineProcessors(t, effectiveConfig(t, w.configs)) {
+			want := slices.DeleteFunc(slices.Clone(base[name]), func(p string) bool { return p == dropProcessor })
+			if !slices.Equal(processors, want) {
+				t.Errorf("%s with exportProcessCommandLine: pipeline %s processors %v, want %v", w.component, name, processors, want)
+			}
+		}
+	}
+}
+
+// TestDefaultConfigExportsNoCommandLine runs the built binary on
+// embedded:default, sends every signal over OTLP from a resource carrying a
+// command line with a secret in it, and reads what the file exporters wrote
+// and what the Prometheus endpoint serves: the data arrives, the command line
+// does not.
+func TestDefaultConfigExportsNoCommandLine(t *testing.T) {
+	const secret = "hunter2"
+	resource := func(res pcommon.Resource) {
+		res.Attributes().PutStr("service.name", "redaction-e2e")
+		res.Attributes().PutStr("process.command_line", "java -Ddb.password="+secret+" -jar infer.jar")
+		args := res.Attributes().PutEmptySlice("process.command_args")
+		for _, a := range []string{"java", "-Ddb.password=" + secret, "-jar", "infer.jar"} {
+			args.AppendEmpty().SetStr(a)
+		}
+		res.Attributes().PutInt("process.pid", 4321)
+	}
+	now := pcommon.NewTimestampFromTime(time.Now())
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	resource(rs.Resource())
+	span := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	span.SetName("redaction-span")
+	span.SetTraceID(pcommon.TraceID{0xc1, 1})
+	span.SetSpanID(pcommon.SpanID{0xc1, 1})
+	span.SetStartTimestamp(now - 1e6)
+	span.SetEndTimestamp(now)
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	resource(rm.Resource())
+	m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	m.SetName("redaction.probe")
+	dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
+	dp.SetTimestamp(now)
+	dp.SetIntValue(7)
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	resource(rl.Resource())
+	lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.SetTimestamp(now)
+	lr.Body().SetStr("redaction-log")
+
+	c := e2e.Start(t, e2e.Options{Configs: []string{"embedded:default"}})
+	if err := c.WaitHealthy(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.SendTraces(ctx, td); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SendMetrics(ctx, md); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SendLogs(ctx, ld); err != nil {
+		t.Fatal(err)
+	}
+
+	// Each exported resource of ours keeps process.pid and loses both
+	// command-line keys.
+	checkResource := func(signal string, res pcommon.Resource) {
+		attrs := res.Attributes()
+		if pid, ok := attrs.Get("process.pid"); !ok || pid.Int() != 4321 {
+			t.Errorf("%s: process.pid %v, want 4321 (the resource should otherwise be intact)", signal, pid.AsRaw())
+		}
+		for _, key := range commandLineKeys {
+			if v, ok := attrs.Get(key); ok {
+				t.Errorf("%s: exported %s = %v", signal, key, v.AsRaw())
+			}
+		}
+	}
+	var spans, points, records int
+	if err := c.Eventually(20*time.Second, func() bool {
+		traces, err := c.Traces("traces.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics, err := c.Metrics("metrics.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs, err := c.Logs("logs.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		spans, points, records = 0, 0, 0
+		for _, b := range traces {
+			for i := 0; i < b.ResourceSpans().Len(); i++ {
+				if res := b.ResourceSpans().At(i).Resource(); isOurs(res) {
+					checkResource("traces", res)
+					spans++
+				}
+			}
+		}
+		for _, b := range metrics {
+			for i := 0; i < b.ResourceMetrics().Len(); i++ {
+				if res := b.ResourceMetrics().At(i).Resource(); isOurs(res) {
+					checkResource("metrics", res)
+					points++
+				}
+			}
+		}
+		for _, b := range logs {
+			for i := 0; i < b.ResourceLogs().Len(); i++ {
+				if res := b.ResourceLogs().At(i).Resource(); isOurs(res) {
+					checkResource("logs", res)
+					records++
+				}
+			}
+		}
+		return spans > 0 && points > 0 && records > 0
+	}); err != nil {
+		t.Fatalf("exported: %d trace, %d metric, %d log resources of ours: %v", spans, points, records, err)
+	}
+
+	// The Prometheus endpoint serves the gauge, labelled with the resource's
+	// attributes but no command line.
+	var body string
+	if err := c.Eventually(20*time.Second, func() bool {
+		var err error
+		body, err = e2e.Get("http://" + c.Endpoints.Prometheus + "/metrics")
+		return err == nil && strings.Contains(body, "redaction_probe")
+	}); err != nil {
+		t.Fatalf("prometheus endpoint has no redaction_probe: %v\n%s", err, body)
+	}
+	for line := range strings.Lines(body) {
+		if !strings.HasPrefix(line, "redaction_probe") {
+			continue
+		}
+		if !strings.Contains(line, `process_pid="4321"`) {
+			t.Errorf("resource attributes are not labels here, the check proves nothing: %s", line)
+		}
+		if strings.Contains(line, "process_command") || strings.Contains(line, secret) {
+			t.Errorf("prometheus series carries the command line: %s", line)
+		}
+	}
+}
+
+func isOurs(res pcommon.Resource) bool {
+	v, _ := res.Attributes().Get("service.name")
+	return v.Str() == "redaction-e2e"
+}
