@@ -246,15 +246,25 @@ func (v Value) Bool() bool { return v.flat().bits != 0 }
 func (v Value) Str() string { return v.flat().str() }
 
 // String formats the value for humans, nesting at most 6 levels deep
-// (references can form cycles). It is not the JDK's format; the jfrprint
-// package writes that.
+// (references can form cycles) and showing at most maxFormatValues values
+// (references can also fan out: six levels of a hundred references each
+// would be a trillion). It is not the JDK's format; the jfrprint package
+// writes that.
 func (v Value) String() string {
 	var b strings.Builder
-	v.format(&b, 6)
+	budget := maxFormatValues
+	v.format(&b, 6, &budget)
 	return b.String()
 }
 
-func (v *Value) format(b *strings.Builder, depth int) {
+const maxFormatValues = 1 << 16
+
+func (v *Value) format(b *strings.Builder, depth int, budget *int) {
+	if *budget <= 0 {
+		b.WriteString("…")
+		return
+	}
+	*budget--
 	r := v.resolved()
 	switch r.kind {
 	case KindNullValue:
@@ -287,13 +297,13 @@ func (v *Value) format(b *strings.Builder, depth int) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			c.elems[i].format(b, depth-1)
+			c.elems[i].format(b, depth-1, budget)
 		}
 		b.WriteByte(']')
 		return
 	}
 	if c.typ.SimpleType && len(c.elems) == 1 {
-		c.elems[0].format(b, depth-1)
+		c.elems[0].format(b, depth-1, budget)
 		return
 	}
 	b.WriteByte('{')
@@ -303,7 +313,7 @@ func (v *Value) format(b *strings.Builder, depth int) {
 		}
 		b.WriteString(c.typ.Fields[i].Name)
 		b.WriteByte('=')
-		c.elems[i].format(b, depth-1)
+		c.elems[i].format(b, depth-1, budget)
 	}
 	b.WriteByte('}')
 }
