@@ -165,25 +165,8 @@ func TestDaemonSetEssentials(t *testing.T) {
 	if len(pod.Containers) != 1 {
 		t.Fatalf("%d containers", len(pod.Containers))
 	}
+	// Its securityContext: TestAgentCapabilitiesAreTheDocumentedOnes.
 	c := pod.Containers[0]
-	sc := c.SecurityContext
-	if sc == nil || sc.Capabilities == nil {
-		t.Fatal("no securityContext capabilities")
-	}
-	if sc.Privileged != nil && *sc.Privileged {
-		t.Error("the agent runs privileged; capabilities should be enough")
-	}
-	if !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
-		t.Errorf("drop = %v, want [ALL]", sc.Capabilities.Drop)
-	}
-	for _, want := range []corev1.Capability{"BPF", "PERFMON", "SYS_PTRACE"} {
-		if !slices.Contains(sc.Capabilities.Add, want) {
-			t.Errorf("capability %s not added (have %v)", want, sc.Capabilities.Add)
-		}
-	}
-	if slices.Contains(sc.Capabilities.Add, "SYS_ADMIN") {
-		t.Error("SYS_ADMIN added: BPF and PERFMON replace it")
-	}
 
 	// The kubelet's pod-resources folder is mounted where the nvml
 	// receiver's default endpoint looks (TestHostPathsAreTheNeededOnesReadOnly

@@ -172,6 +172,9 @@ func TestAgentCapabilitiesAreTheDocumentedOnes(t *testing.T) {
 	if !slices.Equal(sc.Capabilities.Add, agentCapabilities) {
 		t.Errorf("add = %v, want %v", sc.Capabilities.Add, agentCapabilities)
 	}
+	if sc.Privileged == nil || *sc.Privileged {
+		t.Errorf("privileged %v, want false: the capabilities are enough", deref(sc.Privileged))
+	}
 	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 		t.Errorf("allowPrivilegeEscalation %v, want false", deref(sc.AllowPrivilegeEscalation))
 	}
