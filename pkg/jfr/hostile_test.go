@@ -21,25 +21,54 @@ import (
 // when pools is not nil (pools writes the pool count and the pools), the
 // metadata, then the records that events writes.
 func chunkOf(md el, pools, events func(*synth)) []byte {
-	s := &synth{b: make([]byte, HeaderSize)}
-	cp := 0
+	return assemble(false, chunkPieces(false, md, pools, events))
+}
+
+// chunkParts are the three parts of a chunk that chunkPieces writes; none
+// holds an absolute offset, so each may be changed alone.
+type chunkParts struct{ checkpoint, metadata, events []byte }
+
+func chunkPieces(fixed bool, md el, pools, events func(*synth)) chunkParts {
+	var p chunkParts
 	if pools != nil {
-		cp = s.record(1, func(s *synth) {
+		s := &synth{fixed: fixed}
+		s.record(1, func(s *synth) {
 			s.long(0) // start
 			s.long(0) // duration
 			s.long(0) // delta: the only checkpoint
 			s.b = append(s.b, 1)
 			pools(s)
 		})
+		p.checkpoint = s.b
 	}
-	meta := len(s.b)
+	s := &synth{fixed: fixed}
 	s.metadata(md)
+	p.metadata = s.b
 	if events != nil {
+		s := &synth{fixed: fixed}
 		events(s)
+		p.events = s.b
 	}
-	copy(s.b, headerBytes(Header{Major: 2, Minor: 1, Size: int64(len(s.b)), CheckpointOffset: int64(cp), MetadataOffset: int64(meta),
-		StartNanos: 1_700_000_000_000_000_000, TicksPerSecond: 1_000_000_000, Flags: flagCompressedInts}))
-	return s.b
+	return p
+}
+
+// assemble lays out header, checkpoint, metadata and events.
+func assemble(fixed bool, p chunkParts) []byte {
+	b := make([]byte, HeaderSize, HeaderSize+len(p.checkpoint)+len(p.metadata)+len(p.events))
+	cp := int64(0)
+	if len(p.checkpoint) > 0 {
+		cp = HeaderSize
+	}
+	b = append(b, p.checkpoint...)
+	meta := int64(len(b))
+	b = append(append(b, p.metadata...), p.events...)
+	flags := uint16(flagCompressedInts)
+	if fixed {
+		flags = 0
+	}
+	copy(b, headerBytes(Header{Major: 2, Minor: 1, Size: int64(len(b)), CheckpointOffset: cp, MetadataOffset: meta,
+		StartNanos: 1_700_000_000_000_000_000, TicksPerSecond: 1_000_000_000, Flags: flags}))
+	return b
 }
 
 // withClasses is the synthetic metadata plus the given classes.
@@ -83,10 +112,10 @@ func formatErr(t *testing.T, err, want error, what string) *FormatError {
 	return fe
 }
 
-// allocated runs fn and returns the bytes it allocated.
+// allocated runs fn and returns the bytes it allocated (live or not: a
+// peak can only be lower).
 func allocated(fn func()) uint64 {
 	var before, after runtime.MemStats
-	runtime.GC()
 	runtime.ReadMemStats(&before)
 	fn()
 	runtime.ReadMemStats(&after)

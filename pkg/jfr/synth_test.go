@@ -221,43 +221,45 @@ var samples = []sample{
 	{start: 1_004_000, text: func(s *synth) { s.b = append(s.b, strEmpty) }, wantText: ""},
 }
 
+// sample writes x as a test.Sample event record.
+func (s *synth) sample(x sample) {
+	s.record(sSample, func(s *synth) {
+		s.long(x.start)
+		s.long(x.dur)
+		s.long(int64(x.thread))
+		if x.flag {
+			s.b = append(s.b, 1)
+		} else {
+			s.b = append(s.b, 0)
+		}
+		s.b = append(s.b, byte(x.b))
+		s.int(2, uint64(uint16(x.s)))
+		s.int(2, uint64(x.c))
+		s.int(4, uint64(x.u))
+		s.b = binary.BigEndian.AppendUint32(s.b, math.Float32bits(x.f))
+		s.b = binary.BigEndian.AppendUint64(s.b, math.Float64bits(x.d))
+		x.text(s)
+		if x.count > 0 {
+			s.i32(x.count)
+		} else {
+			s.i32(len(x.values))
+		}
+		for _, v := range x.values {
+			s.int(4, uint64(uint32(v)))
+		}
+		s.int(4, uint64(uint32(x.a)))
+		s.long(x.pb)
+	})
+}
+
 // synthChunk builds a finished chunk: events, metadata in the middle (as
 // HotSpot places it), and two checkpoints that split the Thread pool.
 func synthChunk(fixed bool) []byte { return synthChunkOf(fixed, samples) }
 
 func synthChunkOf(fixed bool, samples []sample) []byte {
 	s := &synth{fixed: fixed, b: make([]byte, HeaderSize)}
-	writeSample := func(x sample) {
-		s.record(sSample, func(s *synth) {
-			s.long(x.start)
-			s.long(x.dur)
-			s.long(int64(x.thread))
-			if x.flag {
-				s.b = append(s.b, 1)
-			} else {
-				s.b = append(s.b, 0)
-			}
-			s.b = append(s.b, byte(x.b))
-			s.int(2, uint64(uint16(x.s)))
-			s.int(2, uint64(x.c))
-			s.int(4, uint64(x.u))
-			s.b = binary.BigEndian.AppendUint32(s.b, math.Float32bits(x.f))
-			s.b = binary.BigEndian.AppendUint64(s.b, math.Float64bits(x.d))
-			x.text(s)
-			if x.count > 0 {
-				s.i32(x.count)
-			} else {
-				s.i32(len(x.values))
-			}
-			for _, v := range x.values {
-				s.int(4, uint64(uint32(v)))
-			}
-			s.int(4, uint64(uint32(x.a)))
-			s.long(x.pb)
-		})
-	}
-	writeSample(samples[0])
-	writeSample(samples[1])
+	s.sample(samples[0])
+	s.sample(samples[1])
 	cp1 := s.record(1, func(s *synth) {
 		s.long(0)
 		s.long(0)
@@ -272,10 +274,10 @@ func synthChunkOf(fixed bool, samples []sample) []byte {
 	})
 	meta := len(s.b)
 	s.metadata(synthMetadata())
-	writeSample(samples[2])
-	writeSample(samples[3])
+	s.sample(samples[2])
+	s.sample(samples[3])
 	s.record(12345, func(s *synth) { s.long(42) }) // an undeclared type: skipped
-	writeSample(samples[4])
+	s.sample(samples[4])
 	cp2 := len(s.b)
 	s.record(1, func(s *synth) {
 		s.long(0)
