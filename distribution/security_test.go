@@ -453,61 +453,58 @@ func TestDefaultConfigExportsNoCommandLine(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Each exported resource of ours keeps process.pid and loses both
-	// command-line keys.
-	checkResource := func(signal string, res pcommon.Resource) {
-		attrs := res.Attributes()
-		if pid, ok := attrs.Get("process.pid"); !ok || pid.Int() != 4321 {
-			t.Errorf("%s: process.pid %v, want 4321 (the resource should otherwise be intact)", signal, pid.AsRaw())
-		}
-		for _, key := range commandLineKeys {
-			if v, ok := attrs.Get(key); ok {
-				t.Errorf("%s: exported %s = %v", signal, key, v.AsRaw())
-			}
-		}
-	}
-	var spans, points, records int
+	// Wait for our resource in every signal's file, then check each copy:
+	// process.pid kept, both command-line keys gone.
+	var exported map[string][]pcommon.Resource
 	if err := c.Eventually(20*time.Second, func() bool {
+		exported = map[string][]pcommon.Resource{}
 		traces, err := c.Traces("traces.jsonl")
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, b := range traces {
+			for i := 0; i < b.ResourceSpans().Len(); i++ {
+				exported["traces"] = appendOurs(exported["traces"], b.ResourceSpans().At(i).Resource())
+			}
 		}
 		metrics, err := c.Metrics("metrics.jsonl")
 		if err != nil {
 			t.Fatal(err)
 		}
+		for _, b := range metrics {
+			for i := 0; i < b.ResourceMetrics().Len(); i++ {
+				exported["metrics"] = appendOurs(exported["metrics"], b.ResourceMetrics().At(i).Resource())
+			}
+		}
 		logs, err := c.Logs("logs.jsonl")
 		if err != nil {
 			t.Fatal(err)
 		}
-		spans, points, records = 0, 0, 0
-		for _, b := range traces {
-			for i := 0; i < b.ResourceSpans().Len(); i++ {
-				if res := b.ResourceSpans().At(i).Resource(); isOurs(res) {
-					checkResource("traces", res)
-					spans++
-				}
-			}
-		}
-		for _, b := range metrics {
-			for i := 0; i < b.ResourceMetrics().Len(); i++ {
-				if res := b.ResourceMetrics().At(i).Resource(); isOurs(res) {
-					checkResource("metrics", res)
-					points++
-				}
-			}
-		}
 		for _, b := range logs {
 			for i := 0; i < b.ResourceLogs().Len(); i++ {
-				if res := b.ResourceLogs().At(i).Resource(); isOurs(res) {
-					checkResource("logs", res)
-					records++
+				exported["logs"] = appendOurs(exported["logs"], b.ResourceLogs().At(i).Resource())
+			}
+		}
+		return len(exported["traces"]) > 0 && len(exported["metrics"]) > 0 && len(exported["logs"]) > 0
+	}); err != nil {
+		t.Fatalf("exported resources of ours: %d traces, %d metrics, %d logs: %v",
+			len(exported["traces"]), len(exported["metrics"]), len(exported["logs"]), err)
+	}
+	for signal, resources := range exported {
+		for _, res := range resources {
+			attrs := res.Attributes()
+			// The rest of the resource is intact.
+			if pid, ok := attrs.Get("process.pid"); !ok {
+				t.Errorf("%s: process.pid dropped too: %v", signal, attrs.AsRaw())
+			} else if pid.Int() != 4321 {
+				t.Errorf("%s: process.pid %d, want 4321", signal, pid.Int())
+			}
+			for _, key := range commandLineKeys {
+				if v, ok := attrs.Get(key); ok {
+					t.Errorf("%s: exported %s = %v", signal, key, v.AsRaw())
 				}
 			}
 		}
-		return spans > 0 && points > 0 && records > 0
-	}); err != nil {
-		t.Fatalf("exported: %d trace, %d metric, %d log resources of ours: %v", spans, points, records, err)
 	}
 
 	// The Prometheus endpoint serves the gauge, labelled with the resource's
@@ -533,7 +530,11 @@ func TestDefaultConfigExportsNoCommandLine(t *testing.T) {
 	}
 }
 
-func isOurs(res pcommon.Resource) bool {
-	v, _ := res.Attributes().Get("service.name")
-	return v.Str() == "redaction-e2e"
+// appendOurs appends res when it is the test's resource (service.name
+// redaction-e2e), not the collector's own host metrics and the like.
+func appendOurs(resources []pcommon.Resource, res pcommon.Resource) []pcommon.Resource {
+	if v, _ := res.Attributes().Get("service.name"); v.Str() == "redaction-e2e" {
+		return append(resources, res)
+	}
+	return resources
 }
