@@ -13,6 +13,14 @@
 //
 // Each chunk file is opened as soon as the JVM creates it (watch.go), so
 // that a chunk the JVM deletes at exit before the next poll is still read.
+//
+// A repository is written by the JVM's container and read as hostile
+// input: every file is opened inside the JVM's root (package procroot), so
+// symlinks and `..` stay in the container; only regular files are read,
+// and opens never block; chunk memory is bounded per chunk and across all
+// repositories (limits.go); a panic while decoding one repository disables
+// that repository only. What is refused is counted (Config.Refused) and
+// reported once per repository.
 package repository // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/repository"
 
 import (
@@ -23,12 +31,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfrstream"
@@ -49,6 +60,16 @@ type Config struct {
 	DiscoveryInterval time.Duration
 	// Attach starts recordings in discovered JVMs that run none.
 	Attach AttachConfig
+	// MaxChunkSize bounds the bytes held for one chunk: a chunk whose
+	// header claims more is skipped. 0 means jfr.DefaultMaxChunkSize.
+	MaxChunkSize int64
+	// MaxMemory bounds the chunk bytes held by all followed repositories
+	// together: a chunk that would take them past it is skipped. 0 means
+	// no bound.
+	MaxMemory int64
+	// Refused, when set, is called once for every file or repository the
+	// source refuses, with the reason (Refused* constants).
+	Refused func(reason string)
 	// Logger receives debug messages about JVMs coming and going.
 	Logger *zap.Logger
 }
@@ -61,18 +82,27 @@ var staleAfter = 5 * time.Minute
 // a JVM with a backlog of chunk files cannot starve the others.
 const maxSegmentsPerPoll = 8
 
-// Source follows repositories. Use it from one goroutine.
+// Source follows repositories. Use it from one goroutine (HeldBytes
+// excepted).
 type Source struct {
 	cfg       Config
 	finder    *discovery.Finder
 	starter   *starter
 	followers map[string]*follower // by repository folder
-	ended     map[string]bool      // repositories read to the end, while they exist
+	ended     map[string]bool      // repositories read to the end (or disabled), while they exist
 	watcher   *watcher             // nil before the first scan, or without inotify
 	noWatcher bool                 // inotify could not be used: poll only
 	started   bool
 	lastScan  time.Time
 	now       func() time.Time
+	memory    budget
+	// tooMany are the discovered JVMs whose surplus repository folders
+	// were reported, so each is counted once; pruned at each discovery.
+	tooMany map[jvmKey]bool
+
+	// beforeSegment, when set (tests), runs before each segment is
+	// decoded, with the repository folder.
+	beforeSegment func(dir string)
 }
 
 // New returns a source; it reads nothing before the first Poll.
@@ -80,7 +110,11 @@ func New(cfg Config) *Source {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	s := &Source{cfg: cfg, followers: map[string]*follower{}, ended: map[string]bool{}, now: time.Now}
+	if cfg.MaxChunkSize <= 0 {
+		cfg.MaxChunkSize = jfr.DefaultMaxChunkSize
+	}
+	s := &Source{cfg: cfg, followers: map[string]*follower{}, ended: map[string]bool{}, tooMany: map[jvmKey]bool{}, now: time.Now}
+	s.memory.max = cfg.MaxMemory
 	if cfg.Discover {
 		s.finder = discovery.NewFinder(cfg.ProcRoot)
 		if cfg.Attach.Enabled {
@@ -89,6 +123,10 @@ func New(cfg Config) *Source {
 	}
 	return s
 }
+
+// HeldBytes returns the chunk bytes the followed repositories hold now
+// (what MaxMemory bounds). Safe from any goroutine.
+func (s *Source) HeldBytes() int64 { return s.memory.held.Load() }
 
 // Following returns the repository folders followed now, sorted.
 func (s *Source) Following() []string {
@@ -103,7 +141,9 @@ func (s *Source) Following() []string {
 // Followed is one repository the source reads, as another source needs to
 // know it (the receiver prefers its JFR over the same JVM's -Xlog file).
 type Followed struct {
-	// Dir is the repository folder.
+	// Dir is the repository folder, as the collector names it (under
+	// /proc/<pid>/root for a discovered JVM); for messages and matching,
+	// never opened.
 	Dir string
 	// JVM is what batches from it carry: a discovered JVM's pid (the
 	// collector's) and start time, or a pattern's folder pid only.
@@ -151,7 +191,8 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 		}
 		f := s.followers[dir]
 		b := jvmevent.Batch{JVM: f.jvm}
-		if err := f.poll(&b); err != nil {
+		err, panicked := s.pollIsolated(f, &b)
+		if err != nil {
 			errs = append(errs, err)
 		}
 		b.RuntimeVersion = f.stream.RuntimeVersion()
@@ -160,13 +201,41 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 			emit(b)
 		}
 		if f.done {
-			s.cfg.Logger.Debug("JFR repository read to the end", zap.String("repository", dir), zap.Int("pid", f.jvm.PID))
+			if !panicked {
+				s.cfg.Logger.Debug("JFR repository read to the end", zap.String("repository", dir), zap.Int("pid", f.jvm.PID))
+			}
 			f.closeAll()
 			delete(s.followers, dir)
 			s.ended[dir] = true
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// pollIsolated polls one repository, turning a panic in its decoding into
+// an error that disables it: one hostile chunk must not take down the
+// source's other JVMs, nor the collector.
+func (s *Source) pollIsolated(f *follower, b *jvmevent.Batch) (err error, panicked bool) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		s.cfg.Logger.Error("panic while reading a JFR repository; it is no longer read",
+			zap.String("repository", f.dir), zap.String("file", filepath.Base(f.path)), zap.Any("panic", v), zap.ByteString("stack", debug.Stack()))
+		s.count(RefusedPanic)
+		f.done = true
+		err = fmt.Errorf("repository %s: chunk file %s: panic while decoding: %v (repository no longer read until its JVM restarts)", f.dir, filepath.Base(f.path), v)
+		panicked = true
+	}()
+	return f.poll(b), false
+}
+
+// count reports one refusal.
+func (s *Source) count(reason string) {
+	if s.cfg.Refused != nil {
+		s.cfg.Refused(reason)
+	}
 }
 
 // Close closes every open chunk file and stops the recordings the source
@@ -201,103 +270,185 @@ func (s *Source) watch() *watcher {
 	return s.watcher
 }
 
+// candidate is a repository folder found by a scan: its root (owned by
+// the scan until a follower takes it), the folder inside it, and the name
+// the collector gives it (the followers' key, and messages).
+type candidate struct {
+	root       *procroot.Root
+	inside     string
+	dir        string
+	info       os.FileInfo
+	jvm        jvmevent.JVM
+	discovered bool
+	alive      func() bool
+}
+
+// scanState is what one scan has found so far.
+type scanState struct {
+	found map[string]bool
+	infos []os.FileInfo // folders found so far, to spot one reached by two paths
+}
+
 // scan finds repositories not yet followed.
 func (s *Source) scan() error {
+	st := &scanState{found: map[string]bool{}}
 	var errs []error
-	found := map[string]bool{}
-	var infos []os.FileInfo // folders found so far, to spot one reached by two paths
-	add := func(dir string, info os.FileInfo, jvm jvmevent.JVM, discovered bool, alive func() bool) {
-		found[dir] = true
-		infos = append(infos, info)
-		if s.followers[dir] != nil || s.ended[dir] {
-			return
-		}
-		s.cfg.Logger.Debug("following JFR repository", zap.String("repository", dir), zap.Int("pid", jvm.PID))
-		f := &follower{dir: dir, jvm: jvm, discovered: discovered, alive: alive, newest: !s.started, stream: jfrstream.New()}
-		if w := s.watch(); w != nil {
-			e, err := w.watch(dir)
-			if err != nil {
-				s.cfg.Logger.Debug("cannot watch JFR repository; chunk files are found by polling only", zap.String("repository", dir), zap.Error(err))
-			}
-			f.early = e
-		}
-		s.followers[dir] = f
-	}
 	if s.finder != nil {
-		jvms, err := s.finder.JVMs()
-		if err != nil {
+		if err := s.scanDiscovered(st); err != nil {
 			errs = append(errs, err)
-		}
-		alive := map[jvmKey]bool{}
-		for _, j := range jvms {
-			finder, pid, start := s.finder, j.PID, j.StartTicks
-			var repos []string
-			if root, err := j.OpenRoot(); err == nil {
-				for _, r := range j.Repositories(root) {
-					repos = append(repos, root.Display(r))
-				}
-				root.Close()
-			}
-			for _, dir := range repos {
-				info, err := os.Stat(dir)
-				if err != nil {
-					continue
-				}
-				add(dir, info, jvmevent.JVM{PID: pid, StartTicks: start, Source: dir}, true, func() bool { return finder.Alive(pid, start) })
-			}
-			alive[jvmKey{pid, start}] = true
-			if s.starter != nil {
-				if err := s.starter.consider(j, len(repos) > 0); err != nil {
-					errs = append(errs, err)
-				}
-			}
-		}
-		if s.starter != nil {
-			s.starter.forget(alive)
 		}
 	}
 	for _, pattern := range s.cfg.Include {
-		matches, err := filepath.Glob(pattern)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("repository: pattern %q: %w", pattern, err))
-			continue
-		}
-		for _, dir := range matches {
-			fi, err := os.Stat(dir)
-			if err != nil || !fi.IsDir() || found[dir] {
-				continue
-			}
-			// A pattern may reach a discovered JVM's repository by another
-			// path (/tmp/… rather than /proc/<pid>/root/tmp/…): follow it
-			// once, as the discovered JVM, whose resource is richer.
-			if slices.ContainsFunc(infos, func(o os.FileInfo) bool { return os.SameFile(o, fi) }) {
-				continue
-			}
-			d := dir
-			// The pid in the name is the JVM's own; it is the collector's
-			// only when both share a pid namespace, so it is reported
-			// but not used to tell whether the JVM runs: the folder is.
-			add(dir, fi, jvmevent.JVM{PID: discovery.RepositoryPID(dir), Source: dir}, false, func() bool {
-				_, err := os.Stat(d)
-				return err == nil
-			})
-			if f := s.followers[dir]; f != nil && f.staleAfter == 0 {
-				f.staleAfter = staleAfter
-			}
+		if err := s.scanPattern(st, pattern); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	// Forget ended repositories once they are gone, so the map stays small.
 	for dir := range s.ended {
-		if !found[dir] {
+		if !st.found[dir] {
 			delete(s.ended, dir)
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// scanDiscovered finds the repositories of the JVMs running in the proc
+// root, each inside the JVM's own root.
+func (s *Source) scanDiscovered(st *scanState) error {
+	var errs []error
+	jvms, err := s.finder.JVMs()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	alive := map[jvmKey]bool{}
+	for _, j := range jvms {
+		k := jvmKey{j.PID, j.StartTicks}
+		alive[k] = true
+		n, err := s.addDiscovered(st, j, k)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if s.starter != nil {
+			if err := s.starter.consider(j, n > 0); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for k := range s.tooMany {
+		if !alive[k] {
+			delete(s.tooMany, k)
+		}
+	}
+	if s.starter != nil {
+		s.starter.forget(alive)
+	}
+	return errors.Join(errs...)
+}
+
+// addDiscovered adds the repository folders of one discovered JVM and
+// returns how many it has.
+func (s *Source) addDiscovered(st *scanState, j discovery.JVM, k jvmKey) (int, error) {
+	root, err := j.OpenRoot()
+	if err != nil {
+		return 0, nil // exited, or not ours to read: nothing to follow
+	}
+	defer root.Close()
+	repos := j.Repositories(root)
+	var err2 error
+	if len(repos) > maxRepositoriesPerJVM {
+		if !s.tooMany[k] {
+			s.tooMany[k] = true
+			s.count(RefusedTooMany)
+			err2 = fmt.Errorf("repository: pid %d has %d repository folders; following the newest %d", j.PID, len(repos), maxRepositoriesPerJVM)
+		}
+		repos = repos[len(repos)-maxRepositoriesPerJVM:]
+	}
+	finder, pid, start := s.finder, j.PID, j.StartTicks
+	for _, inside := range repos {
+		info, err := root.Stat(inside)
+		if err != nil || !info.IsDir() {
+			continue
+		}
+		dir := root.Display(inside)
+		c := candidate{inside: inside, dir: dir, info: info, discovered: true,
+			jvm:   jvmevent.JVM{PID: pid, StartTicks: start, Source: dir},
+			alive: func() bool { return finder.Alive(pid, start) }}
+		s.add(st, c, func() (*procroot.Root, error) { return j.OpenRoot() })
+	}
+	return len(repos), err2
+}
+
+// scanPattern finds the repository folders a configured pattern matches;
+// each is its own root, so nothing inside it leads out of it.
+func (s *Source) scanPattern(st *scanState, pattern string) error {
+	matches, err := filepath.Glob(pattern)
+	if err != nil {
+		return fmt.Errorf("repository: pattern %q: %w", pattern, err)
+	}
+	for _, dir := range matches {
+		fi, err := os.Stat(dir)
+		if err != nil || !fi.IsDir() {
+			continue
+		}
+		d := dir
+		// The pid in the name is the JVM's own; it is the collector's
+		// only when both share a pid namespace, so it is reported but not
+		// used to tell whether the JVM runs: the folder is.
+		c := candidate{inside: "/", dir: dir, info: fi,
+			jvm: jvmevent.JVM{PID: discovery.RepositoryPID(dir), Source: dir},
+			alive: func() bool {
+				_, err := os.Stat(d)
+				return err == nil
+			}}
+		if f := s.add(st, c, func() (*procroot.Root, error) { return procroot.OpenDir(d) }); f != nil && f.staleAfter == 0 {
+			f.staleAfter = staleAfter
+		}
+	}
+	return nil
+}
+
+// add follows c unless it is followed (or ended) already or is a folder
+// found before by another path; openRoot gives the follower its own root.
+// It returns the follower, nil when there is none.
+func (s *Source) add(st *scanState, c candidate, openRoot func() (*procroot.Root, error)) *follower {
+	if st.found[c.dir] {
+		return nil
+	}
+	// A pattern may reach a discovered JVM's repository by another path
+	// (/tmp/… rather than /proc/<pid>/root/tmp/…): follow it once, as the
+	// discovered JVM, whose resource is richer.
+	if slices.ContainsFunc(st.infos, func(o os.FileInfo) bool { return os.SameFile(o, c.info) }) {
+		return nil
+	}
+	st.found[c.dir] = true
+	st.infos = append(st.infos, c.info)
+	if f := s.followers[c.dir]; f != nil || s.ended[c.dir] {
+		return f
+	}
+	root, err := openRoot()
+	if err != nil {
+		s.cfg.Logger.Debug("cannot open the root of a JFR repository", zap.String("repository", c.dir), zap.Error(err))
+		return nil
+	}
+	s.cfg.Logger.Debug("following JFR repository", zap.String("repository", c.dir), zap.Int("pid", c.jvm.PID))
+	f := &follower{src: s, root: root, inside: c.inside, dir: c.dir, jvm: c.jvm, discovered: c.discovered, alive: c.alive, newest: !s.started, stream: jfrstream.New()}
+	if w := s.watch(); w != nil {
+		e, err := w.watch(root, c.inside, c.dir)
+		if err != nil {
+			s.cfg.Logger.Debug("cannot watch JFR repository; chunk files are found by polling only", zap.String("repository", c.dir), zap.Error(err))
+		}
+		f.early = e
+	}
+	s.followers[c.dir] = f
+	return f
+}
+
 // follower reads one repository.
 type follower struct {
-	dir        string
+	src        *Source
+	root       *procroot.Root // the JVM's root, or the pattern's folder; every file is opened inside it
+	inside     string         // the folder, as a path inside root
+	dir        string         // the folder as the collector names it: key and messages, never opened
 	jvm        jvmevent.JVM
 	discovered bool
 	alive      func() bool
@@ -322,6 +473,14 @@ type follower struct {
 	held  map[string]*os.File
 	early *early // the watcher's, nil without one
 
+	// refused are the file names refused, so that each is counted once
+	// and not opened again; reported are the reasons already reported,
+	// so that each is reported once per repository; notes are the
+	// reports not yet returned by a poll.
+	refused  map[string]bool
+	reported map[string]bool
+	notes    []error
+
 	// staleAfter, when set, ends a follower whose repository has not grown
 	// for that long: a folder found by a pattern has no process to watch,
 	// and a JVM killed with a preserved repository leaves a chunk that is
@@ -330,22 +489,30 @@ type follower struct {
 	grew       time.Time
 }
 
-// close closes the chunk file being read.
+// close closes the chunk file being read and gives its memory back.
 func (f *follower) close() {
+	if f.live != nil {
+		f.src.memory.release(f.live.Held())
+	}
 	if f.file != nil {
 		f.file.Close()
-		f.file, f.live, f.path = nil, nil, ""
 	}
+	f.file, f.live, f.path = nil, nil, ""
 }
 
-// closeAll closes every file the follower holds; it is done.
+// closeAll closes every file the follower holds, and its root; it is done.
 func (f *follower) closeAll() {
 	f.close()
 	f.dropHeld()
+	if f.root != nil {
+		f.root.Close()
+		f.root = nil
+	}
 }
 
 func (f *follower) dropHeld() {
 	if f.early != nil {
+		// Before the root closes: the watcher opens files through it.
 		f.early.unwatch()
 		f.early = nil
 	}
@@ -378,6 +545,33 @@ func (f *follower) hold(name string, file *os.File) {
 	f.held[name] = file
 }
 
+// refuse counts a refused file (name "" for the folder itself) once,
+// remembers it so that it is not opened again, and notes err to be
+// reported when the repository has not reported reason yet.
+func (f *follower) refuse(reason, name string, err error) {
+	if name != "" {
+		if f.refused[name] {
+			return
+		}
+		if f.refused == nil {
+			f.refused = map[string]bool{}
+		}
+		if len(f.refused) < maxRefusedNames {
+			f.refused[name] = true
+		}
+	}
+	f.src.count(reason)
+	if f.reported[reason] {
+		f.src.cfg.Logger.Debug("JFR repository file refused", zap.String("repository", f.dir), zap.String("reason", reason), zap.Error(err))
+		return
+	}
+	if f.reported == nil {
+		f.reported = map[string]bool{}
+	}
+	f.reported[reason] = true
+	f.notes = append(f.notes, err)
+}
+
 // poll reads what was flushed. When the JVM is gone (or the chunk it
 // marked final is read), everything it left is read and the follower is
 // done.
@@ -405,6 +599,8 @@ func (f *follower) poll(b *jvmevent.Batch) error {
 		seg, perr := f.live.Poll()
 		if perr != nil {
 			switch {
+			case errors.Is(perr, jfr.ErrTooLarge):
+				f.refuseChunk(perr)
 			case !errors.Is(perr, jfr.ErrNotFlushed):
 				err = fmt.Errorf("repository %s: chunk file %s: %w (file skipped)", f.dir, filepath.Base(f.path), perr)
 			case exited:
@@ -421,6 +617,9 @@ func (f *follower) poll(b *jvmevent.Batch) error {
 		}
 		if !seg.Empty() {
 			f.grew = time.Now()
+		}
+		if f.src.beforeSegment != nil {
+			f.src.beforeSegment(f.dir)
 		}
 		if serr := f.stream.Segment(seg, b); serr != nil {
 			// Events before the damage are kept; the rest of the chunk is
@@ -442,9 +641,20 @@ func (f *follower) poll(b *jvmevent.Batch) error {
 	return f.finish(b, exited, err)
 }
 
+// refuseChunk counts and notes a chunk refused for its size: its header
+// claims more than the per-chunk cap, or holding it would pass the
+// repositories' shared budget. The follower moves on to the next chunk.
+func (f *follower) refuseChunk(perr error) {
+	reason, limit := RefusedTooLarge, fmt.Sprintf("repositories::max_chunk_size_mib is %d bytes", f.src.cfg.MaxChunkSize)
+	if errors.Is(perr, errOverBudget) {
+		reason, limit = RefusedOverBudget, fmt.Sprintf("repositories::max_memory_mib is %d bytes", f.src.cfg.MaxMemory)
+	}
+	f.refuse(reason, "", fmt.Errorf("repository %s: chunk file %s refused: %w (%s; file skipped)", f.dir, filepath.Base(f.path), perr, limit))
+}
+
 // finish ends a poll: it lets out windows that waited long enough, marks
-// the follower done when the JVM is gone, and returns err unless it was
-// already reported.
+// the follower done when the JVM is gone, and returns err and the
+// refusals noted, unless they were already reported.
 func (f *follower) finish(b *jvmevent.Batch, exited bool, err error) error {
 	f.stream.Flush(b, exited)
 	if exited {
@@ -452,37 +662,102 @@ func (f *follower) finish(b *jvmevent.Batch, exited bool, err error) error {
 		// chunk it never finished (killed).
 		f.done = true
 	}
+	notes := errors.Join(f.notes...)
+	f.notes = nil
 	if err != nil {
 		if msg := err.Error(); msg != f.lastErr {
 			f.lastErr = msg
-			return err
+			return errors.Join(err, notes)
 		}
 	}
-	return nil
+	return notes
+}
+
+// listing is one read of the repository folder.
+type listing struct {
+	entries []fs.DirEntry
+	gone    bool // the folder no longer exists
+}
+
+// list reads the folder through the root, at most maxListed entries.
+func (f *follower) list() (listing, error) {
+	d, err := f.root.OpenDirectory(f.inside)
+	if errors.Is(err, fs.ErrNotExist) {
+		return listing{gone: true}, nil
+	}
+	if err != nil {
+		return listing{}, fmt.Errorf("repository %s: %w", f.dir, err)
+	}
+	defer d.Close()
+	entries, err := d.ReadDir(maxListed + 1)
+	if errors.Is(err, fs.ErrNotExist) {
+		return listing{gone: true}, nil // removed while held open
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return listing{}, fmt.Errorf("repository %s: %w", f.dir, err)
+	}
+	if len(entries) > maxListed {
+		entries = entries[:maxListed]
+		f.refuse(RefusedTooMany, "", fmt.Errorf("repository %s: more than %d files; only %d are looked at", f.dir, maxListed, maxListed))
+	}
+	return listing{entries: entries}, nil
+}
+
+// openChunk opens a chunk file of the folder, inside the root and only
+// when it is a regular file (the open never blocks). A file refused is
+// counted and reported once and not tried again; ok is false then, and
+// when the file is gone.
+func (f *follower) openChunk(name string, typ fs.FileMode) (*os.File, bool) {
+	if f.refused[name] {
+		return nil, false
+	}
+	// The listing's type is enough to refuse a FIFO, device or socket
+	// without opening it; symlinks are resolved inside the root.
+	if typ&(fs.ModeNamedPipe|fs.ModeDevice|fs.ModeCharDevice|fs.ModeSocket) != 0 {
+		f.refuse(RefusedNotRegular, name, fmt.Errorf("repository %s: chunk file %s refused: %w (%v)", f.dir, name, procroot.ErrNotRegular, typ.Type()))
+		return nil, false
+	}
+	file, err := f.root.OpenFile(filepath.Join(f.inside, name))
+	switch {
+	case err == nil:
+		return file, true
+	case errors.Is(err, procroot.ErrNotRegular):
+		f.refuse(RefusedNotRegular, name, fmt.Errorf("repository %s: chunk file %s refused: %w", f.dir, name, err))
+	case errors.Is(err, syscall.ELOOP), typ&fs.ModeSymlink != 0 && errors.Is(err, fs.ErrNotExist):
+		// A JVM never writes symlinks; one that leads nowhere inside the
+		// root points out of it (or through a magic link).
+		f.refuse(RefusedOutsideRoot, name, fmt.Errorf("repository %s: chunk file %s refused: a symlink that does not resolve inside the JVM's root: %w", f.dir, name, err))
+	case errors.Is(err, fs.ErrNotExist):
+		// Rotated away between listing and opening.
+	default:
+		f.refuse(RefusedOpenFailed, name, fmt.Errorf("repository %s: chunk file %s: %w", f.dir, name, err))
+	}
+	return nil, false
 }
 
 // nextChunk finds the chunk file that follows the last one read, among
 // the folder's files and the held ones: the earliest that starts later
 // (the newest for a repository found at start); name is "" when there is
 // none yet. unwritten is the newest-named listed file without a header
-// yet; gone says the folder no longer exists.
-func (f *follower) nextChunk() (name string, start int64, unwritten string, gone bool, err error) {
+// yet, and its type; gone says the folder no longer exists.
+func (f *follower) nextChunk() (name string, start int64, unwritten fs.DirEntry, gone bool, err error) {
 	f.takeEarly()
-	entries, err := os.ReadDir(f.dir)
-	gone = errors.Is(err, fs.ErrNotExist)
-	if err != nil && !gone {
-		return "", 0, "", false, fmt.Errorf("repository %s: %w", f.dir, err)
+	l, err := f.list()
+	if err != nil {
+		return "", 0, nil, false, err
 	}
 	better := func(s int64) bool {
 		return s > f.lastStart && (name == "" || (f.newest && s > start) || (!f.newest && s < start))
 	}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jfr") || f.held[e.Name()] != nil {
+	for _, e := range l.entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jfr") || f.held[e.Name()] != nil || f.refused[e.Name()] {
 			continue
 		}
-		h, ok := readHeader(filepath.Join(f.dir, e.Name()))
+		h, ok, opened := f.readHeader(e)
 		if !ok {
-			unwritten = max(unwritten, e.Name())
+			if opened && (unwritten == nil || e.Name() > unwritten.Name()) {
+				unwritten = e
+			}
 			continue
 		}
 		if better(h.StartNanos) {
@@ -494,7 +769,7 @@ func (f *follower) nextChunk() (name string, start int64, unwritten string, gone
 			name, start = n, h.StartNanos
 		}
 	}
-	return name, start, unwritten, gone, nil
+	return name, start, unwritten, l.gone, nil
 }
 
 // openNext opens the chunk file that follows the last one read
@@ -507,9 +782,9 @@ func (f *follower) openNext() (bool, error) {
 		return false, err
 	}
 	if name == "" {
-		if unwritten != "" {
-			if file, err := os.Open(filepath.Join(f.dir, unwritten)); err == nil {
-				f.hold(unwritten, file)
+		if unwritten != nil {
+			if file, ok := f.openChunk(unwritten.Name(), unwritten.Type()); ok {
+				f.hold(unwritten.Name(), file)
 			}
 		}
 		if gone {
@@ -517,17 +792,16 @@ func (f *follower) openNext() (bool, error) {
 		}
 		return false, nil
 	}
-	path := filepath.Join(f.dir, name)
 	file := f.held[name]
 	if file != nil {
 		delete(f.held, name)
-	} else if file, err = os.Open(path); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil // rotated away between listing and opening
-		}
-		return false, fmt.Errorf("repository %s: %w", f.dir, err)
+	} else if file, _ = f.openChunk(name, 0); file == nil {
+		return false, nil // rotated away between listing and opening, or refused
 	}
-	f.file, f.path, f.live, f.lastStart, f.newest = file, path, jfr.NewLiveChunk(file, 0), best, false
+	live := jfr.NewLiveChunk(file, 0)
+	live.MaxSize = f.src.cfg.MaxChunkSize
+	live.Reserve = f.src.memory.reserve
+	f.file, f.path, f.live, f.lastStart, f.newest = file, filepath.Join(f.dir, name), live, best, false
 	if f.from == 0 {
 		f.from = best
 	}
@@ -549,14 +823,16 @@ func (f *follower) newerExists() bool {
 	return err == nil && name != ""
 }
 
-// readHeader reads a chunk file's header; false when it is not (yet) one.
-func readHeader(path string) (jfr.Header, bool) {
-	file, err := os.Open(path)
-	if err != nil {
-		return jfr.Header{}, false
+// readHeader reads the header of a listed chunk file; ok is false when it
+// is not (yet) one, opened false when the file could not be opened.
+func (f *follower) readHeader(e fs.DirEntry) (h jfr.Header, ok, opened bool) {
+	file, opened := f.openChunk(e.Name(), e.Type())
+	if !opened {
+		return jfr.Header{}, false, false
 	}
 	defer file.Close()
-	return headerAt(file)
+	h, ok = headerAt(file)
+	return h, ok, true
 }
 
 // headerAt reads the header of an open chunk file.

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 )
 
 // maxEarly bounds the chunk files held open for one repository before the
@@ -20,7 +22,8 @@ const maxEarly = 16
 // created, finished and deleted between two polls. The watcher opens each
 // chunk file the moment the JVM creates it (inotify), so that its data
 // stays readable through the open file after it is deleted; the follower
-// reads it from there.
+// reads it from there. Files are opened inside the repository's root and
+// only when regular (never blocking the watcher's goroutine on a FIFO).
 type watcher struct {
 	fd   int      // the inotify instance, for adding and removing watches
 	file *os.File // the same, non-blocking (File.Fd would make it blocking), read by loop
@@ -33,9 +36,10 @@ type watcher struct {
 // early holds the chunk files of one repository opened by the watcher and
 // not yet taken by its follower.
 type early struct {
-	w   *watcher
-	dir string
-	wd  int32
+	w      *watcher
+	root   *procroot.Root // the follower's; it closes it after unwatch
+	inside string         // the folder inside root
+	wd     int32
 
 	mu     sync.Mutex
 	files  map[string]*os.File // by file name
@@ -53,13 +57,21 @@ func newWatcher() (*watcher, error) {
 	return w, nil
 }
 
-// watch starts holding the chunk files created in dir from now on.
-func (w *watcher) watch(dir string) (*early, error) {
-	wd, err := unix.InotifyAddWatch(w.fd, dir, unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_ONLYDIR)
+// watch starts holding the chunk files created in the folder inside root
+// from now on; dir names it in errors. The folder is watched through a
+// descriptor opened inside the root, never by a path under
+// /proc/<pid>/root that the collector would resolve in its own namespace.
+func (w *watcher) watch(root *procroot.Root, inside, dir string) (*early, error) {
+	d, err := root.OpenDirectory(inside)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	wd, err := unix.InotifyAddWatch(w.fd, procroot.FDPath(int(d.Fd())), unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_ONLYDIR)
 	if err != nil {
 		return nil, &os.PathError{Op: "inotify_add_watch", Path: dir, Err: err}
 	}
-	e := &early{w: w, dir: dir, wd: int32(wd), files: map[string]*os.File{}}
+	e := &early{w: w, root: root, inside: inside, wd: int32(wd), files: map[string]*os.File{}}
 	w.mu.Lock()
 	w.byWatch[e.wd] = e
 	w.mu.Unlock()
@@ -131,9 +143,9 @@ func (e *early) open(name string) {
 	if e.closed || e.files[name] != nil || len(e.files) >= maxEarly {
 		return
 	}
-	f, err := os.Open(filepath.Join(e.dir, name))
+	f, err := e.root.OpenFile(filepath.Join(e.inside, name))
 	if err != nil {
-		return // gone already; nothing to hold
+		return // gone already, or not a regular file (the follower's listing reports it)
 	}
 	e.files[name] = f
 }
