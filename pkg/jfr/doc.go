@@ -48,5 +48,20 @@
 // Nothing in this package panics on malformed input: errors are [*FormatError]
 // values that name the chunk and byte offset, and wrap one of the sentinel
 // errors ([ErrTruncated], [ErrMagic], [ErrVersion], [ErrCorrupt],
-// [ErrNotFlushed]) for callers that branch with [errors.Is].
+// [ErrNotFlushed], [ErrTooLarge]) for callers that branch with [errors.Is].
+//
+// Input is untrusted: any process can write the files a reader is pointed
+// at. Sizes a file claims are checked before anything is allocated for
+// them: a chunk may hold at most [DefaultMaxChunkSize] bytes unless the
+// caller sets [Reader.MaxChunkSize] or [LiveChunk.MaxSize], and
+// [LiveChunk.Reserve] lets a caller share one memory budget among many
+// chunks. Every count (array elements, string lengths, constants, metadata
+// strings and elements) is bounded by the bytes left to hold it. Metadata is
+// refused when its event exceeds 4 MiB, it declares more than 65536
+// classes, a class contains itself inline, structs nest inline more than 64
+// deep, or one value of a class would visit more than 65536 values; and
+// decoding or skipping one event or constant visits at most 2^20 array
+// elements' values. Each refusal wraps ErrTooLarge (or ErrCorrupt for a
+// cycle); events delivered before it stay valid, and the file's other
+// chunks stay readable.
 package jfr
