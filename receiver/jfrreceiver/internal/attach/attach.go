@@ -2,14 +2,21 @@
 // to run diagnostic commands (JFR.start, JFR.stop) in a running JVM,
 // including one in a container, reached through /proc/<pid>/root.
 //
-// The JVM listens on the UNIX socket <tmp>/.java_pid<nspid> once its attach
+// The JVM listens on the UNIX socket /tmp/.java_pid<nspid> once its attach
 // listener runs. To start it, a client creates the file .attach_pid<nspid>
-// (in the JVM's working directory, or its tmp) and sends SIGQUIT; the JVM
+// (in the JVM's working directory, or its /tmp) and sends SIGQUIT; the JVM
 // sees the file, opens the socket, and the client removes the file. A
 // request is "1\x00" then the command and three arguments, each ending in
 // NUL; the answer is a result code on the first line and the command's
 // output after it. The JVM accepts a connection only from its own user or
 // root.
+//
+// The JVM's files are the JVM's to shape, and it may be hostile: every path
+// is resolved inside its root (package procroot), so a symlink or `..` in
+// the container never makes the agent create, write, chown or dial anything
+// outside it; only a socket is dialled; the trigger file is created
+// exclusively, never through a link. SIGQUIT, which kills a process that is
+// not a JVM, goes only to the process whose start time was checked.
 package attach // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach"
 
 import (
@@ -18,20 +25,34 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 )
 
-// ErrRefused is wrapped by errors for a command the JVM ran and failed
-// (non-zero result code); the error text carries its output.
-var ErrRefused = errors.New("jvm refused the command")
+// Errors callers branch on with errors.Is.
+var (
+	// ErrRefused is wrapped by errors for a command the JVM ran and failed
+	// (non-zero result code); the error text carries its output.
+	ErrRefused = errors.New("jvm refused the command")
+	// ErrGone: the process exited, or its pid now names another process
+	// (another start time), so nothing was sent to it.
+	ErrGone = errors.New("process is gone")
+)
+
+// Caps on what is read from the process: its status is a few KiB, an
+// answer to a diagnostic command a few KiB too.
+const (
+	maxStatus = 64 << 10
+	maxAnswer = 1 << 20
+)
 
 // Target is a JVM to attach to.
 type Target struct {
@@ -41,40 +62,43 @@ type Target struct {
 	PID int
 	// NSPID is the pid the JVM sees (its own namespace); 0 means PID.
 	NSPID int
+	// StartTicks is the JVM's start time (field 22 of /proc/<pid>/stat):
+	// when set, a process of that pid started at another time (the JVM
+	// exited and the pid was reused) is left alone (ErrGone). 0 takes the
+	// process that has the pid when the exchange begins.
+	StartTicks uint64
 	// Timeout bounds the whole exchange, the attach handshake included.
 	Timeout time.Duration
 }
 
-func (t Target) nspid() int {
+func (t Target) nspid() string {
 	if t.NSPID > 0 {
-		return t.NSPID
+		return strconv.Itoa(t.NSPID)
 	}
-	return t.PID
-}
-
-func (t Target) proc(name string) string {
-	return filepath.Join(t.ProcRoot, strconv.Itoa(t.PID), name)
-}
-
-// socketPath is where the JVM's attach socket is, seen from here.
-func (t Target) socketPath() string {
-	return filepath.Join(t.proc("root"), "tmp", ".java_pid"+strconv.Itoa(t.nspid()))
+	return strconv.Itoa(t.PID)
 }
 
 // Jcmd runs one diagnostic command line ("JFR.start name=x settings=y") in
 // the JVM and returns its output.
 func (t Target) Jcmd(command string) (string, error) {
 	deadline := time.Now().Add(t.Timeout)
-	sock := t.socketPath()
-	if _, err := os.Stat(sock); err != nil {
-		if err := t.startListener(sock, deadline); err != nil {
+	x, err := t.open()
+	if err != nil {
+		return "", err
+	}
+	defer x.close()
+	sock := "/tmp/.java_pid" + t.nspid()
+	switch _, err := x.root.Stat(sock); {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := x.startListener(sock, deadline); err != nil {
 			return "", err
 		}
+	case err != nil:
+		return "", fmt.Errorf("attach: pid %d: %w", t.PID, err)
 	}
-	d := net.Dialer{Deadline: deadline}
-	conn, err := d.Dial("unix", sock)
+	conn, err := x.root.DialUnix(sock, deadline)
 	if err != nil {
-		return "", fmt.Errorf("attach: pid %d: connect %s: %w", t.PID, sock, err)
+		return "", fmt.Errorf("attach: pid %d: %w", t.PID, err)
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(deadline)
@@ -86,7 +110,7 @@ func (t Target) Jcmd(command string) (string, error) {
 	if _, err := conn.Write(req.Bytes()); err != nil {
 		return "", fmt.Errorf("attach: pid %d: send: %w", t.PID, err)
 	}
-	rd := bufio.NewReader(io.LimitReader(conn, 1<<20))
+	rd := bufio.NewReader(io.LimitReader(conn, maxAnswer))
 	codeLine, err := rd.ReadString('\n')
 	if err != nil && codeLine == "" {
 		return "", fmt.Errorf("attach: pid %d: read result: %w", t.PID, err)
@@ -104,75 +128,195 @@ func (t Target) Jcmd(command string) (string, error) {
 	return out, nil
 }
 
+// exchange is one attach exchange's hold on the process. proc, its
+// /proc/<pid> directory held open, names that process and no other
+// whatever becomes of the pid, and signals it; root is its root directory,
+// which keeps naming the same files after the process exits (a process
+// that is not a JVM dies of SIGQUIT), so the trigger file is still removed.
+type exchange struct {
+	t        Target
+	proc     int
+	start    uint64
+	root     *procroot.Root
+	cwd      string // as the process sees it; "" when unknown
+	uid, gid int    // the process's effective ids; -1 when not to be set
+}
+
+// open pins the process: its start time is read through proc before and
+// after its root, working directory and owner are read by pid, so that
+// all of them are known to be that process's.
+func (t Target) open() (*exchange, error) {
+	dir := filepath.Join(t.ProcRoot, strconv.Itoa(t.PID))
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("attach: pid %d: %w: %w", t.PID, ErrGone, err)
+	}
+	x := &exchange{t: t, proc: fd, uid: -1, gid: -1}
+	if x.start, err = x.startTicks(); err != nil {
+		x.close()
+		return nil, err
+	}
+	if t.StartTicks != 0 && x.start != t.StartTicks {
+		x.close()
+		return nil, fmt.Errorf("attach: pid %d started at %d, not %d (another process): %w", t.PID, x.start, t.StartTicks, ErrGone)
+	}
+	if x.root, err = procroot.Open(t.ProcRoot, t.PID); err != nil {
+		x.close()
+		return nil, fmt.Errorf("attach: pid %d: %w", t.PID, err)
+	}
+	if cwd, err := procroot.Cwd(t.ProcRoot, t.PID); err == nil {
+		x.cwd = cwd
+	}
+	// HotSpot only trusts a trigger file of its own user; only root can
+	// give it one.
+	if os.Getuid() == 0 {
+		x.uid, x.gid = t.owner()
+	}
+	if err := x.alive(); err != nil {
+		x.close()
+		return nil, err
+	}
+	return x, nil
+}
+
+func (x *exchange) close() {
+	if x.root != nil {
+		x.root.Close()
+	}
+	unix.Close(x.proc)
+}
+
+// startTicks reads the process's start time through its held directory:
+// an error once that process has exited, even if its pid is in use again.
+func (x *exchange) startTicks() (uint64, error) {
+	fd, err := unix.Openat(x.proc, "stat", unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return 0, fmt.Errorf("attach: pid %d: %w: %w", x.t.PID, ErrGone, err)
+	}
+	f := os.NewFile(uintptr(fd), "stat")
+	defer f.Close()
+	data, err := procroot.ReadCapped(f, 4<<10)
+	if err != nil {
+		return 0, fmt.Errorf("attach: pid %d: %w: %w", x.t.PID, ErrGone, err)
+	}
+	// Fields after the command name, which is in parentheses and may hold
+	// anything; starttime is the 22nd field, the 20th after it.
+	i := bytes.LastIndexByte(data, ')')
+	fields := strings.Fields(string(data[i+1:]))
+	if i < 0 || len(fields) < 20 {
+		return 0, fmt.Errorf("attach: pid %d: stat %q has no start time", x.t.PID, data)
+	}
+	v, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("attach: pid %d: stat start time: %w", x.t.PID, err)
+	}
+	return v, nil
+}
+
+// alive fails unless the pinned process still runs.
+func (x *exchange) alive() error {
+	start, err := x.startTicks()
+	if err != nil {
+		return err
+	}
+	if start != x.start {
+		return fmt.Errorf("attach: pid %d: start time changed: %w", x.t.PID, ErrGone)
+	}
+	return nil
+}
+
+// signal sends sig to the pinned process only.
+func (x *exchange) signal(sig unix.Signal) error {
+	err := unix.PidfdSendSignal(x.proc, sig, nil, 0)
+	if errors.Is(err, unix.ENOSYS) {
+		// Before Linux 5.1 there is only kill(2): the start time, checked
+		// just before, stands for the identity.
+		if err = x.alive(); err == nil {
+			err = unix.Kill(x.t.PID, sig)
+		}
+	}
+	if errors.Is(err, unix.ESRCH) {
+		err = fmt.Errorf("%w: %w", ErrGone, err)
+	}
+	if err != nil {
+		return fmt.Errorf("attach: pid %d: %s: %w", x.t.PID, unix.SignalName(sig), err)
+	}
+	return nil
+}
+
 // startListener asks the JVM to open its attach socket and waits for it.
-func (t Target) startListener(sock string, deadline time.Time) error {
-	uid, gid := t.owner()
-	name := ".attach_pid" + strconv.Itoa(t.nspid())
-	// The trigger file is made and removed relative to an open handle on
-	// its directory: /proc/<pid>/cwd stops resolving when the process
-	// exits (a process that is not a JVM dies of SIGQUIT), the directory
-	// does not.
-	var dirFD = -1
-	for _, dir := range []string{t.proc("cwd"), filepath.Join(t.proc("root"), "tmp")} {
-		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue
-		}
-		f, err := unix.Openat(fd, name, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o660)
-		if err != nil {
-			unix.Close(fd)
-			continue
-		}
-		// HotSpot only trusts a trigger file of its own user.
-		if uid >= 0 && os.Getuid() == 0 {
-			_ = unix.Fchown(f, uid, gid)
-		}
-		unix.Close(f)
-		dirFD = fd
-		break
+func (x *exchange) startListener(sock string, deadline time.Time) error {
+	trigger, err := x.createTrigger()
+	if err != nil {
+		return err
 	}
-	if dirFD < 0 {
-		return fmt.Errorf("attach: pid %d: cannot create %s in its working or tmp directory", t.PID, name)
-	}
-	defer func() {
-		_ = unix.Unlinkat(dirFD, name, 0)
-		unix.Close(dirFD)
-	}()
-	if err := syscall.Kill(t.PID, syscall.SIGQUIT); err != nil {
-		return fmt.Errorf("attach: pid %d: SIGQUIT: %w", t.PID, err)
+	defer func() { _ = x.root.Remove(trigger) }()
+	if err := x.signal(unix.SIGQUIT); err != nil {
+		return err
 	}
 	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
-		if _, err := os.Stat(sock); err == nil {
+		if _, err := x.root.Stat(sock); err == nil {
 			return nil
 		}
 		if time.Now().Add(wait).After(deadline) {
-			return fmt.Errorf("attach: pid %d: no attach socket %s after SIGQUIT (is it a HotSpot JVM with attach enabled?)", t.PID, sock)
+			return fmt.Errorf("attach: pid %d: no attach socket %s after SIGQUIT (is it a HotSpot JVM with attach enabled?)", x.t.PID, x.root.Display(sock))
 		}
 		time.Sleep(wait)
 	}
 }
 
-// owner returns the JVM's effective uid and gid from /proc/<pid>/status
-// (-1 when unknown).
+// createTrigger creates .attach_pid<nspid> in the JVM's working directory,
+// else its /tmp, and returns its path inside the root.
+func (x *exchange) createTrigger() (string, error) {
+	name := ".attach_pid" + x.t.nspid()
+	var dirs []string
+	if x.cwd != "" {
+		dirs = append(dirs, x.cwd)
+	}
+	dirs = append(dirs, "/tmp")
+	var errs []error
+	for _, dir := range dirs {
+		p := filepath.Join(dir, name)
+		f, err := x.root.Create(p, 0o660, x.uid, x.gid)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := f.Close(); err != nil {
+			_ = x.root.Remove(p)
+			errs = append(errs, err)
+			continue
+		}
+		return p, nil
+	}
+	return "", fmt.Errorf("attach: pid %d: cannot create %s in its working directory or /tmp: %w", x.t.PID, name, errors.Join(errs...))
+}
+
+// owner returns the process's effective uid and gid from its status (-1
+// when unknown).
 func (t Target) owner() (uid, gid int) {
 	uid, gid = -1, -1
-	data, err := os.ReadFile(t.proc("status"))
+	data, err := procroot.ReadProcFile(filepath.Join(t.ProcRoot, strconv.Itoa(t.PID), "status"), maxStatus)
 	if err != nil {
 		return
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		for _, key := range []string{"Uid:", "Gid:"} {
-			if rest, ok := strings.CutPrefix(line, key); ok {
-				f := strings.Fields(rest)
-				if len(f) >= 2 {
-					v, _ := strconv.Atoi(f[1]) // effective
-					if key == "Uid:" {
-						uid = v
-					} else {
-						gid = v
-					}
-				}
-			}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		key, rest, ok := strings.Cut(line, ":")
+		if !ok || (key != "Uid" && key != "Gid") {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			continue
+		}
+		v, err := strconv.Atoi(f[1]) // real, effective, saved, filesystem
+		if err != nil || v < 0 {
+			continue
+		}
+		if key == "Uid" {
+			uid = v
+		} else {
+			gid = v
 		}
 	}
 	return
@@ -184,7 +328,12 @@ func (t Target) owner() (uid, gid int) {
 // installing its signal handlers). JVMs run with -XX:-UsePerfData never
 // look ready.
 func (t Target) Ready() bool {
-	matches, _ := filepath.Glob(filepath.Join(t.proc("root"), "tmp", "hsperfdata_*", strconv.Itoa(t.nspid())))
+	root, err := procroot.Open(t.ProcRoot, t.PID)
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	matches, _ := root.Glob("/tmp/hsperfdata_*/" + t.nspid())
 	return len(matches) > 0
 }
 
