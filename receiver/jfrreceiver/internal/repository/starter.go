@@ -2,14 +2,17 @@ package repository
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 )
@@ -26,6 +29,9 @@ const RecordingName = "otelcol-ai"
 // maxAttachTries bounds how often a JVM that does not (yet) take JFR.start
 // is tried, one try per discovery.
 const maxAttachTries = 5
+
+// maxSettings caps the configured .jfc read (the project's is 3 KiB).
+const maxSettings = 1 << 20
 
 // AttachConfig turns on starting recordings in JVMs that run none.
 type AttachConfig struct {
@@ -69,7 +75,7 @@ func (s *starter) consider(j discovery.JVM, hasRepository bool) error {
 	if hasRepository || s.started[k].PID != 0 || s.tries[k] >= maxAttachTries || (s.only != nil && !s.only(j)) {
 		return nil
 	}
-	t := attach.Target{ProcRoot: s.procs, PID: j.PID, NSPID: j.NSPID, Timeout: s.cfg.Timeout}
+	t := attach.Target{ProcRoot: s.procs, PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, Timeout: s.cfg.Timeout}
 	if !t.Ready() {
 		return nil
 	}
@@ -95,21 +101,74 @@ func (s *starter) consider(j discovery.JVM, hasRepository bool) error {
 }
 
 // settingsFor puts the settings file where the JVM can read it (its own
-// /tmp, which may be a container's) and returns the path as the JVM sees it.
+// /tmp, which may be a container's: written inside its root, never through
+// a link) and returns the path as the JVM sees it, and a cleanup that
+// removes it.
 func (s *starter) settingsFor(j discovery.JVM) (string, func(), error) {
 	data := Settings
 	if s.cfg.Settings != "" {
 		var err error
-		if data, err = os.ReadFile(s.cfg.Settings); err != nil {
-			return "", func() {}, fmt.Errorf("repository: attach settings: %w", err)
+		if data, err = readSettings(s.cfg.Settings); err != nil {
+			return "", func() {}, err
 		}
 	}
-	name := "otelcol-ai-" + strconv.Itoa(j.NSPID) + ".jfc"
-	local := filepath.Join(j.ProcRoot, strconv.Itoa(j.PID), "root", "tmp", name)
-	if err := os.WriteFile(local, data, 0o644); err != nil {
+	root, err := j.OpenRoot()
+	if err != nil {
 		return "", func() {}, fmt.Errorf("repository: writing settings for pid %d: %w", j.PID, err)
 	}
-	return "/tmp/" + name, func() { os.Remove(local) }, nil
+	name := "/tmp/otelcol-ai-" + strconv.Itoa(j.NSPID) + ".jfc"
+	if err := writeNew(root, name, data); err != nil {
+		root.Close()
+		return "", func() {}, fmt.Errorf("repository: writing settings for pid %d: %w", j.PID, err)
+	}
+	return name, func() {
+		_ = root.Remove(name)
+		root.Close()
+	}, nil
+}
+
+// writeNew writes data to the new file name inside root. A file of that
+// name is a leftover of ours or planted: it is removed (a link itself, not
+// what it names) and the file created exclusively, so nothing is written
+// through a link.
+func writeNew(root *procroot.Root, name string, data []byte) error {
+	if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := root.Create(name, 0o644, -1, -1)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = root.Remove(name)
+	}
+	return err
+}
+
+// readSettings reads the operator's .jfc: a regular file, opened without
+// blocking, at most maxSettings bytes.
+func readSettings(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("repository: attach settings: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("repository: attach settings: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("repository: attach settings %s: %w", path, procroot.ErrNotRegular)
+	}
+	data, err := procroot.ReadCapped(f, maxSettings)
+	if err != nil {
+		return nil, fmt.Errorf("repository: attach settings %s: %w", path, err)
+	}
+	return data, nil
 }
 
 // forget drops JVMs that are no longer running.
@@ -133,7 +192,7 @@ func (s *starter) stopAll(finder *discovery.Finder) {
 		if !finder.Alive(j.PID, j.StartTicks) {
 			continue
 		}
-		t := attach.Target{ProcRoot: s.procs, PID: j.PID, NSPID: j.NSPID, Timeout: s.cfg.Timeout}
+		t := attach.Target{ProcRoot: s.procs, PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, Timeout: s.cfg.Timeout}
 		if _, err := t.Jcmd("JFR.stop name=" + RecordingName); err != nil {
 			s.logger.Warn("stopping the JFR recording this receiver started", zap.Int("pid", j.PID), zap.Error(err))
 		}
