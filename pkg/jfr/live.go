@@ -41,7 +41,8 @@ type LiveChunk struct {
 	// refuse the growth; Poll then fails with an error wrapping both
 	// [ErrTooLarge] and that error, keeps the bytes it holds, and may be
 	// called again later. After Reserve returns nil, Held grows by exactly
-	// grow. Reserve is not called when a poll fits in the current buffer.
+	// grow (while the bytes are copied, the old buffer is live too).
+	// Reserve is not called when a poll fits in the current buffer.
 	Reserve func(grow int64) error
 }
 
