@@ -67,7 +67,12 @@ func bareProbes(b *testing.B, opts gil.Options) func(pid int) func() {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := p.Attach(path); err != nil {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := p.Attach(f); err != nil {
 			b.Fatal(err)
 		}
 		return func() { _ = p.Close() }

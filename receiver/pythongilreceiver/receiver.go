@@ -46,6 +46,9 @@ type gilReceiver struct {
 	// load is gil.Load, replaced by tests.
 	load func(gil.Options) (*gil.Probe, error)
 
+	// tel is the receiver's own telemetry, from start to shutdown.
+	tel *metadata.TelemetryBuilder
+
 	// state is guarded by stateMu: the event reader and the run loop both
 	// touch it.
 	stateMu sync.Mutex
@@ -64,6 +67,11 @@ func (r *gilReceiver) start(_ context.Context, host component.Host) error {
 	if err != nil {
 		return err
 	}
+	tel, err := metadata.NewTelemetryBuilder(r.set.TelemetrySettings)
+	if err != nil {
+		return fmt.Errorf("pythongil: telemetry: %w", err)
+	}
+	r.tel = tel
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	r.cancel, r.done = cancel, done
@@ -78,6 +86,7 @@ func (r *gilReceiver) start(_ context.Context, host component.Host) error {
 // probe; the last started face to shut down calls it.
 func (r *gilReceiver) shutdown(ctx context.Context) error {
 	r.cancel()
+	defer r.tel.Shutdown()
 	select {
 	case <-r.done:
 		return nil
@@ -119,7 +128,7 @@ func (r *gilReceiver) run(ctx context.Context, host component.Host, filter disco
 		probe, err := r.load(opts)
 		if err == nil {
 			componentstatus.ReportStatus(host, componentstatus.NewEvent(componentstatus.StatusOK))
-			r.serve(ctx, probe, filter)
+			r.serve(ctx, host, probe, filter)
 			return
 		}
 		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
@@ -138,15 +147,18 @@ func (r *gilReceiver) run(ctx context.Context, host component.Host, filter disco
 
 // serve runs discovery, collection, flushing and duty cycling on one
 // goroutine and the ring-buffer reader on another, until ctx ends.
-func (r *gilReceiver) serve(ctx context.Context, probe *gil.Probe, filter discovery.Filter) {
+func (r *gilReceiver) serve(ctx context.Context, host component.Host, probe *gil.Probe, filter discovery.Filter) {
 	clock, err := window.NewClock()
 	if err != nil {
 		r.set.Logger.Error("cannot read the clocks", zap.Error(err))
 		_ = probe.Close()
 		return
 	}
-	host, _ := os.Hostname()
-	st := newRunState(r.cfg, probe, clock, discovery.NewScanner(procresource.NewReader(r.cfg.ProcRoot, 0), filter), host, r.set.Logger)
+	hostName, _ := os.Hostname()
+	refused := &refusals{tel: r.tel, logger: r.set.Logger, report: func(err error) {
+		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
+	}}
+	st := newRunState(r.cfg, probe, clock, discovery.NewScanner(procresource.NewReader(r.cfg.ProcRoot, 0), filter), hostName, r.set.Logger, refused)
 	r.stateMu.Lock()
 	r.state = st
 	r.stateMu.Unlock()

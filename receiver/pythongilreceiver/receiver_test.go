@@ -3,6 +3,7 @@ package pythongilreceiver
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -442,6 +443,16 @@ func TestShutdownWithoutStart(t *testing.T) {
 	require.NoError(t, lr.Shutdown(context.Background()))
 }
 
+// readImage reads the ELF image of path.
+func readImage(path string) (*gil.Image, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return gil.ReadFile(f)
+}
+
 // TestGCPausesFromUSDTEndToEnd runs the GC workload on a stripped CPython
 // built --with-dtrace (Debian's /usr/bin/python3.X: no gc_collect_main,
 // gc__start/gc__done notes): discovery finds the static executable, the
@@ -451,11 +462,7 @@ func TestGCPausesFromUSDTEndToEnd(t *testing.T) {
 	pythons, _ := filepath.Glob("/usr/bin/python3.[0-9]*")
 	var py string
 	for _, c := range pythons {
-		syms, err := gil.ReadSymbols(c)
-		if err != nil || !syms.HasGIL() || syms.GC() != "" {
-			continue
-		}
-		if probes, err := gil.ReadUSDT(c); err == nil && len(probes) > 0 {
+		if img, err := readImage(c); err == nil && img.Symbols.HasGIL() && img.Symbols.GC() == "" && len(img.USDT) > 0 {
 			py = c
 			break
 		}

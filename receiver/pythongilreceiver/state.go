@@ -2,6 +2,7 @@ package pythongilreceiver
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -27,6 +28,7 @@ type runState struct {
 	scanner  *discovery.Scanner
 	hostName string
 	logger   *zap.Logger
+	refusals *refusals
 
 	libraries map[discovery.FileID]*library
 	// skipped remembers files that cannot be probed, so that each is
@@ -83,9 +85,9 @@ type counterKey struct {
 	tid  uint32
 }
 
-func newRunState(cfg *Config, probe *gil.Probe, clock *window.Clock, scanner *discovery.Scanner, host string, logger *zap.Logger) *runState {
+func newRunState(cfg *Config, probe *gil.Probe, clock *window.Clock, scanner *discovery.Scanner, host string, logger *zap.Logger, refused *refusals) *runState {
 	st := &runState{
-		cfg: cfg, probe: probe, clock: clock, scanner: scanner, hostName: host, logger: logger,
+		cfg: cfg, probe: probe, clock: clock, scanner: scanner, hostName: host, logger: logger, refusals: refused,
 		libraries: map[discovery.FileID]*library{},
 		skipped:   map[discovery.FileID]struct{}{},
 		processes: map[uint32]*process{},
@@ -125,10 +127,13 @@ func (st *runState) liveProcesses() int {
 // discover scans for interpreters, attaches libraries new to the receiver,
 // marks processes that are gone and detaches libraries no process maps.
 func (st *runState) discover() {
-	found, err := st.scanner.Scan()
+	found, refused, err := st.scanner.Scan()
 	if err != nil {
 		st.logger.Warn("discovering Python processes", zap.Error(err))
 		return
+	}
+	for _, r := range refused {
+		st.refusals.refuse(r.Err, zap.Int("pid", r.PID))
 	}
 	live := map[uint32]struct{}{}
 	for _, in := range found {
@@ -137,7 +142,7 @@ func (st *runState) discover() {
 			if _, ok := st.skipped[in.FileID]; !ok {
 				st.skipped[in.FileID] = struct{}{}
 				st.logger.Info("free-threaded CPython build: it has no GIL, nothing to probe",
-					zap.Int("pid", in.Resource.PID), zap.String("file", in.File), zap.String("version", in.Version))
+					zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.String("version", in.Version))
 			}
 			continue
 		}
@@ -146,26 +151,29 @@ func (st *runState) discover() {
 			if _, skip := st.skipped[in.FileID]; skip {
 				continue
 			}
-			l, err := st.probe.Attach(in.File)
+			l, err := st.attach(in)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
-					// The process went away mid-attach; another process
-					// mapping the same file will bring it back.
-					st.logger.Debug("process exited while attaching", zap.Int("pid", in.Resource.PID), zap.Error(err))
+					// The process went away mid-attach (or the path
+					// names nothing in its root); another process mapping
+					// the same file will bring it back.
+					st.logger.Debug("file not found while attaching", zap.Int("pid", in.Resource.PID), zap.Error(err))
 					continue
 				}
 				st.skipped[in.FileID] = struct{}{}
-				if errors.Is(err, gil.ErrNoSymbols) {
+				switch {
+				case st.refusals.refuse(err, zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.Stringer("file_id", in.FileID)):
+				case errors.Is(err, gil.ErrNoSymbols):
 					st.logger.Debug("skipping process without CPython GIL symbols", zap.Int("pid", in.Resource.PID), zap.Error(err))
-				} else {
-					st.logger.Warn("cannot probe CPython", zap.Int("pid", in.Resource.PID), zap.String("file", in.File), zap.Error(err))
+				default:
+					st.logger.Warn("cannot probe CPython", zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.Error(err))
 				}
 				continue
 			}
 			lib = &library{lib: l, pids: map[uint32]struct{}{}}
 			st.libraries[in.FileID] = lib
 			gc, gcErr := l.GC()
-			st.logger.Debug("probing CPython", zap.String("file", in.File), zap.String("version", in.Version),
+			st.logger.Debug("probing CPython", zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.String("version", in.Version),
 				zap.Bool("switch_probes", l.Symbols().Switch()), zap.String("gc", gc), zap.NamedError("gc_usdt", gcErr))
 		}
 		lib.pids[pid] = struct{}{}
@@ -198,6 +206,24 @@ func (st *runState) discover() {
 	}
 }
 
+// attach opens in's file inside its process's root, checks it is the file
+// mapped, and attaches the probes through that one descriptor. A panic
+// while decoding the file is returned as an error wrapping
+// discovery.ErrPanic: that file is refused, the others are probed.
+func (st *runState) attach(in discovery.Interpreter) (l *gil.Library, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			l, err = nil, discovery.Recovered(fmt.Sprintf("pythongil: pid %d: %s", in.Resource.PID, in.Path), p)
+		}
+	}()
+	f, err := st.scanner.Open(in)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return st.probe.Attach(f)
+}
+
 // filtered reports whether the include keys select processes.
 func (cfg *Config) filtered() bool {
 	in := cfg.Include
@@ -220,7 +246,11 @@ func (st *runState) process(pid uint32) *process {
 		aggRaw:      map[histKey]gil.Aggregate{},
 		threadNames: map[uint32]string{},
 	}
-	if in, ok := st.scanner.Inspect(int(pid)); ok {
+	in, ok, err := st.scanner.Inspect(int(pid))
+	if err != nil {
+		st.refusals.refuse(err, zap.Uint32("pid", pid))
+	}
+	if ok {
 		p.res, p.version = in.Resource, in.Version
 	} else {
 		p.res = procresource.Resource{PID: int(pid)}

@@ -12,29 +12,60 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
 )
 
+// MaxMapsSize caps the read of /proc/<pid>/maps: 8 MiB is some 80 000
+// mappings, far more than any interpreter has; a process with more is
+// refused rather than read whole at every scan.
+const MaxMapsSize = 8 << 20
+
+// Errors callers branch on with errors.Is.
+var (
+	// ErrMismatch: the file opened at a mapping's path, inside the
+	// process's root, is not the file the process maps (the path was
+	// replaced after mapping it).
+	ErrMismatch = errors.New("opened file is not the mapped file")
+	// ErrPanic is wrapped by the error for a source whose decoding
+	// panicked: the panic is recovered and the source refused, so that one
+	// bad file cannot stop the others.
+	ErrPanic = errors.New("panic while decoding")
+)
+
+// Recovered turns a value recovered from a panic while handling what
+// names into an error wrapping ErrPanic, with the stack, for the log.
+func Recovered(what string, p any) error {
+	return fmt.Errorf("%s: %w: %v\n%s", what, ErrPanic, p, debug.Stack())
+}
+
 // FileID identifies an ELF file across mount namespaces: the device and
-// inode that /proc/<pid>/maps reports.
+// inode that /proc/<pid>/maps reports (on overlayfs, those of the file
+// underneath, which is what a uprobe attaches to).
 type FileID struct {
 	Dev   string
 	Inode uint64
 }
 
+func (id FileID) String() string { return id.Dev + " " + strconv.FormatUint(id.Inode, 10) }
+
 // Interpreter is one process running CPython.
 type Interpreter struct {
 	// Resource is what procresource knows about the process.
 	Resource procresource.Resource
-	// File is the path, openable from this process, of the ELF file with
-	// the interpreter: <proc root>/<pid>/root/<path in the process>.
-	File string
-	// FileID identifies File.
+	// Path is the ELF file with the interpreter, as the process sees it
+	// (inside its root); Scanner.Open opens it.
+	Path string
+	// FileID identifies the file the process maps at Path.
 	FileID FileID
 	// Version is "3.11" and the like, from the file's name; "" when the
 	// name does not say.
@@ -84,59 +115,198 @@ type Scanner struct {
 	self   int
 	// exeHasGIL caches the symbol check of python executables.
 	exeHasGIL map[FileID]bool
+	// refused remembers the processes refused (by pid, with their start
+	// time against pid reuse), so that each is reported once.
+	refused map[int]uint64
+	// decode is inspect; tests replace it to exercise the recovery.
+	decode func(pid int) (Interpreter, bool, error)
 }
 
 // NewScanner returns a scanner over the proc root of reader.
 func NewScanner(reader *procresource.Reader, filter Filter) *Scanner {
-	return &Scanner{root: reader.Root(), reader: reader, filter: filter, self: os.Getpid(), exeHasGIL: map[FileID]bool{}}
+	s := &Scanner{root: reader.Root(), reader: reader, filter: filter, self: os.Getpid(),
+		exeHasGIL: map[FileID]bool{}, refused: map[int]uint64{}}
+	s.decode = s.inspect
+	return s
 }
 
-// Scan returns every selected interpreter now running. Processes that
-// vanish while being read are skipped; only an unreadable proc root is an
-// error.
-func (s *Scanner) Scan() ([]Interpreter, error) {
+// Refusal is a process that could not be inspected safely.
+type Refusal struct {
+	PID int
+	Err error
+}
+
+// Scan returns every selected interpreter now running, and the processes
+// refused by this scan (each once). Processes that vanish while being read
+// are skipped; only an unreadable proc root is an error.
+func (s *Scanner) Scan() ([]Interpreter, []Refusal, error) {
 	ents, err := os.ReadDir(s.root)
 	if err != nil {
-		return nil, fmt.Errorf("discovery: read %s: %w", s.root, err)
+		return nil, nil, fmt.Errorf("discovery: read %s: %w", s.root, err)
 	}
-	var out []Interpreter
+	var (
+		out     []Interpreter
+		refused []Refusal
+	)
+	seen := map[int]bool{}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == s.self {
 			continue
 		}
-		if in, ok := s.Inspect(pid); ok {
+		seen[pid] = true
+		in, ok, err := s.Inspect(pid)
+		if err != nil {
+			refused = append(refused, Refusal{PID: pid, Err: err})
+		}
+		if ok {
 			out = append(out, in)
 		}
 	}
-	return out, nil
+	for pid := range s.refused {
+		if !seen[pid] {
+			delete(s.refused, pid)
+		}
+	}
+	return out, refused, nil
 }
 
-// Inspect reports whether pid runs a selected interpreter, and which.
-func (s *Scanner) Inspect(pid int) (Interpreter, bool) {
-	maps, err := os.ReadFile(filepath.Join(s.root, strconv.Itoa(pid), "maps"))
+// Inspect reports whether pid runs a selected interpreter, and which. A
+// process refused (its maps past MaxMapsSize, a python executable that
+// cannot be read safely, a panic while decoding) gives an error the first
+// time and is skipped afterwards.
+func (s *Scanner) Inspect(pid int) (in Interpreter, ok bool, err error) {
+	if start, refused := s.refused[pid]; refused {
+		if now, err := s.reader.StartTicks(pid); err == nil && now == start {
+			return Interpreter{}, false, nil
+		}
+		delete(s.refused, pid)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			in, ok, err = Interpreter{}, false, Recovered(fmt.Sprintf("discovery: pid %d", pid), p)
+		}
+		if err != nil {
+			if start, serr := s.reader.StartTicks(pid); serr == nil {
+				s.refused[pid] = start
+			}
+		}
+	}()
+	return s.decode(pid)
+}
+
+func (s *Scanner) inspect(pid int) (Interpreter, bool, error) {
+	maps, err := procroot.ReadProcFile(filepath.Join(s.root, strconv.Itoa(pid), "maps"), MaxMapsSize)
 	if err != nil {
-		return Interpreter{}, false
+		if errors.Is(err, procroot.ErrTooLarge) {
+			return Interpreter{}, false, fmt.Errorf("discovery: pid %d: %w", pid, err)
+		}
+		return Interpreter{}, false, nil
 	}
 	path, id, ok := libPython(maps)
 	if !ok {
-		path, id, ok = s.pythonExecutable(pid, maps)
+		path, id, ok, err = s.pythonExecutable(pid, maps)
 		if !ok {
-			return Interpreter{}, false
+			return Interpreter{}, false, err
 		}
 	}
 	res, err := s.reader.Resolve(pid)
 	if err != nil || !s.filter.match(res) {
-		return Interpreter{}, false
+		return Interpreter{}, false, nil
 	}
 	version, ft := versionOf(filepath.Base(path))
 	return Interpreter{
 		Resource:     res,
-		File:         filepath.Join(s.root, strconv.Itoa(pid), "root", path),
+		Path:         path,
 		FileID:       id,
 		Version:      version,
 		FreeThreaded: ft,
-	}, true
+	}, true, nil
+}
+
+// Open opens in's ELF file inside its process's root (no `..` or symlink
+// escapes, regular files only, without blocking) and checks that it is the
+// file the process maps (ErrMismatch otherwise). The caller closes it.
+func (s *Scanner) Open(in Interpreter) (*os.File, error) {
+	return s.open(in.Resource.PID, in.Path, in.FileID)
+}
+
+func (s *Scanner) open(pid int, path string, id FileID) (*os.File, error) {
+	root, err := procroot.Open(s.root, pid)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: pid %d: %w", pid, err)
+	}
+	defer root.Close()
+	f, err := root.OpenFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: pid %d: %w", pid, err)
+	}
+	if err := id.check(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("discovery: pid %d: %s: %w", pid, root.Display(path), err)
+	}
+	return f, nil
+}
+
+// check verifies that f is the file id names. fstat says so for most
+// files; on overlayfs it gives the overlay's device, while maps (and the
+// kernel's uprobes) use the file underneath, so a mapping of f made here
+// is compared instead.
+func (id FileID) check(f *os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fmt.Errorf("fstat: %w", err)
+	}
+	if statID(&st) == id {
+		return nil
+	}
+	got, err := mappedID(f)
+	if err != nil {
+		return fmt.Errorf("%w: maps say %s, fstat %s, and mapping it failed: %w", ErrMismatch, id, statID(&st), err)
+	}
+	if got != id {
+		return fmt.Errorf("%w: maps say %s, the file opened is %s", ErrMismatch, id, got)
+	}
+	return nil
+}
+
+func statID(st *unix.Stat_t) FileID {
+	return FileID{Dev: devName(st.Dev), Inode: st.Ino}
+}
+
+// devName formats a device number as /proc/<pid>/maps does.
+func devName(dev uint64) string {
+	return fmt.Sprintf("%02x:%02x", unix.Major(dev), unix.Minor(dev))
+}
+
+// mappedID maps the first page of f here, never touching it, and reads
+// the device and inode /proc/self/maps gives the mapping.
+func mappedID(f *os.File) (FileID, error) {
+	mem, err := unix.Mmap(int(f.Fd()), 0, os.Getpagesize(), unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		return FileID{}, fmt.Errorf("mmap: %w", err)
+	}
+	defer unix.Munmap(mem)
+	start := strconv.FormatUint(uint64(uintptr(unsafe.Pointer(&mem[0]))), 16) + "-"
+	maps, err := procroot.ReadProcFile("/proc/self/maps", MaxMapsSize)
+	if err != nil {
+		return FileID{}, err
+	}
+	for line := range bytes.SplitSeq(maps, []byte{'\n'}) {
+		if !bytes.HasPrefix(line, []byte(start)) {
+			continue
+		}
+		f := strings.Fields(string(line))
+		if len(f) < 5 {
+			break
+		}
+		ino, err := strconv.ParseUint(f[4], 10, 64)
+		if err != nil {
+			break
+		}
+		return FileID{Dev: f[3], Inode: ino}, nil
+	}
+	return FileID{}, fmt.Errorf("no line for the mapping at %s in /proc/self/maps", start)
 }
 
 // mapping is one file-backed line of /proc/<pid>/maps.
@@ -179,11 +349,12 @@ func libPython(maps []byte) (path string, id FileID, ok bool) {
 }
 
 // pythonExecutable checks a process whose executable is named python*: a
-// static build has the GIL functions in the executable itself.
-func (s *Scanner) pythonExecutable(pid int, maps []byte) (string, FileID, bool) {
+// static build has the GIL functions in the executable itself. An
+// executable that cannot be read safely is an error, once per file.
+func (s *Scanner) pythonExecutable(pid int, maps []byte) (string, FileID, bool, error) {
 	exe, err := os.Readlink(filepath.Join(s.root, strconv.Itoa(pid), "exe"))
 	if err != nil || !strings.HasPrefix(filepath.Base(exe), "python") {
-		return "", FileID{}, false
+		return "", FileID{}, false, nil
 	}
 	var (
 		id    FileID
@@ -197,17 +368,27 @@ func (s *Scanner) pythonExecutable(pid int, maps []byte) (string, FileID, bool) 
 		return true
 	})
 	if !found {
-		return "", FileID{}, false
+		return "", FileID{}, false, nil
 	}
-	has, cached := s.exeHasGIL[id]
-	if !cached {
-		syms, err := gil.ReadSymbols(filepath.Join(s.root, strconv.Itoa(pid), "root", exe))
-		has = err == nil && syms.HasGIL()
-		if err == nil || !errors.Is(err, os.ErrNotExist) {
-			s.exeHasGIL[id] = has
+	if has, cached := s.exeHasGIL[id]; cached {
+		return exe, id, has, nil
+	}
+	f, err := s.open(pid, exe, id)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			// Gone, or not reachable in its root: another scan will tell.
+			return "", FileID{}, false, nil
 		}
+		s.exeHasGIL[id] = false
+		return "", FileID{}, false, err
 	}
-	return exe, id, has
+	defer f.Close()
+	img, err := gil.ReadFile(f)
+	s.exeHasGIL[id] = err == nil && img.Symbols.HasGIL()
+	if err != nil {
+		return "", FileID{}, false, fmt.Errorf("discovery: pid %d: %w", pid, err)
+	}
+	return exe, id, s.exeHasGIL[id], nil
 }
 
 var versionName = regexp.MustCompile(`python(3\.\d+)(t?)`)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
@@ -65,9 +66,9 @@ func TestScanFindsInterpreters(t *testing.T) {
 	fp.add(500, "/usr/bin/python3-static", "python3\x00", "55d0c5a00000-55d0c5a01000 r-xp 00000000 fd:01 9009 /usr/bin/python3-static\n")
 
 	s := NewScanner(procresource.NewReader(fp.root, 0), Filter{})
-	got, err := s.Scan()
-	if err != nil {
-		t.Fatal(err)
+	got, refused, err := s.Scan()
+	if err != nil || len(refused) != 0 {
+		t.Fatal(err, refused)
 	}
 	want := map[int]struct {
 		path, version string
@@ -87,8 +88,8 @@ func TestScanFindsInterpreters(t *testing.T) {
 			t.Errorf("unexpected interpreter %+v", in)
 			continue
 		}
-		if in.File != filepath.Join(fp.root, strconv.Itoa(in.Resource.PID), "root", w.path) {
-			t.Errorf("pid %d file = %s, want %s under its root", in.Resource.PID, in.File, w.path)
+		if in.Path != w.path {
+			t.Errorf("pid %d path = %s, want %s", in.Resource.PID, in.Path, w.path)
 		}
 		if in.Version != w.version || in.FreeThreaded != w.ft || in.FileID != w.id {
 			t.Errorf("pid %d = version %q free-threaded %v id %v, want %q %v %v", in.Resource.PID, in.Version, in.FreeThreaded, in.FileID, w.version, w.ft, w.id)
@@ -114,7 +115,7 @@ func TestFilterSelects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := NewScanner(procresource.NewReader(fp.root, 0), tt.filter).Scan()
+			got, _, err := NewScanner(procresource.NewReader(fp.root, 0), tt.filter).Scan()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,36 +158,52 @@ func TestVersionOf(t *testing.T) {
 }
 
 func TestScanMissingRoot(t *testing.T) {
-	_, err := NewScanner(procresource.NewReader(filepath.Join(t.TempDir(), "nope"), 0), Filter{}).Scan()
+	_, _, err := NewScanner(procresource.NewReader(filepath.Join(t.TempDir(), "nope"), 0), Filter{}).Scan()
 	if err == nil {
 		t.Fatal("Scan of a missing proc root succeeded")
 	}
 }
 
-// TestStaticPythonExecutable finds the GIL symbols in a python executable
-// that maps no libpython: this machine's python, seen through a fake proc
-// entry whose root is the real filesystem.
+// TestStaticPythonExecutable checks the symbols of a python executable
+// that maps no libpython, seen through a fake proc entry whose root is the
+// real filesystem: a python-named executable without the GIL functions
+// (this test binary, renamed by a symlink) is not an interpreter, and the
+// file checked is the one the maps line names (by device and inode).
 func TestStaticPythonExecutable(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	fp := newFakeProc(t)
-	// A python* executable without the symbols (this test binary, renamed
-	// by a symlink) is not an interpreter.
 	link := filepath.Join(t.TempDir(), "python-fake")
 	if err := os.Symlink(exe, link); err != nil {
 		t.Fatal(err)
 	}
-	fp.add(700, link, "python-fake\x00", "55d0c5a00000-55d0c5a01000 r-xp 00000000 fd:01 1234 "+link+"\n")
+	id := fileID(t, exe)
+	fp.add(700, link, "python-fake\x00", "55d0c5a00000-55d0c5a01000 r-xp 00000000 "+id.Dev+" "+strconv.FormatUint(id.Inode, 10)+" "+link+"\n")
 	if err := os.Symlink("/", filepath.Join(fp.root, "700", "root")); err != nil {
 		t.Fatal(err)
 	}
-	got, err := NewScanner(procresource.NewReader(fp.root, 0), Filter{}).Scan()
-	if err != nil {
-		t.Fatal(err)
+	s := NewScanner(procresource.NewReader(fp.root, 0), Filter{})
+	got, refused, err := s.Scan()
+	if err != nil || len(refused) != 0 {
+		t.Fatal(err, refused)
 	}
 	if len(got) != 0 {
 		t.Fatalf("a python-named executable without GIL symbols was taken for an interpreter: %+v", got)
 	}
+	if has, checked := s.exeHasGIL[id]; !checked || has {
+		t.Fatalf("executable %v: checked %v, has GIL %v; want checked, without", id, checked, has)
+	}
+}
+
+// fileID is path's device and inode as maps would show them.
+func fileID(t *testing.T, path string) FileID {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return FileID{Dev: devName(st.Dev), Inode: st.Ino}
 }

@@ -11,7 +11,6 @@
 package gil // import "github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"time"
@@ -143,54 +142,26 @@ func (e *UnavailableError) Error() string {
 // Unwrap returns both the cause and ErrUnavailable.
 func (e *UnavailableError) Unwrap() []error { return []error{e.Err, ErrUnavailable} }
 
-// Symbols is the set of probed functions an ELF file defines.
-type Symbols map[string]bool
+// Symbols maps the probed functions an ELF file defines to their file
+// offsets, where their uprobes go.
+type Symbols map[string]uint64
 
 // Has reports whether the file defines name.
-func (s Symbols) Has(name string) bool { return s[name] }
+func (s Symbols) Has(name string) bool { return s[name] != 0 }
 
 // HasGIL reports whether the exported GIL functions are there.
-func (s Symbols) HasGIL() bool { return s[SymSaveThread] && s[SymRestoreThread] }
+func (s Symbols) HasGIL() bool { return s.Has(SymSaveThread) && s.Has(SymRestoreThread) }
 
 // GC returns the GC function to probe, "" when there is none.
 func (s Symbols) GC() string {
 	switch {
-	case s[SymGCCollectMain]:
+	case s.Has(SymGCCollectMain):
 		return SymGCCollectMain
-	case s[SymGCCollectLegacy]:
+	case s.Has(SymGCCollectLegacy):
 		return SymGCCollectLegacy
 	}
 	return ""
 }
 
 // Switch reports whether take_gil and drop_gil can both be probed.
-func (s Symbols) Switch() bool { return s[SymTakeGIL] && s[SymDropGIL] }
-
-// ReadSymbols reads which probed functions path defines, from .dynsym and
-// .symtab (static functions such as take_gil are only in the latter, and
-// only in unstripped builds).
-func ReadSymbols(path string) (Symbols, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("gil: read ELF %s: %w", path, err)
-	}
-	defer f.Close()
-	out := Symbols{}
-	for _, load := range []func() ([]elf.Symbol, error){f.DynamicSymbols, f.Symbols} {
-		syms, err := load()
-		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-			return nil, fmt.Errorf("gil: symbols of %s: %w", path, err)
-		}
-		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
-				continue
-			}
-			for _, name := range probedSymbols {
-				if s.Name == name {
-					out[name] = true
-				}
-			}
-		}
-	}
-	return out, nil
-}
+func (s Symbols) Switch() bool { return s.Has(SymTakeGIL) && s.Has(SymDropGIL) }

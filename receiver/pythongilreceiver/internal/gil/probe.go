@@ -17,6 +17,8 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 )
 
 // Probe owns one loaded copy of the BPF programs and maps, and the uprobe
@@ -181,8 +183,8 @@ type Library struct {
 	links   []link.Link
 }
 
-// target is one uprobe: on a symbol, or at a file offset (a USDT probe,
-// with its semaphore's offset when it has one).
+// target is one uprobe at a file offset: a symbol's, or a USDT probe's
+// (with its semaphore's offset when it has one).
 type target struct {
 	symbol string
 	offset uint64
@@ -201,44 +203,47 @@ func (t target) name() string {
 	return t.usdt
 }
 
-// Attach opens the ELF file at path (typically /proc/<pid>/root/<path from
-// maps>) and attaches the probes its symbols allow. The file stays open
-// while the Library lives so that re-attaching (duty cycling) works after
-// the process that revealed it is gone. It fails with ErrNoSymbols when the
-// file has none of the GIL functions.
-func (p *Probe) Attach(path string) (*Library, error) {
-	symbols, err := ReadSymbols(path)
+// Attach reads the ELF file f (libpython, or a static python executable,
+// opened and checked by the caller, who keeps and closes it) within
+// DefaultLimits and attaches the probes its symbols allow. The uprobes go
+// at the file offsets read here, through /proc/self/fd/<n> of a duplicate
+// of f that the Library holds: the kernel attaches to exactly the inode
+// read, cilium/ebpf never reopens it to look symbols up, and re-attaching
+// (duty cycling) works after the process that revealed it is gone. It
+// fails with ErrNoSymbols when the file has none of the GIL functions, and
+// with an *ELFError (ErrLimit, ErrMalformed) when it cannot be read safely.
+func (p *Probe) Attach(f *os.File) (*Library, error) {
+	img, err := ReadFile(f)
 	if err != nil {
 		return nil, err
 	}
-	if !symbols.HasGIL() {
-		return nil, fmt.Errorf("gil: %s: %w", path, ErrNoSymbols)
+	if !img.Symbols.HasGIL() {
+		return nil, fmt.Errorf("gil: %s: %w", f.Name(), ErrNoSymbols)
 	}
-	f, err := os.Open(path)
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("gil: open %s: %w", path, err)
+		return nil, fmt.Errorf("gil: duplicate %s: %w", f.Name(), err)
 	}
-	// The open file, through /proc/self/fd, names the same inode however
-	// the original path changes (a container's root going away).
-	exe, err := link.OpenExecutable(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	held := os.NewFile(uintptr(fd), f.Name())
+	exe, err := link.OpenExecutable(procroot.FDPath(fd))
 	if err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("gil: %s: %w", path, err)
+		_ = held.Close()
+		return nil, fmt.Errorf("gil: %s: %w", f.Name(), err)
 	}
-	l := &Library{probe: p, file: f, exe: exe, symbols: symbols}
-	if p.opts.GC && symbols.GC() == "" {
-		l.usdt, l.usdtErr = usdtGC(path)
+	l := &Library{probe: p, file: held, exe: exe, symbols: img.Symbols}
+	if p.opts.GC && img.Symbols.GC() == "" {
+		l.usdt, l.usdtErr = usdtGC(f.Name(), img)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		_ = f.Close()
-		return nil, fmt.Errorf("gil: attach %s: %w", path, ErrClosed)
+		_ = held.Close()
+		return nil, fmt.Errorf("gil: attach %s: %w", f.Name(), ErrClosed)
 	}
 	if p.active {
 		if err := l.link(); err != nil {
 			_ = l.close()
-			return nil, fmt.Errorf("gil: attach %s: %w", path, err)
+			return nil, fmt.Errorf("gil: attach %s: %w", f.Name(), err)
 		}
 	}
 	p.libraries[l] = struct{}{}
@@ -265,12 +270,12 @@ func (l *Library) GC() (string, error) {
 }
 
 // usdtGC returns the uprobes for the python:gc__start and gc__done USDT
-// probes of the file at path; none when it has no such notes.
-func usdtGC(path string) ([]target, error) {
-	probes, err := ReadUSDT(path)
-	if err != nil {
-		return nil, err
+// probes of img (the file at path); none when it has no such notes.
+func usdtGC(path string, img *Image) ([]target, error) {
+	if img.USDTErr != nil {
+		return nil, fmt.Errorf("gil: %s: %w", path, img.USDTErr)
 	}
+	probes := img.USDT
 	var start, done *USDTProbe
 	for i, pr := range probes {
 		if pr.Provider != USDTProvider {
@@ -285,6 +290,10 @@ func usdtGC(path string) ([]target, error) {
 	}
 	if start == nil || done == nil {
 		return nil, nil
+	}
+	if start.Offset == 0 || done.Offset == 0 {
+		// cilium/ebpf takes 0 for "look the symbol up".
+		return nil, fmt.Errorf("gil: %s: USDT GC probe at file offset 0", path)
 	}
 	args, err := ParseUSDTArgs(start.Args)
 	if err != nil {
@@ -334,7 +343,7 @@ func (l *Library) link() error {
 		if !l.symbols.Has(pp.symbol) || !pp.when(l.symbols, l.probe.opts) {
 			continue
 		}
-		t := target{symbol: pp.symbol, ret: pp.ret, cookie: pp.point}
+		t := target{symbol: pp.symbol, offset: l.symbols[pp.symbol], ret: pp.ret, cookie: pp.point}
 		if pp.ret {
 			returns = append(returns, t)
 		} else {
@@ -386,18 +395,15 @@ func (l *Library) linkMulti(entries, returns []target) error {
 		cookies := make([]uint64, n)
 		addrs := make([]uint64, n)
 		refs := make([]uint64, n)
-		var anyAddr, anyRef bool
+		var anyRef bool
 		for i, t := range set.points {
 			syms[i], cookies[i], addrs[i], refs[i] = t.symbol, t.cookie, t.offset, t.refCtr
-			anyAddr = anyAddr || t.symbol == ""
 			anyRef = anyRef || t.refCtr != 0
 		}
-		opts := &link.UprobeMultiOptions{Cookies: cookies}
-		if anyAddr {
-			// Offsets given where there is no symbol; 0 looks the
-			// symbol up.
-			opts.Addresses = addrs
-		}
+		// Every target has its offset: cilium/ebpf looks up only the
+		// symbols given without one, which would mean parsing the whole
+		// file again, unbounded.
+		opts := &link.UprobeMultiOptions{Cookies: cookies, Addresses: addrs}
 		if anyRef {
 			opts.RefCtrOffsets = refs
 		}

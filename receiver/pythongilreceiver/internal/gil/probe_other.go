@@ -4,6 +4,7 @@ package gil
 
 import (
 	"errors"
+	"os"
 	"time"
 )
 
@@ -30,7 +31,7 @@ func Load(Options) (*Probe, error) {
 func (p *Probe) Close() error { return nil }
 
 // Attach always fails here.
-func (p *Probe) Attach(string) (*Library, error) { return nil, ErrClosed }
+func (p *Probe) Attach(*os.File) (*Library, error) { return nil, ErrClosed }
 
 // SetActive always fails here.
 func (p *Probe) SetActive(bool) error { return ErrClosed }

@@ -39,7 +39,7 @@ func attach(t *testing.T, p *Probe, pid int) *Library {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := p.Attach(path)
+	l, err := p.Attach(openELF(t, path))
 	if errors.Is(err, ErrUnavailable) {
 		t.Skipf("uprobes unavailable: %v", err)
 	}
@@ -258,9 +258,10 @@ func TestAttachDetachCyclesLeakNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f := openELF(t, path)
 	before := openFDs(t)
 	for i := range 100 {
-		l, err := p.Attach(path)
+		l, err := p.Attach(f)
 		if err != nil {
 			t.Fatalf("cycle %d: %v", i, err)
 		}
@@ -475,7 +476,7 @@ func TestGCFromUSDTWhereNoGCSymbol(t *testing.T) {
 			forceSingleLinks = single
 			defer func() { forceSingleLinks = false }()
 			p := load(t, Options{SwitchProbes: true, GC: true})
-			withMain, err := p.Attach("testdata/usdt/usdt-gcmain.elf")
+			withMain, err := p.Attach(openELF(t, "testdata/usdt/usdt-gcmain.elf"))
 			if errors.Is(err, ErrUnavailable) {
 				t.Skipf("uprobes unavailable: %v", err)
 			}
@@ -489,7 +490,7 @@ func TestGCFromUSDTWhereNoGCSymbol(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l, err := p.Attach(path)
+			l, err := p.Attach(openELF(t, path))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -524,7 +525,7 @@ func TestGCPausesFromUSDTOnSystemPython(t *testing.T) {
 	pythons, _ := filepath.Glob("/usr/bin/python3.[0-9]*")
 	var py string
 	for _, c := range pythons {
-		if probes, err := ReadUSDT(c); err == nil && len(probes) > 0 {
+		if img, err := ReadFile(openELF(t, c)); err == nil && len(img.USDT) > 0 {
 			py = c
 			break
 		}

@@ -87,32 +87,17 @@ func (e *USDTError) Unwrap() error { return e.Err }
 // register halves).
 var ErrUnsupportedArg = errors.New("unsupported argument form")
 
-// ReadUSDT returns the SDT probes of the ELF file at path; none (and no
-// error) when it has no .note.stapsdt section.
-func ReadUSDT(path string) ([]USDTProbe, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("gil: read ELF %s: %w", path, err)
-	}
-	defer f.Close()
-	probes, err := readUSDT(f)
-	if err != nil {
-		return nil, fmt.Errorf("gil: %s: %w", path, err)
-	}
-	return probes, nil
-}
-
-func readUSDT(f *elf.File) ([]USDTProbe, error) {
+// readUSDT returns the SDT probes of f; none (and no error) when it has no
+// .note.stapsdt section. Errors reading the section (its size, its place)
+// are *ELFError; a note that does not decode is a *USDTError.
+func (rd *imageReader) readUSDT(f *elf.File) ([]USDTProbe, error) {
 	notes := f.Section(stapsdtNote)
 	if notes == nil {
 		return nil, nil
 	}
-	if f.Class != elf.ELFCLASS64 {
-		return nil, &USDTError{Where: stapsdtNote, Err: fmt.Errorf("%s files are not supported", f.Class)}
-	}
-	data, err := notes.Data()
+	data, err := rd.readSection(notes)
 	if err != nil {
-		return nil, &USDTError{Where: stapsdtNote, Err: err}
+		return nil, err
 	}
 	// A prelinked file moved its sections after the notes were written:
 	// the note records where .stapsdt.base was, the section where it is.
@@ -122,20 +107,23 @@ func readUSDT(f *elf.File) ([]USDTProbe, error) {
 	}
 	bo := f.ByteOrder
 	var out []USDTProbe
-	for off := 0; off < len(data); {
+	for off, count := 0, 0; off < len(data); count++ {
 		where := func(err error) error {
 			return &USDTError{Where: fmt.Sprintf("%s at offset %d", stapsdtNote, off), Err: err}
+		}
+		if count >= rd.lim.Notes {
+			return nil, &ELFError{Where: stapsdtNote, Offset: notes.Offset, Err: fmt.Errorf("%w: more than %d notes", ErrLimit, rd.lim.Notes)}
 		}
 		if len(data)-off < 12 {
 			return nil, where(errors.New("truncated note header"))
 		}
-		nameSz := int(bo.Uint32(data[off:]))
-		descSz := int(bo.Uint32(data[off+4:]))
+		nameSz := uint64(bo.Uint32(data[off:]))
+		descSz := uint64(bo.Uint32(data[off+4:]))
 		typ := bo.Uint32(data[off+8:])
-		nameAt := off + 12
+		nameAt := uint64(off) + 12
 		descAt := nameAt + align4(nameSz)
 		next := descAt + align4(descSz)
-		if nameSz < 0 || descSz < 0 || next > len(data) || next <= off {
+		if next > uint64(len(data)) {
 			return nil, where(fmt.Errorf("note sizes %d/%d overrun the section", nameSz, descSz))
 		}
 		owner := string(bytes.TrimRight(data[nameAt:nameAt+nameSz], "\x00"))
@@ -146,12 +134,12 @@ func readUSDT(f *elf.File) ([]USDTProbe, error) {
 			}
 			out = append(out, p)
 		}
-		off = next
+		off = int(next)
 	}
 	return out, nil
 }
 
-func align4(n int) int { return (n + 3) &^ 3 }
+func align4(n uint64) uint64 { return (n + 3) &^ 3 }
 
 // parseSTAPSDT reads one note's descriptor: pc, base and semaphore
 // addresses, then provider, name and arguments as NUL-terminated strings.

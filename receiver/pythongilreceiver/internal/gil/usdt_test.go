@@ -12,10 +12,11 @@ import (
 // nop in the file, and each semaphore in the .probes section.
 func TestReadUSDTFixture(t *testing.T) {
 	const path = "testdata/usdt/usdt.elf"
-	probes, err := ReadUSDT(path)
+	img, err := ReadFile(openELF(t, path))
 	if err != nil {
 		t.Fatal(err)
 	}
+	probes := img.USDT
 	want := []struct{ provider, name, args string }{
 		{"fixture", "args", "-4@-4(%rbp) -8@-16(%rbp) -4@$42"},
 		{"python", "gc__start", "-4@%edi"},
@@ -56,12 +57,12 @@ func TestReadUSDTWithoutNotes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	probes, err := ReadUSDT(exe)
-	if err != nil || probes != nil {
-		t.Fatalf("ReadUSDT(test binary) = %v, %v; want no probes, no error", probes, err)
+	img, err := ReadFile(openELF(t, exe))
+	if err != nil || img.USDT != nil || img.USDTErr != nil {
+		t.Fatalf("ReadFile(test binary) = %+v, %v; want no probes, no error", img, err)
 	}
-	if _, err := ReadUSDT("testdata/usdt/fixture.c"); err == nil {
-		t.Fatal("ReadUSDT of a C source succeeded")
+	if _, err := ReadFile(openELF(t, "testdata/usdt/fixture.c")); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("ReadFile of a C source: %v, want ErrMalformed", err)
 	}
 }
 
