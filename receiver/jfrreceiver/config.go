@@ -55,6 +55,13 @@ type RepositoriesConfig struct {
 	DiscoveryInterval time.Duration `mapstructure:"discovery_interval"`
 	// Attach starts a recording in discovered JVMs that run none.
 	Attach AttachConfig `mapstructure:"attach"`
+	// MaxChunkSizeMiB bounds the memory held for one chunk: a chunk whose
+	// header claims more is skipped (a hostile or sparse file may claim
+	// up to 2 GiB).
+	MaxChunkSizeMiB int64 `mapstructure:"max_chunk_size_mib"`
+	// MaxMemoryMiB bounds the chunk memory held by all followed
+	// repositories together; a chunk that would pass it is skipped.
+	MaxMemoryMiB int64 `mapstructure:"max_memory_mib"`
 }
 
 // AttachConfig configures starting recordings through the HotSpot attach
@@ -89,6 +96,10 @@ type XLogConfig struct {
 
 var _ component.Config = (*Config)(nil)
 
+// maxChunkSizeMiB is the largest repositories::max_chunk_size_mib: package
+// jfr addresses chunks of up to 2 GiB - 1 bytes.
+const maxChunkSizeMiB = 2047
+
 // Validate checks every key and names the one that is wrong.
 func (cfg *Config) Validate() error {
 	var errs []error
@@ -111,6 +122,12 @@ func (cfg *Config) Validate() error {
 	}
 	positive("repositories::discovery_interval", cfg.Repositories.DiscoveryInterval)
 	globs("repositories::include", cfg.Repositories.Include)
+	if n := cfg.Repositories.MaxChunkSizeMiB; n <= 0 || n > maxChunkSizeMiB {
+		errs = append(errs, fmt.Errorf("repositories::max_chunk_size_mib must be between 1 and %d, got %d", maxChunkSizeMiB, n))
+	}
+	if m := cfg.Repositories.MaxMemoryMiB; m < cfg.Repositories.MaxChunkSizeMiB {
+		errs = append(errs, fmt.Errorf("repositories::max_memory_mib must be at least repositories::max_chunk_size_mib (%d), got %d", cfg.Repositories.MaxChunkSizeMiB, m))
+	}
 	if a := cfg.Repositories.Attach; a.Enabled {
 		positive("repositories::attach::timeout", a.Timeout)
 		if !cfg.Repositories.Discover {

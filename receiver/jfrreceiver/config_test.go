@@ -36,7 +36,8 @@ func TestConfigDefaults(t *testing.T) {
 	if cfg.PollInterval != time.Second || cfg.CollectionInterval != 10*time.Second || cfg.ProcRoot != "/proc" ||
 		!cfg.Repositories.Enabled || !cfg.Repositories.Discover || cfg.Repositories.DiscoveryInterval != 5*time.Second ||
 		cfg.XLog.StartAt != "end" || len(cfg.XLog.Include) != 0 || cfg.XLog.Discover || !cfg.XLog.PreferJFR ||
-		cfg.Repositories.Attach.Enabled || cfg.Repositories.Attach.Timeout != 5*time.Second {
+		cfg.Repositories.Attach.Enabled || cfg.Repositories.Attach.Timeout != 5*time.Second ||
+		cfg.Repositories.MaxChunkSizeMiB != 64 || cfg.Repositories.MaxMemoryMiB != 256 {
 		t.Errorf("defaults %+v", cfg)
 	}
 	if cfg.PollInterval != want.PollInterval {
@@ -58,6 +59,9 @@ func TestConfigCustom(t *testing.T) {
 		cfg.Recordings.Storage.String() != "file_storage/jfr" || cfg.Recordings.DiscoveryInterval != 30*time.Second {
 		t.Errorf("custom recordings %+v", cfg.Recordings)
 	}
+	if r := cfg.Repositories; r.MaxChunkSizeMiB != 16 || r.MaxMemoryMiB != 128 {
+		t.Errorf("custom memory bounds %d MiB per chunk, %d MiB in all", r.MaxChunkSizeMiB, r.MaxMemoryMiB)
+	}
 	if a := cfg.Repositories.Attach; !a.Enabled || a.Settings != "/etc/otelcol-ai/jvm.jfc" || a.Timeout != 3*time.Second {
 		t.Errorf("custom attach %+v", a)
 	}
@@ -76,7 +80,8 @@ func TestConfigValidateNamesTheKey(t *testing.T) {
 	if err == nil {
 		t.Fatal("bad config validated")
 	}
-	for _, key := range []string{"poll_interval", "repositories::include[0]", "xlog::start_at", "recordings::discovery_interval", "nothing to read"} {
+	for _, key := range []string{"poll_interval", "repositories::include[0]", "xlog::start_at", "recordings::discovery_interval", "nothing to read",
+		"repositories::max_chunk_size_mib must be between 1 and 2047, got 4096", "repositories::max_memory_mib must be at least"} {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("error does not name %s: %v", key, err)
 		}

@@ -25,6 +25,13 @@ const (
 	defaultCollectionInterval = 10 * time.Second
 	defaultDiscoveryInterval  = 5 * time.Second
 	defaultAttachTimeout      = 5 * time.Second
+	// HotSpot rotates chunks at maxchunksize, 12 MB by default; 64 MiB
+	// leaves room for JVMs configured larger and refuses the up to 2 GiB a
+	// hostile header may claim.
+	defaultMaxChunkSizeMiB = 64
+	// About twenty JVMs writing default-sized chunks at once, with the
+	// slack of the chunk buffers' doubling.
+	defaultMaxMemoryMiB = 256
 )
 
 // NewFactory returns the factory for the jfr receiver.
@@ -48,6 +55,8 @@ func createDefaultConfig() component.Config {
 			Discover:          true,
 			DiscoveryInterval: defaultDiscoveryInterval,
 			Attach:            AttachConfig{Timeout: defaultAttachTimeout},
+			MaxChunkSizeMiB:   defaultMaxChunkSizeMiB,
+			MaxMemoryMiB:      defaultMaxMemoryMiB,
 		},
 		XLog: XLogConfig{
 			StartAt:           "end",

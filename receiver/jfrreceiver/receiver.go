@@ -17,6 +17,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/otel/attribute"
+	otelmetric "go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/consumergate"
@@ -46,8 +48,9 @@ type jfrReceiver struct {
 	// cancel and done belong to start and shutdown, which the shared core
 	// (internal/sharedcomponent) calls for the first and last face only and
 	// never at the same time.
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel    context.CancelFunc
+	done      chan struct{}
+	telemetry *metadata.TelemetryBuilder
 
 	// Owned by the loop goroutine.
 	storage  storage.Client
@@ -82,6 +85,14 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 			return err
 		}
 	}
+	tb, err := metadata.NewTelemetryBuilder(r.set.TelemetrySettings)
+	if err != nil {
+		if client != nil {
+			_ = client.Close(ctx)
+		}
+		return fmt.Errorf("jfr receiver: telemetry: %w", err)
+	}
+	r.telemetry = tb
 	r.storage = client
 	r.sources = r.newSources()
 	r.prefer = nil
@@ -103,6 +114,7 @@ func (r *jfrReceiver) shutdown(ctx context.Context) error {
 	r.cancel()
 	select {
 	case <-r.done:
+		r.telemetry.Shutdown()
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -119,7 +131,9 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 		r.repos = repository.New(repository.Config{
 			Include: rc.Include, Discover: rc.Discover, ProcRoot: r.cfg.ProcRoot,
 			DiscoveryInterval: rc.DiscoveryInterval, Logger: logger,
-			Attach: repository.AttachConfig{Enabled: rc.Attach.Enabled, Settings: rc.Attach.Settings, Timeout: rc.Attach.Timeout},
+			Attach:       repository.AttachConfig{Enabled: rc.Attach.Enabled, Settings: rc.Attach.Settings, Timeout: rc.Attach.Timeout},
+			MaxChunkSize: rc.MaxChunkSizeMiB << 20, MaxMemory: rc.MaxMemoryMiB << 20,
+			Refused: r.countRefused,
 		})
 		out = append(out, r.repos)
 	}
@@ -191,6 +205,9 @@ func (r *jfrReceiver) pollOnce(ctx context.Context, host component.Host) {
 			componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
 		}
 	}
+	if r.repos != nil {
+		r.telemetry.ReceiverJfrRepositoryMemoryHeld.Record(ctx, r.repos.HeldBytes())
+	}
 	r.cache.Sweep()
 	if logs.LogRecordCount() == 0 {
 		return
@@ -200,6 +217,12 @@ func (r *jfrReceiver) pollOnce(ctx context.Context, host component.Host) {
 			r.set.Logger.Warn("sending windows", zap.Int("records", logs.LogRecordCount()), zap.Error(err))
 		}
 	})
+}
+
+// countRefused counts a repository file or folder the repository source
+// refused (repository.Refused*).
+func (r *jfrReceiver) countRefused(reason string) {
+	r.telemetry.ReceiverJfrRepositoryRefused.Add(context.Background(), 1, otelmetric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
 }
 
 func (r *jfrReceiver) handle(src jvmevent.Source, b *jvmevent.Batch, logs plog.Logs, now pcommon.Timestamp) {

@@ -3,6 +3,9 @@ package jfrreceiver
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -18,11 +21,19 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracle"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfrstream"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadatatest"
 )
 
 // openFDs counts this process's open file descriptors.
@@ -302,4 +313,101 @@ func TestShutdownWithoutStartAndTwice(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// fixtureChunk is a one-chunk recording a JDK 17 JVM wrote.
+var fixtureChunk = filepath.Join("..", "..", "pkg", "jfr", "testdata", "g1-default-jdk17.jfr")
+
+// fixtureWindows is the number of windows the fixture's chunk makes.
+func fixtureWindows(t *testing.T, data []byte) int {
+	t.Helper()
+	c, err := jfr.NewChunk(data, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b jvmevent.Batch
+	s := jfrstream.New()
+	if err := s.Chunk(c, &b); err != nil {
+		t.Fatal(err)
+	}
+	s.Flush(&b, true)
+	return len(b.Windows)
+}
+
+// TestHostileRepositoryFilesCountedAndReported: one repository folder
+// holds a FIFO named like a chunk and a sparse chunk whose header claims
+// 2 GiB, another a real chunk. The receiver sends every window of the real
+// one, counts the two refusals by reason in its own telemetry, reports
+// each through component status with the claim and the cap, and holds no
+// chunk memory once the real chunk is read.
+func TestHostileRepositoryFilesCountedAndReported(t *testing.T) {
+	data, err := os.ReadFile(fixtureChunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fixtureWindows(t, data)
+	base := t.TempDir()
+	hostile := filepath.Join(base, "2026_11_29_10_00_00_4301")
+	honest := filepath.Join(base, "2026_11_29_10_00_00_4302")
+	for _, d := range []string{hostile, honest} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mkfifo(filepath.Join(hostile, "a.jfr"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sparse := append([]byte(nil), data...)
+	binary.BigEndian.PutUint64(sparse[8:], 2<<30)
+	if err := os.WriteFile(filepath.Join(hostile, "b.jfr"), sparse, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(hostile, "b.jfr"), 2<<30); err != nil {
+		t.Fatal(err)
+	}
+	final := append([]byte(nil), data...)
+	binary.BigEndian.PutUint16(final[66:], binary.BigEndian.Uint16(final[66:])|2) // the JVM's last chunk
+	if err := os.WriteFile(filepath.Join(honest, "a.jfr"), final, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := createDefaultConfig().(*Config)
+	cfg.PollInterval = 50 * time.Millisecond
+	cfg.Repositories.Discover = false
+	cfg.Repositories.Include = []string{filepath.Join(base, "2*_*")}
+	tel := componenttest.NewTelemetry()
+	defer tel.Shutdown(context.Background())
+	logs := new(consumertest.LogsSink)
+	r, err := NewFactory().CreateLogs(context.Background(), metadatatest.NewSettings(tel), cfg, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := &statusHost{Host: componenttest.NewNopHost()}
+	if err := r.Start(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	reported := func() error { return errors.Join(host.errors()...) }
+	for deadline := time.Now().Add(30 * time.Second); logs.LogRecordCount() < want || !strings.Contains(fmt.Sprint(reported()), "chunk claims"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d windows; reported %v", logs.LogRecordCount(), want, reported())
+		}
+	}
+	if err := r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := logs.LogRecordCount(); n != want {
+		t.Errorf("%d windows, the real chunk has %d", n, want)
+	}
+	msg := reported().Error()
+	for _, s := range []string{"a.jfr refused: not a regular file", "chunk claims 2147483648 bytes, limit is 67108864", "repositories::max_chunk_size_mib"} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("status does not say %q: %s", s, msg)
+		}
+	}
+	reason := func(r string) attribute.Set { return attribute.NewSet(attribute.String("reason", r)) }
+	metadatatest.AssertEqualReceiverJfrRepositoryRefused(t, tel, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: reason("not_regular")},
+		{Value: 1, Attributes: reason("too_large")},
+	}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualReceiverJfrRepositoryMemoryHeld(t, tel, []metricdata.DataPoint[int64]{{Value: 0}}, metricdatatest.IgnoreTimestamp())
 }
