@@ -6,16 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
@@ -40,7 +41,9 @@ type Config struct {
 	Logger *zap.Logger
 }
 
-// Bounds on one poll of one file and on one line.
+// Bounds on one poll of one file and on one line: a file holding more is
+// read on at the next poll; a longer line (no newline within maxLine
+// bytes) is dropped, never held whole.
 const (
 	maxReadPerPoll = 4 << 20
 	maxLine        = 64 << 10
@@ -49,11 +52,31 @@ const (
 // AttrWindowSource is set to "xlog" on windows read from a log.
 const AttrWindowSource = jvmevent.AttrWindowSource
 
+// Stats counts what the source refused to read since it started.
+type Stats struct {
+	// Refused counts files found not to be regular files (a FIFO, a
+	// device, a socket where a log should be), once each time one is.
+	Refused int64
+	// LongLines counts lines dropped for being longer than 64 KiB.
+	LongLines int64
+}
+
 // Source tails -Xlog files. Use it from one goroutine.
+//
+// A discovered JVM's files are the JVM's to shape: they are found and
+// opened inside its root (package procroot), so `..` and symlinks never
+// lead out of its container, and, like the files of the patterns, opened
+// without blocking and read only when they are regular files, a bounded
+// amount per poll. A refused file is reported once and the other files go
+// on being read.
 type Source struct {
 	cfg      Config
 	clock    *window.Clock
 	files    map[string]*tail
+	roots    map[rootKey]*heldRoot
+	refused  map[string]bool // paths refused at the last scan, reported already
+	buf      []byte          // the tails' read buffer
+	stats    Stats
 	started  bool
 	lastScan time.Time
 	lastSync time.Time
@@ -64,9 +87,12 @@ func NewSource(cfg Config) *Source {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	s := &Source{cfg: cfg, clock: cfg.Clock, files: map[string]*tail{}}
-	return s
+	return &Source{cfg: cfg, clock: cfg.Clock, files: map[string]*tail{}, roots: map[rootKey]*heldRoot{},
+		refused: map[string]bool{}, buf: make([]byte, 64<<10)}
 }
+
+// Stats returns the source's counts.
+func (s *Source) Stats() Stats { return s.stats }
 
 // Poll matches the patterns when due, then reads what every file gained.
 func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
@@ -102,14 +128,14 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 		b := jvmevent.Batch{}
 		var err error
 		if !t.gone { // a tail given up by the scan (the JVM records JFR now) is not read
-			err = t.poll(s.clock, &b)
+			err = t.poll(s.clock, s.buf, &b)
 		}
 		b.JVM = jvmevent.JVM{PID: t.pid, Source: p}
 		if t.jvm != nil {
 			b.JVM = *t.jvm
 		}
-		if exited {
-			t.gone = true // read to the end above; the JVM writes no more
+		if exited && t.drained {
+			t.gone = true // read to the end; the JVM writes no more
 		}
 		if err != nil {
 			if msg := err.Error(); msg != t.lastErr {
@@ -117,10 +143,13 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 				errs = append(errs, err)
 			}
 		}
+		if t.longLines > 0 && !t.longReported {
+			t.longReported = true
+			errs = append(errs, fmt.Errorf("xlog: %s: a line longer than %d bytes dropped (and any later one, unreported)", p, maxLine))
+		}
 		if t.gone {
 			b.Ended = true
-			t.close()
-			delete(s.files, p)
+			s.end(p, t)
 			s.cfg.Logger.Debug("stopped tailing -Xlog file", zap.String("file", p))
 		}
 		if !b.Empty() || b.Ended {
@@ -130,28 +159,88 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 	return errors.Join(errs...)
 }
 
-// Close closes every open file.
+// Close closes every open file and root.
 func (s *Source) Close() error {
 	for p, t := range s.files {
-		t.close()
-		delete(s.files, p)
+		s.end(p, t)
 	}
 	return nil
 }
 
+func (s *Source) end(p string, t *tail) {
+	t.close()
+	s.release(t.root)
+	delete(s.files, p)
+}
+
+// rootKey names a root: a discovered JVM's (pid and start time), or the
+// host's (the zero key) for the patterns' files.
+type rootKey struct {
+	pid   int
+	start uint64
+}
+
+// heldRoot is a root shared by the tails of its files, closed when the
+// last of them ends.
+type heldRoot struct {
+	*procroot.Root
+	key   rootKey
+	holds int
+}
+
+// hold returns the root of key, opened with open unless held already; the
+// caller releases it.
+func (s *Source) hold(key rootKey, open func() (*procroot.Root, error)) (*heldRoot, error) {
+	r := s.roots[key]
+	if r == nil {
+		root, err := open()
+		if err != nil {
+			return nil, err
+		}
+		r = &heldRoot{Root: root, key: key}
+		s.roots[key] = r
+	}
+	r.holds++
+	return r, nil
+}
+
+func (s *Source) release(r *heldRoot) {
+	r.holds--
+	if r.holds == 0 {
+		r.Close()
+		delete(s.roots, r.key)
+	}
+}
+
+// hostRoot opens the collector's own root, where the patterns (paths the
+// operator gave) resolve as usual, symlinks included, but magic links do
+// not and only regular files are read.
+func hostRoot() (*procroot.Root, error) { return procroot.OpenDir("/") }
+
 func (s *Source) scan() error {
 	var errs []error
-	for _, pattern := range s.cfg.Include {
-		matches, err := filepath.Glob(pattern)
+	refused := map[string]bool{}
+	if len(s.cfg.Include) > 0 {
+		host, err := s.hold(rootKey{}, hostRoot)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("xlog: pattern %q: %w", pattern, err))
-			continue
+			return fmt.Errorf("xlog: %w", err)
 		}
-		for _, p := range matches {
-			if err := s.follow(p, nil, nil); err != nil {
-				errs = append(errs, err)
+		for _, pattern := range s.cfg.Include {
+			abs, err := filepath.Abs(pattern)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("xlog: pattern %q: %w", pattern, err))
+				continue
+			}
+			matches, err := host.Glob(abs)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("xlog: pattern %q: %w", pattern, err))
+				continue
+			}
+			for _, name := range matches {
+				errs = append(errs, s.follow(host, name, nil, nil, refused))
 			}
 		}
+		s.release(host)
 	}
 	if s.cfg.Finder != nil {
 		jvms, err := s.cfg.Finder.JVMs()
@@ -159,77 +248,123 @@ func (s *Source) scan() error {
 			errs = append(errs, fmt.Errorf("xlog: %w", err))
 		}
 		for _, j := range jvms {
-			if len(j.XLogFiles) == 0 {
-				continue
+			if len(j.XLogFiles) > 0 {
+				errs = append(errs, s.scanJVM(j, refused))
 			}
-			if j.StartsRecording || hasRepository(j) {
-				// JFR tells more, and the repository source reads it: stop
-				// tailing a log begun before the recording (started by
-				// attach, say), so no pause is reported twice.
-				for _, t := range s.files {
-					if t.jvm != nil && t.jvm.PID == j.PID && t.jvm.StartTicks == j.StartTicks {
-						t.gone = true
-					}
-				}
-				continue
+		}
+	}
+	s.refused = refused
+	return errors.Join(errs...)
+}
+
+// scanJVM follows the -Xlog files of a discovered JVM, matched inside its
+// root, unless it records JFR.
+func (s *Source) scanJVM(j discovery.JVM, refused map[string]bool) error {
+	root, err := s.hold(rootKey{j.PID, j.StartTicks}, j.OpenRoot)
+	if err != nil {
+		return nil // exited since it was listed
+	}
+	defer s.release(root)
+	if j.StartsRecording || len(j.Repositories(root.Root)) > 0 {
+		// JFR tells more, and the repository source reads it: stop
+		// tailing a log begun before the recording (started by attach,
+		// say), so no pause is reported twice.
+		for _, t := range s.files {
+			if t.jvm != nil && t.jvm.PID == j.PID && t.jvm.StartTicks == j.StartTicks {
+				t.gone = true
 			}
-			finder, pid, start := s.cfg.Finder, j.PID, j.StartTicks
-			for _, pattern := range j.XLogFiles {
-				matches, _ := filepath.Glob(filepath.Join(j.ProcRoot, strconv.Itoa(j.PID), "root", pattern))
-				for _, p := range matches {
-					id := &jvmevent.JVM{PID: pid, StartTicks: start, Source: p}
-					if err := s.follow(p, id, func() bool { return finder.Alive(pid, start) }); err != nil {
-						errs = append(errs, err)
-					}
-				}
-			}
+		}
+		return nil
+	}
+	var errs []error
+	finder, pid, start := s.cfg.Finder, j.PID, j.StartTicks
+	for _, pattern := range j.XLogFiles {
+		matches, _ := root.Glob(pattern)
+		for _, name := range matches {
+			id := &jvmevent.JVM{PID: pid, StartTicks: start, Source: root.Display(name)}
+			errs = append(errs, s.follow(root, name, id, func() bool { return finder.Alive(pid, start) }, refused))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func hasRepository(j discovery.JVM) bool {
-	root, err := j.OpenRoot()
-	if err != nil {
-		return false
-	}
-	defer root.Close()
-	return len(j.Repositories(root)) > 0
-}
-
-// follow starts tailing p unless it is tailed already.
-func (s *Source) follow(p string, jvm *jvmevent.JVM, alive func() bool) error {
+// follow starts tailing name inside root unless it is tailed already. A
+// file that is not a regular one (a folder aside) is refused, reported
+// once while the patterns keep matching it.
+func (s *Source) follow(root *heldRoot, name string, jvm *jvmevent.JVM, alive func() bool, refused map[string]bool) error {
+	p := root.Display(name)
 	if s.files[p] != nil {
 		return nil
 	}
-	fi, err := os.Stat(p)
-	if err != nil || !fi.Mode().IsRegular() {
+	fi, err := root.Stat(name)
+	if err != nil || fi.IsDir() {
 		return nil
 	}
-	t := &tail{path: p, jvm: jvm, alive: alive}
-	// A file that appears after the first scan is new: read it all.
-	if err := t.open(s.started || s.cfg.FromStart); err != nil {
+	t := &tail{root: root, name: name, path: p, jvm: jvm, alive: alive, stats: &s.stats}
+	if !fi.Mode().IsRegular() {
+		err = fmt.Errorf("xlog: %s: %w (%s)", p, procroot.ErrNotRegular, kind(fi.Mode()))
+		if !s.refused[p] {
+			s.stats.Refused++
+		}
+	} else {
+		// A file that appears after the first scan is new: read it all.
+		err = t.open(s.started || s.cfg.FromStart) // counts a refusal itself
+	}
+	if errors.Is(err, procroot.ErrNotRegular) {
+		refused[p] = true
+		if s.refused[p] {
+			return nil
+		}
 		return err
 	}
+	if err != nil {
+		return err
+	}
+	root.holds++
 	s.cfg.Logger.Debug("tailing -Xlog file", zap.String("file", p))
 	s.files[p] = t
 	return nil
+}
+
+// kind names what a refused file is, as procroot's errors do.
+func kind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return m.Type().String()
 }
 
 // tail follows one file by name: when the JVM rotates it (renames it and
 // starts a new file under the name), the old file is read to its end and
 // the new one from its start.
 type tail struct {
-	path    string
+	root    *heldRoot // where name resolves; released by the source when the tail ends
+	name    string    // the file as the JVM (or, for a pattern's, the collector) names it
+	path    string    // root.Display(name): how it is reported
 	file    *os.File
 	ino     uint64
 	offset  int64
+	drained bool // the last poll read the file to its end
 	partial []byte
-	gone    bool
-	lastErr string
-	pid     int
-	jvm     *jvmevent.JVM // the discovered JVM writing the file, nil for a pattern's
-	alive   func() bool   // whether that JVM still runs
+	// skipping: inside a line longer than maxLine, dropped up to its
+	// newline.
+	skipping     bool
+	longLines    int
+	longReported bool
+	refusedNow   bool // the file under the name is not a regular one
+	stats        *Stats
+	gone         bool
+	lastErr      string
+	pid          int
+	jvm          *jvmevent.JVM // the discovered JVM writing the file, nil for a pattern's
+	alive        func() bool   // whether that JVM still runs
 
 	// Uptime calibration: bounds on the JVM's start in Unix ns, narrowed by
 	// every line that has both an absolute time (ms) and an uptime.
@@ -244,18 +379,25 @@ func inode(fi os.FileInfo) uint64 {
 	return 0
 }
 
-// open opens the file, positioned at its end unless fromStart.
+// open opens the file (a regular one, without blocking), positioned at its
+// end unless fromStart.
 func (t *tail) open(fromStart bool) error {
-	f, err := os.Open(t.path)
+	f, err := t.root.OpenFile(t.name)
 	if err != nil {
+		if errors.Is(err, procroot.ErrNotRegular) && !t.refusedNow {
+			t.refusedNow = true
+			t.stats.Refused++
+		}
 		return fmt.Errorf("xlog: %w", err)
 	}
+	t.refusedNow = false
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("xlog: %w", err)
+		return fmt.Errorf("xlog: %s: %w", t.path, err)
 	}
-	t.file, t.ino, t.offset, t.partial = f, inode(fi), 0, t.partial[:0]
+	t.file, t.ino, t.offset = f, inode(fi), 0
+	t.partial, t.skipping = t.partial[:0], false
 	if !fromStart {
 		t.offset = fi.Size()
 		if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
@@ -275,8 +417,9 @@ func (t *tail) close() {
 }
 
 // poll reads new lines; on rotation it finishes the old file first.
-func (t *tail) poll(clock *window.Clock, b *jvmevent.Batch) error {
+func (t *tail) poll(clock *window.Clock, buf []byte, b *jvmevent.Batch) error {
 	if t.file == nil {
+		t.drained = true
 		if err := t.open(true); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				t.gone = true
@@ -285,10 +428,14 @@ func (t *tail) poll(clock *window.Clock, b *jvmevent.Batch) error {
 			return err
 		}
 	}
-	if err := t.read(clock, b); err != nil {
+	drained, err := t.read(clock, buf, b)
+	t.drained = drained
+	if err != nil || !drained {
+		// The rest is read at the next poll; rotation and truncation are
+		// looked for once the file is read to its end.
 		return err
 	}
-	fi, err := os.Stat(t.path)
+	fi, err := t.root.Stat(t.name)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		t.gone = true
@@ -296,16 +443,17 @@ func (t *tail) poll(clock *window.Clock, b *jvmevent.Batch) error {
 	case err != nil:
 		return fmt.Errorf("xlog: %w", err)
 	case inode(fi) != t.ino:
-		// Rotated: the old file was read to its end above.
+		// Rotated: the old file was read to its end above. What replaced
+		// it may be no regular file: then nothing is read until one is.
 		t.close()
-		t.partial = t.partial[:0]
 		if err := t.open(true); err != nil {
 			return err
 		}
-		return t.read(clock, b)
+		t.drained, err = t.read(clock, buf, b)
+		return err
 	case fi.Size() < t.offset:
 		// Truncated in place (copytruncate): start over.
-		t.offset, t.partial = 0, t.partial[:0]
+		t.offset, t.partial, t.skipping = 0, t.partial[:0], false
 		if _, err := t.file.Seek(0, io.SeekStart); err != nil {
 			return fmt.Errorf("xlog: %s: %w", t.path, err)
 		}
@@ -313,45 +461,63 @@ func (t *tail) poll(clock *window.Clock, b *jvmevent.Batch) error {
 	return nil
 }
 
-func (t *tail) read(clock *window.Clock, b *jvmevent.Batch) error {
-	buf := make([]byte, 64<<10)
-	read := 0
-	for read < maxReadPerPoll {
-		n, err := t.file.Read(buf)
+// read reads what the file gained, at most maxReadPerPoll bytes, and
+// reports whether it reached the end. A read error ends the file's
+// reading (drained) until it is opened again.
+func (t *tail) read(clock *window.Clock, buf []byte, b *jvmevent.Batch) (drained bool, err error) {
+	for read := 0; read < maxReadPerPoll; {
+		n, err := t.file.Read(buf[:min(len(buf), maxReadPerPoll-read)])
 		if n > 0 {
 			read += n
 			t.offset += int64(n)
 			t.lines(buf[:n], clock, b)
 		}
-		if err == io.EOF || n == 0 {
-			return nil
+		if err == io.EOF || (err == nil && n == 0) {
+			return true, nil
 		}
 		if err != nil {
-			return fmt.Errorf("xlog: %s: %w", t.path, err)
+			return true, fmt.Errorf("xlog: %s: %w", t.path, err)
 		}
 	}
-	return nil
+	return false, nil
 }
 
 func (t *tail) lines(data []byte, clock *window.Clock, b *jvmevent.Batch) {
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
-			if len(t.partial)+len(data) <= maxLine {
+			if !t.skipping && len(t.partial)+len(data) > maxLine {
+				t.dropLine()
+			}
+			if !t.skipping {
 				t.partial = append(t.partial, data...)
-			} else {
-				t.partial = t.partial[:0] // an endless line: dropped
 			}
 			return
 		}
 		line := data[:i]
 		data = data[i+1:]
+		if t.skipping {
+			t.skipping = false // the end of the dropped line
+			continue
+		}
+		if len(t.partial)+len(line) > maxLine {
+			t.dropLine()
+			t.skipping = false
+			continue
+		}
 		if len(t.partial) > 0 {
 			line = append(t.partial, line...)
 			t.partial = t.partial[:0]
 		}
 		t.line(string(line), clock, b)
 	}
+}
+
+// dropLine gives up the line being read: it is longer than maxLine.
+func (t *tail) dropLine() {
+	t.partial, t.skipping = t.partial[:0], true
+	t.longLines++
+	t.stats.LongLines++
 }
 
 // line turns one log line into what it says.
