@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/consumergate"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
@@ -308,13 +308,21 @@ func (r *jfrReceiver) info(b *jvmevent.Batch) *jvmInfo {
 }
 
 // releaseVersion reads JAVA_RUNTIME_VERSION (else JAVA_VERSION) from the
-// release file of the JDK the process runs, through its root.
+// release file of the JDK the process runs, inside its root (the
+// container's: its links never lead to the host's files), a regular file
+// of at most 64 KiB (a JDK's is about 1 KiB).
 func releaseVersion(procRoot string, pid int, exe string) string {
+	const maxRelease = 64 << 10
 	if exe == "" {
 		return ""
 	}
+	root, err := procroot.Open(procRoot, pid)
+	if err != nil {
+		return ""
+	}
+	defer root.Close()
 	home := filepath.Dir(filepath.Dir(exe))
-	data, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "root", home, "release"))
+	data, err := root.ReadFile(filepath.Join(home, "release"), maxRelease)
 	if err != nil {
 		return ""
 	}
