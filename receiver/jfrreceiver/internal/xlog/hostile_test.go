@@ -75,7 +75,9 @@ func TestRefusedFilesDoNotHoldTheOthers(t *testing.T) {
 	if err := os.Symlink("/dev/zero", filepath.Join(dir, "z.log")); err != nil {
 		t.Fatal(err)
 	}
-	s := NewSource(Config{Include: []string{filepath.Join(dir, "*.log")}, FromStart: true, DiscoveryInterval: 0, Clock: window.NewFixedClock(0)})
+	refused := map[string]int{}
+	s := NewSource(Config{Include: []string{filepath.Join(dir, "*.log")}, FromStart: true, DiscoveryInterval: 0, Clock: window.NewFixedClock(0),
+		Refused: func(reason string) { refused[reason]++ }})
 	defer s.Close()
 
 	got := operations{}
@@ -114,8 +116,8 @@ func TestRefusedFilesDoNotHoldTheOthers(t *testing.T) {
 	if got[b]["B3"] != 1 || got[a]["A1"] != 1 || len(got) != 2 {
 		t.Errorf("later poll read %v", got)
 	}
-	if st := s.Stats(); st.Refused != 3 {
-		t.Errorf("refusals counted %d, want 3 (c.log, z.log, a.log)", st.Refused)
+	if refused[RefusedNotRegular] != 3 || len(refused) != 1 {
+		t.Errorf("refusals counted %v, want 3 not_regular (c.log, z.log, a.log)", refused)
 	}
 
 	// A log in place of the FIFO again is read from its start.
@@ -211,7 +213,9 @@ func TestDiscoveredLogsStayInsideTheContainer(t *testing.T) {
 	own := filepath.Join(root, "app", "gc.log")
 	appendFile(t, own, safepointLine("Container1"))
 
-	s := NewSource(Config{Finder: discovery.NewFinder(p.dir), FromStart: true, DiscoveryInterval: 0, Clock: window.NewFixedClock(0)})
+	refused := map[string]int{}
+	s := NewSource(Config{Finder: discovery.NewFinder(p.dir), FromStart: true, DiscoveryInterval: 0, Clock: window.NewFixedClock(0),
+		Refused: func(reason string) { refused[reason]++ }})
 	defer s.Close()
 	got := operations{}
 	_, err := pollGuarded(t, s, got)
@@ -226,6 +230,9 @@ func TestDiscoveredLogsStayInsideTheContainer(t *testing.T) {
 	ownSource := filepath.Join(p.dir, "4321", "root", "app", "gc.log")
 	if len(got) != 1 || got[ownSource]["Container1"] != 1 || got[ownSource]["Container2"] != 1 || len(got[ownSource]) != 2 {
 		t.Errorf("read %v, want only the container's own log's two lines from %s", got, ownSource)
+	}
+	if refused[RefusedNotRegular] != 1 || len(refused) != 1 {
+		t.Errorf("refusals counted %v, want the FIFO once", refused)
 	}
 }
 
@@ -243,7 +250,9 @@ func TestEndlessLineHeldBounded(t *testing.T) {
 	if err := os.Truncate(path, size); err != nil {
 		t.Fatal(err)
 	}
-	s := NewSource(Config{Include: []string{path}, FromStart: true, DiscoveryInterval: time.Hour, Clock: window.NewFixedClock(0)})
+	refused := map[string]int{}
+	s := NewSource(Config{Include: []string{path}, FromStart: true, DiscoveryInterval: time.Hour, Clock: window.NewFixedClock(0),
+		Refused: func(reason string) { refused[reason]++ }})
 	defer s.Close()
 
 	var before, now runtime.MemStats
@@ -277,8 +286,8 @@ func TestEndlessLineHeldBounded(t *testing.T) {
 	if len(got) != 1 || got[path]["After"] != 1 || len(got[path]) != 1 {
 		t.Errorf("read %v, want the line after the long one", got)
 	}
-	if st := s.Stats(); st.LongLines != 1 || reports != 1 {
-		t.Errorf("long lines counted %d, reported %d times; want 1 and 1", st.LongLines, reports)
+	if refused[RefusedLineTooLong] != 1 || len(refused) != 1 || reports != 1 {
+		t.Errorf("refusals counted %v, the long line reported %d times; want one line_too_long, reported once", refused, reports)
 	}
 }
 
@@ -289,7 +298,9 @@ func TestLongLinesBetweenLines(t *testing.T) {
 	path := filepath.Join(dir, "gc.log")
 	long := strings.Repeat("x", maxLine) + strings.TrimSuffix(safepointLine("Tail"), "\n")
 	appendFile(t, path, safepointLine("One")+long+"\n"+safepointLine("Two")+long[:maxLine/2])
-	s := NewSource(Config{Include: []string{path}, FromStart: true, DiscoveryInterval: time.Hour, Clock: window.NewFixedClock(0)})
+	refused := map[string]int{}
+	s := NewSource(Config{Include: []string{path}, FromStart: true, DiscoveryInterval: time.Hour, Clock: window.NewFixedClock(0),
+		Refused: func(reason string) { refused[reason]++ }})
 	defer s.Close()
 	got := operations{}
 	if _, err := pollGuarded(t, s, got); err == nil {
@@ -302,8 +313,8 @@ func TestLongLinesBetweenLines(t *testing.T) {
 	if got[path]["One"] != 1 || got[path]["Two"] != 1 || got[path]["Three"] != 1 || len(got[path]) != 3 {
 		t.Errorf("read %v, want One, Two, Three and no Tail", got)
 	}
-	if st := s.Stats(); st.LongLines != 2 {
-		t.Errorf("long lines counted %d, want 2", st.LongLines)
+	if refused[RefusedLineTooLong] != 2 {
+		t.Errorf("refusals counted %v, want 2 line_too_long", refused)
 	}
 }
 

@@ -39,6 +39,9 @@ type Config struct {
 	Finder *discovery.Finder
 	// Logger receives debug messages about files coming and going.
 	Logger *zap.Logger
+	// Refused, when set, is called with the reason (Refused* constants)
+	// for every file refused and every line dropped, once each.
+	Refused func(reason string)
 }
 
 // Bounds on one poll of one file and on one line: a file holding more is
@@ -52,14 +55,16 @@ const (
 // AttrWindowSource is set to "xlog" on windows read from a log.
 const AttrWindowSource = jvmevent.AttrWindowSource
 
-// Stats counts what the source refused to read since it started.
-type Stats struct {
-	// Refused counts files found not to be regular files (a FIFO, a
-	// device, a socket where a log should be), once each time one is.
-	Refused int64
-	// LongLines counts lines dropped for being longer than 64 KiB.
-	LongLines int64
-}
+// Reasons a file or a line is refused (Config.Refused).
+const (
+	// RefusedNotRegular: a file matched or named where a log should be is
+	// a FIFO, a device or a socket (opening a FIFO to read would block),
+	// counted once each time one takes a log's place.
+	RefusedNotRegular = "not_regular"
+	// RefusedLineTooLong: a line ran past maxLine bytes without a newline;
+	// it is dropped up to its newline.
+	RefusedLineTooLong = "line_too_long"
+)
 
 // Source tails -Xlog files. Use it from one goroutine.
 //
@@ -76,7 +81,6 @@ type Source struct {
 	roots    map[rootKey]*heldRoot
 	refused  map[string]bool // paths refused at the last scan, reported already
 	buf      []byte          // the tails' read buffer
-	stats    Stats
 	started  bool
 	lastScan time.Time
 	lastSync time.Time
@@ -87,12 +91,12 @@ func NewSource(cfg Config) *Source {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	if cfg.Refused == nil {
+		cfg.Refused = func(string) {}
+	}
 	return &Source{cfg: cfg, clock: cfg.Clock, files: map[string]*tail{}, roots: map[rootKey]*heldRoot{},
 		refused: map[string]bool{}, buf: make([]byte, 64<<10)}
 }
-
-// Stats returns the source's counts.
-func (s *Source) Stats() Stats { return s.stats }
 
 // Poll matches the patterns when due, then reads what every file gained.
 func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
@@ -145,7 +149,7 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 		}
 		if t.longLines > 0 && !t.longReported {
 			t.longReported = true
-			errs = append(errs, fmt.Errorf("xlog: %s: a line longer than %d bytes dropped (and any later one, unreported)", p, maxLine))
+			errs = append(errs, fmt.Errorf("xlog: %s: a line longer than %d bytes dropped (later ones are counted, not reported)", p, maxLine))
 		}
 		if t.gone {
 			b.Ended = true
@@ -300,11 +304,11 @@ func (s *Source) follow(root *heldRoot, name string, jvm *jvmevent.JVM, alive fu
 	if err != nil || fi.IsDir() {
 		return nil
 	}
-	t := &tail{root: root, name: name, path: p, jvm: jvm, alive: alive, stats: &s.stats}
+	t := &tail{root: root, name: name, path: p, jvm: jvm, alive: alive, refused: s.cfg.Refused}
 	if !fi.Mode().IsRegular() {
 		err = fmt.Errorf("xlog: %s: %w (%s)", p, procroot.ErrNotRegular, kind(fi.Mode()))
 		if !s.refused[p] {
-			s.stats.Refused++
+			s.cfg.Refused(RefusedNotRegular)
 		}
 	} else {
 		// A file that appears after the first scan is new: read it all.
@@ -359,7 +363,7 @@ type tail struct {
 	longLines    int
 	longReported bool
 	refusedNow   bool // the file under the name is not a regular one
-	stats        *Stats
+	refused      func(reason string)
 	gone         bool
 	lastErr      string
 	pid          int
@@ -386,7 +390,7 @@ func (t *tail) open(fromStart bool) error {
 	if err != nil {
 		if errors.Is(err, procroot.ErrNotRegular) && !t.refusedNow {
 			t.refusedNow = true
-			t.stats.Refused++
+			t.refused(RefusedNotRegular)
 		}
 		return fmt.Errorf("xlog: %w", err)
 	}
@@ -517,7 +521,7 @@ func (t *tail) lines(data []byte, clock *window.Clock, b *jvmevent.Batch) {
 func (t *tail) dropLine() {
 	t.partial, t.skipping = t.partial[:0], true
 	t.longLines++
-	t.stats.LongLines++
+	t.refused(RefusedLineTooLong)
 }
 
 // line turns one log line into what it says.
