@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 )
 
 // DefaultProcRoot is where the proc filesystem is normally mounted.
@@ -99,18 +102,53 @@ func (r *Reader) Resolve(pid int) (Resource, error) {
 		res.ExecutableName = filepath.Base(exe)
 	}
 	if res.ExecutableName == "" {
-		if comm, err := os.ReadFile(r.path(pid, "comm")); err == nil {
+		if comm, err := procroot.ReadProcFile(r.path(pid, "comm"), maxComm); err == nil {
 			res.ExecutableName = strings.TrimRight(string(comm), "\n")
 		}
 	}
 	res.RuntimeName = RuntimeOf(res.ExecutableName)
-	if cmdline, err := os.ReadFile(r.path(pid, "cmdline")); err == nil {
+	if cmdline, err := readPrefix(r.path(pid, "cmdline"), max(maxCommandLineRead, int64(r.maxCommandLine)+utf8.UTFMax)); err == nil {
 		res.CommandLine = formatCommandLine(cmdline, r.maxCommandLine)
 	}
-	if cg, err := os.ReadFile(r.path(pid, "cgroup")); err == nil {
+	if cg, err := procroot.ReadProcFile(r.path(pid, "cgroup"), maxCgroup); err == nil {
 		res.Container = ParseCgroup(cg)
 	}
 	return res, nil
+}
+
+// Caps on what is read of another process's proc files: whatever a process
+// puts in its command line or environment, memory stays bounded.
+const (
+	// maxComm: the kernel's comm is 16 bytes.
+	maxComm = 4 << 10
+	// maxCommandLineRead is how much of a command line is read; only the
+	// reader's limit (256 bytes by default) is kept.
+	maxCommandLineRead = 64 << 10
+	// maxCgroup: one line per hierarchy, each a path.
+	maxCgroup = 64 << 10
+	// maxStat: the stat line is a few hundred bytes.
+	maxStat = 64 << 10
+	// maxEnviron: the kernel lets arguments and environment together
+	// fill a quarter of the stack limit, 2 MiB by default.
+	maxEnviron = 4 << 20
+)
+
+// readPrefix reads at most n bytes of the proc file at path: a command
+// line longer than what is kept is truncated, not refused.
+func readPrefix(path string, n int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: procroot.ErrNotRegular}
+	}
+	return io.ReadAll(io.LimitReader(f, n))
 }
 
 // StartTicks returns the start time of pid in clock ticks since boot, read
@@ -135,9 +173,9 @@ func (r *Reader) StartTicks(pid int) (uint64, error) {
 }
 
 // readSmall reads a small file into buf with plain system calls, falling
-// back to os.ReadFile when it does not fit.
+// back to a capped read when it does not fit.
 func readSmall(path string, buf []byte) ([]byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -158,7 +196,7 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 	}
 	_ = syscall.Close(fd)
 	if n == len(buf) {
-		return os.ReadFile(path)
+		return procroot.ReadProcFile(path, maxStat)
 	}
 	return buf[:n], nil
 }
@@ -168,7 +206,7 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 // process's environment needs the same privileges as ptrace; without them
 // the variable is reported as unset.
 func (r *Reader) Getenv(pid int, name string) (string, bool) {
-	data, err := os.ReadFile(r.path(pid, "environ"))
+	data, err := procroot.ReadProcFile(r.path(pid, "environ"), maxEnviron)
 	if err != nil {
 		return "", false
 	}

@@ -4,11 +4,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // fakeProcess is one process in a fake proc tree.
@@ -209,4 +213,50 @@ func TestInHostPIDNamespace(t *testing.T) {
 	inHost, known := InHostPIDNamespace()
 	assert.True(t, known)
 	assert.Equal(t, link == "pid:[4026531836]", inHost)
+}
+
+// TestResolveBoundsWhatItReads: a process's command line, cgroup and
+// environment are read with caps, and nothing it puts there blocks the
+// reader or makes it read without end.
+func TestResolveBoundsWhatItReads(t *testing.T) {
+	root := t.TempDir()
+	long := strings.Repeat("x", 8<<20) // 8 MiB of command line
+	writeFakeProc(t, root, fakeProcess{pid: 4242, comm: "java", exe: "/usr/bin/java", cmdline: "java\x00" + long, start: 7,
+		cgroup: strings.Repeat("0::/a\n", maxCgroup), environ: "A=1\x00" + long})
+	r := NewReader(root, 0)
+	before := allocated()
+	res, err := r.Resolve(4242)
+	require.NoError(t, err)
+	assert.Equal(t, "java "+long[:DefaultMaxCommandLine-5], res.CommandLine, "an 8 MiB command line is truncated to the kept prefix")
+	assert.Equal(t, Container{}, res.Container, "a cgroup file past its cap is not parsed")
+	_, ok := r.Getenv(4242, "A")
+	assert.False(t, ok, "an environment past its cap is not read")
+	// Reading whole would allocate both 8 MiB files; a capped read
+	// allocates at most about twice its cap (buffer growth).
+	assert.Less(t, allocated()-before, uint64(3*(maxEnviron+maxCommandLineRead+maxCgroup)), "bytes allocated resolving a process with 8 MiB of command line and environment")
+
+	// A FIFO in place of a proc file is neither waited on nor read.
+	dir := filepath.Join(root, "4242")
+	for _, name := range []string{"cmdline", "cgroup", "environ"} {
+		require.NoError(t, os.Remove(filepath.Join(dir, name)))
+		require.NoError(t, unix.Mkfifo(filepath.Join(dir, name), 0o644))
+	}
+	done := make(chan Resource, 1)
+	go func() {
+		res, _ := r.Resolve(4242)
+		r.Getenv(4242, "A")
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		assert.Empty(t, res.CommandLine)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Resolve blocked on a FIFO")
+	}
+}
+
+func allocated() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -29,6 +29,8 @@ type runState struct {
 	hostName string
 	logger   *zap.Logger
 	refusals *refusals
+	// open is scanner.Open; tests replace it to exercise the recovery.
+	open func(discovery.Interpreter) (*os.File, error)
 
 	libraries map[discovery.FileID]*library
 	// skipped remembers files that cannot be probed, so that each is
@@ -93,6 +95,7 @@ func newRunState(cfg *Config, probe *gil.Probe, clock *window.Clock, scanner *di
 		processes: map[uint32]*process{},
 		sampling:  1,
 	}
+	st.open = scanner.Open
 	st.resetPending()
 	return st
 }
@@ -216,7 +219,7 @@ func (st *runState) attach(in discovery.Interpreter) (l *gil.Library, err error)
 			l, err = nil, discovery.Recovered(fmt.Sprintf("pythongil: pid %d: %s", in.Resource.PID, in.Path), p)
 		}
 	}()
-	f, err := st.scanner.Open(in)
+	f, err := st.open(in)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,13 @@ func attach(t *testing.T, p *Probe, pid int) *Library {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := p.Attach(openELF(t, path))
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Library holds its own descriptor: the caller's is closed at once.
+	l, err := p.Attach(f)
+	_ = f.Close()
 	if errors.Is(err, ErrUnavailable) {
 		t.Skipf("uprobes unavailable: %v", err)
 	}

@@ -1,0 +1,183 @@
+package pythongilreceiver
+
+import (
+	"context"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/discovery"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadatatest"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+)
+
+// procTree is a proc filesystem written by the test: fake processes, each
+// with its own root directory, beside real ones linked in.
+type procTree struct {
+	t    *testing.T
+	root string
+}
+
+const hostileLib = "/usr/lib/libpython3.11.so.1.0"
+
+// add makes pid a process mapping hostileLib; place puts something at
+// that path in its root and returns the maps line's "dev inode".
+func (p *procTree) add(pid int, place func(path string) string) {
+	p.t.Helper()
+	dir := filepath.Join(p.root, strconv.Itoa(pid))
+	lib := filepath.Join(dir, "root", hostileLib)
+	require.NoError(p.t, os.MkdirAll(filepath.Dir(lib), 0o755))
+	stat := strconv.Itoa(pid) + " (java) S 1 1 1 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 " + strconv.Itoa(1000+pid) + " 0 0\n"
+	maps := "7f1e2c000000-7f1e2c0c0000 r-xp 00000000 " + place(lib) + " " + hostileLib + "\n"
+	for name, data := range map[string]string{"stat": stat, "cmdline": "java\x00", "maps": maps, "cgroup": "0::/\n"} {
+		require.NoError(p.t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+	}
+	require.NoError(p.t, os.Symlink("/usr/bin/java", filepath.Join(dir, "exe")))
+}
+
+// link makes the real process pid visible in the tree.
+func (p *procTree) link(pid int) {
+	require.NoError(p.t, os.Symlink(filepath.Join("/proc", strconv.Itoa(pid)), filepath.Join(p.root, strconv.Itoa(pid))))
+}
+
+// idOf is path's "dev inode" as maps shows them.
+func idOf(t *testing.T, path string) string {
+	t.Helper()
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(path, &st))
+	return fmt.Sprintf("%02x:%02x %d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+}
+
+// elfClaiming copies the USDT fixture to path with its symbol table claiming
+// claim bytes, the file then extended (sparse) to size bytes.
+func elfClaiming(t *testing.T, path string, claim uint64, size int64) {
+	t.Helper()
+	const fixture = "internal/gil/testdata/usdt/usdt.elf"
+	data, err := os.ReadFile(fixture)
+	require.NoError(t, err)
+	f, err := elf.Open(fixture)
+	require.NoError(t, err)
+	defer f.Close()
+	shoff := binary.LittleEndian.Uint64(data[40:]) // e_shoff
+	for i, s := range f.Sections {
+		if s.Type == elf.SHT_SYMTAB || s.Type == elf.SHT_DYNSYM {
+			// sh_size is at byte 32 of an Elf64_Shdr.
+			binary.LittleEndian.PutUint64(data[shoff+uint64(i)*64+32:], claim)
+		}
+	}
+	require.NoError(t, os.WriteFile(path, data, 0o755))
+	if size > int64(len(data)) {
+		require.NoError(t, os.Truncate(path, size))
+	}
+}
+
+// TestHostileSourcesAreRefusedAndCounted runs discovery over processes
+// that each aim something at the agent, beside a real CPython process:
+// each hostile one is refused once, counted by reason and skipped; a
+// panic is reported as the component's status; the real process is
+// probed all the same.
+func TestHostileSourcesAreRefusedAndCounted(t *testing.T) {
+	probe, err := gil.Load(gil.Options{MinDuration: defaultMinDuration})
+	if errors.Is(err, gil.ErrUnavailable) {
+		t.Skipf("eBPF unavailable: %v", err)
+	}
+	require.NoError(t, err)
+	w := workload.Start(t, "sleep", "3", "10")
+
+	tree := &procTree{t: t, root: t.TempDir()}
+	tree.link(w.PID)
+	tree.add(101, func(p string) string { // a FIFO: opening it must not block
+		require.NoError(t, unix.Mkfifo(p, 0o644))
+		return idOf(t, p)
+	})
+	tree.add(102, func(p string) string { // /dev/zero's numbers
+		require.NoError(t, unix.Mknod(p, unix.S_IFCHR|0o644, int(unix.Mkdev(1, 5))))
+		return idOf(t, p)
+	})
+	tree.add(103, func(p string) string { // a 600 MiB sparse file with a 512 MiB symbol table
+		elfClaiming(t, p, 512<<20/24*24, 600<<20)
+		return idOf(t, p)
+	})
+	tree.add(104, func(p string) string { // a 14 KiB file claiming the same
+		elfClaiming(t, p, 512<<20/24*24, 0)
+		return idOf(t, p)
+	})
+	tree.add(105, func(p string) string { // mapped one file, then swapped another in
+		require.NoError(t, os.WriteFile(p, []byte("mapped"), 0o755))
+		id := idOf(t, p)
+		require.NoError(t, os.Rename(p, p+".mapped"))
+		require.NoError(t, os.WriteFile(p, []byte("swapped"), 0o755))
+		return id
+	})
+	tree.add(106, func(p string) string { // decoding this one panics (below)
+		require.NoError(t, os.WriteFile(p, []byte("boom"), 0o755))
+		return idOf(t, p)
+	})
+	tree.add(107, func(p string) string { return "fd:01 7007" })
+	filler := "7f1e2a000000-7f1e2a0c0000 r-xp 00000000 fd:01 2002 /usr/lib/libfiller.so\n"
+	require.NoError(t, os.WriteFile(filepath.Join(tree.root, "107", "maps"),
+		[]byte(strings.Repeat(filler, discovery.MaxMapsSize/len(filler)+1)), 0o644)) // more mappings than the cap
+
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tt.Shutdown(context.Background())) })
+	tel, err := metadata.NewTelemetryBuilder(tt.NewTelemetrySettings())
+	require.NoError(t, err)
+	var reported []error
+	refused := &refusals{tel: tel, logger: zap.NewNop(), report: func(err error) { reported = append(reported, err) }}
+	clock, err := window.NewClock()
+	require.NoError(t, err)
+	cfg := fastConfig()
+	cfg.ProcRoot = tree.root
+	scanner := discovery.NewScanner(procresource.NewReader(tree.root, 0), discovery.Filter{})
+	st := newRunState(cfg, probe, clock, scanner, "host", zap.NewNop(), refused)
+	t.Cleanup(func() { assert.NoError(t, st.close()) })
+	st.open = func(in discovery.Interpreter) (*os.File, error) {
+		if in.Resource.PID == 106 {
+			var m map[string]int
+			m["a decoder bug"]++
+		}
+		return scanner.Open(in)
+	}
+
+	// Refused once each: later scans skip what was refused.
+	for range 3 {
+		st.discover()
+	}
+	point := func(reason string, n int64) metricdata.DataPoint[int64] {
+		return metricdata.DataPoint[int64]{Value: n, Attributes: attribute.NewSet(attribute.String("reason", reason))}
+	}
+	metadatatest.AssertEqualReceiverPythongilSourcesRefused(t, tt, []metricdata.DataPoint[int64]{
+		point(reasonNotRegular, 2), point(reasonTooLarge, 1), point(reasonMalformed, 1),
+		point(reasonMismatch, 1), point(reasonPanic, 1), point(reasonMapsTooLarge, 1),
+	}, metricdatatest.IgnoreTimestamp())
+	require.Len(t, reported, 1, "one status report, for the panic")
+	assert.ErrorIs(t, reported[0], discovery.ErrPanic)
+
+	probed := false
+	for _, l := range st.libraries {
+		if _, ok := l.pids[uint32(w.PID)]; ok {
+			probed = true
+		}
+	}
+	assert.True(t, probed, "the real CPython process is probed beside the refused ones")
+	assert.Len(t, st.libraries, 1, "only the real process's library is attached")
+}
