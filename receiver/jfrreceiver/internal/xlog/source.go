@@ -225,26 +225,7 @@ func (s *Source) scan() error {
 	var errs []error
 	refused := map[string]bool{}
 	if len(s.cfg.Include) > 0 {
-		host, err := s.hold(rootKey{}, hostRoot)
-		if err != nil {
-			return fmt.Errorf("xlog: %w", err)
-		}
-		for _, pattern := range s.cfg.Include {
-			abs, err := filepath.Abs(pattern)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("xlog: pattern %q: %w", pattern, err))
-				continue
-			}
-			matches, err := host.Glob(abs)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("xlog: pattern %q: %w", pattern, err))
-				continue
-			}
-			for _, name := range matches {
-				errs = append(errs, s.follow(host, name, nil, nil, refused))
-			}
-		}
-		s.release(host)
+		errs = append(errs, s.scanPatterns(refused))
 	}
 	if s.cfg.Finder != nil {
 		jvms, err := s.cfg.Finder.JVMs()
@@ -258,6 +239,31 @@ func (s *Source) scan() error {
 		}
 	}
 	s.refused = refused
+	return errors.Join(errs...)
+}
+
+// scanPatterns follows the files the include patterns match.
+func (s *Source) scanPatterns(refused map[string]bool) error {
+	host, err := s.hold(rootKey{}, hostRoot)
+	if err != nil {
+		return fmt.Errorf("xlog: %w", err)
+	}
+	defer s.release(host)
+	var errs []error
+	for _, pattern := range s.cfg.Include {
+		abs, err := filepath.Abs(pattern)
+		if err == nil {
+			var matches []string
+			if matches, err = host.Glob(abs); err == nil {
+				for _, name := range matches {
+					errs = append(errs, s.follow(host, name, nil, nil, refused))
+				}
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("xlog: pattern %q: %w", pattern, err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -304,7 +310,8 @@ func (s *Source) follow(root *heldRoot, name string, jvm *jvmevent.JVM, alive fu
 	if err != nil || fi.IsDir() {
 		return nil
 	}
-	t := &tail{root: root, name: name, path: p, jvm: jvm, alive: alive, refused: s.cfg.Refused}
+	// A path refused at the last scan is counted and reported once.
+	t := &tail{root: root, name: name, path: p, jvm: jvm, alive: alive, refused: s.cfg.Refused, refusedNow: s.refused[p]}
 	if !fi.Mode().IsRegular() {
 		err = fmt.Errorf("xlog: %s: %w (%s)", p, procroot.ErrNotRegular, kind(fi.Mode()))
 		if !s.refused[p] {
