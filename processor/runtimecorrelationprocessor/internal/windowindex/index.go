@@ -2,19 +2,36 @@
 // ranges of spans) per scope in a bounded, time-ordered index and answers
 // which of them overlap a given interval.
 //
-// Each scope holds its entries in a slice sorted by start, so that the usual
-// case, an entry no earlier than the last one, is an append, and an
-// out-of-order entry is a binary search and a short copy. A query is a binary
-// search for the first entry that can reach the queried interval (its start
-// at most the scope's longest duration before it) and a scan while entries
-// start before the interval ends: O(log n + k), the sorted-slice variant of
-// an interval index.
+// Arrival order is the sender's to choose, so no order may make the index
+// slow. Each scope holds its entries in order (by start, then by the other
+// fields, so that equal entries are neighbours) in a chunked sorted list:
+// sorted chunks of at most 256 entries, themselves in a sorted slice. The
+// usual case, an entry after the last one, is an append to the last chunk;
+// any other is a binary search over the chunks and within one, then a copy
+// of at most one chunk, splitting it when full: O(log n + 256) whatever the
+// order, where a single sorted slice costs O(n) per late entry and O(n²) for
+// reversed input. Chunks keep free room at both ends, so that a run of ever
+// earlier entries fills a chunk from its end and packs as densely as a run
+// of ever later ones (40 bytes an entry); random order leaves chunks at
+// least half full. A balanced tree would need a node per entry, and an
+// append-only run with an overflow merged in would make each merge O(n).
 //
-// Memory is bounded two ways, both evicting the oldest entries first (the
-// smallest start across all scopes, found through a heap of scopes keyed by
-// their oldest entry): entries that started more than Retention before the
-// newest start seen are evicted, and the total never exceeds MaxEntries.
-// An Index is not safe for concurrent use.
+// A query is a binary search for the first entry that can reach the queried
+// interval (its start at most the longest live duration before it) and a
+// scan while entries start before the interval ends: O(log n + k). So that
+// one long entry cannot widen every query to the whole scope, an entry is
+// cut to the retention when it arrives, and entries longer than
+// LongDuration are kept apart, at most MaxLongPerScope per scope, and
+// scanned on their own: a query costs O(log n + k + long entries), and the
+// longest duration of the rest falls again as long ones leave.
+//
+// Memory is bounded three ways, all evicting the oldest entries first:
+// entries that started more than Retention before the newest start seen are
+// evicted, a scope never holds more than MaxPerScope (its own oldest go),
+// and the total never exceeds MaxEntries (the smallest start across all
+// scopes goes, found through a heap of scopes keyed by their oldest entry).
+// The per-scope cap keeps one sender that floods the index from evicting
+// everyone else's windows. An Index is not safe for concurrent use.
 //
 // Coverage, beside it, keeps only the union of intervals per scope, for the
 // question "did anything cover part of this interval", under the same
@@ -22,10 +39,12 @@
 package windowindex // import "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/windowindex"
 
 import (
+	"cmp"
 	"container/heap"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -45,15 +64,38 @@ type Entry struct {
 // Duration returns End − Start in ns.
 func (e Entry) Duration() int64 { return e.End - e.Start }
 
+// compareEntries orders entries by start, then by every other field, so
+// that duplicates are neighbours and found by one binary search.
+func compareEntries(a, b Entry) int {
+	return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End),
+		cmp.Compare(a.ThreadID, b.ThreadID), cmp.Compare(a.PID, b.PID), cmp.Compare(a.Kind, b.Kind))
+}
+
 // Config bounds an Index.
 type Config struct {
 	// Retention is how long, in ns, an entry is kept after the newest
 	// start seen in the whole index; entries that start earlier than that
-	// are evicted, and refused when they arrive.
+	// are evicted, and refused when they arrive. It also bounds an
+	// entry's length: a longer one is cut to it.
 	Retention int64
 	// MaxEntries is the most entries kept across all scopes.
 	MaxEntries int
+	// MaxPerScope is the most entries kept in one scope; 0 (or more than
+	// MaxEntries) means MaxEntries.
+	MaxPerScope int
+	// LongDuration is the length beyond which an entry is kept apart from
+	// its scope's others; 0 means Retention/64.
+	LongDuration int64
+	// MaxLongPerScope is the most entries longer than LongDuration kept in
+	// one scope; 0 means 256.
+	MaxLongPerScope int
 }
+
+// Defaults of Config's optional bounds.
+const (
+	defaultLongFraction    = 64
+	defaultMaxLongPerScope = 256
+)
 
 // Result says what Insert did with an entry.
 type Result uint8
@@ -88,6 +130,15 @@ type Stats struct {
 	EvictedRetention uint64
 	// EvictedCap counts entries evicted to stay within MaxEntries.
 	EvictedCap uint64
+	// EvictedScopeCap counts entries evicted to keep their scope within
+	// MaxPerScope.
+	EvictedScopeCap uint64
+	// EvictedLongCap counts long entries evicted to keep their scope
+	// within MaxLongPerScope.
+	EvictedLongCap uint64
+	// Clipped counts entries inserted with their end cut to Start +
+	// Retention.
+	Clipped uint64
 }
 
 // ErrInvalidEntry is returned by Insert for an entry that ends before it
@@ -103,27 +154,40 @@ type Index[K comparable] struct {
 	watermark int64
 	seen      bool
 	stats     Stats
+	// visited counts the entries queries looked at, for tests of their
+	// cost.
+	visited uint64
 }
 
 type scope[K comparable] struct {
 	key K
-	// entries[head:] are live, sorted by Start.
-	entries []Entry
-	head    int
-	// maxDur is at least the longest live entry's duration: a query need
-	// look no further back than this before its start.
+	// chunks hold the entries no longer than LongDuration, in order: each
+	// chunk's entries precede the next chunk's.
+	chunks []chunk
+	n      int
+	// long holds the longer entries, in order.
+	long []Entry
+	// maxDur is at least the longest duration in chunks: a query need look
+	// no further back than this before its start.
 	maxDur int64
 	// heapIdx is the scope's position in Index.oldest.
 	heapIdx int
 }
 
-func (s *scope[K]) live() []Entry { return s.entries[s.head:] }
-
 // New returns an empty Index. A MaxEntries below 1 is taken as 1 and a
-// negative Retention as 0.
+// negative Retention as 0; the optional bounds take their defaults.
 func New[K comparable](cfg Config) *Index[K] {
 	cfg.MaxEntries = max(cfg.MaxEntries, 1)
 	cfg.Retention = max(cfg.Retention, 0)
+	if cfg.MaxPerScope <= 0 || cfg.MaxPerScope > cfg.MaxEntries {
+		cfg.MaxPerScope = cfg.MaxEntries
+	}
+	if cfg.LongDuration <= 0 {
+		cfg.LongDuration = cfg.Retention / defaultLongFraction
+	}
+	if cfg.MaxLongPerScope <= 0 {
+		cfg.MaxLongPerScope = defaultMaxLongPerScope
+	}
 	return &Index[K]{cfg: cfg, scopes: make(map[K]*scope[K])}
 }
 
@@ -133,7 +197,7 @@ func (x *Index[K]) Len() int { return x.total }
 // ScopeLen returns the number of entries in one scope.
 func (x *Index[K]) ScopeLen(key K) int {
 	if s, ok := x.scopes[key]; ok {
-		return len(s.live())
+		return s.len()
 	}
 	return 0
 }
@@ -159,8 +223,9 @@ func (x *Index[K]) Horizon() int64 {
 	return x.watermark - x.cfg.Retention
 }
 
-// Insert adds e to the scope key, then evicts what the bounds require
-// (possibly e itself, when the index is full of newer entries).
+// Insert adds e to the scope key, its end cut to Start + Retention, then
+// evicts what the bounds require (possibly e itself, when its scope or the
+// index is full of newer entries).
 func (x *Index[K]) Insert(key K, e Entry) (Result, error) {
 	if e.End < e.Start {
 		return 0, fmt.Errorf("%w: [%d, %d)", ErrInvalidEntry, e.Start, e.End)
@@ -168,39 +233,47 @@ func (x *Index[K]) Insert(key K, e Entry) (Result, error) {
 	if e.Start < x.Horizon() {
 		return TooOld, nil
 	}
+	// In uint64 the difference cannot overflow, and Start + Retention is
+	// then at most End.
+	clipped := uint64(e.End)-uint64(e.Start) > uint64(x.cfg.Retention)
+	if clipped {
+		e.End = e.Start + x.cfg.Retention
+	}
 	s, ok := x.scopes[key]
 	if !ok {
 		s = &scope[K]{key: key}
 		x.scopes[key] = s
 	}
-	live := s.live()
-	// Upper bound: entries with an equal start stay before e, so that
-	// arrival order is kept among them and duplicates sit just before pos.
-	pos := len(live)
-	if pos > 0 && e.Start < live[pos-1].Start {
-		pos = sort.Search(len(live), func(i int) bool { return live[i].Start > e.Start })
+	first := int64(math.MaxInt64)
+	if ok {
+		first = s.first().Start
 	}
-	for i := pos - 1; i >= 0 && live[i].Start == e.Start; i-- {
-		if live[i] == e {
-			return Duplicate, nil
-		}
+	long := e.Duration() > x.cfg.LongDuration
+	if long && !s.insertLong(e) || !long && !s.insert(e) {
+		return Duplicate, nil
 	}
-	at := s.head + pos
-	s.entries = append(s.entries, Entry{})
-	if at < len(s.entries)-1 {
-		copy(s.entries[at+1:], s.entries[at:])
-	}
-	s.entries[at] = e
-	s.maxDur = max(s.maxDur, e.Duration())
 	x.total++
+	if clipped {
+		x.stats.Clipped++
+	}
 	switch {
 	case !ok:
 		heap.Push(&x.oldest, s)
-	case pos == 0:
+	case e.Start < first:
 		heap.Fix(&x.oldest, s.heapIdx)
 	}
 	if !x.seen || e.Start > x.watermark {
 		x.watermark, x.seen = e.Start, true
+	}
+	if len(s.long) > x.cfg.MaxLongPerScope {
+		s.long = s.long[1:]
+		x.removed(s)
+		x.stats.EvictedLongCap++
+	}
+	if s.len() > x.cfg.MaxPerScope {
+		s.popFirst()
+		x.removed(s)
+		x.stats.EvictedScopeCap++
 	}
 	x.evict()
 	return Inserted, nil
@@ -210,7 +283,7 @@ func (x *Index[K]) Insert(key K, e Entry) (Result, error) {
 // cap.
 func (x *Index[K]) evict() {
 	horizon := x.Horizon()
-	for len(x.oldest) > 0 && x.oldest[0].live()[0].Start < horizon {
+	for len(x.oldest) > 0 && x.oldest[0].first().Start < horizon {
 		x.popOldest()
 		x.stats.EvictedRetention++
 	}
@@ -223,27 +296,20 @@ func (x *Index[K]) evict() {
 // popOldest removes the entry with the smallest start in the index.
 func (x *Index[K]) popOldest() {
 	s := x.oldest[0]
-	s.head++
+	s.popFirst()
+	x.removed(s)
+}
+
+// removed accounts for an entry just taken from s: the total, and s's place
+// in the heap, or s itself once empty.
+func (x *Index[K]) removed(s *scope[K]) {
 	x.total--
-	if s.head == len(s.entries) {
-		heap.Pop(&x.oldest)
+	if s.len() == 0 {
+		heap.Remove(&x.oldest, s.heapIdx)
 		delete(x.scopes, s.key)
 		return
 	}
-	// Reclaim the evicted prefix once it is half the slice; the longest
-	// duration is recomputed then, so that one long entry long gone does
-	// not widen queries for ever.
-	if s.head >= 32 && 2*s.head >= len(s.entries) {
-		n := copy(s.entries, s.entries[s.head:])
-		clear(s.entries[n:])
-		s.entries = s.entries[:n]
-		s.head = 0
-		s.maxDur = 0
-		for _, e := range s.entries {
-			s.maxDur = max(s.maxDur, e.Duration())
-		}
-	}
-	heap.Fix(&x.oldest, 0)
+	heap.Fix(&x.oldest, s.heapIdx)
 }
 
 // AppendOverlapping appends to dst the entries of scope key whose
@@ -255,27 +321,273 @@ func (x *Index[K]) AppendOverlapping(dst []Entry, key K, start, end int64) []Ent
 	if !ok || end <= start {
 		return dst
 	}
-	live := s.live()
+	n0 := len(dst)
 	from := start - s.maxDur
 	if from > start { // underflow
 		from = math.MinInt64
 	}
-	i := sort.Search(len(live), func(i int) bool { return live[i].Start >= from })
-	for ; i < len(live) && live[i].Start < end; i++ {
-		if live[i].End > start && live[i].End > live[i].Start {
-			dst = append(dst, live[i])
+	visited := 0
+	ci := sort.Search(len(s.chunks), func(i int) bool { return s.chunks[i].last().Start >= from })
+	for first := true; ci < len(s.chunks); ci, first = ci+1, false {
+		live := s.chunks[ci].live()
+		i := 0
+		if first {
+			i = sort.Search(len(live), func(i int) bool { return live[i].Start >= from })
+		}
+		for ; i < len(live) && live[i].Start < end; i++ {
+			visited++
+			if live[i].End > start && live[i].End > live[i].Start {
+				dst = append(dst, live[i])
+			}
+		}
+		if i < len(live) {
+			break
 		}
 	}
+	dst, scanned := s.mergeLong(dst, n0, start, end)
+	x.visited += uint64(visited + scanned)
 	return dst
+}
+
+// mergeLong merges into dst[n0:], in order, the long entries that overlap
+// [start, end), and returns dst and how many long entries it looked at.
+func (s *scope[K]) mergeLong(dst []Entry, n0 int, start, end int64) ([]Entry, int) {
+	matches, scanned := 0, 0
+	for _, e := range s.long {
+		if e.Start >= end {
+			break
+		}
+		scanned++
+		if e.End > start {
+			matches++
+		}
+	}
+	if matches == 0 {
+		return dst, scanned
+	}
+	// Merge from the back, so that each entry moves once.
+	i := len(dst) - 1
+	dst = slices.Grow(dst, matches)[:len(dst)+matches]
+	w := len(dst) - 1
+	for j := scanned - 1; j >= 0; j-- {
+		l := s.long[j]
+		if l.End <= start {
+			continue
+		}
+		for ; i >= n0 && compareEntries(dst[i], l) > 0; i-- {
+			dst[w] = dst[i]
+			w--
+		}
+		dst[w] = l
+		w--
+	}
+	return dst, scanned
+}
+
+func (s *scope[K]) len() int { return s.n + len(s.long) }
+
+// first returns the scope's smallest entry; the scope is not empty.
+func (s *scope[K]) first() Entry {
+	switch {
+	case s.n == 0:
+		return s.long[0]
+	case len(s.long) == 0:
+		return s.chunks[0].live()[0]
+	}
+	if l, c := s.long[0], s.chunks[0].live()[0]; compareEntries(l, c) < 0 {
+		return l
+	}
+	return s.chunks[0].live()[0]
+}
+
+// insertLong adds a long entry, false when an equal one is there.
+func (s *scope[K]) insertLong(e Entry) bool {
+	pos, found := slices.BinarySearchFunc(s.long, e, compareEntries)
+	if found {
+		return false
+	}
+	s.long = slices.Insert(s.long, pos, e)
+	return true
+}
+
+// insert adds an entry to the chunks, false when an equal one is there.
+func (s *scope[K]) insert(e Entry) bool {
+	var ci, pos int
+	if len(s.chunks) > 0 {
+		ci = len(s.chunks) - 1
+		live := s.chunks[ci].live()
+		pos = len(live)
+		if c := compareEntries(e, live[pos-1]); c <= 0 {
+			if c == 0 {
+				return false
+			}
+			// The last chunk whose first entry is at most e, or the first.
+			ci = max(sort.Search(len(s.chunks), func(i int) bool {
+				return compareEntries(s.chunks[i].live()[0], e) > 0
+			})-1, 0)
+			live = s.chunks[ci].live()
+			var found bool
+			if pos, found = slices.BinarySearchFunc(live, e, compareEntries); found {
+				return false
+			}
+		}
+	}
+	s.place(ci, pos, e)
+	s.n++
+	s.maxDur = max(s.maxDur, e.Duration())
+	return true
+}
+
+// place puts e at position pos of chunk ci (ci may be len(chunks) when
+// there is none), splitting or adding a chunk when it is full.
+func (s *scope[K]) place(ci, pos int, e Entry) {
+	if ci == len(s.chunks) {
+		s.chunks = append(s.chunks, newChunk(e, 0, firstChunkSize))
+		return
+	}
+	if s.chunks[ci].tryInsert(pos, e) {
+		return
+	}
+	n := len(s.chunks[ci].live())
+	switch {
+	case pos == n && ci+1 < len(s.chunks) && s.chunks[ci+1].tryInsert(0, e):
+	case pos == n: // after a full chunk: a new one, filled from its start
+		s.chunks = slices.Insert(s.chunks, ci+1, newChunk(e, 0, chunkSize))
+	case pos == 0: // before a full first chunk: a new one, filled from its end
+		s.chunks = slices.Insert(s.chunks, ci, newChunk(e, chunkSize-1, chunkSize))
+	default:
+		right := s.chunks[ci].split()
+		s.chunks = slices.Insert(s.chunks, ci+1, right)
+		if half := n - len(right.live()); pos <= half {
+			s.chunks[ci].tryInsert(pos, e)
+		} else {
+			s.chunks[ci+1].tryInsert(pos-half, e)
+		}
+	}
+}
+
+// popFirst removes the scope's smallest entry; the scope is not empty.
+func (s *scope[K]) popFirst() {
+	if len(s.long) > 0 && (s.n == 0 || compareEntries(s.long[0], s.chunks[0].live()[0]) < 0) {
+		s.long = s.long[1:]
+		return
+	}
+	s.n--
+	c := &s.chunks[0]
+	c.head++
+	c.evicted++
+	switch {
+	case c.head == len(c.e):
+		s.chunks[0] = chunk{}
+		s.chunks = s.chunks[1:]
+		s.recomputeMaxDur()
+	case c.evicted >= recomputeEvery:
+		// So that a long entry gone no longer widens queries.
+		before := c.maxDur
+		c.recomputeMaxDur()
+		if c.maxDur < before && before == s.maxDur {
+			s.recomputeMaxDur()
+		}
+	}
+}
+
+func (s *scope[K]) recomputeMaxDur() {
+	s.maxDur = 0
+	for i := range s.chunks {
+		s.maxDur = max(s.maxDur, s.chunks[i].maxDur)
+	}
+}
+
+const (
+	// chunkSize bounds a chunk: the most entries one insert moves.
+	chunkSize = 256
+	// firstChunkSize is a scope's first chunk's capacity, doubled up to
+	// chunkSize, so that a scope of a few entries holds little.
+	firstChunkSize = 8
+	// recomputeEvery is how many evictions from a chunk pass between
+	// recomputations of its longest duration: O(1) amortized each.
+	recomputeEvery = 32
+)
+
+// chunk is one run of a scope's entries, e[head:] in order; room before
+// head and after len(e) takes entries without moving the others.
+type chunk struct {
+	e    []Entry
+	head int
+	// maxDur is at least the longest live duration.
+	maxDur int64
+	// evicted counts evictions since maxDur was computed.
+	evicted int
+}
+
+// newChunk returns a chunk of capacity size holding only e, at index at.
+func newChunk(e Entry, at, size int) chunk {
+	c := chunk{e: make([]Entry, at+1, size), head: at, maxDur: e.Duration()}
+	c.e[at] = e
+	return c
+}
+
+func (c *chunk) live() []Entry { return c.e[c.head:] }
+func (c *chunk) last() Entry   { return c.e[len(c.e)-1] }
+
+// tryInsert puts v at position pos of the live entries, moving whichever
+// side is shorter, and reports false, changing nothing, when the chunk is
+// full.
+func (c *chunk) tryInsert(pos int, v Entry) bool {
+	n := len(c.e) - c.head
+	if c.head > 0 && pos <= n/2 {
+		copy(c.e[c.head-1:], c.e[c.head:c.head+pos])
+		c.head--
+		c.e[c.head+pos] = v
+		c.maxDur = max(c.maxDur, v.Duration())
+		return true
+	}
+	if len(c.e) == cap(c.e) {
+		switch {
+		case cap(c.e) < chunkSize:
+			grown := make([]Entry, n, min(2*cap(c.e), chunkSize))
+			copy(grown, c.live())
+			c.e, c.head = grown, 0
+		case c.head >= chunkSize/4:
+			// Enough room before head to be worth one move.
+			copy(c.e, c.live())
+			c.e, c.head = c.e[:n], 0
+		default:
+			return false
+		}
+	}
+	at := c.head + pos
+	c.e = c.e[:len(c.e)+1]
+	copy(c.e[at+1:], c.e[at:])
+	c.e[at] = v
+	c.maxDur = max(c.maxDur, v.Duration())
+	return true
+}
+
+// split moves the upper half of the live entries to a new chunk, returned.
+func (c *chunk) split() chunk {
+	live := c.live()
+	mid := len(live) / 2
+	right := chunk{e: make([]Entry, len(live)-mid, chunkSize)}
+	copy(right.e, live[mid:])
+	c.e = c.e[:c.head+mid]
+	c.recomputeMaxDur()
+	right.recomputeMaxDur()
+	return right
+}
+
+func (c *chunk) recomputeMaxDur() {
+	c.maxDur, c.evicted = 0, 0
+	for _, e := range c.live() {
+		c.maxDur = max(c.maxDur, e.Duration())
+	}
 }
 
 // scopeHeap orders scopes by their oldest live entry.
 type scopeHeap[K comparable] []*scope[K]
 
-func (h scopeHeap[K]) Len() int { return len(h) }
-func (h scopeHeap[K]) Less(i, j int) bool {
-	return h[i].entries[h[i].head].Start < h[j].entries[h[j].head].Start
-}
+func (h scopeHeap[K]) Len() int           { return len(h) }
+func (h scopeHeap[K]) Less(i, j int) bool { return h[i].first().Start < h[j].first().Start }
 
 func (h scopeHeap[K]) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
