@@ -30,8 +30,12 @@ const RecordingName = "otelcol-ai"
 // is tried, one try per discovery.
 const maxAttachTries = 5
 
-// maxSettings caps the configured .jfc read (the project's is 3 KiB).
-const maxSettings = 1 << 20
+// maxSettings caps the configured .jfc read (the project's is 3 KiB);
+// maxLoggedOutput what is logged of a JVM's answer to JFR.start (a line).
+const (
+	maxSettings     = 1 << 20
+	maxLoggedOutput = 4 << 10
+)
 
 // AttachConfig turns on starting recordings in JVMs that run none.
 type AttachConfig struct {
@@ -96,7 +100,9 @@ func (s *starter) consider(j discovery.JVM, hasRepository bool) error {
 		return fmt.Errorf("repository: starting a recording in pid %d: %w", j.PID, err)
 	}
 	s.started[k] = j
-	s.logger.Info("started a JFR recording", zap.Int("pid", j.PID), zap.String("output", out))
+	// The answer comes from the JVM's socket, the container's to write:
+	// what is logged of it is bounded.
+	s.logger.Info("started a JFR recording", zap.Int("pid", j.PID), zap.String("output", out[:min(len(out), maxLoggedOutput)]))
 	return nil
 }
 
