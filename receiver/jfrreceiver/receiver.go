@@ -133,7 +133,7 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 			DiscoveryInterval: rc.DiscoveryInterval, Logger: logger,
 			Attach:       repository.AttachConfig{Enabled: rc.Attach.Enabled, Settings: rc.Attach.Settings, Timeout: rc.Attach.Timeout},
 			MaxChunkSize: rc.MaxChunkSizeMiB << 20, MaxMemory: rc.MaxMemoryMiB << 20,
-			Refused: r.countRefused,
+			Refused: func(reason string) { r.countRefused("repository", reason) },
 		})
 		out = append(out, r.repos)
 	}
@@ -150,6 +150,7 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 		r.xlogs = xlog.NewSource(xlog.Config{
 			Include: xc.Include, FromStart: xc.StartAt == "beginning",
 			DiscoveryInterval: xc.DiscoveryInterval, Finder: finder, Logger: logger,
+			Refused: func(reason string) { r.countRefused("xlog", reason) },
 		})
 		out = append(out, r.xlogs)
 	}
@@ -219,10 +220,10 @@ func (r *jfrReceiver) pollOnce(ctx context.Context, host component.Host) {
 	})
 }
 
-// countRefused counts a repository file or folder the repository source
-// refused (repository.Refused*).
-func (r *jfrReceiver) countRefused(reason string) {
-	r.telemetry.ReceiverJfrRepositoryRefused.Add(context.Background(), 1, otelmetric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason))))
+// countRefused counts what a source refused (repository.Refused*,
+// xlog.Refused*).
+func (r *jfrReceiver) countRefused(source, reason string) {
+	r.telemetry.ReceiverJfrRefused.Add(context.Background(), 1, otelmetric.WithAttributeSet(attribute.NewSet(attribute.String("source", source), attribute.String("reason", reason))))
 }
 
 func (r *jfrReceiver) handle(src jvmevent.Source, b *jvmevent.Batch, logs plog.Logs, now pcommon.Timestamp) {

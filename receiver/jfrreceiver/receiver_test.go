@@ -375,6 +375,11 @@ func TestHostileRepositoryFilesCountedAndReported(t *testing.T) {
 	cfg.PollInterval = 50 * time.Millisecond
 	cfg.Repositories.Discover = false
 	cfg.Repositories.Include = []string{filepath.Join(base, "2*_*")}
+	// A FIFO where an -Xlog file is expected, counted by the xlog source.
+	if err := unix.Mkfifo(filepath.Join(base, "gc.log"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.XLog.Include = []string{filepath.Join(base, "*.log")}
 	tel := componenttest.NewTelemetry()
 	defer tel.Shutdown(context.Background())
 	logs := new(consumertest.LogsSink)
@@ -387,7 +392,7 @@ func TestHostileRepositoryFilesCountedAndReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	reported := func() error { return errors.Join(host.errors()...) }
-	for deadline := time.Now().Add(30 * time.Second); logs.LogRecordCount() < want || !strings.Contains(fmt.Sprint(reported()), "chunk claims"); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); logs.LogRecordCount() < want || !strings.Contains(fmt.Sprint(reported()), "chunk claims") || !strings.Contains(fmt.Sprint(reported()), "gc.log"); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d windows; reported %v", logs.LogRecordCount(), want, reported())
 		}
@@ -404,10 +409,13 @@ func TestHostileRepositoryFilesCountedAndReported(t *testing.T) {
 			t.Errorf("status does not say %q: %s", s, msg)
 		}
 	}
-	reason := func(r string) attribute.Set { return attribute.NewSet(attribute.String("reason", r)) }
-	metadatatest.AssertEqualReceiverJfrRepositoryRefused(t, tel, []metricdata.DataPoint[int64]{
-		{Value: 1, Attributes: reason("not_regular")},
-		{Value: 1, Attributes: reason("too_large")},
+	refused := func(source, r string) attribute.Set {
+		return attribute.NewSet(attribute.String("source", source), attribute.String("reason", r))
+	}
+	metadatatest.AssertEqualReceiverJfrRefused(t, tel, []metricdata.DataPoint[int64]{
+		{Value: 1, Attributes: refused("repository", "not_regular")},
+		{Value: 1, Attributes: refused("repository", "too_large")},
+		{Value: 1, Attributes: refused("xlog", "not_regular")},
 	}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualReceiverJfrRepositoryMemoryHeld(t, tel, []metricdata.DataPoint[int64]{{Value: 0}}, metricdatatest.IgnoreTimestamp())
 }

@@ -26,8 +26,8 @@ type TelemetryBuilder struct {
 	meter                           metric.Meter
 	mu                              sync.Mutex
 	registrations                   []metric.Registration
+	ReceiverJfrRefused              metric.Int64Counter
 	ReceiverJfrRepositoryMemoryHeld metric.Int64Gauge
-	ReceiverJfrRepositoryRefused    metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -59,16 +59,16 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ReceiverJfrRefused, err = builder.meter.Int64Counter(
+		"otelcol_receiver_jfr_refused",
+		metric.WithDescription("What a source refused as hostile or over a bound, each counted once - JFR chunk files (and, for too_many and panic, repository folders) and -Xlog files or overlong lines - by source and reason. [Development]"),
+		metric.WithUnit("{file}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverJfrRepositoryMemoryHeld, err = builder.meter.Int64Gauge(
 		"otelcol_receiver_jfr_repository_memory_held",
 		metric.WithDescription("Bytes of JFR chunks held in memory by all followed repositories (bounded by repositories::max_memory_mib). [Development]"),
 		metric.WithUnit("By"),
-	)
-	errs = errors.Join(errs, err)
-	builder.ReceiverJfrRepositoryRefused, err = builder.meter.Int64Counter(
-		"otelcol_receiver_jfr_repository_refused",
-		metric.WithDescription("Chunk files (and, for too_many and panic, repository folders) of JFR repositories refused as hostile or over a bound, by reason (attribute reason); each counted once. [Development]"),
-		metric.WithUnit("{file}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

@@ -21,6 +21,22 @@ func NewSettings(tt *componenttest.Telemetry) receiver.Settings {
 	return set
 }
 
+func AssertEqualReceiverJfrRefused(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_jfr_refused",
+		Description: "What a source refused as hostile or over a bound, each counted once - JFR chunk files (and, for too_many and panic, repository folders) and -Xlog files or overlong lines - by source and reason. [Development]",
+		Unit:        "{file}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_jfr_refused")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualReceiverJfrRepositoryMemoryHeld(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_jfr_repository_memory_held",
@@ -31,22 +47,6 @@ func AssertEqualReceiverJfrRepositoryMemoryHeld(t *testing.T, tt *componenttest.
 		},
 	}
 	got, err := tt.GetMetric("otelcol_receiver_jfr_repository_memory_held")
-	require.NoError(t, err)
-	metricdatatest.AssertEqual(t, want, got, opts...)
-}
-
-func AssertEqualReceiverJfrRepositoryRefused(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
-	want := metricdata.Metrics{
-		Name:        "otelcol_receiver_jfr_repository_refused",
-		Description: "Chunk files (and, for too_many and panic, repository folders) of JFR repositories refused as hostile or over a bound, by reason (attribute reason); each counted once. [Development]",
-		Unit:        "{file}",
-		Data: metricdata.Sum[int64]{
-			Temporality: metricdata.CumulativeTemporality,
-			IsMonotonic: true,
-			DataPoints:  dps,
-		},
-	}
-	got, err := tt.GetMetric("otelcol_receiver_jfr_repository_refused")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

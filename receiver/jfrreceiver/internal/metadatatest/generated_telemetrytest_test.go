@@ -19,12 +19,12 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	tb.ReceiverJfrRefused.Add(context.Background(), 1)
 	tb.ReceiverJfrRepositoryMemoryHeld.Record(context.Background(), 1)
-	tb.ReceiverJfrRepositoryRefused.Add(context.Background(), 1)
-	AssertEqualReceiverJfrRepositoryMemoryHeld(t, testTel,
+	AssertEqualReceiverJfrRefused(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
-	AssertEqualReceiverJfrRepositoryRefused(t, testTel,
+	AssertEqualReceiverJfrRepositoryMemoryHeld(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 
