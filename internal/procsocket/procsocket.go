@@ -1,0 +1,319 @@
+// Package procsocket names the local process that opened a TCP connection,
+// from the connection's peer address as the receiving side sees it: the
+// OTLP receiver knows the peer (client.FromContext(ctx).Addr), and an SDK
+// with default settings sends neither process.pid nor host.name.
+//
+// # Method
+//
+// The client's socket has the peer address as its local address, in the
+// network namespace the client lives in: the host's, or its pod's. Lookup
+// groups the processes of the proc root by network namespace
+// (/proc/<pid>/ns/net), and for each namespace reads its socket tables
+// through one member (/proc/<pid>/net/tcp and tcp6) looking for a row whose
+// local address is the peer (a v4 peer also matches its v4-mapped form in
+// tcp6, as a dual-stack socket shows it; LISTEN rows and rows without an
+// inode, TIME_WAIT, are ignored; ESTABLISHED is preferred). The collector's
+// own namespace comes first, and is the only one searched for a loopback
+// peer, which can only be local to it. The row's inode is then looked for
+// among the /proc/<pid>/fd links ("socket:[inode]") of that namespace's
+// processes only. Every process of the namespace is scanned, each until it
+// is found to hold the socket, because a socket shared by two processes
+// (a fork after connect, a descriptor passed over a unix socket) names no
+// one process: that is ErrAmbiguous. Threads share their process's
+// descriptors and /proc lists only thread-group leaders, so a socket used
+// by several threads names its process.
+//
+// Each process is reached through a descriptor of its /proc/<pid>
+// directory, so its namespace, descriptors and start time are read from
+// one process even if its pid is reused during the scan. Owner carries the
+// start time (/proc/<pid>/stat field 22) for the same reason: a caller that
+// keeps an Owner can tell it from a later process with the same pid.
+//
+// # Cost and cache
+//
+// A full scan costs one readlink per process, the namespace's tables (a
+// few hundred bytes per socket, streamed and matched as bytes before any
+// row is parsed), and one readlink per descriptor of every process in the
+// namespace the socket was found in: on a host namespace with thousands of
+// processes and descriptors, milliseconds. Connections are long-lived
+// (gRPC, HTTP keep-alive), so results are cached per peer (at most
+// DefaultCacheSize entries, least recently used out, for DefaultTTL). A hit
+// is revalidated with two reads: the owner's descriptor that held the
+// socket still names it (one readlink) and the owner's start time is
+// unchanged. Misses and ambiguous peers are cached for DefaultNegativeTTL,
+// so a stream of requests from an unknown peer costs one scan, and full
+// scans are rate-limited (DefaultScansPerSecond): a lookup that would
+// exceed the rate fails with ErrBusy instead of scanning. Scans run one at
+// a time; hits never wait for them.
+//
+// # Limits
+//
+//   - A peer on another node has no socket here: ErrNotFound. So has a
+//     connection that closed before the lookup.
+//   - A proxied connection (a sidecar, a node-local agent, kube-proxy in
+//     userspace mode) names the proxy, the process that connected to us.
+//     A source-NATed connection has a translated address that names no
+//     socket, or an unrelated socket that happens to have that address: a
+//     pod behind SNAT must not be trusted to this package.
+//   - A socket held only by processes outside the namespace it was created
+//     in (created, then setns; or passed to another namespace) is not
+//     found.
+//   - Sharing that begins after an owner was cached goes unnoticed until
+//     the entry expires (TTL).
+//   - Unix-domain sockets are not resolved: the OTLP receiver gives a
+//     net.Addr, and a unix socket's peer credentials (SO_PEERCRED) are
+//     known only to the receiver that holds the connection.
+//   - Reading other processes' ns and fd links needs CAP_SYS_PTRACE (the
+//     agent runs as root with hostPID); processes that cannot be read are
+//     skipped, like processes that exit mid-scan.
+//
+// Every proc file is opened non-blocking, without following a final
+// symlink, and read only if it is a regular file, with a cap; malformed
+// rows are skipped.
+package procsocket // import "github.com/otelcol-ai/otelcol-ai/internal/procsocket"
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+)
+
+// Errors callers branch on with errors.Is.
+var (
+	// ErrNotFound: no process in any network namespace of the proc root
+	// holds a TCP socket with the peer as its local address.
+	ErrNotFound = errors.New("no local socket with that address")
+	// ErrAmbiguous: the socket is held by several processes.
+	ErrAmbiguous = errors.New("socket held by several processes")
+	// ErrBusy: the lookup needed a full scan and the scan rate is spent;
+	// the peer is unknown for now, not known to be absent.
+	ErrBusy = errors.New("rate limited: too many scans")
+)
+
+// errTableTooLarge marks a socket table cut at maxTableBytes.
+var errTableTooLarge = errors.New("socket table too large")
+
+// Defaults, for a node agent that sees a few hundred senders.
+const (
+	// DefaultCacheSize bounds the peers remembered: far more connections
+	// than a node's senders keep open, small in memory (~100 B each).
+	DefaultCacheSize = 4096
+	// DefaultTTL is how long an owner is trusted (revalidated on every
+	// hit) before it is looked up afresh, which catches late sharing.
+	DefaultTTL = 5 * time.Minute
+	// DefaultNegativeTTL is how long a miss is remembered: long enough
+	// that a burst of requests from one unknown peer scans once, short
+	// enough that a connection just opened is found on a later request.
+	DefaultNegativeTTL = time.Second
+	// DefaultScansPerSecond bounds full scans (and their burst).
+	DefaultScansPerSecond = 10
+)
+
+// Owner names the process that holds a socket.
+type Owner struct {
+	// PID is the process id as the proc root's pid namespace sees it.
+	PID int
+	// StartTicks is the process's start time in clock ticks since boot
+	// (/proc/<pid>/stat field 22): with PID, it names one process.
+	StartTicks uint64
+	// NetNS is the inode of the network namespace the socket was found in
+	// (/proc/<pid>/ns/net is "net:[NetNS]").
+	NetNS uint64
+}
+
+// Option configures a Resolver.
+type Option func(*options)
+
+type options struct {
+	cacheSize      int
+	ttl            time.Duration
+	negativeTTL    time.Duration
+	scansPerSecond float64
+}
+
+// WithCacheSize sets how many peers are remembered (n > 0; otherwise
+// DefaultCacheSize).
+func WithCacheSize(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.cacheSize = n
+		}
+	}
+}
+
+// WithTTL sets how long a found owner is cached (d > 0; otherwise
+// DefaultTTL).
+func WithTTL(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.ttl = d
+		}
+	}
+}
+
+// WithNegativeTTL sets how long a miss or an ambiguous peer is cached;
+// 0 turns that off (a negative d keeps DefaultNegativeTTL).
+func WithNegativeTTL(d time.Duration) Option {
+	return func(o *options) {
+		if d >= 0 {
+			o.negativeTTL = d
+		}
+	}
+}
+
+// WithMaxScansPerSecond bounds full scans to n per second, with bursts of
+// up to max(n, 1); math.Inf(1) removes the bound. n <= 0 or NaN keeps
+// DefaultScansPerSecond.
+func WithMaxScansPerSecond(n float64) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.scansPerSecond = n
+		}
+	}
+}
+
+// Resolver maps peer addresses to the processes that own them. It is safe
+// for concurrent use.
+type Resolver struct {
+	procRoot string
+	stat     *procresource.Reader
+	// selfNetNS is this process's network namespace (0 when unknown): the
+	// one a loopback peer must be in.
+	selfNetNS uint64
+	opts      options
+	now       func() time.Time
+
+	mu      sync.Mutex // guards cache and limiter
+	cache   *peerCache
+	limiter scanLimiter
+
+	scanMu sync.Mutex // one full scan at a time
+	// scans counts full scans started, for tests and telemetry.
+	scans atomic.Uint64
+}
+
+// NewResolver returns a Resolver over the proc filesystem at procRoot
+// ("" means /proc). The collector reads its own network namespace from
+// /proc/self, whatever procRoot is, since namespace inodes are the same in
+// every proc mount.
+func NewResolver(procRoot string, opts ...Option) *Resolver {
+	if procRoot == "" {
+		procRoot = procresource.DefaultProcRoot
+	}
+	o := options{
+		cacheSize:      DefaultCacheSize,
+		ttl:            DefaultTTL,
+		negativeTTL:    DefaultNegativeTTL,
+		scansPerSecond: DefaultScansPerSecond,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	r := &Resolver{
+		procRoot: procRoot,
+		stat:     procresource.NewReader(procRoot, 0),
+		opts:     o,
+		now:      time.Now,
+		cache:    newPeerCache(o.cacheSize),
+		limiter:  newScanLimiter(o.scansPerSecond),
+	}
+	if link, err := os.Readlink("/proc/self/ns/net"); err == nil {
+		r.selfNetNS, _ = parseBracketInode("net:", []byte(link))
+	}
+	return r
+}
+
+// Lookup returns the process that owns the TCP socket whose local address
+// is peer: the client side of a connection this process accepted. Errors
+// wrap ErrNotFound, ErrAmbiguous or ErrBusy.
+func (r *Resolver) Lookup(peer netip.AddrPort) (Owner, error) {
+	if !peer.IsValid() || peer.Port() == 0 {
+		return Owner{}, fmt.Errorf("procsocket: peer %v: not a connected TCP address: %w", peer, ErrNotFound)
+	}
+	// A dual-stack listener sees a v4 client as ::ffff:a.b.c.d; tables
+	// are matched on the unmapped address, and zones play no part.
+	peer = netip.AddrPortFrom(peer.Addr().Unmap().WithZone(""), peer.Port())
+	if e, ok := r.cached(peer); ok {
+		return e.owner, e.err
+	}
+	r.scanMu.Lock()
+	defer r.scanMu.Unlock()
+	// The scan this one waited for may have resolved peer.
+	if e, ok := r.cached(peer); ok {
+		return e.owner, e.err
+	}
+	r.mu.Lock()
+	allowed := r.limiter.allow(r.now())
+	r.mu.Unlock()
+	if !allowed {
+		return Owner{}, fmt.Errorf("procsocket: peer %v: %w (%g per second)", peer, ErrBusy, r.opts.scansPerSecond)
+	}
+	r.scans.Add(1)
+	found, err := r.scan(peer)
+	e := cacheEntry{owner: found.owner, fd: found.fd, inode: found.inode, err: err}
+	ttl := r.opts.ttl
+	if err != nil {
+		e.owner = Owner{}
+		ttl = r.opts.negativeTTL
+	}
+	if ttl > 0 {
+		e.expires = r.now().Add(ttl)
+		r.mu.Lock()
+		r.cache.put(peer, e)
+		r.mu.Unlock()
+	}
+	return e.owner, err
+}
+
+// cached returns peer's unexpired cache entry, a found owner only once it
+// has been revalidated.
+func (r *Resolver) cached(peer netip.AddrPort) (cacheEntry, bool) {
+	r.mu.Lock()
+	e, ok := r.cache.get(peer, r.now())
+	r.mu.Unlock()
+	if !ok || e.err != nil {
+		return e, ok
+	}
+	if r.stillHolds(e) {
+		return e, true
+	}
+	r.mu.Lock()
+	r.cache.removeIf(peer, e)
+	r.mu.Unlock()
+	return cacheEntry{}, false
+}
+
+// scanLimiter is a token bucket over full scans.
+type scanLimiter struct {
+	rate, burst, tokens float64
+	last                time.Time
+}
+
+func newScanLimiter(perSecond float64) scanLimiter {
+	burst := math.Max(perSecond, 1)
+	return scanLimiter{rate: perSecond, burst: burst, tokens: burst}
+}
+
+func (l *scanLimiter) allow(now time.Time) bool {
+	if math.IsInf(l.rate, 1) {
+		return true
+	}
+	if l.last.IsZero() || now.After(l.last) {
+		if !l.last.IsZero() {
+			l.tokens = math.Min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+		}
+		l.last = now
+	}
+	if l.tokens < 1 {
+		return false
+	}
+	l.tokens--
+	return true
+}
