@@ -467,3 +467,47 @@ func openFDstest(t *testing.T) int {
 	}
 	return len(entries)
 }
+
+// TestStalledRepositoryDoesNotHoldTheOthers: a read that hangs (a chunk
+// file on a stalled FUSE or NFS mount in the JVM's container) holds only
+// its own repository: the others are read at every poll, the stall is
+// reported and counted once, and the stalled repository's events arrive
+// once its read returns.
+func TestStalledRepositoryDoesNotHoldTheOthers(t *testing.T) {
+	old := pollTimeout
+	pollTimeout = 100 * time.Millisecond
+	defer func() { pollTimeout = old }()
+	n := newNodetest(t)
+	write(t, filepath.Join(n.hostile, "a.jfr"), chunkFile(t, 0, false))
+	var refused refusalstest
+	s := n.source(t, &refused, Config{})
+	release := make(chan struct{})
+	var once sync.Once
+	s.beforeSegment = func(dir string) {
+		if dir == n.hostileKey {
+			once.Do(func() { <-release })
+		}
+	}
+	first, _ := pollGuarded(t, s)
+	if first.err == nil || !strings.Contains(first.err.Error(), "has not returned after") || !strings.Contains(first.err.Error(), n.hostileKey) {
+		t.Errorf("stall not reported: %v", first.err)
+	}
+	if first.pauses[n.honKey] != n.want || first.pauses[n.hostileKey] != 0 {
+		t.Errorf("first poll: %v; want %d pauses of the honest JVM and none of the stalled one", first.pauses, n.want)
+	}
+	second, _ := pollGuarded(t, s)
+	if second.err != nil || second.pauses[n.hostileKey] != 0 {
+		t.Errorf("second poll, still stalled: %+v; want no new report and nothing of it", second)
+	}
+	if c := refused.get(RefusedStalled); c != 1 {
+		t.Errorf("%d stalls counted, want 1", c)
+	}
+	close(release)
+	third, _ := pollGuarded(t, s)
+	if third.pauses[n.hostileKey] != n.want {
+		t.Errorf("after the read returned: %d pauses of the stalled JVM, want %d", third.pauses[n.hostileKey], n.want)
+	}
+	if !contains(s.Following(), n.hostileKey) && !third.ended[n.hostileKey] {
+		t.Errorf("the stalled repository was dropped: following %v", s.Following())
+	}
+}

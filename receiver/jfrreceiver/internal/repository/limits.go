@@ -33,6 +33,10 @@ const (
 	// RefusedPanic: decoding a repository's chunk panicked; the repository
 	// is not read again until its JVM restarts (a new folder).
 	RefusedPanic = "panic"
+	// RefusedStalled: a poll of the repository did not return within
+	// pollTimeout (a read hanging on its filesystem); it is skipped, the
+	// others are read, until the read returns. Counted once per stall.
+	RefusedStalled = "stalled"
 )
 
 // Bounds on what a folder's contents make the source look at.

@@ -164,7 +164,7 @@ func (s *Source) Followed() []Followed {
 	out := make([]Followed, 0, len(s.followers))
 	for _, dir := range s.Following() {
 		f := s.followers[dir]
-		own := int(f.stream.PID())
+		own := f.ownPID
 		if own == 0 {
 			own = discovery.RepositoryPID(dir)
 		}
@@ -190,18 +190,22 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 			break
 		}
 		f := s.followers[dir]
-		b := jvmevent.Batch{JVM: f.jvm}
-		err, panicked := s.pollIsolated(f, &b)
-		if err != nil {
-			errs = append(errs, err)
+		res, ok := s.pollBounded(f)
+		if res.err != nil {
+			errs = append(errs, res.err)
 		}
+		if !ok {
+			continue // still reading: its batch comes at a later poll
+		}
+		b := res.batch
 		b.RuntimeVersion = f.stream.RuntimeVersion()
 		b.Ended = f.done
+		f.ownPID = int(f.stream.PID())
 		if !b.Empty() || b.Ended {
 			emit(b)
 		}
 		if f.done {
-			if !panicked {
+			if !res.panicked {
 				s.cfg.Logger.Debug("JFR repository read to the end", zap.String("repository", dir), zap.Int("pid", f.jvm.PID))
 			}
 			f.closeAll()
@@ -210,6 +214,48 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// pollTimeout bounds how long one repository's poll may hold the others: a
+// read that has not returned by then (a chunk file on a stalled FUSE or NFS
+// mount in the JVM's container) goes on in its own goroutine, the other
+// repositories are read, and its batch is taken at a later poll.
+var pollTimeout = 2 * time.Second
+
+// pollResult is what one repository's poll produced.
+type pollResult struct {
+	batch    jvmevent.Batch
+	err      error
+	panicked bool
+}
+
+// pollBounded polls f in a goroutine of its own and waits for it at most
+// pollTimeout. It returns false (and, once per stall, an error saying so)
+// while the poll is still running; f is then left alone until it ends.
+func (s *Source) pollBounded(f *follower) (pollResult, bool) {
+	if f.inflight == nil {
+		ch := make(chan pollResult, 1)
+		f.inflight = ch
+		go func() {
+			b := jvmevent.Batch{JVM: f.jvm}
+			err, panicked := s.pollIsolated(f, &b)
+			ch <- pollResult{batch: b, err: err, panicked: panicked}
+		}()
+	}
+	t := time.NewTimer(pollTimeout)
+	defer t.Stop()
+	select {
+	case res := <-f.inflight:
+		f.inflight, f.stalled = nil, false
+		return res, true
+	case <-t.C:
+		if f.stalled {
+			return pollResult{}, false
+		}
+		f.stalled = true
+		s.count(RefusedStalled)
+		return pollResult{err: fmt.Errorf("repository %s: a read has not returned after %v; the repository is skipped until it does, the others are read", f.dir, pollTimeout)}, false
+	}
 }
 
 // pollIsolated polls one repository, turning a panic in its decoding into
@@ -245,8 +291,18 @@ func (s *Source) Close() error {
 		s.starter.stopAll(s.finder)
 	}
 	for dir, f := range s.followers {
-		f.closeAll()
 		delete(s.followers, dir)
+		if f.inflight != nil {
+			select {
+			case <-f.inflight:
+			case <-time.After(pollTimeout):
+				// Its read still hangs: the goroutine keeps the files it
+				// reads; they are closed with the process.
+				s.cfg.Logger.Warn("JFR repository still being read at shutdown; left open", zap.String("repository", dir))
+				continue
+			}
+		}
+		f.closeAll()
 	}
 	if s.watcher != nil {
 		s.watcher.close()
@@ -445,7 +501,16 @@ func (s *Source) add(st *scanState, c candidate, openRoot func() (*procroot.Root
 
 // follower reads one repository.
 type follower struct {
-	src        *Source
+	src *Source
+	// inflight is the poll running in its own goroutine (pollBounded),
+	// nil when none; while it runs, only that goroutine touches the
+	// follower's reading state. stalled says the stall was reported.
+	inflight chan pollResult
+	stalled  bool
+	// ownPID is the pid the JVM reported for itself, as of the last poll
+	// that ended (read by Followed while a poll may be running).
+	ownPID int
+
 	root       *procroot.Root // the JVM's root, or the pattern's folder; every file is opened inside it
 	inside     string         // the folder, as a path inside root
 	dir        string         // the folder as the collector names it: key and messages, never opened
