@@ -22,6 +22,7 @@ const benchBatch = 1000
 func benchCorrelator(b *testing.B, maxWindows int) *correlator {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Windows.MaxWindows = maxWindows
+	cfg.Windows.MaxPerScope = maxWindows
 	cfg.Windows.Retention = 1 << 62
 	c, err := newCorrelator(processortest.NewNopSettings(metadata.Type), cfg)
 	if err != nil {

@@ -51,6 +51,10 @@ type WindowsConfig struct {
 	// MaxWindows is the most windows indexed at once, over all scopes;
 	// beyond it the oldest are evicted.
 	MaxWindows int `mapstructure:"max_windows"`
+	// MaxPerScope is the most windows indexed at once in one match scope;
+	// beyond it that scope's oldest are evicted, so that one sender
+	// flooding the index cannot evict everyone else's windows.
+	MaxPerScope int `mapstructure:"max_per_scope"`
 	// MaxClockSkew is how far after the collector's clock a window or span
 	// may end and still be indexed.
 	MaxClockSkew time.Duration `mapstructure:"max_clock_skew"`
@@ -137,6 +141,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.Windows.MaxWindows <= 0 {
 		errs = append(errs, fmt.Errorf("windows::max_windows: must be positive, got %d", cfg.Windows.MaxWindows))
+	}
+	if cfg.Windows.MaxPerScope <= 0 {
+		errs = append(errs, fmt.Errorf("windows::max_per_scope: must be positive, got %d", cfg.Windows.MaxPerScope))
 	}
 	if cfg.Windows.MaxClockSkew < 0 {
 		errs = append(errs, fmt.Errorf("windows::max_clock_skew: must not be negative, got %s", cfg.Windows.MaxClockSkew))

@@ -34,7 +34,7 @@ func TestLoadConfig(t *testing.T) {
 					{window.KindJVMGCPause, window.KindPythonGILWait},
 					{window.KindPythonGCPause, window.KindJVMSafepoint},
 				},
-				Windows: WindowsConfig{Retention: 30 * time.Second, MaxWindows: 5000, MaxClockSkew: time.Second},
+				Windows: WindowsConfig{Retention: 30 * time.Second, MaxWindows: 5000, MaxPerScope: 1000, MaxClockSkew: time.Second},
 				Spans:   SpansConfig{Delay: 1500 * time.Millisecond, MaxWaiting: 2000, Events: true, ChildSpans: true, MaxPlacements: 8},
 				Metrics: MetricsConfig{Interval: 30 * time.Second},
 			},
@@ -54,6 +54,7 @@ func TestLoadConfig(t *testing.T) {
 			wantErr: []string{
 				"windows::retention: 1s must exceed spans::delay (2s)",
 				"windows::max_windows: must be positive, got 0",
+				"windows::max_per_scope: must be positive, got -1",
 				"windows::max_clock_skew: must not be negative, got -1s",
 				"spans::max_waiting: must be positive, got -5",
 				"spans::max_placements: must not be negative, got -1",

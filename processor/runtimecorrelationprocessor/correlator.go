@@ -31,6 +31,8 @@ const (
 	// Why a window was evicted (processor_runtimecorrelation_windows_evicted).
 	reasonRetention = "retention"
 	reasonCap       = "cap"
+	reasonScopeCap  = "scope_cap"
+	reasonLongCap   = "long_cap"
 )
 
 func reasonOpt(r string) metric.AddOption {
@@ -84,13 +86,15 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 		return nil, fmt.Errorf("runtimecorrelation: telemetry: %w", err)
 	}
 	bounds := windowindex.Config{Retention: int64(cfg.Windows.Retention), MaxEntries: cfg.Windows.MaxWindows}
+	windowBounds := bounds
+	windowBounds.MaxPerScope = cfg.Windows.MaxPerScope
 	c := &correlator{
 		cfg:      cfg,
 		logger:   set.Logger,
 		tel:      tel,
 		pairs:    cfg.pairTable(),
 		now:      time.Now,
-		windows:  windowindex.New[scopeKey](bounds),
+		windows:  windowindex.New[scopeKey](windowBounds),
 		released: windowindex.NewCoverage[scopeKey](bounds),
 		totals:   map[pairKey]*pairTotal{},
 	}
@@ -245,7 +249,7 @@ func (c *correlator) index(ctx context.Context, batch []pending) []overlap {
 	)
 	wallNow := c.now()
 	c.mu.Lock()
-	lenBefore, evictedBefore := c.windows.Len(), c.windows.Stats()
+	lenBefore, statsBefore := c.windows.Len(), c.windows.Stats()
 	for _, p := range batch {
 		e := p.entry
 		res, err := c.windows.Insert(p.scope, e)
@@ -286,8 +290,9 @@ func (c *correlator) index(ctx context.Context, batch []pending) []overlap {
 			c.addTotal(ov, wallNow)
 		}
 	}
-	lenAfter, evictedAfter := c.windows.Len(), c.windows.Stats()
+	lenAfter, statsAfter := c.windows.Len(), c.windows.Stats()
 	c.mu.Unlock()
+	c.countIndexStats(ctx, statsBefore, statsAfter)
 
 	c.tel.ProcessorRuntimecorrelationWindowsIndexed.Add(ctx, indexed)
 	if dup > 0 {
@@ -299,17 +304,32 @@ func (c *correlator) index(ctx context.Context, batch []pending) []overlap {
 	if late > 0 {
 		c.tel.ProcessorRuntimecorrelationWindowsLate.Add(ctx, late)
 	}
-	if n := evictedAfter.EvictedRetention - evictedBefore.EvictedRetention; n > 0 {
-		c.tel.ProcessorRuntimecorrelationWindowsEvicted.Add(ctx, int64(n), reasonOpt(reasonRetention))
-	}
-	if n := evictedAfter.EvictedCap - evictedBefore.EvictedCap; n > 0 {
-		c.tel.ProcessorRuntimecorrelationWindowsEvicted.Add(ctx, int64(n), reasonOpt(reasonCap))
-	}
 	c.tel.ProcessorRuntimecorrelationWindows.Add(ctx, int64(lenAfter-lenBefore))
 	if len(overlaps) > 0 {
 		c.tel.ProcessorRuntimecorrelationOverlaps.Add(ctx, int64(len(overlaps)))
 	}
 	return overlaps
+}
+
+// countIndexStats reports what the index counted between two readings of
+// its stats: evictions by reason and clipped windows.
+func (c *correlator) countIndexStats(ctx context.Context, before, after windowindex.Stats) {
+	for _, ev := range []struct {
+		reason        string
+		before, after uint64
+	}{
+		{reasonRetention, before.EvictedRetention, after.EvictedRetention},
+		{reasonCap, before.EvictedCap, after.EvictedCap},
+		{reasonScopeCap, before.EvictedScopeCap, after.EvictedScopeCap},
+		{reasonLongCap, before.EvictedLongCap, after.EvictedLongCap},
+	} {
+		if n := ev.after - ev.before; n > 0 {
+			c.tel.ProcessorRuntimecorrelationWindowsEvicted.Add(ctx, int64(n), reasonOpt(ev.reason))
+		}
+	}
+	if n := after.Clipped - before.Clipped; n > 0 {
+		c.tel.ProcessorRuntimecorrelationWindowsClipped.Add(ctx, int64(n))
+	}
 }
 
 // addTotal counts an overlap in its metric series; c.mu is held.

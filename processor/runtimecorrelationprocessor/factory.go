@@ -25,8 +25,10 @@ func NewFactory() processor.Factory {
 }
 
 // createDefaultConfig matches within a process, pairs every JVM kind with
-// every Python kind, keeps a minute of windows (at most 100k) and lets spans
-// wait 2 s, room for JFR's once-a-second flush.
+// every Python kind, keeps a minute of windows (at most 100k, a quarter of
+// them for any one scope, so that one flooding sender leaves room for at
+// least three others) and lets spans wait 2 s, room for JFR's
+// once-a-second flush.
 func createDefaultConfig() component.Config {
 	return &Config{
 		MatchScope:   ScopeProcess,
@@ -34,6 +36,7 @@ func createDefaultConfig() component.Config {
 		Windows: WindowsConfig{
 			Retention:    time.Minute,
 			MaxWindows:   100_000,
+			MaxPerScope:  25_000,
 			MaxClockSkew: 5 * time.Second,
 		},
 		Spans: SpansConfig{

@@ -176,3 +176,43 @@ func TestRetentionAndClockSkew(t *testing.T) {
 		reasonPoint(reasonFuture, 1), reasonPoint(reasonTooOld, 1),
 	}, metricdatatest.IgnoreTimestamp())
 }
+
+func TestOneFloodingProcessEvictsOnlyItsOwnWindows(t *testing.T) {
+	h := newHarness(t, func(cfg *Config) {
+		cfg.Windows.MaxWindows = 100
+		cfg.Windows.MaxPerScope = 20
+	})
+	quiet := resource{host: "node-1", pid: 17}
+	var old []window.Window
+	for i := range int64(10) {
+		old = append(old, win(safepoint, i*ms, 100*us, 0))
+	}
+	h.sendWindows(quiet, old...)
+	// Ten times the scope's cap, all newer than the quiet process's windows.
+	var flood []window.Window
+	for i := range int64(200) {
+		flood = append(flood, win(gilWait, 20*ms+i*ms, 100*us, 1))
+	}
+	h.sendWindows(proc, flood...)
+	c := h.c
+	assert.Equal(t, 10, c.windows.ScopeLen(scopeKey{host: "node-1", pid: 17}), "the quiet process keeps every window")
+	assert.Equal(t, 20, c.windows.ScopeLen(scopeKey{host: "node-1", pid: 4242}), "the flood keeps its cap")
+	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsEvicted(t, h.tel,
+		[]metricdata.DataPoint[int64]{reasonPoint(reasonScopeCap, 180)}, metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualProcessorRuntimecorrelationWindows(t, h.tel,
+		[]metricdata.DataPoint[int64]{{Value: 30}}, metricdatatest.IgnoreTimestamp())
+}
+
+func TestWindowLongerThanTheRetentionIsClipped(t *testing.T) {
+	const sec = int64(time.Second)
+	h := newHarness(t, func(cfg *Config) { cfg.Windows.Retention = 2 * time.Second })
+	h.sendWindows(proc, win(safepoint, 0, 5*sec, 0))
+	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsClipped(t, h.tel,
+		[]metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
+	// It overlaps only what falls within the retention of its start, and
+	// reports the length it was indexed with.
+	got := overlapRecords(h.sendWindows(proc, win(gilWait, 1500*ms, sec, 3)))
+	require.Len(t, got, 1)
+	assert.Equal(t, 500*ms, got[0]["runtime.overlap.duration"])
+	assert.Equal(t, 2*sec, got[0]["runtime.overlap.first.duration"])
+}

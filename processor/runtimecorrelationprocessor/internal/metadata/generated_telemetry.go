@@ -32,6 +32,7 @@ type TelemetryBuilder struct {
 	ProcessorRuntimecorrelationSpansUnscoped      metric.Int64Counter
 	ProcessorRuntimecorrelationSpansWaiting       metric.Int64UpDownCounter
 	ProcessorRuntimecorrelationWindows            metric.Int64UpDownCounter
+	ProcessorRuntimecorrelationWindowsClipped     metric.Int64Counter
 	ProcessorRuntimecorrelationWindowsDropped     metric.Int64Counter
 	ProcessorRuntimecorrelationWindowsEvicted     metric.Int64Counter
 	ProcessorRuntimecorrelationWindowsIndexed     metric.Int64Counter
@@ -103,6 +104,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{window}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.ProcessorRuntimecorrelationWindowsClipped, err = builder.meter.Int64Counter(
+		"otelcol_processor_runtimecorrelation_windows_clipped",
+		metric.WithDescription("Windows indexed with their length cut to windows::retention. [Development]"),
+		metric.WithUnit("{window}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ProcessorRuntimecorrelationWindowsDropped, err = builder.meter.Int64Counter(
 		"otelcol_processor_runtimecorrelation_windows_dropped",
 		metric.WithDescription("Windows passed on but not indexed (reason is duplicate, too_old, future, malformed or unscoped). [Development]"),
@@ -111,7 +118,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorRuntimecorrelationWindowsEvicted, err = builder.meter.Int64Counter(
 		"otelcol_processor_runtimecorrelation_windows_evicted",
-		metric.WithDescription("Windows evicted from the index (reason is retention or cap). [Development]"),
+		metric.WithDescription("Windows evicted from the index (reason is retention, cap, scope_cap or long_cap). [Development]"),
 		metric.WithUnit("{window}"),
 	)
 	errs = errors.Join(errs, err)

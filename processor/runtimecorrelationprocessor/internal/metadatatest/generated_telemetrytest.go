@@ -117,6 +117,22 @@ func AssertEqualProcessorRuntimecorrelationWindows(t *testing.T, tt *componentte
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualProcessorRuntimecorrelationWindowsClipped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_processor_runtimecorrelation_windows_clipped",
+		Description: "Windows indexed with their length cut to windows::retention. [Development]",
+		Unit:        "{window}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_processor_runtimecorrelation_windows_clipped")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualProcessorRuntimecorrelationWindowsDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_runtimecorrelation_windows_dropped",
@@ -136,7 +152,7 @@ func AssertEqualProcessorRuntimecorrelationWindowsDropped(t *testing.T, tt *comp
 func AssertEqualProcessorRuntimecorrelationWindowsEvicted(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_runtimecorrelation_windows_evicted",
-		Description: "Windows evicted from the index (reason is retention or cap). [Development]",
+		Description: "Windows evicted from the index (reason is retention, cap, scope_cap or long_cap). [Development]",
 		Unit:        "{window}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

@@ -25,6 +25,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorRuntimecorrelationSpansUnscoped.Add(context.Background(), 1)
 	tb.ProcessorRuntimecorrelationSpansWaiting.Add(context.Background(), 1)
 	tb.ProcessorRuntimecorrelationWindows.Add(context.Background(), 1)
+	tb.ProcessorRuntimecorrelationWindowsClipped.Add(context.Background(), 1)
 	tb.ProcessorRuntimecorrelationWindowsDropped.Add(context.Background(), 1)
 	tb.ProcessorRuntimecorrelationWindowsEvicted.Add(context.Background(), 1)
 	tb.ProcessorRuntimecorrelationWindowsIndexed.Add(context.Background(), 1)
@@ -45,6 +46,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorRuntimecorrelationWindows(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualProcessorRuntimecorrelationWindowsClipped(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorRuntimecorrelationWindowsDropped(t, testTel,

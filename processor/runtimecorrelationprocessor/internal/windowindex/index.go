@@ -67,8 +67,17 @@ func (e Entry) Duration() int64 { return e.End - e.Start }
 // compareEntries orders entries by start, then by every other field, so
 // that duplicates are neighbours and found by one binary search.
 func compareEntries(a, b Entry) int {
-	return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.End, b.End),
-		cmp.Compare(a.ThreadID, b.ThreadID), cmp.Compare(a.PID, b.PID), cmp.Compare(a.Kind, b.Kind))
+	switch {
+	case a.Start != b.Start:
+		return cmp.Compare(a.Start, b.Start)
+	case a.End != b.End:
+		return cmp.Compare(a.End, b.End)
+	case a.ThreadID != b.ThreadID:
+		return cmp.Compare(a.ThreadID, b.ThreadID)
+	case a.PID != b.PID:
+		return cmp.Compare(a.PID, b.PID)
+	}
+	return cmp.Compare(a.Kind, b.Kind)
 }
 
 // Config bounds an Index.
@@ -154,10 +163,16 @@ type Index[K comparable] struct {
 	watermark int64
 	seen      bool
 	stats     Stats
+	// spares are emptied chunks' arrays, kept for the next chunks so that
+	// a steady stream allocates nothing.
+	spares [][]Entry
 	// visited counts the entries queries looked at, for tests of their
 	// cost.
 	visited uint64
 }
+
+// maxSpares bounds Index.spares.
+const maxSpares = 4
 
 type scope[K comparable] struct {
 	key K
@@ -170,6 +185,8 @@ type scope[K comparable] struct {
 	// maxDur is at least the longest duration in chunks: a query need look
 	// no further back than this before its start.
 	maxDur int64
+	// oldest is the smallest start in the scope, the heap's key.
+	oldest int64
 	// heapIdx is the scope's position in Index.oldest.
 	heapIdx int
 }
@@ -241,15 +258,11 @@ func (x *Index[K]) Insert(key K, e Entry) (Result, error) {
 	}
 	s, ok := x.scopes[key]
 	if !ok {
-		s = &scope[K]{key: key}
+		s = &scope[K]{key: key, oldest: e.Start}
 		x.scopes[key] = s
 	}
-	first := int64(math.MaxInt64)
-	if ok {
-		first = s.first().Start
-	}
 	long := e.Duration() > x.cfg.LongDuration
-	if long && !s.insertLong(e) || !long && !s.insert(e) {
+	if long && !s.insertLong(e) || !long && !x.insert(s, e) {
 		return Duplicate, nil
 	}
 	x.total++
@@ -259,20 +272,20 @@ func (x *Index[K]) Insert(key K, e Entry) (Result, error) {
 	switch {
 	case !ok:
 		heap.Push(&x.oldest, s)
-	case e.Start < first:
+	case e.Start < s.oldest:
+		s.oldest = e.Start
 		heap.Fix(&x.oldest, s.heapIdx)
 	}
 	if !x.seen || e.Start > x.watermark {
 		x.watermark, x.seen = e.Start, true
 	}
 	if len(s.long) > x.cfg.MaxLongPerScope {
-		s.long = s.long[1:]
-		x.removed(s)
+		x.remove(s, true)
 		x.stats.EvictedLongCap++
 	}
-	if s.len() > x.cfg.MaxPerScope {
-		s.popFirst()
-		x.removed(s)
+	// At MaxEntries the scope is all there is, and the cap below counts it.
+	if s.len() > x.cfg.MaxPerScope && x.cfg.MaxPerScope < x.cfg.MaxEntries {
+		x.remove(s, false)
 		x.stats.EvictedScopeCap++
 	}
 	x.evict()
@@ -283,7 +296,7 @@ func (x *Index[K]) Insert(key K, e Entry) (Result, error) {
 // cap.
 func (x *Index[K]) evict() {
 	horizon := x.Horizon()
-	for len(x.oldest) > 0 && x.oldest[0].first().Start < horizon {
+	for len(x.oldest) > 0 && x.oldest[0].oldest < horizon {
 		x.popOldest()
 		x.stats.EvictedRetention++
 	}
@@ -294,22 +307,31 @@ func (x *Index[K]) evict() {
 }
 
 // popOldest removes the entry with the smallest start in the index.
-func (x *Index[K]) popOldest() {
-	s := x.oldest[0]
-	s.popFirst()
-	x.removed(s)
-}
+func (x *Index[K]) popOldest() { x.remove(x.oldest[0], false) }
 
-// removed accounts for an entry just taken from s: the total, and s's place
-// in the heap, or s itself once empty.
-func (x *Index[K]) removed(s *scope[K]) {
+// remove takes s's smallest entry, or its smallest long one, and keeps
+// the total, s's place in the heap and the scopes up to date.
+func (x *Index[K]) remove(s *scope[K], long bool) {
+	if long {
+		s.long = s.long[1:]
+	} else {
+		x.popFirst(s)
+	}
 	x.total--
 	if s.len() == 0 {
 		heap.Remove(&x.oldest, s.heapIdx)
 		delete(x.scopes, s.key)
 		return
 	}
-	heap.Fix(&x.oldest, s.heapIdx)
+	before := s.oldest
+	if len(s.long) == 0 {
+		s.oldest = s.chunks[0].e[s.chunks[0].head].Start
+	} else {
+		s.oldest = s.first().Start
+	}
+	if s.oldest != before {
+		heap.Fix(&x.oldest, s.heapIdx)
+	}
 }
 
 // AppendOverlapping appends to dst the entries of scope key whose
@@ -410,14 +432,22 @@ func (s *scope[K]) insertLong(e Entry) bool {
 	return true
 }
 
-// insert adds an entry to the chunks, false when an equal one is there.
-func (s *scope[K]) insert(e Entry) bool {
+// insert adds an entry to s's chunks, false when an equal one is there.
+func (x *Index[K]) insert(s *scope[K], e Entry) bool {
 	var ci, pos int
 	if len(s.chunks) > 0 {
 		ci = len(s.chunks) - 1
-		live := s.chunks[ci].live()
-		pos = len(live)
-		if c := compareEntries(e, live[pos-1]); c <= 0 {
+		last := &s.chunks[ci]
+		pos = len(last.e) - last.head
+		c := compareEntries(e, last.e[len(last.e)-1])
+		if c > 0 && len(last.e) < cap(last.e) { // the usual case: an append
+			last.e = append(last.e, e)
+			last.maxDur = max(last.maxDur, e.Duration())
+			s.n++
+			s.maxDur = max(s.maxDur, e.Duration())
+			return true
+		}
+		if c <= 0 {
 			if c == 0 {
 				return false
 			}
@@ -425,24 +455,24 @@ func (s *scope[K]) insert(e Entry) bool {
 			ci = max(sort.Search(len(s.chunks), func(i int) bool {
 				return compareEntries(s.chunks[i].live()[0], e) > 0
 			})-1, 0)
-			live = s.chunks[ci].live()
+			live := s.chunks[ci].live()
 			var found bool
 			if pos, found = slices.BinarySearchFunc(live, e, compareEntries); found {
 				return false
 			}
 		}
 	}
-	s.place(ci, pos, e)
+	x.place(s, ci, pos, e)
 	s.n++
 	s.maxDur = max(s.maxDur, e.Duration())
 	return true
 }
 
-// place puts e at position pos of chunk ci (ci may be len(chunks) when
+// place puts e at position pos of s's chunk ci (ci may be len(chunks) when
 // there is none), splitting or adding a chunk when it is full.
-func (s *scope[K]) place(ci, pos int, e Entry) {
+func (x *Index[K]) place(s *scope[K], ci, pos int, e Entry) {
 	if ci == len(s.chunks) {
-		s.chunks = append(s.chunks, newChunk(e, 0, firstChunkSize))
+		s.chunks = append(s.chunks, newChunk(make([]Entry, 1, firstChunkSize), e, 0))
 		return
 	}
 	if s.chunks[ci].tryInsert(pos, e) {
@@ -452,11 +482,11 @@ func (s *scope[K]) place(ci, pos int, e Entry) {
 	switch {
 	case pos == n && ci+1 < len(s.chunks) && s.chunks[ci+1].tryInsert(0, e):
 	case pos == n: // after a full chunk: a new one, filled from its start
-		s.chunks = slices.Insert(s.chunks, ci+1, newChunk(e, 0, chunkSize))
+		s.chunks = slices.Insert(s.chunks, ci+1, newChunk(x.array(1), e, 0))
 	case pos == 0: // before a full first chunk: a new one, filled from its end
-		s.chunks = slices.Insert(s.chunks, ci, newChunk(e, chunkSize-1, chunkSize))
+		s.chunks = slices.Insert(s.chunks, ci, newChunk(x.array(chunkSize), e, chunkSize-1))
 	default:
-		right := s.chunks[ci].split()
+		right := s.chunks[ci].split(x.array(0))
 		s.chunks = slices.Insert(s.chunks, ci+1, right)
 		if half := n - len(right.live()); pos <= half {
 			s.chunks[ci].tryInsert(pos, e)
@@ -466,22 +496,39 @@ func (s *scope[K]) place(ci, pos int, e Entry) {
 	}
 }
 
-// popFirst removes the scope's smallest entry; the scope is not empty.
-func (s *scope[K]) popFirst() {
+// array returns an empty chunk array of length n, a spare if there is one.
+func (x *Index[K]) array(n int) []Entry {
+	if k := len(x.spares); k > 0 {
+		a := x.spares[k-1]
+		x.spares[k-1] = nil
+		x.spares = x.spares[:k-1]
+		return a[:n]
+	}
+	return make([]Entry, n, chunkSize)
+}
+
+// popFirst removes s's smallest entry; s is not empty.
+func (x *Index[K]) popFirst(s *scope[K]) {
 	if len(s.long) > 0 && (s.n == 0 || compareEntries(s.long[0], s.chunks[0].live()[0]) < 0) {
 		s.long = s.long[1:]
 		return
 	}
 	s.n--
 	c := &s.chunks[0]
+	if c.e[c.head].Duration() >= c.maxDur {
+		c.stale = true
+	}
 	c.head++
 	c.evicted++
 	switch {
 	case c.head == len(c.e):
+		if cap(c.e) == chunkSize && len(x.spares) < maxSpares {
+			x.spares = append(x.spares, c.e[:0])
+		}
 		s.chunks[0] = chunk{}
 		s.chunks = s.chunks[1:]
 		s.recomputeMaxDur()
-	case c.evicted >= recomputeEvery:
+	case c.stale && c.evicted >= recomputeEvery:
 		// So that a long entry gone no longer widens queries.
 		before := c.maxDur
 		c.recomputeMaxDur()
@@ -504,8 +551,9 @@ const (
 	// firstChunkSize is a scope's first chunk's capacity, doubled up to
 	// chunkSize, so that a scope of a few entries holds little.
 	firstChunkSize = 8
-	// recomputeEvery is how many evictions from a chunk pass between
-	// recomputations of its longest duration: O(1) amortized each.
+	// recomputeEvery is how many evictions from a chunk pass, at least,
+	// between recomputations of its longest duration, which are made only
+	// once an entry that may have been the longest left: O(1) amortized.
 	recomputeEvery = 32
 )
 
@@ -516,13 +564,15 @@ type chunk struct {
 	head int
 	// maxDur is at least the longest live duration.
 	maxDur int64
-	// evicted counts evictions since maxDur was computed.
+	// evicted counts evictions since maxDur was computed, and stale says
+	// whether one of them may have been the longest.
 	evicted int
+	stale   bool
 }
 
-// newChunk returns a chunk of capacity size holding only e, at index at.
-func newChunk(e Entry, at, size int) chunk {
-	c := chunk{e: make([]Entry, at+1, size), head: at, maxDur: e.Duration()}
+// newChunk returns a chunk in array holding only e, at index at.
+func newChunk(array []Entry, e Entry, at int) chunk {
+	c := chunk{e: array[:at+1], head: at, maxDur: e.Duration()}
 	c.e[at] = e
 	return c
 }
@@ -564,11 +614,12 @@ func (c *chunk) tryInsert(pos int, v Entry) bool {
 	return true
 }
 
-// split moves the upper half of the live entries to a new chunk, returned.
-func (c *chunk) split() chunk {
+// split moves the upper half of the live entries to a new chunk in array,
+// returned.
+func (c *chunk) split(array []Entry) chunk {
 	live := c.live()
 	mid := len(live) / 2
-	right := chunk{e: make([]Entry, len(live)-mid, chunkSize)}
+	right := chunk{e: array[:len(live)-mid]}
 	copy(right.e, live[mid:])
 	c.e = c.e[:c.head+mid]
 	c.recomputeMaxDur()
@@ -577,7 +628,7 @@ func (c *chunk) split() chunk {
 }
 
 func (c *chunk) recomputeMaxDur() {
-	c.maxDur, c.evicted = 0, 0
+	c.maxDur, c.evicted, c.stale = 0, 0, false
 	for _, e := range c.live() {
 		c.maxDur = max(c.maxDur, e.Duration())
 	}
@@ -587,7 +638,7 @@ func (c *chunk) recomputeMaxDur() {
 type scopeHeap[K comparable] []*scope[K]
 
 func (h scopeHeap[K]) Len() int           { return len(h) }
-func (h scopeHeap[K]) Less(i, j int) bool { return h[i].first().Start < h[j].first().Start }
+func (h scopeHeap[K]) Less(i, j int) bool { return h[i].oldest < h[j].oldest }
 
 func (h scopeHeap[K]) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]

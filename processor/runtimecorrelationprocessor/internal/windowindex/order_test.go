@@ -99,7 +99,7 @@ func checkInvariants[K comparable](t *testing.T, x *Index[K]) {
 		if s.len() > x.cfg.MaxPerScope || s.len() == 0 {
 			t.Fatalf("scope holds %d entries, cap %d", s.len(), x.cfg.MaxPerScope)
 		}
-		if x.oldest[s.heapIdx] != s {
+		if x.oldest[s.heapIdx] != s || s.oldest != s.first().Start {
 			t.Fatalf("scope not at its heap index")
 		}
 		total += s.len()
@@ -274,6 +274,137 @@ func TestBoundsMatchABoundedBruteForce(t *testing.T) {
 			}
 			if st := x.Stats(); st.Clipped == 0 || st.EvictedCap+st.EvictedScopeCap == 0 {
 				t.Errorf("stats %+v: the bounds were not exercised", st)
+			}
+		})
+	}
+}
+
+func TestLongWindowIsClippedAndDoesNotWidenLaterQueries(t *testing.T) {
+	const n = 20_000
+	const retention = int64(n) * 1_000_000
+	es := ordered(n, "in-order") // 100 µs windows, 1 ms apart
+	tests := []struct {
+		name string
+		long Entry
+	}{
+		{"as long as the retention", Entry{Start: es[0].Start, End: es[0].Start + retention, Kind: 1}},
+		{"ten retentions long, clipped", Entry{Start: es[0].Start, End: es[0].Start + 10*retention, Kind: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plain := New[int](Config{Retention: retention, MaxEntries: n + 1})
+			withLong := New[int](Config{Retention: retention, MaxEntries: n + 1})
+			if _, err := withLong.Insert(0, tt.long); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range es {
+				for _, x := range []*Index[int]{plain, withLong} {
+					if _, err := x.Insert(0, e); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			wantClipped := uint64(0)
+			if tt.long.Duration() > retention {
+				wantClipped = 1
+			}
+			if st := withLong.Stats(); st.Clipped != wantClipped {
+				t.Errorf("clipped %d, want %d", st.Clipped, wantClipped)
+			}
+			if got := withLong.scopes[0].maxDur; got != plain.scopes[0].maxDur || got != 100_000 {
+				t.Errorf("lookback %d ns with the long window, %d without; want 100000", got, plain.scopes[0].maxDur)
+			}
+			clippedLong := Entry{Start: tt.long.Start, End: tt.long.Start + retention, Kind: 1}
+			rng := rand.New(rand.NewPCG(29, 30))
+			const queries = 1000
+			for range queries {
+				s := es[0].Start + rng.Int64N(retention-20_000_000)
+				got := withLong.AppendOverlapping(nil, 0, s, s+20_000_000)
+				want := plain.AppendOverlapping(nil, 0, s, s+20_000_000)
+				// The long window is in every answer, in its place, cut to the retention.
+				want = append([]Entry{clippedLong}, want...)
+				slices.SortFunc(want, compareEntries)
+				if !slices.Equal(got, want) {
+					t.Fatalf("[%d, +20ms): %d entries, want %d", s, len(got), len(want))
+				}
+			}
+			// Each query looked at one entry more: the long window, not the scope.
+			if withLong.visited != plain.visited+queries {
+				t.Errorf("queries visited %d entries with the long window, %d without; want exactly %d more",
+					withLong.visited, plain.visited, queries)
+			}
+			if per := plain.visited / queries; per > 25 {
+				t.Errorf("%d entries visited per 20 ms query, want about 20", per)
+			}
+		})
+	}
+}
+
+func TestLongEntriesAreCappedPerScope(t *testing.T) {
+	x := New[string](Config{Retention: 1 << 40, MaxEntries: 1000, LongDuration: 100, MaxLongPerScope: 4})
+	for i := range int64(10) {
+		if _, err := x.Insert("p", entry(i*10, i*10+1000, 1)); err != nil { // long
+			t.Fatal(err)
+		}
+		if _, err := x.Insert("p", entry(i*10+5, i*10+6, 0)); err != nil { // short
+			t.Fatal(err)
+		}
+		if _, err := x.Insert("q", entry(i*10, i*10+1000, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkInvariants(t, x)
+	var long, short []int64
+	for _, e := range x.AppendOverlapping(nil, "p", 0, 1<<30) {
+		if e.Kind == 1 {
+			long = append(long, e.Start)
+		} else {
+			short = append(short, e.Start)
+		}
+	}
+	if want := []int64{60, 70, 80, 90}; !slices.Equal(long, want) {
+		t.Errorf("long entries kept %v, want the newest %v", long, want)
+	}
+	if len(short) != 10 || x.ScopeLen("q") != 4 {
+		t.Errorf("%d short entries kept, want 10; q holds %d, want 4", len(short), x.ScopeLen("q"))
+	}
+	if got := x.Stats(); got != (Stats{EvictedLongCap: 12}) {
+		t.Errorf("stats %+v, want 12 evicted by the long cap", got)
+	}
+}
+
+func TestScopeCapKeepsOtherScopesIntact(t *testing.T) {
+	const capPerScope = 100
+	for _, order := range []string{"in-order", "reverse", "random"} {
+		t.Run(order, func(t *testing.T) {
+			x := New[string](Config{Retention: 1 << 62, MaxEntries: 1000, MaxPerScope: capPerScope})
+			// Two quiet scopes hold older entries than anything the flood sends.
+			for i := range int64(50) {
+				for _, k := range []string{"a", "b"} {
+					if _, err := x.Insert(k, entry(i, i+1, 0)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			flood := ordered(10*capPerScope, order)
+			for _, e := range flood {
+				if r, err := x.Insert("flood", e); err != nil || r != Inserted {
+					t.Fatalf("insert %+v: %v %v", e, r, err)
+				}
+			}
+			checkInvariants(t, x)
+			for _, k := range []string{"a", "b"} {
+				if got := starts(x.AppendOverlapping(nil, k, 0, 50)); len(got) != 50 || got[0] != 0 {
+					t.Errorf("scope %s keeps %d entries from %v, want all 50", k, len(got), got[:min(1, len(got))])
+				}
+			}
+			// The flood keeps its own newest entries.
+			newest := starts(slices.SortedFunc(slices.Values(flood), compareEntries)[9*capPerScope:])
+			if got := starts(x.AppendOverlapping(nil, "flood", 0, 1<<62)); !slices.Equal(got, newest) {
+				t.Errorf("flood keeps %d entries, want its newest %d", len(got), len(newest))
+			}
+			if got, want := x.Stats(), (Stats{EvictedScopeCap: 9 * capPerScope}); got != want {
+				t.Errorf("stats %+v, want %+v", got, want)
 			}
 		})
 	}
