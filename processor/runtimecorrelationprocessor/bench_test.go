@@ -3,6 +3,7 @@ package runtimecorrelationprocessor
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/windowindex"
 )
 
 const benchBatch = 1000
@@ -122,4 +124,47 @@ func spanAttrCount(td ptrace.Traces) int {
 		}
 	}
 	return n
+}
+
+// BenchmarkIndex100k indexes 100k windows of 4 processes, 100 µs apart,
+// into a fresh correlator with the default configuration, under its lock
+// as the logs path does, in batches of benchBatch, in each arrival order.
+func BenchmarkIndex100k(b *testing.B) {
+	const n = 100_000
+	for _, order := range []string{"in-order", "reverse"} {
+		b.Run(order, func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(3, 3))
+			windows := make([]pending, n)
+			for i := range windows {
+				s := t0 + int64(i)*100_000
+				windows[i] = pending{
+					scope: scopeKey{host: "node-1", pid: int64(1000 + i%4)},
+					entry: windowindex.Entry{Start: s, End: s + 20_000 + rng.Int64N(500_000), ThreadID: int64(i % 16), Kind: uint8(rng.IntN(len(kinds)))},
+				}
+			}
+			if order == "reverse" {
+				slices.Reverse(windows)
+			}
+			ctx := context.Background()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				c, err := newCorrelator(processortest.NewNopSettings(metadata.Type), createDefaultConfig().(*Config))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				for i := 0; i < n; i += benchBatch {
+					c.index(ctx, windows[i:i+benchBatch])
+				}
+				b.StopTimer()
+				if c.windows.Len() != n {
+					b.Fatalf("%d windows indexed, want %d", c.windows.Len(), n)
+				}
+				c.close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/100k")
+		})
+	}
 }
