@@ -308,7 +308,9 @@ func TestFakeProcRoot(t *testing.T) {
 	// A proc tree that is not procfs, with hostile parts: pid 1 in netns
 	// 123 holds socket 98765 (10.250.0.2:40000, established); its tcp6 is
 	// a FIFO (refused without blocking); pid 2 in the same namespace has a
-	// FIFO for an fd directory; pid 3's namespace link is garbage.
+	// FIFO for an fd directory; pid 3's namespace link is garbage. Pid 4,
+	// in netns 124, holds socket 98766 for 10.250.0.3:40000, an address
+	// its namespace does not have: its tables are not read.
 	root := t.TempDir()
 	write := func(name, data string) {
 		t.Helper()
@@ -344,14 +346,27 @@ func TestFakeProcRoot(t *testing.T) {
 	fifo("2/fd")
 	link("net:[", "3/ns/net")
 	write("notapid/stat", "")
+	link("net:[124]", "4/ns/net")
+	write("4/net/fib_trie", fibTrie)
+	write("4/net/tcp", strings.NewReplacer("0200FA0A", "0300FA0A", "98765", "98766").Replace(rowEstab4)+"\n")
+	link("socket:[98766]", "4/fd/3")
+	write("4/stat", "4 (x) S"+strings.Repeat(" 0", 18)+" 99 0 0\n")
 
 	got, err := NewResolver(root).Lookup(netip.MustParseAddrPort("10.250.0.2:40000"))
 	if want := (Owner{PID: 1, StartTicks: 4242, NetNS: 123}); err != nil || got != want {
 		t.Fatalf("Lookup = %+v, %v; want %+v", got, err, want)
 	}
-	_, err = NewResolver(root).Lookup(netip.MustParseAddrPort("10.250.0.2:40001"))
-	if !errors.Is(err, ErrNotFound) {
-		t.Fatalf("unknown peer: err = %v, want ErrNotFound", err)
+	for _, peer := range []string{"10.250.0.2:40001", "10.250.0.3:40000"} {
+		_, err = NewResolver(root).Lookup(netip.MustParseAddrPort(peer))
+		if !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%s: err = %v, want ErrNotFound", peer, err)
+		}
+	}
+	// With the address on pid 4's namespace, its socket is found.
+	write("4/net/fib_trie", strings.Replace(fibTrie, "|-- 10.250.0.2", "|-- 10.250.0.3", 1))
+	got, err = NewResolver(root).Lookup(netip.MustParseAddrPort("10.250.0.3:40000"))
+	if want := (Owner{PID: 4, StartTicks: 99, NetNS: 124}); err != nil || got != want {
+		t.Fatalf("Lookup = %+v, %v; want %+v", got, err, want)
 	}
 	_, err = NewResolver(filepath.Join(root, "missing")).Lookup(netip.MustParseAddrPort("198.18.0.1:1"))
 	if err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "missing") {

@@ -43,7 +43,7 @@ func (r *Resolver) scan(peer netip.AddrPort) (found, error) {
 	tcp4Key, tcp6Key := tableKeys(peer)
 	unreadable := 0
 	for _, ns := range namespaces {
-		inodes, ok := r.findSocket(ns, tcp4Key, tcp6Key)
+		inodes, ok := r.findSocket(ns, peer, tcp4Key, tcp6Key)
 		if !ok {
 			unreadable++
 			continue
@@ -108,51 +108,65 @@ func (r *Resolver) namespaces() ([]netns, error) {
 // findSocket reads ns's socket tables through the first member that can
 // be read, and returns the inodes of the rows that have the key as local
 // address, best state only (ESTABLISHED over others; LISTEN rows and rows
-// without an inode ignored). ok is false when no member could be read.
-func (r *Resolver) findSocket(ns netns, tcp4Key, tcp6Key []byte) (inodes []uint64, ok bool) {
+// without an inode ignored). A namespace that does not have peer's address
+// has no such rows, and its tables are not read. ok is false when no member
+// could be read.
+func (r *Resolver) findSocket(ns netns, peer netip.AddrPort, tcp4Key, tcp6Key []byte) (inodes []uint64, ok bool) {
 	for _, pid := range ns.members {
 		proc, err := r.openPID(pid, ns.inode)
 		if err != nil {
 			continue
 		}
-		var (
-			best    = 2 // rank of the rows kept; lower is better
-			readOne bool
-		)
-		match := func(row tcpRow) {
-			if row.State == stateListen || row.Inode == 0 {
-				return
-			}
-			rank := 1
-			if row.State == stateEstablished {
-				rank = 0
-			}
-			switch {
-			case rank < best:
-				best, inodes = rank, append(inodes[:0], row.Inode)
-			case rank == best && !slices.Contains(inodes, row.Inode):
-				inodes = append(inodes, row.Inode)
-			}
-		}
-		for _, t := range [...]struct {
-			name string
-			key  []byte
-		}{{"net/tcp", tcp4Key}, {"net/tcp6", tcp6Key}} {
-			if t.key == nil {
-				continue
-			}
-			// A table cut at its cap still yields the rows before the
-			// cut; a table that cannot be opened (no IPv6) yields none.
-			if err := readTable(proc, t.name, t.key, match); err == nil || errors.Is(err, errTableTooLarge) {
-				readOne = true
-			}
-		}
+		inodes, ok = findSocketIn(proc, peer, tcp4Key, tcp6Key)
 		unix.Close(proc)
-		if readOne {
+		if ok {
 			return inodes, true
 		}
 	}
 	return nil, false
+}
+
+// findSocketIn is findSocket through the process directory proc.
+func findSocketIn(proc int, peer netip.AddrPort, tcp4Key, tcp6Key []byte) (inodes []uint64, ok bool) {
+	if has, known := hasLocalAddress(proc, peer.Addr()); known && !has {
+		return nil, true
+	}
+	best := 2 // rank of the rows kept; lower is better
+	match := func(row tcpRow) {
+		if row.State == stateListen || row.Inode == 0 {
+			return
+		}
+		rank := 1
+		if row.State == stateEstablished {
+			rank = 0
+		}
+		switch {
+		case rank < best:
+			best, inodes = rank, append(inodes[:0], row.Inode)
+		case rank == best && !slices.Contains(inodes, row.Inode):
+			inodes = append(inodes, row.Inode)
+		}
+	}
+	for _, t := range [...]struct {
+		name string
+		key  []byte
+	}{{"net/tcp", tcp4Key}, {"net/tcp6", tcp6Key}} {
+		if t.key == nil {
+			continue
+		}
+		// A table cut at its cap still yields the rows before the cut;
+		// one that cannot be opened (no IPv6) yields none.
+		if err := readTable(proc, t.name, t.key, match); err == nil || errors.Is(err, errTableTooLarge) {
+			ok = true
+		}
+		// Found in tcp, tcp6 can hold the same address and port only for
+		// sockets bound with SO_REUSEADDR, which the peer alone cannot
+		// tell apart: not worth another walk of the hash.
+		if len(inodes) > 0 {
+			break
+		}
+	}
+	return inodes, ok
 }
 
 // readTable streams the socket table name under the process directory dirfd.
