@@ -63,11 +63,13 @@ func ParseCgroup(data []byte) Container {
 			continue
 		}
 		c := parseCgroupPath(line[first+1+second+1:])
+		// Cloned: a substring would keep the whole line alive in every
+		// cache that holds the result.
 		if c.ID != "" && best.ID == "" {
-			best.ID, best.Runtime = c.ID, c.Runtime
+			best.ID, best.Runtime = strings.Clone(c.ID), c.Runtime
 		}
 		if c.PodUID != "" && best.PodUID == "" {
-			best.PodUID = c.PodUID
+			best.PodUID = strings.Clone(c.PodUID)
 		}
 		if best.ID != "" && best.PodUID != "" {
 			break
@@ -117,6 +119,16 @@ func containerFromSegment(seg string, parents []string) (id, runtime string, ok 
 		}
 		return "", "", false
 	}
+	if strings.HasPrefix(name, "crio-conmon-") {
+		return "", "", false
+	}
+	// The cgroupfs driver names CRI-O's and cri-dockerd's container cgroups
+	// like the systemd scopes, without the ".scope".
+	for _, p := range scopePrefixes {
+		if rest, found := strings.CutPrefix(name, p.prefix); found && isContainerID(rest) {
+			return rest, p.runtime, true
+		}
+	}
 	if !isContainerID(name) {
 		return "", "", false
 	}
@@ -148,7 +160,9 @@ func podUIDFromSegment(seg string) (string, bool) {
 	switch {
 	case strings.HasPrefix(seg, "pod"):
 		raw = seg[len("pod"):]
-	case strings.HasPrefix(seg, "kubepods") && strings.HasSuffix(seg, ".slice"):
+	case strings.Contains(seg, "kubepods") && strings.HasSuffix(seg, ".slice"):
+		// "kubepods-<qos>-pod<uid>.slice", or under a kubelet --cgroup-root
+		// such as kind's "kubelet-kubepods-<qos>-pod<uid>.slice".
 		i := strings.LastIndex(seg, "-pod")
 		if i < 0 {
 			return "", false

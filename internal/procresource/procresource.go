@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 )
 
@@ -40,6 +42,10 @@ var ErrNoProcess = errors.New("no such process")
 type Resource struct {
 	// PID is the process id in the proc root's pid namespace.
 	PID int
+	// VPID is the process id in its own, innermost pid namespace (the last
+	// field of NSpid in /proc/<pid>/status): PID for a process outside a
+	// container, usually 1 for a container's main process; 0 when unknown.
+	VPID int
 	// ExecutableName is the base name of /proc/<pid>/exe, or the kernel's
 	// comm name when the link cannot be read (another user's process
 	// without CAP_SYS_PTRACE).
@@ -89,13 +95,15 @@ func (r *Reader) path(pid int, name string) string {
 
 // Resolve reads everything known about pid. Only a missing process is an
 // error; a file that cannot be read (permissions, a kernel thread without a
-// command line) leaves its fields empty.
+// command line) leaves its fields empty. The identity fields (PID, VPID,
+// StartTicks, Container) are read as Identity reads them.
 func (r *Reader) Resolve(pid int) (Resource, error) {
-	start, err := r.StartTicks(pid)
+	var s scratch
+	p, err := r.readProcess(unix.AT_FDCWD, filepath.Join(r.root, strconv.Itoa(pid)), pid, &s, nil)
 	if err != nil {
 		return Resource{}, err
 	}
-	res := Resource{PID: pid, StartTicks: start}
+	res := Resource{PID: pid, VPID: p.id.VPID, StartTicks: p.id.StartTicks, Container: p.container}
 	if exe, err := os.Readlink(r.path(pid, "exe")); err == nil {
 		exe = strings.TrimSuffix(exe, " (deleted)")
 		res.ExecutablePath = exe
@@ -109,9 +117,6 @@ func (r *Reader) Resolve(pid int) (Resource, error) {
 	res.RuntimeName = RuntimeOf(res.ExecutableName)
 	if cmdline, err := readPrefix(r.path(pid, "cmdline"), max(maxCommandLineRead, int64(r.maxCommandLine)+utf8.UTFMax)); err == nil {
 		res.CommandLine = formatCommandLine(cmdline, r.maxCommandLine)
-	}
-	if cg, err := procroot.ReadProcFile(r.path(pid, "cgroup"), maxCgroup); err == nil {
-		res.Container = ParseCgroup(cg)
 	}
 	return res, nil
 }
@@ -248,14 +253,22 @@ func RuntimeOf(executableName string) string {
 	return RuntimeCPython
 }
 
-// parseStartTicks extracts field 22 (starttime) of /proc/<pid>/stat. The
-// second field, comm, is in parentheses and may itself contain spaces and
-// parentheses, so fields are counted from the last ')'.
+// parseStartTicks extracts field 22 (starttime) of /proc/<pid>/stat.
 func parseStartTicks(stat []byte) (uint64, error) {
+	_, start, err := parseStat(stat)
+	return start, err
+}
+
+// parseStat extracts the command name (field 2) and field 22 (starttime) of
+// /proc/<pid>/stat. comm is in parentheses and may itself contain spaces and
+// parentheses, so fields are counted from the last ')'.
+func parseStat(stat []byte) (comm []byte, start uint64, err error) {
+	open := bytes.IndexByte(stat, '(')
 	end := bytes.LastIndexByte(stat, ')')
-	if end < 0 {
-		return 0, errors.New("no command name in stat line")
+	if open < 0 || end < open {
+		return nil, 0, errors.New("no command name in stat line")
 	}
+	comm = stat[open+1 : end]
 	// After ") " come fields 3 (state) onwards; starttime is field 22.
 	const startField = 22
 	field := 2
@@ -263,7 +276,7 @@ func parseStartTicks(stat []byte) (uint64, error) {
 	for {
 		rest = bytes.TrimLeft(rest, " ")
 		if len(rest) == 0 {
-			return 0, fmt.Errorf("stat line has %d fields, want at least %d", field, startField)
+			return nil, 0, fmt.Errorf("stat line has %d fields, want at least %d", field, startField)
 		}
 		field++
 		word := rest
@@ -273,11 +286,11 @@ func parseStartTicks(stat []byte) (uint64, error) {
 			rest = nil
 		}
 		if field == startField {
-			v, err := strconv.ParseUint(string(word), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("starttime %q: %w", word, err)
+			v, ok := parseDecimal(word)
+			if !ok {
+				return nil, 0, fmt.Errorf("starttime %q is not a number", word)
 			}
-			return v, nil
+			return comm, v, nil
 		}
 		rest = bytes.TrimLeft(rest, "\n")
 	}

@@ -6,8 +6,41 @@
 // A window travels as one OTel log record: EventName is the Kind, Timestamp
 // the start in Unix epoch ns, the attribute AttrDuration the length in ns, and
 // kind-specific attributes beside it. The record's resource names the process
-// (ResourcePID, ResourceRuntimeName, …). Encode and Decode are the only code
-// that knows this layout; everything else imports them.
+// (its identity, below, and ResourceRuntimeName, ResourceRuntimeVersion).
+// Encode and Decode are the only code that knows this layout; everything else
+// imports them.
+//
+// # Process identity
+//
+// A window's resource, and that of every metric about a process from the
+// jfr, pythongil and nvml receivers, names the process from both sides
+// (written by procresource.PutIdentity, the one place that does):
+//
+//   - process.pid (ResourcePID): the pid the node sees (the collector's
+//     proc root, the host's pid namespace with hostPID);
+//   - process.vpid (ResourceVPID): the pid the process sees itself as, the
+//     last field of NSpid in /proc/<pid>/status; equal to process.pid on a
+//     bare host, usually 1 for a container's main process; set whenever
+//     the status file could be read;
+//   - container.id (ResourceContainerID) and k8s.pod.uid
+//     (ResourceK8sPodUID): from /proc/<pid>/cgroup as the node's cgroup
+//     namespace shows it, when the process is in a container or pod;
+//   - host.name (ResourceHostName): the node's name, K8S_NODE_NAME (the
+//     chart sets it from the downward API spec.nodeName) when set, else
+//     os.Hostname() on a bare host — never the agent pod's own hostname;
+//   - k8s.node.name (ResourceNodeName): K8S_NODE_NAME, only when set.
+//
+// An SDK inside a container sees the other side: its process.pid is the
+// container's view (the node agent's process.vpid), its host.name the pod's
+// hostname (the pod name, not the node), its container.id where a detector
+// finds one — possibly the pod's sandbox ("pause") container's id, or
+// none, under cgroup v2 — and k8s.pod.uid only when k8sattributes adds it.
+// So a span and a window name the same process when (container.id,
+// process.pid of the span) equals (container.id, process.vpid of the
+// window); or (k8s.pod.uid, that pid) names one process of the pod; or, on
+// a bare host, the node and host pid agree. Two containers whose processes
+// are both pid 1 are two processes. procresource.Index answers these
+// lookups from the node's side.
 package window // import "github.com/otelcol-ai/otelcol-ai/internal/window"
 
 import (
@@ -97,14 +130,31 @@ const (
 	GILWaitCauseSwitch = "switch_interval"
 )
 
-// Resource attribute names of a window's process.
+// Resource attribute names of a window's process: its identity as the node
+// sees it and as it sees itself (see the package doc), and its runtime.
 const (
-	ResourceHostName       = "host.name"
-	ResourcePID            = "process.pid"
+	// ResourceHostName is the node's name (string): K8S_NODE_NAME in
+	// Kubernetes, the host's name on a bare host; never the agent pod's.
+	ResourceHostName = "host.name"
+	// ResourceNodeName is the Kubernetes node's name (string), present only
+	// in Kubernetes.
+	ResourceNodeName = "k8s.node.name"
+	// ResourcePID is the process id in the node's (the proc root's) pid
+	// namespace (int).
+	ResourcePID = "process.pid"
+	// ResourceVPID is the process id in the process's own, innermost pid
+	// namespace (int): what getpid() returns inside its container, equal
+	// to ResourcePID for a process on the host.
+	ResourceVPID = "process.vpid"
+	// ResourceContainerID is the 64-hex-digit container id from the
+	// process's cgroup (string), absent outside a container.
+	ResourceContainerID = "container.id"
+	// ResourceK8sPodUID is the pod's UID, 8-4-4-4-12 with dashes (string),
+	// absent outside a pod.
+	ResourceK8sPodUID = "k8s.pod.uid"
+
 	ResourceRuntimeName    = "process.runtime.name"
 	ResourceRuntimeVersion = "process.runtime.version"
-	ResourceContainerID    = "container.id"
-	ResourceK8sPodUID      = "k8s.pod.uid"
 )
 
 // Values of ResourceRuntimeName.
