@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
@@ -41,6 +43,8 @@ type rendered struct {
 	services    []corev1.Service
 	configMaps  []corev1.ConfigMap
 	accounts    []corev1.ServiceAccount
+	roles       []rbacv1.ClusterRole
+	bindings    []rbacv1.ClusterRoleBinding
 	// text is the manifests in a stable order, as kubectl apply takes them.
 	text string
 }
@@ -130,6 +134,14 @@ func decodeStrict(t *testing.T, name, doc string, out *rendered) {
 		var v corev1.ServiceAccount
 		strict(&v)
 		out.accounts = append(out.accounts, v)
+	case "rbac.authorization.k8s.io/v1/ClusterRole":
+		var v rbacv1.ClusterRole
+		strict(&v)
+		out.roles = append(out.roles, v)
+	case "rbac.authorization.k8s.io/v1/ClusterRoleBinding":
+		var v rbacv1.ClusterRoleBinding
+		strict(&v)
+		out.bindings = append(out.bindings, v)
 	default:
 		t.Fatalf("%s: unexpected kind %s %s", name, meta.APIVersion, meta.Kind)
 	}
@@ -314,32 +326,42 @@ func agentOverlay(t *testing.T, r rendered) string {
 }
 
 // TestRenderedConfigsValidate runs the binary's validate on what the pods
-// run: their --config arguments, the chart's ConfigMap files written out.
+// run: their --config arguments, the chart's ConfigMap files written out,
+// under the container's environment.
 func TestRenderedConfigsValidate(t *testing.T) {
 	for _, values := range []map[string]any{
 		nil,
 		{"gateway": map[string]any{"enabled": false}},
 		{"exportProcessCommandLine": true},
+		{"agent": map[string]any{"k8sAttributes": map[string]any{"enabled": false}}},
 	} {
-		r := render(t, values)
-		dir := t.TempDir()
-		for _, w := range podConfigs(t, r) {
-			args := []string{"validate"}
-			for _, c := range w.configs {
-				uri := c.uri
-				if c.file != "" {
-					uri = filepath.Join(dir, w.component+"-"+c.file)
-					if err := os.WriteFile(uri, []byte(c.data), 0o600); err != nil {
-						t.Fatal(err)
-					}
-				}
-				args = append(args, "--config", uri)
-			}
-			if res := e2e.Run(t, nil, args...); res.ExitCode != 0 {
+		for _, w := range podConfigs(t, render(t, values)) {
+			// The container's environment: k8s_attributes' node filter
+			// fails validation when its variable is unset.
+			if res := e2e.Run(t, w.env, validateArgs(t, w)...); res.ExitCode != 0 {
 				t.Errorf("%s (values %v): validate failed:\n%s%s", w.component, values, res.Stdout, res.Stderr)
 			}
 		}
 	}
+}
+
+// validateArgs is the binary's validate command for w, its ConfigMap files
+// written to a temporary folder.
+func validateArgs(t *testing.T, w podConfig) []string {
+	t.Helper()
+	dir := t.TempDir()
+	args := []string{"validate"}
+	for _, c := range w.configs {
+		uri := c.uri
+		if c.file != "" {
+			uri = filepath.Join(dir, w.component+"-"+c.file)
+			if err := os.WriteFile(uri, []byte(c.data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		args = append(args, "--config", uri)
+	}
+	return args
 }
 
 // podConfig is one workload's collector configuration as its container
@@ -347,6 +369,9 @@ func TestRenderedConfigsValidate(t *testing.T) {
 type podConfig struct {
 	component string
 	configs   []configArg
+	// env is the container's environment as the kubelet would set it
+	// (containerEnv).
+	env map[string]string
 }
 
 // configArg is one --config argument: an embedded: URI, or a file from the
@@ -384,7 +409,7 @@ func podConfigs(t *testing.T, r rendered) []podConfig {
 				cm = cms[v.ConfigMap.Name]
 			}
 		}
-		w := podConfig{component: pod.Labels["app.kubernetes.io/component"]}
+		w := podConfig{component: pod.Labels["app.kubernetes.io/component"], env: containerEnv(t, c)}
 		for _, arg := range c.Args {
 			uri, ok := strings.CutPrefix(arg, "--config=")
 			if !ok {
@@ -403,6 +428,45 @@ func podConfigs(t *testing.T, r rendered) []podConfig {
 		out = append(out, w)
 	}
 	return out
+}
+
+// downwardValues stands in for the downward API's fields in containerEnv.
+var downwardValues = map[string]string{
+	"spec.nodeName":      "gpu-node-0",
+	"metadata.name":      "otelcol-ai-agent-x7k2p",
+	"metadata.namespace": namespace,
+	"status.podIP":       "10.42.0.7",
+}
+
+// envReference is a $(VAR) reference in an env value, which the kubelet
+// expands from the variables defined before it.
+var envReference = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// containerEnv is the environment the kubelet gives c: fieldRefs resolved
+// from downwardValues, $(VAR) references to earlier variables expanded.
+func containerEnv(t *testing.T, c corev1.Container) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = envReference.ReplaceAllStringFunc(e.Value, func(ref string) string {
+				if v, ok := env[ref[2:len(ref)-1]]; ok {
+					return v
+				}
+				return ref
+			})
+		case e.ValueFrom.FieldRef != nil:
+			v, ok := downwardValues[e.ValueFrom.FieldRef.FieldPath]
+			if !ok {
+				t.Fatalf("container %s: env %s from field %s, which the test does not stand in for", c.Name, e.Name, e.ValueFrom.FieldRef.FieldPath)
+			}
+			env[e.Name] = v
+		default:
+			t.Fatalf("container %s: env %s from %+v, which the test does not resolve", c.Name, e.Name, e.ValueFrom)
+		}
+	}
+	return env
 }
 
 // TestManifestsMatchChart keeps the plain manifests in kubernetes/ equal to

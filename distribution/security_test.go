@@ -74,42 +74,71 @@ func TestPodsRunUnderTheRuntimeDefaultSeccompProfile(t *testing.T) {
 }
 
 func TestServiceAccountTokenIsMountedOnlyWhereAsked(t *testing.T) {
+	k8sOff := map[string]any{"enabled": false}
 	tests := []struct {
-		name                         string
-		values                       map[string]any
-		wantAgent, wantGateway, want bool
+		name   string
+		values map[string]any
+		// want is each component's token mount, on its pod and on its own
+		// ServiceAccount; a component absent from want is not rendered.
+		want map[string]bool
 	}{
-		{name: "default", values: nil},
 		{
-			name:      "agent asks",
-			values:    map[string]any{"agent": map[string]any{"automountServiceAccountToken": true}},
-			wantAgent: true, want: true,
+			name: "default: k8s_attributes needs the agent's",
+			want: map[string]bool{"agent": true, "gateway": false},
 		},
 		{
-			name:        "gateway asks",
-			values:      map[string]any{"gateway": map[string]any{"automountServiceAccountToken": true}},
-			wantGateway: true, want: true,
+			name:   "no k8s_attributes",
+			values: map[string]any{"agent": map[string]any{"k8sAttributes": k8sOff}},
+			want:   map[string]bool{"agent": false, "gateway": false},
+		},
+		{
+			name: "agent asks without k8s_attributes",
+			values: map[string]any{"agent": map[string]any{
+				"k8sAttributes": k8sOff, "automountServiceAccountToken": true,
+			}},
+			want: map[string]bool{"agent": true, "gateway": false},
+		},
+		{
+			name:   "gateway asks",
+			values: map[string]any{"gateway": map[string]any{"automountServiceAccountToken": true}},
+			want:   map[string]bool{"agent": true, "gateway": true},
 		},
 		{
 			name: "agent asks but is not deployed",
 			values: map[string]any{"agent": map[string]any{
 				"enabled": false, "automountServiceAccountToken": true,
 			}},
+			want: map[string]bool{"gateway": false},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := render(t, tt.values)
-			if len(r.accounts) != 1 {
-				t.Fatalf("%d ServiceAccounts, want 1", len(r.accounts))
+			accounts := map[string]corev1.ServiceAccount{}
+			for _, sa := range r.accounts {
+				accounts[sa.Labels["app.kubernetes.io/component"]] = sa
 			}
-			if got := r.accounts[0].AutomountServiceAccountToken; got == nil || *got != tt.want {
-				t.Errorf("ServiceAccount automountServiceAccountToken = %v, want %v", deref(got), tt.want)
+			pods := podSpecs(r)
+			if len(accounts) != len(tt.want) || len(pods) != len(tt.want) {
+				t.Fatalf("%d ServiceAccounts and %d pods, want one each for %v", len(accounts), len(pods), tt.want)
 			}
-			want := map[string]bool{"agent": tt.wantAgent, "gateway": tt.wantGateway}
-			for component, pod := range podSpecs(r) {
-				if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken != want[component] {
-					t.Errorf("%s pod automountServiceAccountToken = %v, want %v", component, deref(pod.AutomountServiceAccountToken), want[component])
+			for component, want := range tt.want {
+				sa, ok := accounts[component]
+				if !ok {
+					t.Fatalf("no ServiceAccount for the %s", component)
+				}
+				if want := releaseName + "-" + component; sa.Name != want {
+					t.Errorf("%s ServiceAccount %q, want %q", component, sa.Name, want)
+				}
+				if got := sa.AutomountServiceAccountToken; got == nil || *got != want {
+					t.Errorf("%s ServiceAccount automountServiceAccountToken = %v, want %v", component, deref(got), want)
+				}
+				pod := pods[component]
+				if pod.ServiceAccountName != sa.Name {
+					t.Errorf("%s pod runs as ServiceAccount %q, not its own %q", component, pod.ServiceAccountName, sa.Name)
+				}
+				if got := pod.AutomountServiceAccountToken; got == nil || *got != want {
+					t.Errorf("%s pod automountServiceAccountToken = %v, want %v", component, deref(got), want)
 				}
 			}
 		})
@@ -384,13 +413,24 @@ func TestCommandLineIsDroppedBeforeEveryExporter(t *testing.T) {
 		}
 	}
 
-	// exportProcessCommandLine: the same processors, less the drop.
-	for _, w := range podConfigs(t, render(t, map[string]any{"exportProcessCommandLine": true})) {
-		base := embedded[w.configs[0].uri]
-		for name, processors := range pipelineProcessors(t, effectiveConfig(t, w.configs)) {
-			want := slices.DeleteFunc(slices.Clone(base[name]), func(p string) bool { return p == dropProcessor })
-			if !slices.Equal(processors, want) {
-				t.Errorf("%s with exportProcessCommandLine: pipeline %s processors %v, want %v", w.component, name, processors, want)
+	// exportProcessCommandLine: the same processors as without it (the
+	// agent's with k8s_attributes, agentPipelineProcessors), less the drop.
+	for _, k8s := range []bool{true, false} {
+		values := map[string]any{
+			"exportProcessCommandLine": true,
+			"agent":                    map[string]any{"k8sAttributes": map[string]any{"enabled": k8s}},
+		}
+		for _, w := range podConfigs(t, render(t, values)) {
+			base := embedded[w.configs[0].uri]
+			for name, processors := range pipelineProcessors(t, effectiveConfig(t, w.configs)) {
+				want := base[name]
+				if w.component == "agent" {
+					want = agentPipelineProcessors(want, k8s)
+				}
+				want = slices.DeleteFunc(slices.Clone(want), func(p string) bool { return p == dropProcessor })
+				if !slices.Equal(processors, want) {
+					t.Errorf("%s with exportProcessCommandLine (k8sAttributes %v): pipeline %s processors %v, want %v", w.component, k8s, name, processors, want)
+				}
 			}
 		}
 	}

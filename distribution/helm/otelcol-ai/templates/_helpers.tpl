@@ -30,12 +30,34 @@ app.kubernetes.io/name: {{ include "otelcol-ai.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
-{{- define "otelcol-ai.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create -}}
-{{- default (include "otelcol-ai.fullname" .) .Values.serviceAccount.name -}}
+{{/* The agent's ServiceAccount. */}}
+{{- define "otelcol-ai.agentServiceAccountName" -}}
+{{- with .Values.agent.serviceAccount -}}
+{{- if .create -}}
+{{- default (printf "%s-agent" (include "otelcol-ai.fullname" $)) .name -}}
 {{- else -}}
-{{- default "default" .Values.serviceAccount.name -}}
+{{- default "default" .name -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The gateway's ServiceAccount. */}}
+{{- define "otelcol-ai.gatewayServiceAccountName" -}}
+{{- with .Values.gateway.serviceAccount -}}
+{{- if .create -}}
+{{- default (printf "%s-gateway" (include "otelcol-ai.fullname" $)) .name -}}
+{{- else -}}
+{{- default "default" .name -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Whether the agent's pod mounts its ServiceAccount token: k8s_attributes
+needs it; agent.automountServiceAccountToken asks for it otherwise.
+*/}}
+{{- define "otelcol-ai.agentToken" -}}
+{{- or .Values.agent.k8sAttributes.enabled .Values.agent.automountServiceAccountToken -}}
 {{- end -}}
 
 {{- define "otelcol-ai.image" -}}
