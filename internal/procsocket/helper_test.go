@@ -42,14 +42,14 @@ func TestMain(m *testing.M) {
 	if mode == "" {
 		os.Exit(m.Run())
 	}
-	if err := runHelper(mode, os.Getenv(helperAddrEnv)); err != nil {
+	if err := runHelpertest(mode, os.Getenv(helperAddrEnv)); err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		os.Exit(2)
 	}
 	os.Exit(0)
 }
 
-func runHelper(mode, addr string) error {
+func runHelpertest(mode, addr string) error {
 	child := 0
 	switch mode {
 	case modeConnect, modeConnectShared:
@@ -63,7 +63,7 @@ func runHelper(mode, addr string) error {
 			if err != nil {
 				return err
 			}
-			h, err := startHelperProcess(modeHold, "", nil, f)
+			h, err := startProcesstest(modeHold, "", nil, f)
 			f.Close()
 			if err != nil {
 				return err
@@ -102,10 +102,10 @@ type helperProcess struct {
 	child int // its modeHold child, if any
 }
 
-// startHelperProcess starts the test binary as a helper in mode, under
+// startProcesstest starts the test binary as a helper in mode, under
 // wrapper (a command such as "ip netns exec NAME", which must exec it in
 // place), with extra as its descriptor 3, and waits for it to be ready.
-func startHelperProcess(mode, addr string, wrapper []string, extra *os.File) (*helperProcess, error) {
+func startProcesstest(mode, addr string, wrapper []string, extra *os.File) (*helperProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func (h *helperProcess) stop() {
 // startHelpertest starts a helper for a test and stops it at cleanup.
 func startHelpertest(t testing.TB, mode, addr string, wrapper ...string) *helperProcess {
 	t.Helper()
-	h, err := startHelperProcess(mode, addr, wrapper, nil)
+	h, err := startProcesstest(mode, addr, wrapper, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func listenInNetNStest(t *testing.T, nsPath, network, addr string) net.Listener 
 		runtime.LockOSThread()
 		// Unlocked only once back home: a thread left elsewhere ends with
 		// this goroutine.
-		ln, home, err := listenInNetNS(nsPath, network, addr)
+		ln, home, err := listenOnThreadtest(nsPath, network, addr)
 		if home {
 			runtime.UnlockOSThread()
 		}
@@ -110,9 +110,9 @@ func listenInNetNStest(t *testing.T, nsPath, network, addr string) net.Listener 
 	return res.ln
 }
 
-// listenInNetNS listens from the calling thread, locked, in the network
+// listenOnThreadtest listens from the calling thread, locked, in the network
 // namespace at nsPath; home says the thread is back in its own.
-func listenInNetNS(nsPath, network, addr string) (ln net.Listener, home bool, err error) {
+func listenOnThreadtest(nsPath, network, addr string) (ln net.Listener, home bool, err error) {
 	self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, true, err

@@ -397,13 +397,21 @@ func BenchmarkLookup(b *testing.B) {
 			}
 		}
 	})
-	b.Run("miss/not-found", func(b *testing.B) {
-		r := NewResolver("", WithNegativeTTL(0), WithMaxScansPerSecond(math.Inf(1)))
-		unknown := netip.MustParseAddrPort("198.18.0.1:1")
-		for b.Loop() {
-			if _, err := r.Lookup(unknown); !errors.Is(err, ErrNotFound) {
-				b.Fatal(err)
+	// Not found: a peer from another node (no namespace has its address:
+	// no socket table is read), and a local address with no socket (the
+	// tables of this namespace are read).
+	for _, tt := range []struct{ name, peer string }{
+		{"miss/not-found/other-node", "198.18.0.1:1"},
+		{"miss/not-found/local-address", "127.0.0.1:1"},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			r := NewResolver("", WithNegativeTTL(0), WithMaxScansPerSecond(math.Inf(1)))
+			peer := netip.MustParseAddrPort(tt.peer)
+			for b.Loop() {
+				if _, err := r.Lookup(peer); !errors.Is(err, ErrNotFound) {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
