@@ -137,7 +137,7 @@ func TestK8sAttributesAssociatesOnlyThisNodesPods(t *testing.T) {
 	for _, key := range []string{
 		"k8s.namespace.name", "k8s.pod.name", "k8s.pod.uid", "k8s.node.name",
 		"k8s.deployment.name", "k8s.statefulset.name", "k8s.daemonset.name",
-		"k8s.job.name", "k8s.cronjob.name", "k8s.container.name", "container.image.name",
+		"k8s.job.name", "k8s.cronjob.name", "k8s.container.name", "container.image.name", "container.id",
 	} {
 		if !slices.Contains(cfg.Extract.Metadata, key) {
 			t.Errorf("extract::metadata %v lacks %s", cfg.Extract.Metadata, key)
