@@ -105,8 +105,9 @@ func BenchmarkAnnotateSpans(b *testing.B) {
 				s.SetEndTimestamp(pcommon.Timestamp(start + 20_000_000))
 			}
 		}
+		ids := p.resolve(context.Background(), td)
 		b.StartTimer()
-		p.annotate(context.Background(), td)
+		p.annotate(context.Background(), td, ids, false)
 		b.StopTimer()
 		annotated += spanAttrCount(td)
 		b.StartTimer()
@@ -139,11 +140,16 @@ func BenchmarkIndex100k(b *testing.B) {
 				s := t0 + int64(i)*100_000
 				windows[i] = pending{
 					scope: scopeKey{host: "node-1", pid: int64(1000 + i%4)},
+					src:   i % 4,
 					entry: windowindex.Entry{Start: s, End: s + 20_000 + rng.Int64N(500_000), ThreadID: int64(i % 16), Kind: uint8(rng.IntN(len(kinds)))},
 				}
 			}
 			if order == "reverse" {
 				slices.Reverse(windows)
+			}
+			sources := make([]source, 4)
+			for i := range sources {
+				sources[i] = source{node: "node-1", proc: process{pid: int64(1000 + i)}, hasPID: true, maxStart: t0}
 			}
 			ctx := context.Background()
 			b.ResetTimer()
@@ -155,7 +161,7 @@ func BenchmarkIndex100k(b *testing.B) {
 				}
 				b.StartTimer()
 				for i := 0; i < n; i += benchBatch {
-					c.index(ctx, windows[i:i+benchBatch])
+					c.index(ctx, windows[i:i+benchBatch], sources)
 				}
 				b.StopTimer()
 				if c.windows.Len() != n {

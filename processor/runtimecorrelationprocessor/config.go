@@ -16,12 +16,15 @@ type MatchScope string
 
 // The match scopes.
 const (
-	// ScopeProcess compares what happened in one process: the resource's
-	// host.name and process.pid.
+	// ScopeProcess compares what happened in one process: a span is
+	// matched to its own process by container.id and its pid, k8s.pod.uid
+	// and its pid, the node and host pid, or its connection.
 	ScopeProcess MatchScope = "process"
-	// ScopePod compares what happened in one pod: k8s.pod.uid.
+	// ScopePod compares what happened in one pod: the span's k8s.pod.uid,
+	// or the pod of its process.
 	ScopePod MatchScope = "pod"
-	// ScopeHost compares what happened on one host: host.name.
+	// ScopeHost compares what happened on one node: every window of the
+	// node the span's process runs on.
 	ScopeHost MatchScope = "host"
 )
 
@@ -39,6 +42,8 @@ type Config struct {
 	Spans SpansConfig `mapstructure:"spans"`
 	// Metrics says how often overlap metrics go down a metrics pipeline.
 	Metrics MetricsConfig `mapstructure:"metrics"`
+	// Identity says how spans are matched to local processes.
+	Identity IdentityConfig `mapstructure:"identity"`
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -82,6 +87,23 @@ type MetricsConfig struct {
 	// Interval is the time between two emissions of the cumulative
 	// overlap metrics into the metrics pipelines the processor is in.
 	Interval time.Duration `mapstructure:"interval"`
+}
+
+// IdentityConfig says how spans are matched to the processes whose
+// windows are indexed.
+type IdentityConfig struct {
+	// ProcRoot is the proc filesystem local processes and sockets are
+	// looked up in: the host's /proc with hostPID.
+	ProcRoot string `mapstructure:"proc_root"`
+	// Connection identifies a span whose resource names no single local
+	// process by the OTLP connection it came over.
+	Connection bool `mapstructure:"connection"`
+	// CacheTTL is how long a resolved identity (per resource identity and
+	// per connection) is reused.
+	CacheTTL time.Duration `mapstructure:"cache_ttl"`
+	// MaxProcesses bounds the processes whose identity is learned from
+	// window resources.
+	MaxProcesses int `mapstructure:"max_processes"`
 }
 
 var _ component.Config = (*Config)(nil)
@@ -156,6 +178,15 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.Spans.MaxPlacements < 0 {
 		errs = append(errs, fmt.Errorf("spans::max_placements: must not be negative, got %d", cfg.Spans.MaxPlacements))
+	}
+	if cfg.Identity.ProcRoot == "" {
+		errs = append(errs, errors.New("identity::proc_root: must not be empty"))
+	}
+	if cfg.Identity.CacheTTL < 0 {
+		errs = append(errs, fmt.Errorf("identity::cache_ttl: must not be negative, got %s", cfg.Identity.CacheTTL))
+	}
+	if cfg.Identity.MaxProcesses <= 0 {
+		errs = append(errs, fmt.Errorf("identity::max_processes: must be positive, got %d", cfg.Identity.MaxProcesses))
 	}
 	if cfg.Metrics.Interval <= 0 {
 		errs = append(errs, fmt.Errorf("metrics::interval: must be positive, got %s", cfg.Metrics.Interval))

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"math"
 	"sync"
 	"time"
 
@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/procsocket"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/windowindex"
@@ -40,16 +42,18 @@ func reasonOpt(r string) metric.AddOption {
 }
 
 // scopeKey identifies a match scope: the fields the scope does not use are
-// zero.
+// zero. A process is its node, its host pid and the pid's incarnation.
 type scopeKey struct {
 	host string
 	pod  string
 	pid  int64
+	gen  uint32
 }
 
 // correlator is the state one component ID shares among its pipelines: the
-// window index, the time covered by spans already forwarded (to count
-// windows that come too late for them) and the overlap totals for metrics.
+// window index, what the windows said about their processes, the time
+// covered by spans already forwarded (to count windows that come too late
+// for them) and the overlap totals for metrics.
 type correlator struct {
 	cfg    *Config
 	logger *zap.Logger
@@ -60,10 +64,15 @@ type correlator struct {
 	overlapKinds [numKinds]bool
 	// now is the collector's clock; tests replace it.
 	now func() time.Time
+	// node is the node the collector runs on: the host.name its receivers
+	// give windows, and the node of processes found in its /proc.
+	node procresource.Node
+	ids  *identities
 
 	mu       sync.RWMutex
 	windows  *windowindex.Index[scopeKey]
 	released *windowindex.Coverage[scopeKey]
+	procs    *processes
 	totals   map[pairKey]*pairTotal
 }
 
@@ -76,6 +85,7 @@ type pairKey struct {
 // pairTotal is one series' cumulative figures.
 type pairTotal struct {
 	start    time.Time
+	proc     process
 	count    int64
 	duration int64
 }
@@ -94,10 +104,17 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 		tel:      tel,
 		pairs:    cfg.pairTable(),
 		now:      time.Now,
+		node:     procresource.LocalNode(),
 		windows:  windowindex.New[scopeKey](windowBounds),
 		released: windowindex.NewCoverage[scopeKey](bounds),
+		procs:    newProcesses(cfg.Identity.MaxProcesses),
 		totals:   map[pairKey]*pairTotal{},
 	}
+	var sockets socketOwners
+	if cfg.Identity.Connection {
+		sockets = procsocket.NewResolver(cfg.Identity.ProcRoot)
+	}
+	c.ids = newIdentities(c, newIndexTable(cfg.Identity.ProcRoot), sockets, cfg.Identity.CacheTTL)
 	for a := range numKinds {
 		for b := range numKinds {
 			if c.pairs[a][b] {
@@ -110,61 +127,95 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 
 func (c *correlator) close() { c.tel.Shutdown() }
 
-// scopeOf returns the match scope of a resource, false when the resource
-// lacks the attribute the scope needs (process.pid for process, k8s.pod.uid
-// for pod; host needs nothing).
-func (c *correlator) scopeOf(res pcommon.Resource) (scopeKey, bool) {
+// isNode reports whether a span's host.name names a node: this one, or
+// one whose windows are indexed.
+func (c *correlator) isNode(host string) bool {
+	if host == "" {
+		return false
+	}
+	if host == c.node.HostName || host == c.node.K8sNodeName {
+		return true
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.procs.nodes[host] > 0
+}
+
+// source is the process of a batch of windows, from their resource.
+type source struct {
+	node   string
+	proc   process
+	hasPID bool
+	// maxStart is the latest start among the source's windows.
+	maxStart int64
+}
+
+// sourceOf reads the identity of a window resource. On this node the
+// process table adds the start ticks, when it still holds the process the
+// resource describes.
+func (c *correlator) sourceOf(res pcommon.Resource) source {
 	attrs := res.Attributes()
+	pid, hasPID := intOf(attrs, window.ResourcePID)
+	vpid, _ := intOf(attrs, window.ResourceVPID)
+	s := source{
+		node:   strOf(attrs, window.ResourceHostName),
+		hasPID: hasPID && pid > 0,
+		proc: process{pid: pid, vpid: vpid,
+			containerID: strOf(attrs, window.ResourceContainerID), podUID: strOf(attrs, window.ResourceK8sPodUID)},
+	}
+	if s.hasPID && s.node == c.node.HostName && c.ids.table != nil {
+		if p, ok := c.ids.table.byHostPID(pid); ok && p.sameAs(s.proc) {
+			s.proc.startTicks = p.startTicks
+		}
+	}
+	return s
+}
+
+// sameAs reports whether p may be the process a resource describes as q:
+// what q says about it agrees.
+func (p process) sameAs(q process) bool {
+	return (q.vpid == 0 || p.vpid == q.vpid) && (q.containerID == "" || p.containerID == q.containerID) &&
+		(q.podUID == "" || p.podUID == q.podUID)
+}
+
+// scopeOf returns the match scope of a window source, false when it lacks
+// the attribute the scope needs (process.pid for process, k8s.pod.uid for
+// pod; host needs nothing). A process's incarnation is set at indexing.
+func (c *correlator) scopeOf(s source) (scopeKey, bool) {
 	switch c.cfg.MatchScope {
 	case ScopePod:
-		uid, ok := attrs.Get(window.ResourceK8sPodUID)
-		if !ok || uid.Str() == "" {
+		if s.proc.podUID == "" {
 			return scopeKey{}, false
 		}
-		return scopeKey{pod: uid.Str()}, true
+		return scopeKey{pod: s.proc.podUID}, true
 	case ScopeHost:
-		return scopeKey{host: hostOf(attrs)}, true
+		return scopeKey{host: s.node}, true
 	default:
-		pid, ok := pidOf(attrs)
-		if !ok {
+		if !s.hasPID {
 			return scopeKey{}, false
 		}
-		return scopeKey{host: hostOf(attrs), pid: pid}, true
+		return scopeKey{host: s.node, pid: s.proc.pid}, true
 	}
 }
 
-func hostOf(attrs pcommon.Map) string {
-	if v, ok := attrs.Get(window.ResourceHostName); ok {
-		return v.Str()
-	}
-	return ""
-}
-
-// pidOf reads process.pid, an int by the semantic conventions; a decimal
-// string is accepted too.
-func pidOf(attrs pcommon.Map) (int64, bool) {
-	v, ok := attrs.Get(window.ResourcePID)
-	if !ok {
-		return 0, false
-	}
-	switch v.Type() {
-	case pcommon.ValueTypeInt:
-		return v.Int(), true
-	case pcommon.ValueTypeStr:
-		pid, err := strconv.ParseInt(v.Str(), 10, 64)
-		return pid, err == nil
-	}
-	return 0, false
-}
-
-// putScope writes the scope's identifying attributes onto a resource.
-func (c *correlator) putScope(attrs pcommon.Map, k scopeKey) {
+// putScope writes the scope's identifying attributes onto a resource: for
+// a process its node, both pids, container and pod.
+func (c *correlator) putScope(attrs pcommon.Map, k scopeKey, p process) {
 	if k.host != "" {
 		attrs.PutStr(window.ResourceHostName, k.host)
 	}
 	switch c.cfg.MatchScope {
 	case ScopeProcess:
 		attrs.PutInt(window.ResourcePID, k.pid)
+		if p.vpid != 0 {
+			attrs.PutInt(window.ResourceVPID, p.vpid)
+		}
+		if p.containerID != "" {
+			attrs.PutStr(window.ResourceContainerID, p.containerID)
+		}
+		if p.podUID != "" {
+			attrs.PutStr(window.ResourceK8sPodUID, p.podUID)
+		}
 	case ScopePod:
 		attrs.PutStr(window.ResourceK8sPodUID, k.pod)
 	}
@@ -173,6 +224,7 @@ func (c *correlator) putScope(attrs pcommon.Map, k scopeKey) {
 // overlap is one pair of windows that overlapped.
 type overlap struct {
 	scope         scopeKey
+	proc          process
 	first, second windowindex.Entry
 	start, end    int64
 }
@@ -181,6 +233,8 @@ type overlap struct {
 type pending struct {
 	scope scopeKey
 	entry windowindex.Entry
+	// src indexes the batch's sources; -1 for a span.
+	src int
 }
 
 // ingestLogs indexes the windows among ld's records and returns the
@@ -189,13 +243,18 @@ type pending struct {
 func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 	now := c.now().UnixNano()
 	futureLimit := now + int64(c.cfg.Windows.MaxClockSkew)
-	var batch []pending
-	var malformed, unscoped, future int64
+	var (
+		batch                       []pending
+		sources                     []source
+		malformed, unscoped, future int64
+	)
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
-		key, scoped := c.scopeOf(rl.Resource())
-		pid, _ := pidOf(rl.Resource().Attributes())
+		src := c.sourceOf(rl.Resource())
+		key, scoped := c.scopeOf(src)
+		src.maxStart = math.MinInt64
+		srcIndex := len(sources)
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
 			lrs := sls.At(j).LogRecords()
@@ -223,11 +282,13 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 					future++
 					continue
 				}
-				batch = append(batch, pending{scope: key, entry: windowindex.Entry{
-					Start: w.Start, End: end, ThreadID: w.ThreadID, PID: pid, Kind: kind,
+				src.maxStart = max(src.maxStart, w.Start)
+				batch = append(batch, pending{scope: key, src: srcIndex, entry: windowindex.Entry{
+					Start: w.Start, End: end, ThreadID: w.ThreadID, PID: src.proc.pid, Kind: kind,
 				}})
 			}
 		}
+		sources = append(sources, src)
 	}
 	for r, n := range map[string]int64{reasonMalformed: malformed, reasonUnscoped: unscoped, reasonFuture: future} {
 		if n > 0 {
@@ -237,11 +298,25 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 	if len(batch) == 0 {
 		return nil
 	}
-	return c.index(ctx, batch)
+	return c.index(ctx, batch, sources)
+}
+
+// learn records what each source said about its process and returns the
+// incarnation each source's windows are indexed under; c.mu is held.
+func (c *correlator) learn(sources []source) []uint32 {
+	gens := make([]uint32, len(sources))
+	horizon := c.windows.Horizon()
+	c.procs.maybeSweep(horizon, int64(c.cfg.Windows.Retention))
+	for i, s := range sources {
+		if s.hasPID && s.maxStart != math.MinInt64 {
+			gens[i] = c.procs.learn(s.node, s.proc, s.maxStart, horizon)
+		}
+	}
+	return gens
 }
 
 // index adds decoded windows to the index under one lock.
-func (c *correlator) index(ctx context.Context, batch []pending) []overlap {
+func (c *correlator) index(ctx context.Context, batch []pending, sources []source) []overlap {
 	var (
 		overlaps                []overlap
 		scratch                 []windowindex.Entry
@@ -249,9 +324,15 @@ func (c *correlator) index(ctx context.Context, batch []pending) []overlap {
 	)
 	wallNow := c.now()
 	c.mu.Lock()
+	refusedBefore := c.procs.refused
+	gens := c.learn(sources)
 	lenBefore, statsBefore := c.windows.Len(), c.windows.Stats()
 	for _, p := range batch {
 		e := p.entry
+		src := sources[p.src]
+		if c.cfg.MatchScope == ScopeProcess {
+			p.scope.gen = gens[p.src]
+		}
 		res, err := c.windows.Insert(p.scope, e)
 		if err != nil { // ruled out by ingestLogs; counted should it happen
 			c.tel.ProcessorRuntimecorrelationWindowsDropped.Add(ctx, 1, reasonOpt(reasonMalformed))
@@ -285,14 +366,19 @@ func (c *correlator) index(ctx context.Context, batch []pending) []overlap {
 			default:
 				continue
 			}
-			ov := overlap{scope: p.scope, first: first, second: second, start: max(e.Start, o.Start), end: min(e.End, o.End)}
+			ov := overlap{scope: p.scope, proc: src.proc, first: first, second: second, start: max(e.Start, o.Start), end: min(e.End, o.End)}
 			overlaps = append(overlaps, ov)
 			c.addTotal(ov, wallNow)
 		}
 	}
 	lenAfter, statsAfter := c.windows.Len(), c.windows.Stats()
+	refused := c.procs.refused - refusedBefore
 	c.mu.Unlock()
 	c.countIndexStats(ctx, statsBefore, statsAfter)
+	if refused > 0 {
+		c.logger.Debug("runtimecorrelation: processes not learned, identity::max_processes reached",
+			zap.Uint64("sources", refused), zap.Int("max_processes", c.cfg.Identity.MaxProcesses))
+	}
 
 	c.tel.ProcessorRuntimecorrelationWindowsIndexed.Add(ctx, indexed)
 	if dup > 0 {
@@ -337,7 +423,7 @@ func (c *correlator) addTotal(ov overlap, now time.Time) {
 	k := pairKey{scope: ov.scope, first: ov.first.Kind, second: ov.second.Kind}
 	t, ok := c.totals[k]
 	if !ok {
-		t = &pairTotal{start: now}
+		t = &pairTotal{start: now, proc: ov.proc}
 		c.totals[k] = t
 	}
 	t.count++
@@ -379,7 +465,7 @@ func (c *correlator) appendOverlaps(ld plog.Logs, overlaps []overlap) {
 		lrs, ok := byScope[ov.scope]
 		if !ok {
 			rl := ld.ResourceLogs().AppendEmpty()
-			c.putScope(rl.Resource().Attributes(), ov.scope)
+			c.putScope(rl.Resource().Attributes(), ov.scope, ov.proc)
 			sl := rl.ScopeLogs().AppendEmpty()
 			sl.Scope().SetName(metadata.ScopeName)
 			lrs = sl.LogRecords()

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
 )
@@ -28,7 +29,11 @@ func NewFactory() processor.Factory {
 // every Python kind, keeps a minute of windows (at most 100k, a quarter of
 // them for any one scope, so that one flooding sender leaves room for at
 // least three others) and lets spans wait 2 s, room for JFR's
-// once-a-second flush.
+// once-a-second flush. Identities come from the host's /proc (hostPID),
+// are reused for 2 s (a burst of batches from one sender costs one lookup,
+// and a reused pid is noticed within that), and at most 16384 processes'
+// identities are learned from windows (a node runs far fewer with windows,
+// about 200 bytes each).
 func createDefaultConfig() component.Config {
 	return &Config{
 		MatchScope:   ScopeProcess,
@@ -45,6 +50,12 @@ func createDefaultConfig() component.Config {
 			MaxPlacements: 32,
 		},
 		Metrics: MetricsConfig{Interval: 10 * time.Second},
+		Identity: IdentityConfig{
+			ProcRoot:     procresource.DefaultProcRoot,
+			Connection:   true,
+			CacheTTL:     2 * time.Second,
+			MaxProcesses: 16_384,
+		},
 	}
 }
 

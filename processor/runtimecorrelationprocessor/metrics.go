@@ -115,7 +115,7 @@ func (c *correlator) overlapMetrics() pmetric.Metrics {
 	}
 	slices.SortFunc(keys, func(a, b pairKey) int {
 		return cmp.Or(cmp.Compare(a.scope.host, b.scope.host), cmp.Compare(a.scope.pod, b.scope.pod),
-			cmp.Compare(a.scope.pid, b.scope.pid), cmp.Compare(a.first, b.first), cmp.Compare(a.second, b.second))
+			cmp.Compare(a.scope.pid, b.scope.pid), cmp.Compare(a.scope.gen, b.scope.gen), cmp.Compare(a.first, b.first), cmp.Compare(a.second, b.second))
 	})
 	totals := make([]pairTotal, len(keys))
 	for i, k := range keys {
@@ -127,7 +127,7 @@ func (c *correlator) overlapMetrics() pmetric.Metrics {
 	for i, k := range keys {
 		if i == 0 || k.scope != keys[i-1].scope {
 			rm := md.ResourceMetrics().AppendEmpty()
-			c.putScope(rm.Resource().Attributes(), k.scope)
+			c.putScope(rm.Resource().Attributes(), k.scope, totals[i].proc)
 			sm := rm.ScopeMetrics().AppendEmpty()
 			sm.Scope().SetName(metadata.ScopeName)
 			count = newCumulativeSum(sm.Metrics(), metricOverlapCount, "{overlap}",

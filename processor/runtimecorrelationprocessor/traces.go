@@ -64,7 +64,10 @@ var endOfTime = time.Unix(1<<40, 0)
 
 // waitingBatch is a batch of spans held until due.
 type waitingBatch struct {
-	td    ptrace.Traces
+	td ptrace.Traces
+	// ids are the identities of td's resources, resolved on arrival while
+	// the receiver's context still says which connection they came over.
+	ids   []spanIdentity
 	due   time.Time
 	spans int
 	seq   uint64
@@ -85,19 +88,20 @@ func newTracesProcessor(ref *sharedcomponent.Ref[*correlator], next consumer.Tra
 }
 
 func (p *tracesProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+	ids := p.resolve(ctx, td)
 	if p.delay == 0 {
-		p.annotate(ctx, td)
+		p.annotate(ctx, td, ids, false)
 		return td, nil
 	}
 	now := p.c.now()
 	held := ptrace.NewTraces()
 	td.ResourceSpans().MoveAndAppendTo(held.ResourceSpans())
-	b := &waitingBatch{td: held, due: p.dueTime(held, now), spans: held.SpanCount()}
+	b := &waitingBatch{td: held, ids: ids, due: p.dueTime(held, now), spans: held.SpanCount()}
 
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		p.annotate(ctx, held)
+		p.annotate(ctx, held, ids, false)
 		return held, nil
 	}
 	p.seq++
@@ -126,6 +130,64 @@ func (p *tracesProcessor) processTraces(ctx context.Context, td ptrace.Traces) (
 		p.forward(e)
 	}
 	return td, processorhelper.ErrSkipProcessingData
+}
+
+// resolve finds the identity of each of td's resources while the
+// receiver's context still names their connection.
+func (p *tracesProcessor) resolve(ctx context.Context, td ptrace.Traces) []spanIdentity {
+	rss := td.ResourceSpans()
+	ids := make([]spanIdentity, rss.Len())
+	for i := 0; i < rss.Len(); i++ {
+		ids[i] = p.c.ids.resolve(ctx, rss.At(i).Resource())
+	}
+	return ids
+}
+
+// settle records on each resource how its identity was found, and marks
+// and counts the spans of those that could not be matched: left
+// unannotated, never taken for spans that nothing overlapped. A resource
+// that waited and could not be matched on arrival is tried once more by its
+// own attributes: the windows that name its process may have come since.
+func (p *tracesProcessor) settle(ctx context.Context, td ptrace.Traces, ids []spanIdentity, waited bool) {
+	rss := td.ResourceSpans()
+	var unmatched map[string]int64
+	for i := 0; i < min(rss.Len(), len(ids)); i++ {
+		rs := rss.At(i)
+		if waited && ids[i].unmatched != "" && ids[i].unmatched != unmatchedMismatch {
+			if again := p.c.ids.resolveByResource(rs.Resource()); again.unmatched == "" {
+				ids[i] = again
+			}
+		}
+		id := ids[i]
+		if id.unmatched == "" {
+			rs.Resource().Attributes().PutStr(attrIdentity, id.how)
+			continue
+		}
+		if n := markUnmatched(rs, id.unmatched); n > 0 {
+			if unmatched == nil {
+				unmatched = map[string]int64{}
+			}
+			unmatched[id.unmatched] += n
+		}
+	}
+	for reason, n := range unmatched {
+		p.c.tel.ProcessorRuntimecorrelationSpansUnmatched.Add(ctx, n, reasonOpt(reason))
+	}
+}
+
+// markUnmatched sets runtime.overlap.unmatched on every span of rs and
+// returns how many there are.
+func markUnmatched(rs ptrace.ResourceSpans, reason string) int64 {
+	var n int64
+	sss := rs.ScopeSpans()
+	for j := 0; j < sss.Len(); j++ {
+		spans := sss.At(j).Spans()
+		for k := 0; k < spans.Len(); k++ {
+			spans.At(k).Attributes().PutStr(attrUnmatched, reason)
+		}
+		n += int64(spans.Len())
+	}
+	return n
 }
 
 // dueTime is when a batch arriving at now may leave: the latest span end
@@ -205,7 +267,7 @@ func (p *tracesProcessor) releaseDue(now time.Time) int {
 // long gone by now, so a fresh one carries it.
 func (p *tracesProcessor) forward(b *waitingBatch) {
 	ctx := context.Background()
-	p.annotate(ctx, b.td)
+	p.annotate(ctx, b.td, b.ids, true)
 	if err := p.next.ConsumeTraces(ctx, b.td); err != nil {
 		p.logger.Warn("runtimecorrelation: forwarding spans that waited for windows failed",
 			zap.Int("spans", b.spans), zap.Error(err))
@@ -230,29 +292,29 @@ func (p *tracesProcessor) shutdown(context.Context) error {
 	return nil
 }
 
-// annotate writes onto each span the windows of its scope that overlap it,
-// and remembers the spans' time ranges as released.
-func (p *tracesProcessor) annotate(ctx context.Context, td ptrace.Traces) {
+// annotate writes onto each span of a matched resource the windows of its
+// scope that overlap it, and remembers the spans' time ranges as released.
+// ids are td's resources' identities, in order; waited says the batch
+// waited for windows since they were resolved.
+func (p *tracesProcessor) annotate(ctx context.Context, td ptrace.Traces, ids []spanIdentity, waited bool) {
+	p.settle(ctx, td, ids, waited)
 	c := p.c
 	cfg := c.cfg.Spans
 	futureLimit := c.now().UnixNano() + int64(c.cfg.Windows.MaxClockSkew)
 	var (
-		released            []pending
-		matches             []windowindex.Entry
-		annotated, unscoped int64
+		released  []pending
+		matches   []windowindex.Entry
+		annotated int64
 	)
 	rss := td.ResourceSpans()
 	c.mu.RLock()
-	for i := 0; i < rss.Len(); i++ {
+	for i := 0; i < min(rss.Len(), len(ids)); i++ {
 		rs := rss.At(i)
-		key, ok := c.scopeOf(rs.Resource())
-		sss := rs.ScopeSpans()
-		if !ok {
-			for j := 0; j < sss.Len(); j++ {
-				unscoped += int64(sss.At(j).Spans().Len())
-			}
+		if ids[i].unmatched != "" {
 			continue
 		}
+		key := ids[i].scope
+		sss := rs.ScopeSpans()
 		var children ptrace.SpanSlice
 		hasChildren := false
 		n := sss.Len()
@@ -265,7 +327,7 @@ func (p *tracesProcessor) annotate(ctx context.Context, td ptrace.Traces) {
 					continue
 				}
 				if end <= futureLimit {
-					released = append(released, pending{scope: key, entry: windowindex.Entry{Start: start, End: end}})
+					released = append(released, pending{scope: key, src: -1, entry: windowindex.Entry{Start: start, End: end}})
 				}
 				matches = c.windows.AppendOverlapping(matches[:0], key, start, end)
 				if len(matches) == 0 {
@@ -295,9 +357,6 @@ func (p *tracesProcessor) annotate(ctx context.Context, td ptrace.Traces) {
 	c.recordReleased(released)
 	if annotated > 0 {
 		c.tel.ProcessorRuntimecorrelationSpansAnnotated.Add(ctx, annotated)
-	}
-	if unscoped > 0 {
-		c.tel.ProcessorRuntimecorrelationSpansUnscoped.Add(ctx, unscoped)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
@@ -37,7 +38,7 @@ func TestSpanAnnotation(t *testing.T) {
 		windows []window.Window
 		want    map[string]any
 	}{
-		{name: "no window", want: map[string]any{}},
+		{name: "no window overlaps", windows: []window.Window{gcAfter}, want: map[string]any{}},
 		{
 			name:    "sums per kind of the intersections",
 			windows: []window.Window{spBefore, spInside, waitEnd, gcAfter},
@@ -132,13 +133,20 @@ func TestChildSpansPlaceEachWindowInsideTheParent(t *testing.T) {
 	}
 }
 
-func TestUnscopedSpansPassUntouched(t *testing.T) {
+func TestSpansWithoutIdentityAreMarkedUnmatched(t *testing.T) {
 	h := newHarness(t, nil)
 	h.sendWindows(proc, waitAll)
 	h.sendSpans(spanTraces(resource{host: "node-1"}, spanAt{"no-pid", 1 * ms, 2 * ms}, spanAt{"no-pid-2", 1 * ms, 2 * ms}))
-	assert.Empty(t, attrsOf(spansByName(h.traceSink.AllTraces())["no-pid"]))
-	metadatatest.AssertEqualProcessorRuntimecorrelationSpansUnscoped(t, h.tel,
-		[]metricdata.DataPoint[int64]{{Value: 2}}, metricdatatest.IgnoreTimestamp())
+	got := spansByName(h.traceSink.AllTraces())
+	for _, name := range []string{"no-pid", "no-pid-2"} {
+		assert.Equal(t, map[string]any{"runtime.overlap.unmatched": "no_identity"}, attrsOf(got[name]), name)
+	}
+	res := h.traceSink.AllTraces()[0].ResourceSpans().At(0).Resource().Attributes()
+	_, has := res.Get("runtime.correlation.identity")
+	assert.False(t, has, "an unmatched resource names no identity")
+	metadatatest.AssertEqualProcessorRuntimecorrelationSpansUnmatched(t, h.tel,
+		[]metricdata.DataPoint[int64]{{Value: 2, Attributes: attribute.NewSet(attribute.String("reason", "no_identity"))}},
+		metricdatatest.IgnoreTimestamp())
 }
 
 func TestSpansWaitForLateWindows(t *testing.T) {

@@ -29,7 +29,7 @@ type TelemetryBuilder struct {
 	ProcessorRuntimecorrelationOverlaps           metric.Int64Counter
 	ProcessorRuntimecorrelationSpansAnnotated     metric.Int64Counter
 	ProcessorRuntimecorrelationSpansReleasedEarly metric.Int64Counter
-	ProcessorRuntimecorrelationSpansUnscoped      metric.Int64Counter
+	ProcessorRuntimecorrelationSpansUnmatched     metric.Int64Counter
 	ProcessorRuntimecorrelationSpansWaiting       metric.Int64UpDownCounter
 	ProcessorRuntimecorrelationWindows            metric.Int64UpDownCounter
 	ProcessorRuntimecorrelationWindowsClipped     metric.Int64Counter
@@ -86,9 +86,9 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)
-	builder.ProcessorRuntimecorrelationSpansUnscoped, err = builder.meter.Int64Counter(
-		"otelcol_processor_runtimecorrelation_spans_unscoped",
-		metric.WithDescription("Spans passed on unmatched because their resource lacks the match scope's attribute. [Development]"),
+	builder.ProcessorRuntimecorrelationSpansUnmatched, err = builder.meter.Int64Counter(
+		"otelcol_processor_runtimecorrelation_spans_unmatched",
+		metric.WithDescription("Spans left unannotated because no single local process could be matched to them (reason is no_identity, ambiguous, unknown_process or mismatch); each carries runtime.overlap.unmatched. [Development]"),
 		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)

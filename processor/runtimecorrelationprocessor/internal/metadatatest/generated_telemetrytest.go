@@ -69,10 +69,10 @@ func AssertEqualProcessorRuntimecorrelationSpansReleasedEarly(t *testing.T, tt *
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
-func AssertEqualProcessorRuntimecorrelationSpansUnscoped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+func AssertEqualProcessorRuntimecorrelationSpansUnmatched(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
-		Name:        "otelcol_processor_runtimecorrelation_spans_unscoped",
-		Description: "Spans passed on unmatched because their resource lacks the match scope's attribute. [Development]",
+		Name:        "otelcol_processor_runtimecorrelation_spans_unmatched",
+		Description: "Spans left unannotated because no single local process could be matched to them (reason is no_identity, ambiguous, unknown_process or mismatch); each carries runtime.overlap.unmatched. [Development]",
 		Unit:        "{span}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -80,7 +80,7 @@ func AssertEqualProcessorRuntimecorrelationSpansUnscoped(t *testing.T, tt *compo
 			DataPoints:  dps,
 		},
 	}
-	got, err := tt.GetMetric("otelcol_processor_runtimecorrelation_spans_unscoped")
+	got, err := tt.GetMetric("otelcol_processor_runtimecorrelation_spans_unmatched")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

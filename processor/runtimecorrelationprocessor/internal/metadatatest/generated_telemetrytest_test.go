@@ -22,7 +22,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ProcessorRuntimecorrelationOverlaps.Add(context.Background(), 1)
 	tb.ProcessorRuntimecorrelationSpansAnnotated.Add(context.Background(), 1)
 	tb.ProcessorRuntimecorrelationSpansReleasedEarly.Add(context.Background(), 1)
-	tb.ProcessorRuntimecorrelationSpansUnscoped.Add(context.Background(), 1)
+	tb.ProcessorRuntimecorrelationSpansUnmatched.Add(context.Background(), 1)
 	tb.ProcessorRuntimecorrelationSpansWaiting.Add(context.Background(), 1)
 	tb.ProcessorRuntimecorrelationWindows.Add(context.Background(), 1)
 	tb.ProcessorRuntimecorrelationWindowsClipped.Add(context.Background(), 1)
@@ -39,7 +39,7 @@ func TestSetupTelemetry(t *testing.T) {
 	AssertEqualProcessorRuntimecorrelationSpansReleasedEarly(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
-	AssertEqualProcessorRuntimecorrelationSpansUnscoped(t, testTel,
+	AssertEqualProcessorRuntimecorrelationSpansUnmatched(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualProcessorRuntimecorrelationSpansWaiting(t, testTel,

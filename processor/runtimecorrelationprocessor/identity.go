@@ -1,0 +1,425 @@
+package runtimecorrelationprocessor // import "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor"
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procsocket"
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+)
+
+// How a span's process was found: the value of the resource attribute
+// runtime.correlation.identity.
+const (
+	attrIdentity       = "runtime.correlation.identity"
+	identityContainer  = "container"
+	identityPod        = "pod"
+	identityHost       = "host"
+	identityConnection = "connection"
+)
+
+// Why a span was not matched: the value of the span attribute
+// runtime.overlap.unmatched and the reason of spans_unmatched.
+const (
+	attrUnmatched           = "runtime.overlap.unmatched"
+	unmatchedNoIdentity     = "no_identity"
+	unmatchedAmbiguous      = "ambiguous"
+	unmatchedUnknownProcess = "unknown_process"
+	unmatchedMismatch       = "mismatch"
+)
+
+// socketOwners names the process that owns a connection's client socket
+// (procsocket.Resolver; tests use a fake).
+type socketOwners interface {
+	Lookup(peer netip.AddrPort) (procsocket.Owner, error)
+}
+
+// spanIdentity is what a span resource was matched to: the scope its
+// spans are compared in and how it was found, or why it was not.
+type spanIdentity struct {
+	scope     scopeKey
+	how       string
+	unmatched string
+}
+
+// found is a span resource's process, resolved to where its windows are.
+type found struct {
+	node string
+	proc process
+	gen  uint32
+	how  string
+}
+
+// resourceKey is the part of a span resource that identity depends on.
+type resourceKey struct {
+	container, pod, host string
+	pid                  int64
+	hasPID               bool
+}
+
+// resolution is a cached answer for a resourceKey or a peer: a process,
+// or the reason none was found.
+type resolution struct {
+	found   found
+	ok      bool
+	reason  string
+	expires time.Time
+}
+
+// maxCached bounds each resolution cache: far more distinct senders than
+// a node has.
+const maxCached = 4096
+
+// identities resolves span resources to processes, caching answers per
+// resource identity and per peer for a short TTL, so that a stream of
+// batches from one sender costs one lookup per TTL.
+type identities struct {
+	c       *correlator
+	table   processTable // nil: no local process table
+	sockets socketOwners // nil: connections are not used
+	ttl     time.Duration
+
+	mu        sync.Mutex
+	resources map[resourceKey]resolution
+	peers     map[netip.AddrPort]resolution
+}
+
+func newIdentities(c *correlator, table processTable, sockets socketOwners, ttl time.Duration) *identities {
+	return &identities{
+		c: c, table: table, sockets: sockets, ttl: ttl,
+		resources: map[resourceKey]resolution{},
+		peers:     map[netip.AddrPort]resolution{},
+	}
+}
+
+// resolve returns the scope of a span resource's spans, from its own
+// attributes or, failing that, from the connection it came over (ctx must
+// be the receiver's: client.Info is gone after batching).
+func (ids *identities) resolve(ctx context.Context, res pcommon.Resource) spanIdentity {
+	c := ids.c
+	attrs := res.Attributes()
+	rk := resourceKeyOf(attrs)
+	switch c.cfg.MatchScope {
+	case ScopePod:
+		if rk.pod != "" {
+			return spanIdentity{scope: scopeKey{pod: rk.pod}, how: identityPod}
+		}
+	case ScopeHost:
+		if rk.container == "" && rk.pod == "" && c.isNode(rk.host) {
+			return spanIdentity{scope: scopeKey{host: rk.host}, how: identityHost}
+		}
+	}
+	f, reason := ids.process(ctx, rk)
+	if reason != "" {
+		return spanIdentity{unmatched: reason}
+	}
+	return ids.scopeOf(f)
+}
+
+// scopeOf returns the match scope of a found process.
+func (ids *identities) scopeOf(f found) spanIdentity {
+	switch ids.c.cfg.MatchScope {
+	case ScopePod:
+		pod := f.proc.podUID
+		if pod == "" {
+			return spanIdentity{unmatched: unmatchedNoIdentity}
+		}
+		return spanIdentity{scope: scopeKey{pod: pod}, how: f.how}
+	case ScopeHost:
+		return spanIdentity{scope: scopeKey{host: f.node}, how: f.how}
+	}
+	return spanIdentity{scope: scopeKey{host: f.node, pid: f.proc.pid, gen: f.gen}, how: f.how}
+}
+
+// resolveByResource resolves a span resource by its own attributes only,
+// afresh (not from the cache).
+func (ids *identities) resolveByResource(res pcommon.Resource) spanIdentity {
+	rk := resourceKeyOf(res.Attributes())
+	f, reason := ids.byResource(rk)
+	if reason != "" {
+		return spanIdentity{unmatched: reason}
+	}
+	return ids.scopeOf(f)
+}
+
+// process finds the process a span resource names: by its own attributes
+// (cached per resource identity), else by the connection.
+func (ids *identities) process(ctx context.Context, rk resourceKey) (found, string) {
+	now := ids.c.now()
+	ids.mu.Lock()
+	r, hit := ids.resources[rk]
+	ids.mu.Unlock()
+	if !hit || now.After(r.expires) {
+		f, reason := ids.byResource(rk)
+		r = resolution{found: f, ok: reason == "", reason: reason, expires: now.Add(ids.ttl)}
+		ids.mu.Lock()
+		putBounded(ids.resources, rk, r, now)
+		ids.mu.Unlock()
+		if !r.ok {
+			ids.c.logger.Debug("runtimecorrelation: span resource names no single local process; trying its connection",
+				zap.String("reason", reason), zap.String("container.id", rk.container), zap.String("k8s.pod.uid", rk.pod),
+				zap.String("host.name", rk.host), zap.Int64("process.pid", rk.pid))
+		}
+	}
+	if r.ok {
+		return r.found, ""
+	}
+	f, reason, tried := ids.byConnection(ctx, rk, now)
+	if !tried {
+		return found{}, r.reason
+	}
+	if reason != "" && r.reason != unmatchedNoIdentity && reason != unmatchedMismatch {
+		// The resource's own reason says more than a connection that
+		// named no process.
+		return found{}, r.reason
+	}
+	return f, reason
+}
+
+// byResource resolves a resource by its attributes, strongest identity
+// first: container + in-container pid, pod + pid, node + host pid.
+func (ids *identities) byResource(rk resourceKey) (found, string) {
+	c := ids.c
+	local := c.node.HostName
+	reason := unmatchedNoIdentity
+	if !rk.hasPID {
+		return found{}, reason
+	}
+	if rk.container != "" {
+		c.mu.RLock()
+		k, ok := c.procs.byContainer[namePID{rk.container, rk.pid}]
+		var p process
+		if ok {
+			p = c.procs.byHost[k].process(k.pid)
+		}
+		c.mu.RUnlock()
+		if ok {
+			return ids.at(k.node, p, identityContainer), ""
+		}
+		if ids.table != nil {
+			if p, ok := ids.table.byContainer(rk.container, rk.pid); ok {
+				return ids.at(local, p, identityContainer), ""
+			}
+		}
+		reason = unmatchedUnknownProcess
+	}
+	if rk.pod != "" {
+		var cands []found
+		c.mu.RLock()
+		for _, k := range c.procs.byPod[namePID{rk.pod, rk.pid}] {
+			cands = append(cands, found{node: k.node, proc: c.procs.byHost[k].process(k.pid)})
+		}
+		c.mu.RUnlock()
+		if ids.table != nil {
+			for _, p := range ids.table.byPod(rk.pod, rk.pid) {
+				cands = addCandidate(cands, found{node: local, proc: p})
+			}
+		}
+		switch len(cands) {
+		case 1:
+			return ids.at(cands[0].node, cands[0].proc, identityPod), ""
+		case 0:
+			reason = unmatchedUnknownProcess
+		default:
+			return found{}, unmatchedAmbiguous
+		}
+	}
+	if rk.container != "" || rk.pod != "" || !c.isNode(rk.host) {
+		return found{}, reason
+	}
+	return ids.byHost(rk)
+}
+
+// byHost resolves a node's host name and a pid: the host process with that
+// pid, unless a process in another pid namespace of the node also sees
+// itself as that pid (a hostNetwork pod's SDK reports the node's hostname
+// and its in-container pid), which makes the span ambiguous.
+func (ids *identities) byHost(rk resourceKey) (found, string) {
+	c := ids.c
+	var host process
+	hostOK, other := false, false
+	c.mu.RLock()
+	if r, ok := c.procs.byHost[nodePID{rk.host, rk.pid}]; ok && (r.vpid == 0 || r.vpid == rk.pid) {
+		host, hostOK = r.process(rk.pid), true
+	}
+	other = len(c.procs.byVPID[nodePID{rk.host, rk.pid}]) > 0
+	c.mu.RUnlock()
+	if ids.table != nil && rk.host == c.node.HostName {
+		if p, ok := ids.table.byHostPID(rk.pid); ok {
+			if p.vpid == 0 || p.vpid == rk.pid {
+				host, hostOK = p, true
+			} else {
+				hostOK = false // the pid's learned process is gone: reused by a container's
+			}
+		}
+		other = other || ids.table.seenAs(rk.pid)
+	}
+	switch {
+	case other:
+		return found{}, unmatchedAmbiguous
+	case !hostOK:
+		return found{}, unmatchedUnknownProcess
+	}
+	return ids.at(rk.host, host, identityHost), ""
+}
+
+// byConnection resolves the process that owns the client side of the
+// span's connection. tried is false when there is no connection to use.
+// A pid on the resource must be the owner's, as the node or the owner
+// sees it.
+func (ids *identities) byConnection(ctx context.Context, rk resourceKey, now time.Time) (f found, reason string, tried bool) {
+	if ids.sockets == nil {
+		return found{}, "", false
+	}
+	peer, ok := peerOf(ctx)
+	if !ok {
+		return found{}, "", false
+	}
+	ids.mu.Lock()
+	r, hit := ids.peers[peer]
+	ids.mu.Unlock()
+	if !hit || now.After(r.expires) {
+		f, reason := ids.lookupPeer(peer)
+		r = resolution{found: f, ok: reason == "", reason: reason, expires: now.Add(ids.ttl)}
+		ids.mu.Lock()
+		putBounded(ids.peers, peer, r, now)
+		ids.mu.Unlock()
+	}
+	if !r.ok {
+		return found{}, r.reason, true
+	}
+	if rk.hasPID && rk.pid != r.found.proc.pid && rk.pid != r.found.proc.vpid {
+		ids.c.logger.Debug("runtimecorrelation: span's process.pid is not its connection's process",
+			zap.Int64("process.pid", rk.pid), zap.Int64("owner.pid", r.found.proc.pid), zap.Int64("owner.vpid", r.found.proc.vpid),
+			zap.String("peer", peer.String()))
+		return found{}, unmatchedMismatch, true
+	}
+	return r.found, "", true
+}
+
+func (ids *identities) lookupPeer(peer netip.AddrPort) (found, string) {
+	owner, err := ids.sockets.Lookup(peer)
+	if err != nil {
+		reason := unmatchedUnknownProcess
+		if errors.Is(err, procsocket.ErrAmbiguous) {
+			reason = unmatchedAmbiguous
+		}
+		ids.c.logger.Debug("runtimecorrelation: connection names no local process", zap.String("peer", peer.String()), zap.Error(err))
+		return found{}, reason
+	}
+	p := process{pid: int64(owner.PID), startTicks: owner.StartTicks}
+	if ids.table != nil {
+		if known, ok := ids.table.byHostPID(p.pid); ok {
+			if known.startTicks != 0 && known.startTicks != owner.StartTicks {
+				ids.c.logger.Debug("runtimecorrelation: connection's process exited and its pid was reused",
+					zap.String("peer", peer.String()), zap.Int("pid", owner.PID))
+				return found{}, unmatchedUnknownProcess
+			}
+			p = known
+		}
+	}
+	return ids.at(ids.c.node.HostName, p, identityConnection), ""
+}
+
+// at places p on node: the incarnation its windows are indexed under, and
+// its pod from what the windows said when p itself does not say.
+func (ids *identities) at(node string, p process, how string) found {
+	c := ids.c
+	c.mu.RLock()
+	gen := c.procs.genFor(node, p)
+	if r, ok := c.procs.byHost[nodePID{node, p.pid}]; ok && gen == r.gen && p.podUID == "" {
+		p.podUID = r.podUID
+	}
+	c.mu.RUnlock()
+	return found{node: node, proc: p, gen: gen, how: how}
+}
+
+// process returns the recorded process under pid.
+func (r *procRecord) process(pid int64) process {
+	return process{pid: pid, vpid: r.vpid, startTicks: r.startTicks, containerID: r.containerID, podUID: r.podUID}
+}
+
+// addCandidate adds f unless a candidate names the same process.
+func addCandidate(cands []found, f found) []found {
+	for _, c := range cands {
+		if c.node == f.node && c.proc.pid == f.proc.pid {
+			return cands
+		}
+	}
+	return append(cands, f)
+}
+
+// putBounded stores v, first dropping expired entries when m is full, and
+// everything when that is not enough (a flood of distinct identities costs
+// lookups, never memory).
+func putBounded[K comparable](m map[K]resolution, k K, v resolution, now time.Time) {
+	if _, ok := m[k]; !ok && len(m) >= maxCached {
+		for k, e := range m {
+			if now.After(e.expires) {
+				delete(m, k)
+			}
+		}
+		if len(m) >= maxCached {
+			clear(m)
+		}
+	}
+	m[k] = v
+}
+
+// peerOf returns the OTLP connection's peer that the receiver put on ctx.
+func peerOf(ctx context.Context) (netip.AddrPort, bool) {
+	switch a := client.FromContext(ctx).Addr.(type) {
+	case nil:
+		return netip.AddrPort{}, false
+	case *net.TCPAddr:
+		ap := a.AddrPort()
+		return ap, ap.IsValid()
+	default:
+		ap, err := netip.ParseAddrPort(a.String())
+		return ap, err == nil
+	}
+}
+
+func resourceKeyOf(attrs pcommon.Map) resourceKey {
+	pid, hasPID := intOf(attrs, window.ResourcePID)
+	return resourceKey{
+		container: strOf(attrs, window.ResourceContainerID),
+		pod:       strOf(attrs, window.ResourceK8sPodUID),
+		host:      strOf(attrs, window.ResourceHostName),
+		pid:       pid,
+		hasPID:    hasPID && pid > 0,
+	}
+}
+
+func strOf(attrs pcommon.Map, key string) string {
+	if v, ok := attrs.Get(key); ok && v.Type() == pcommon.ValueTypeStr {
+		return v.Str()
+	}
+	return ""
+}
+
+// intOf reads an int attribute (process.pid is an int by the semantic
+// conventions); a decimal string is accepted too.
+func intOf(attrs pcommon.Map, key string) (int64, bool) {
+	v, ok := attrs.Get(key)
+	if !ok {
+		return 0, false
+	}
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		return v.Int(), true
+	case pcommon.ValueTypeStr:
+		n, err := strconv.ParseInt(v.Str(), 10, 64)
+		return n, err == nil
+	}
+	return 0, false
+}
