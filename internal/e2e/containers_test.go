@@ -1,0 +1,661 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/e2e/containertest"
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+)
+
+// What the workloads of TestContainers need, as `make test-deps` installs
+// them: the OpenTelemetry Java agent and the API it bridges (Maven), and a
+// venv of the OpenTelemetry Python SDK, its OTLP/gRPC exporter and its
+// container-id detector. Keep in step with the Makefile.
+const (
+	javaAgentVersion = "2.22.0"
+	// The API version the agent bundles (its shaded api/version.properties).
+	javaAPIVersion = "1.56.0"
+	containersVenv = ".cache/e2e-containers/venv"
+)
+
+// Resource attributes of the identity, by their semantic-convention names.
+const (
+	attrVPID        = "process.vpid"
+	attrContainerID = "container.id"
+	attrPodUID      = "k8s.pod.uid"
+	attrServiceName = "service.name"
+	attrUnmatched   = "runtime.overlap.unmatched"
+	attrIdentity    = "runtime.correlation.identity"
+)
+
+// containerDeps are the prepared workloads.
+type containerDeps struct {
+	java, agent, classpath string // classpath: the compiled Service and the API jars
+	python, service        string
+}
+
+// prepareContainerDeps finds what the workloads need, compiling Service.java
+// into the module's .cache (keyed by its content, so reruns reuse it), and
+// skips the test naming what is missing.
+func prepareContainerDeps(t *testing.T) containerDeps {
+	t.Helper()
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d containerDeps
+	for _, tool := range []string{"java", "javac"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("containers end-to-end: %s not found", tool)
+		}
+	}
+	d.java, _ = exec.LookPath("java")
+	home, _ := os.UserHomeDir()
+	m2 := filepath.Join(home, ".m2", "repository", "io", "opentelemetry")
+	d.agent = filepath.Join(m2, "javaagent", "opentelemetry-javaagent", javaAgentVersion, "opentelemetry-javaagent-"+javaAgentVersion+".jar")
+	api := []string{
+		filepath.Join(m2, "opentelemetry-api", javaAPIVersion, "opentelemetry-api-"+javaAPIVersion+".jar"),
+		filepath.Join(m2, "opentelemetry-context", javaAPIVersion, "opentelemetry-context-"+javaAPIVersion+".jar"),
+	}
+	d.python = filepath.Join(root, containersVenv, "bin", "python")
+	for _, f := range append([]string{d.agent, d.python}, api...) {
+		if _, err := os.Stat(f); err != nil {
+			t.Skipf("containers end-to-end: %v (run make test-deps)", err)
+		}
+	}
+	if out, err := exec.Command(d.python, "-c", "import opentelemetry.sdk, opentelemetry.exporter.otlp.proto.grpc, opentelemetry.resource.detector.containerid").CombinedOutput(); err != nil {
+		t.Skipf("containers end-to-end: the venv lacks the OpenTelemetry packages (run make test-deps): %v\n%s", err, out)
+	}
+	src := filepath.Join(root, "internal", "e2e", "testdata", "containers")
+	d.service = filepath.Join(src, "service.py")
+	java, err := os.ReadFile(filepath.Join(src, "Service.java"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(append(java, javaAPIVersion...))
+	classes := filepath.Join(root, ".cache", "e2e-containers", "classes-"+hex.EncodeToString(sum[:8]))
+	if _, err := os.Stat(filepath.Join(classes, "Service.class")); err != nil {
+		tmp := classes + ".tmp"
+		_ = os.RemoveAll(tmp)
+		out, err := exec.Command("javac", "-d", tmp, "-cp", strings.Join(api, ":"), filepath.Join(src, "Service.java")).CombinedOutput()
+		if err != nil {
+			t.Fatalf("javac Service.java: %v\n%s", err, out)
+		}
+		if err := os.Rename(tmp, classes); err != nil && !os.IsExist(err) {
+			t.Fatal(err)
+		}
+	}
+	d.classpath = strings.Join(append([]string{classes}, api...), ":")
+	return d
+}
+
+// workload is one traced service: in a container, or on the bare host.
+type workload struct {
+	name      string // its service.name
+	hostPID   int
+	vpid      int
+	container *containertest.Container // nil on the bare host
+	pod       *containertest.Pod
+	stdin     *os.File
+	stdout    string
+	wait      func(time.Duration) error
+}
+
+func (w *workload) where() string {
+	if w.container == nil {
+		return "bare host"
+	}
+	return fmt.Sprintf("container %.12s in pod %s", w.container.ID, w.pod.UID)
+}
+
+// readyPID waits for the workload's first line, the pid it sees itself as.
+func (w *workload) readyPID(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	var line struct{ PID int }
+	w.line(t, timeout, 0, &line)
+	w.vpid = line.PID
+}
+
+// line waits up to timeout for the workload's stdout line n (from 0) and
+// decodes it.
+func (w *workload) line(t *testing.T, timeout time.Duration, n int, v any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		data, _ := os.ReadFile(w.stdout)
+		var lines []string
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(l, "{") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) > n && strings.HasSuffix(string(data), "\n") {
+			if err := json.Unmarshal([]byte(lines[n]), v); err != nil {
+				t.Fatalf("%s: line %q: %v", w.name, lines[n], err)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (%s): no line %d on stdout within %s; stdout: %q", w.name, w.where(), n, timeout, data)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (w *workload) tell(t *testing.T, what string) {
+	t.Helper()
+	if _, err := w.stdin.WriteString(what + "\n"); err != nil {
+		t.Fatalf("%s: %v", w.name, err)
+	}
+}
+
+// startContainerWorkload runs args as pid 1 of a new container of pod.
+func startContainerWorkload(t *testing.T, pod *containertest.Pod, name string, args, env []string) *workload {
+	t.Helper()
+	r, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = wr.Close() })
+	c := pod.Start(t, containertest.Spec{Args: args, Env: env, Stdin: r})
+	_ = r.Close()
+	return &workload{name: name, hostPID: c.PID, container: c, pod: pod, stdin: wr, stdout: c.Stdout, wait: c.Wait}
+}
+
+// startHostWorkload runs args as a plain process of the host.
+func startHostWorkload(t *testing.T, name string, args, env []string) *workload {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	stdout := filepath.Join(t.TempDir(), "stdout")
+	f, err := os.Create(stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr = f, os.Stderr
+	wr, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	exited := false
+	wait := func(timeout time.Duration) error {
+		select {
+		case err := <-done:
+			exited = true
+			return err
+		case <-time.After(timeout):
+			return fmt.Errorf("%s still running after %s", name, timeout)
+		}
+	}
+	t.Cleanup(func() {
+		if !exited {
+			_ = cmd.Process.Kill()
+			_ = wait(10 * time.Second)
+		}
+	})
+	return &workload{name: name, hostPID: cmd.Process.Pid, stdin: wr.(*os.File), stdout: stdout, wait: wait}
+}
+
+// TestContainersCorrelation: a JVM with the OpenTelemetry Java agent and JFR
+// as pid 1 of a container of one pod, a CPython service traced with the
+// OpenTelemetry Python SDK and its container-id detector as pid 1 of a
+// container of another pod, and the same CPython service on the bare host,
+// all sending to the collector on its embedded default configuration. Each
+// service's spans carry exactly the windows of its own process, recomputed
+// here from the exported windows; none carries another process's.
+func TestContainersCorrelation(t *testing.T) {
+	RequireComponents(t, "jfr", "pythongil", "runtimecorrelation")
+	if why := containertest.Supported(); why != "" {
+		t.Skip(why)
+	}
+	deps := prepareContainerDeps(t)
+	begin := time.Now()
+
+	// The pythongil receiver's default overhead budget (2% of a CPU)
+	// duty-cycles its probes when four threads contend: windows would come
+	// only in attached phases. Off, every GIL wait of the run is a window.
+	c := Start(t, Options{Configs: []string{"embedded:default", "yaml:receivers::pythongil::overhead::budget: 0"}})
+	if err := c.WaitHealthy(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	otlpHTTP, otlpGRPC := "http://"+c.Endpoints.OTLPHTTP, "http://"+c.Endpoints.OTLPGRPC
+
+	jvmPod := containertest.StartPod(t, "", containertest.Burstable, "inference-jvm-7d9c")
+	jvm := startContainerWorkload(t, jvmPod, "e2e-jvm-service", []string{
+		deps.java, "-javaagent:" + deps.agent, "-Xmx64m", "-XX:+UseG1GC",
+		"-XX:StartFlightRecording:settings=profile", "-cp", deps.classpath, "Service",
+	}, []string{
+		"OTEL_SERVICE_NAME=e2e-jvm-service",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlpHTTP,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_TRACES_EXPORTER=otlp", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none",
+		"OTEL_BSP_SCHEDULE_DELAY=200",
+	})
+	pyPod := containertest.StartPod(t, "", containertest.BestEffort, "inference-py-5f8b")
+	pyEnv := []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlpGRPC, "OTEL_EXPERIMENTAL_RESOURCE_DETECTORS=containerid",
+		"OTEL_BSP_SCHEDULE_DELAY=200",
+	}
+	py := startContainerWorkload(t, pyPod, "e2e-python-service", []string{deps.python, deps.service},
+		append([]string{"OTEL_SERVICE_NAME=e2e-python-service"}, pyEnv...))
+	// The bare-host copy reports its pid and the host's name (the SDK's
+	// process and host detectors), as a service outside Kubernetes would.
+	host := startHostWorkload(t, "e2e-python-host", []string{deps.python, deps.service}, []string{
+		"OTEL_SERVICE_NAME=e2e-python-host", "OTEL_EXPORTER_OTLP_ENDPOINT=" + otlpGRPC,
+		"OTEL_EXPERIMENTAL_RESOURCE_DETECTORS=process,host", "OTEL_BSP_SCHEDULE_DELAY=200",
+	})
+	workloads := []*workload{jvm, py, host}
+	for _, w := range workloads {
+		w.readyPID(t, 60*time.Second)
+		t.Logf("%s: host pid %d, sees itself as pid %d (%s)", w.name, w.hostPID, w.vpid, w.where())
+	}
+	if jvm.vpid != 1 || py.vpid != 1 || host.vpid != host.hostPID {
+		t.Fatalf("pids seen inside: jvm %d, python %d (want 1), host %d (want %d)", jvm.vpid, py.vpid, host.vpid, host.hostPID)
+	}
+
+	// Requests begin once the receivers follow every workload (the jfr
+	// receiver discovers JVMs every 5 s): a span of the run then has every
+	// window of its process to be matched with.
+	if err := c.Eventually(60*time.Second, func() bool {
+		logs, err := c.Logs("logs.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range workloads {
+			if len(WindowsOf(logs, int64(w.hostPID))) == 0 {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Fatalf("windows of every workload: %v", err)
+	}
+	t.Logf("windows of all three flowing after %s; serving for 15 s", time.Since(begin).Round(time.Millisecond))
+	for _, w := range workloads {
+		w.tell(t, "serve")
+	}
+	time.Sleep(15 * time.Second)
+	sent := map[string]int{}
+	for _, w := range workloads {
+		w.tell(t, "stop")
+	}
+	for _, w := range workloads {
+		var res struct{ Spans int }
+		w.line(t, 30*time.Second, 1, &res)
+		sent[w.name] = res.Spans
+		if err := w.wait(30 * time.Second); err != nil {
+			t.Errorf("%s: exit: %v", w.name, err)
+		}
+	}
+	if err := c.Eventually(30*time.Second, func() bool {
+		traces, err := c.Traces("traces.jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := spansByService(traces)
+		for _, w := range workloads {
+			if len(got[w.name]) < sent[w.name] {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		t.Errorf("not every span sent arrived: %v", err)
+	}
+	if code, err := c.Stop(30 * time.Second); err != nil || code != 0 {
+		t.Fatalf("collector stop: exit %d, %v", code, err)
+	}
+
+	traces, err := c.Traces("traces.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := c.Logs("logs.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := c.Metrics("metrics.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := spansByService(traces)
+	windows := processWindows(t, logs, workloads)
+	for _, w := range workloads {
+		checkSpanResources(t, w, spans[w.name], sent[w.name])
+	}
+	for _, w := range workloads {
+		checkSpanTotals(t, w, spans[w.name], windows, workloads)
+	}
+	checkOverlapRecords(t, logs, metrics, workloads)
+	t.Logf("whole scenario: %s", time.Since(begin).Round(time.Millisecond))
+}
+
+// serviceSpan is one exported span with its resource.
+type serviceSpan struct {
+	resource   pcommon.Map
+	start, end int64
+	attrs      pcommon.Map
+}
+
+func spansByService(batches []ptrace.Traces) map[string][]serviceSpan {
+	out := map[string][]serviceSpan{}
+	for _, td := range batches {
+		for _, rs := range td.ResourceSpans().All() {
+			svc, _ := rs.Resource().Attributes().Get(attrServiceName)
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, s := range ss.Spans().All() {
+					if s.Name() != "request" {
+						continue
+					}
+					out[svc.Str()] = append(out[svc.Str()], serviceSpan{resource: rs.Resource().Attributes(),
+						start: int64(s.StartTimestamp()), end: int64(s.EndTimestamp()), attrs: s.Attributes()})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// processWindows returns each workload's windows, each once (a window
+// exported twice is indexed once), after checking that every window
+// resource of the process names it as the node sees it.
+func processWindows(t *testing.T, batches []plog.Logs, workloads []*workload) map[int][]window.Window {
+	t.Helper()
+	byPID := map[int64]*workload{}
+	for _, w := range workloads {
+		byPID[int64(w.hostPID)] = w
+	}
+	out := map[int][]window.Window{}
+	seen := map[string]bool{}
+	resources := map[int]int{}
+	for _, ld := range batches {
+		for _, rl := range ld.ResourceLogs().All() {
+			res := rl.Resource().Attributes()
+			pid, _ := res.Get(window.ResourcePID)
+			w := byPID[pid.Int()]
+			if w == nil {
+				continue
+			}
+			n := 0
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					win, err := window.Decode(lr)
+					if err != nil {
+						continue
+					}
+					n++
+					key := fmt.Sprint(win.Kind, win.Start, win.Duration, win.ThreadID)
+					if !seen[fmt.Sprint(w.hostPID, key)] {
+						seen[fmt.Sprint(w.hostPID, key)] = true
+						out[w.hostPID] = append(out[w.hostPID], win)
+					}
+				}
+			}
+			if n == 0 {
+				continue
+			}
+			if resources[w.hostPID]++; resources[w.hostPID] == 1 {
+				t.Logf("%s: window resource %v", w.name, res.AsRaw())
+			}
+			checkIdentity(t, w, res, "window resource")
+		}
+	}
+	for _, w := range workloads {
+		kinds := map[window.Kind]int{}
+		for _, win := range out[w.hostPID] {
+			kinds[win.Kind]++
+		}
+		t.Logf("%s: %d windows %v", w.name, len(out[w.hostPID]), kinds)
+		sort.Slice(out[w.hostPID], func(i, j int) bool { return out[w.hostPID][i].Start < out[w.hostPID][j].Start })
+	}
+	return out
+}
+
+// checkIdentity: a resource about workload w's process names it as the
+// node sees it: host pid, the pid it sees itself as, its container and pod.
+func checkIdentity(t *testing.T, w *workload, res pcommon.Map, what string) {
+	t.Helper()
+	vpid, _ := res.Get(attrVPID)
+	cid, hasCID := res.Get(attrContainerID)
+	pod, hasPod := res.Get(attrPodUID)
+	if vpid.Int() != int64(w.vpid) {
+		t.Errorf("%s %s: %s = %d, want %d", w.name, what, attrVPID, vpid.Int(), w.vpid)
+	}
+	if w.container == nil {
+		if hasCID || hasPod {
+			t.Errorf("%s %s: bare-host process with %s %q, %s %q", w.name, what, attrContainerID, cid.Str(), attrPodUID, pod.Str())
+		}
+		return
+	}
+	if cid.Str() != w.container.ID || pod.Str() != w.pod.UID {
+		t.Errorf("%s %s: %s %q, %s %q; want %s, %s", w.name, what, attrContainerID, cid.Str(), attrPodUID, pod.Str(), w.container.ID, w.pod.UID)
+	}
+}
+
+// checkSpanResources: every span sent arrived, unmarked, and its resource
+// is what the service's SDK reports from inside (logged), plus how the
+// collector found its process.
+func checkSpanResources(t *testing.T, w *workload, spans []serviceSpan, sent int) {
+	t.Helper()
+	if len(spans) != sent || sent < 50 {
+		t.Errorf("%s: %d spans arrived, %d sent (want at least 50)", w.name, len(spans), sent)
+	}
+	if len(spans) == 0 {
+		return
+	}
+	res := spans[0].resource
+	logged := map[string]any{}
+	for _, k := range []string{window.ResourcePID, window.ResourceHostName, attrContainerID, attrPodUID, attrIdentity} {
+		if v, ok := res.Get(k); ok {
+			logged[k] = v.AsRaw()
+		}
+	}
+	t.Logf("%s: span resource (as its SDK sent it, and the collector's identity): %v", w.name, logged)
+	pid, hasPID := res.Get(window.ResourcePID)
+	hostName, _ := res.Get(window.ResourceHostName)
+	switch {
+	case w.name == "e2e-jvm-service":
+		// The Java agent reports the pid and hostname the container sees,
+		// and a container id from what the container shows it.
+		if pid.Int() != 1 || hostName.Str() != w.pod.Hostname {
+			t.Errorf("%s: span resource process.pid %d, host.name %q; want 1, %q", w.name, pid.Int(), hostName.Str(), w.pod.Hostname)
+		}
+	case w.container != nil:
+		// The Python SDK on its defaults sends no pid.
+		if hasPID {
+			t.Errorf("%s: span resource has process.pid %d; the Python SDK's defaults send none", w.name, pid.Int())
+		}
+	default:
+		if pid.Int() != int64(w.hostPID) {
+			t.Errorf("%s: span resource process.pid %d, want the host pid %d", w.name, pid.Int(), w.hostPID)
+		}
+	}
+	if cid, ok := res.Get(attrContainerID); ok && w.container != nil && cid.Str() != w.container.ID && cid.Str() != w.pod.Sandbox.ID {
+		t.Errorf("%s: span container.id %q is neither its container's nor its pod sandbox's", w.name, cid.Str())
+	}
+	unmatched := 0
+	for _, s := range spans {
+		if v, ok := s.attrs.Get(attrUnmatched); ok && v.AsString() != "false" {
+			unmatched++
+		}
+	}
+	if unmatched > 0 {
+		t.Errorf("%s: %d of %d spans marked %s", w.name, unmatched, len(spans), attrUnmatched)
+	}
+}
+
+// overlapTotals are a span's runtime.overlap.<kind>.duration and .count.
+type overlapTotals map[string]int64
+
+// totalsOf recomputes what the processor writes on a span from windows (sorted
+// by start): per kind, the sum over overlapping windows of their intersection
+// with [start, end), and their number. Windows that only touch the span
+// overlap nothing.
+func totalsOf(windows []window.Window, start, end int64) overlapTotals {
+	out := overlapTotals{}
+	for _, w := range windows {
+		if w.Start >= end {
+			break
+		}
+		d := min(w.End(), end) - max(w.Start, start)
+		if d <= 0 {
+			continue
+		}
+		out["runtime.overlap."+string(w.Kind)+".duration"] += d
+		out["runtime.overlap."+string(w.Kind)+".count"]++
+	}
+	return out
+}
+
+func spanTotals(attrs pcommon.Map) overlapTotals {
+	out := overlapTotals{}
+	for k, v := range attrs.All() {
+		if strings.HasPrefix(k, "runtime.overlap.") && (strings.HasSuffix(k, ".duration") || strings.HasSuffix(k, ".count")) {
+			out[k] = v.Int()
+		}
+	}
+	return out
+}
+
+func (o overlapTotals) equal(p overlapTotals) bool {
+	if len(o) != len(p) {
+		return false
+	}
+	for k, v := range o {
+		if p[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// within: every total of o is at most p's (a span given nothing but its
+// own process's windows, some of which may have arrived too late for it).
+func (o overlapTotals) within(p overlapTotals) bool {
+	for k, v := range o {
+		if v > p[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// checkSpanTotals compares each span's totals with those recomputed from its
+// own process's exported windows, and counts the spans that got windows only
+// another process has.
+func checkSpanTotals(t *testing.T, w *workload, spans []serviceSpan, windows map[int][]window.Window, workloads []*workload) {
+	t.Helper()
+	exact, short, foreign, overlapped := 0, 0, 0, 0
+	for i, s := range spans {
+		got := spanTotals(s.attrs)
+		own := totalsOf(windows[w.hostPID], s.start, s.end)
+		if len(own) > 0 {
+			overlapped++
+		}
+		switch {
+		case got.equal(own):
+			exact++
+		case got.within(own):
+			short++
+		default:
+			foreign++
+			var others []string
+			for _, o := range workloads {
+				if o != w {
+					if ot := totalsOf(windows[o.hostPID], s.start, s.end); len(ot) > 0 {
+						others = append(others, fmt.Sprintf("%s %v", o.name, ot))
+					}
+				}
+			}
+			if foreign <= 3 {
+				t.Errorf("%s span %d [%d, %d): totals %v exceed its own process's windows %v; other processes' windows then: %v",
+					w.name, i, s.start, s.end, got, own, others)
+			}
+		}
+	}
+	t.Logf("FIGURES %s (%s): %d/%d spans annotated exactly (own windows overlapped %d); %d missed late windows; %d given another process's windows",
+		w.name, w.where(), exact, len(spans), overlapped, short, foreign)
+	if foreign > 0 {
+		t.Errorf("%s: %d spans given windows its process does not have", w.name, foreign)
+	}
+	if overlapped == 0 {
+		t.Errorf("%s: no span overlapped a window of its own process: nothing was tested", w.name)
+	}
+	// Requests start once the receivers follow the process, so only a
+	// window later than spans::delay (2 s) can miss its span.
+	if len(spans) > 0 && exact*100 < len(spans)*95 {
+		t.Errorf("%s: only %d of %d spans annotated exactly", w.name, exact, len(spans))
+	}
+}
+
+// checkOverlapRecords: every runtime.overlap record and overlap metric
+// resource names the container and pod of both its windows' processes.
+func checkOverlapRecords(t *testing.T, logs []plog.Logs, metrics []pmetric.Metrics, workloads []*workload) {
+	t.Helper()
+	byPID := map[int64]*workload{}
+	for _, w := range workloads {
+		byPID[int64(w.hostPID)] = w
+	}
+	records := map[string]int{}
+	for _, ld := range logs {
+		for _, rl := range ld.ResourceLogs().All() {
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					if lr.EventName() != "runtime.overlap" {
+						continue
+					}
+					for _, side := range []string{"first", "second"} {
+						pid, _ := lr.Attributes().Get("runtime.overlap." + side + ".process.pid")
+						w := byPID[pid.Int()]
+						if w == nil {
+							continue
+						}
+						records[w.name]++
+						checkIdentity(t, w, rl.Resource().Attributes(), "runtime.overlap record resource")
+					}
+				}
+			}
+		}
+	}
+	series := map[string]int{}
+	for _, md := range metrics {
+		for _, rm := range md.ResourceMetrics().All() {
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					if m.Name() != "runtime.overlap.count" && m.Name() != "runtime.overlap.duration" {
+						continue
+					}
+					pid, _ := rm.Resource().Attributes().Get(window.ResourcePID)
+					if w := byPID[pid.Int()]; w != nil {
+						series[w.name]++
+						checkIdentity(t, w, rm.Resource().Attributes(), m.Name()+" resource")
+					}
+				}
+			}
+		}
+	}
+	// Under the default process scope only a process running both a JVM and
+	// CPython (Jep) pairs windows; these three run one runtime each.
+	t.Logf("runtime.overlap records per workload %v; overlap metric resources %v", records, series)
+}
