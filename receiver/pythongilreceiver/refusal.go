@@ -23,6 +23,7 @@ const (
 	reasonMalformed    = "malformed"
 	reasonMapsTooLarge = "maps_too_large"
 	reasonPanic        = "panic"
+	reasonStalled      = "stalled"
 )
 
 // refusalReason tells whether err refuses a source as unsafe to read, and
@@ -32,6 +33,8 @@ func refusalReason(err error) (string, bool) {
 	switch {
 	case errors.Is(err, discovery.ErrPanic):
 		return reasonPanic, true
+	case errors.Is(err, discovery.ErrStalled):
+		return reasonStalled, true
 	case errors.Is(err, procroot.ErrNotRegular):
 		return reasonNotRegular, true
 	case errors.Is(err, discovery.ErrMismatch):

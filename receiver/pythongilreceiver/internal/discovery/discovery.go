@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -40,6 +42,11 @@ var (
 	// panicked: the panic is recovered and the source refused, so that one
 	// bad file cannot stop the others.
 	ErrPanic = errors.New("panic while decoding")
+	// ErrStalled: reading the process's maps or files has not returned
+	// within InspectTimeout (a process stuck holding its memory map lock,
+	// a library on a hung FUSE or NFS mount); the scan goes on without it
+	// and it is looked at again once that read returns.
+	ErrStalled = errors.New("reading the process stalled")
 )
 
 // Recovered turns a value recovered from a panic while handling what
@@ -107,8 +114,16 @@ func (f Filter) match(res procresource.Resource) bool {
 	return false
 }
 
-// Scanner scans a proc filesystem. It is not safe for concurrent use.
+// InspectTimeout bounds how long the inspection of one process may hold a
+// scan: past it, the inspection goes on in its own goroutine and the scan
+// moves on to the other processes.
+var InspectTimeout = 2 * time.Second
+
+// Scanner scans a proc filesystem. It is not safe for concurrent use, but
+// an inspection that outlives InspectTimeout runs beside it (mu guards what
+// the two share).
 type Scanner struct {
+	mu     sync.Mutex
 	root   string
 	reader *procresource.Reader
 	filter Filter
@@ -118,6 +133,9 @@ type Scanner struct {
 	// refused remembers the processes refused (by pid, with their start
 	// time against pid reuse), so that each is reported once.
 	refused map[int]uint64
+	// stalled are the inspections still running after InspectTimeout, by
+	// pid; their pids are skipped until they return.
+	stalled map[int]chan struct{}
 	// decode is inspect; tests replace it to exercise the recovery.
 	decode func(pid int) (Interpreter, bool, error)
 }
@@ -125,7 +143,7 @@ type Scanner struct {
 // NewScanner returns a scanner over the proc root of reader.
 func NewScanner(reader *procresource.Reader, filter Filter) *Scanner {
 	s := &Scanner{root: reader.Root(), reader: reader, filter: filter, self: os.Getpid(),
-		exeHasGIL: map[FileID]bool{}, refused: map[int]uint64{}}
+		exeHasGIL: map[FileID]bool{}, refused: map[int]uint64{}, stalled: map[int]chan struct{}{}}
 	s.decode = s.inspect
 	return s
 }
@@ -155,7 +173,7 @@ func (s *Scanner) Scan() ([]Interpreter, []Refusal, error) {
 			continue
 		}
 		seen[pid] = true
-		in, ok, err := s.Inspect(pid)
+		in, ok, err := s.inspectBounded(pid)
 		if err != nil {
 			refused = append(refused, Refusal{PID: pid, Err: err})
 		}
@@ -163,12 +181,49 @@ func (s *Scanner) Scan() ([]Interpreter, []Refusal, error) {
 			out = append(out, in)
 		}
 	}
+	s.mu.Lock()
 	for pid := range s.refused {
 		if !seen[pid] {
 			delete(s.refused, pid)
 		}
 	}
+	s.mu.Unlock()
 	return out, refused, nil
+}
+
+// inspectBounded is Inspect, waited for at most InspectTimeout: a process
+// whose inspection hangs is reported once (ErrStalled) and skipped while
+// the read goes on, so that it never holds the scan of the others.
+func (s *Scanner) inspectBounded(pid int) (Interpreter, bool, error) {
+	if done, ok := s.stalled[pid]; ok {
+		select {
+		case <-done:
+			delete(s.stalled, pid)
+		default:
+			return Interpreter{}, false, nil
+		}
+	}
+	type result struct {
+		in  Interpreter
+		ok  bool
+		err error
+	}
+	ch := make(chan result, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		in, ok, err := s.Inspect(pid)
+		ch <- result{in, ok, err}
+	}()
+	t := time.NewTimer(InspectTimeout)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.in, r.ok, r.err
+	case <-t.C:
+		s.stalled[pid] = done
+		return Interpreter{}, false, fmt.Errorf("discovery: pid %d: %w after %v; skipped until the read returns", pid, ErrStalled, InspectTimeout)
+	}
 }
 
 // Inspect reports whether pid runs a selected interpreter, and which. A
@@ -176,11 +231,16 @@ func (s *Scanner) Scan() ([]Interpreter, []Refusal, error) {
 // cannot be read safely, a panic while decoding) gives an error the first
 // time and is skipped afterwards.
 func (s *Scanner) Inspect(pid int) (in Interpreter, ok bool, err error) {
-	if start, refused := s.refused[pid]; refused {
+	s.mu.Lock()
+	start, refused := s.refused[pid]
+	s.mu.Unlock()
+	if refused {
 		if now, err := s.reader.StartTicks(pid); err == nil && now == start {
 			return Interpreter{}, false, nil
 		}
+		s.mu.Lock()
 		delete(s.refused, pid)
+		s.mu.Unlock()
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -188,7 +248,9 @@ func (s *Scanner) Inspect(pid int) (in Interpreter, ok bool, err error) {
 		}
 		if err != nil {
 			if start, serr := s.reader.StartTicks(pid); serr == nil {
+				s.mu.Lock()
 				s.refused[pid] = start
+				s.mu.Unlock()
 			}
 		}
 	}()
@@ -370,7 +432,10 @@ func (s *Scanner) pythonExecutable(pid int, maps []byte) (string, FileID, bool, 
 	if !found {
 		return "", FileID{}, false, nil
 	}
-	if has, cached := s.exeHasGIL[id]; cached {
+	s.mu.Lock()
+	has, cached := s.exeHasGIL[id]
+	s.mu.Unlock()
+	if cached {
 		return exe, id, has, nil
 	}
 	f, err := s.open(pid, exe, id)
@@ -379,16 +444,23 @@ func (s *Scanner) pythonExecutable(pid int, maps []byte) (string, FileID, bool, 
 			// Gone, or not reachable in its root: another scan will tell.
 			return "", FileID{}, false, nil
 		}
-		s.exeHasGIL[id] = false
+		s.cacheGIL(id, false)
 		return "", FileID{}, false, err
 	}
 	defer f.Close()
 	img, err := gil.ReadFile(f)
-	s.exeHasGIL[id] = err == nil && img.Symbols.HasGIL()
+	has = err == nil && img.Symbols.HasGIL()
+	s.cacheGIL(id, has)
 	if err != nil {
 		return "", FileID{}, false, fmt.Errorf("discovery: pid %d: %w", pid, err)
 	}
-	return exe, id, s.exeHasGIL[id], nil
+	return exe, id, has, nil
+}
+
+func (s *Scanner) cacheGIL(id FileID, has bool) {
+	s.mu.Lock()
+	s.exeHasGIL[id] = has
+	s.mu.Unlock()
 }
 
 var versionName = regexp.MustCompile(`python(3\.\d+)(t?)`)

@@ -60,7 +60,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ReceiverPythongilSourcesRefused, err = builder.meter.Int64Counter(
 		"otelcol_receiver_pythongil_sources_refused",
-		metric.WithDescription("Processes and ELF files refused as unsafe to read, by reason (attribute reason; not_regular, mismatch, too_large, malformed, maps_too_large, panic); each is refused once and skipped afterwards. [Development]"),
+		metric.WithDescription("Processes and ELF files refused as unsafe to read, by reason (attribute reason; not_regular, mismatch, too_large, malformed, maps_too_large, panic, stalled); each is refused once and skipped afterwards. [Development]"),
 		metric.WithUnit("{source}"),
 	)
 	errs = errors.Join(errs, err)

@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) receiver.Settings {
 func AssertEqualReceiverPythongilSourcesRefused(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_pythongil_sources_refused",
-		Description: "Processes and ELF files refused as unsafe to read, by reason (attribute reason; not_regular, mismatch, too_large, malformed, maps_too_large, panic); each is refused once and skipped afterwards. [Development]",
+		Description: "Processes and ELF files refused as unsafe to read, by reason (attribute reason; not_regular, mismatch, too_large, malformed, maps_too_large, panic, stalled); each is refused once and skipped afterwards. [Development]",
 		Unit:        "{source}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
