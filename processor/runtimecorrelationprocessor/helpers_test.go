@@ -127,7 +127,13 @@ func (h *harness) sendWindows(res resource, ws ...window.Window) plog.Logs {
 // forwarding what it returns.
 func (h *harness) sendSpans(td ptrace.Traces) {
 	h.t.Helper()
-	out, err := h.traces.processTraces(context.Background(), td)
+	h.sendSpansCtx(context.Background(), td)
+}
+
+// sendSpansCtx is sendSpans with the receiver's context (its client.Info).
+func (h *harness) sendSpansCtx(ctx context.Context, td ptrace.Traces) {
+	h.t.Helper()
+	out, err := h.traces.processTraces(ctx, td)
 	switch {
 	case err == nil:
 		if err := h.traceSink.ConsumeTraces(context.Background(), out); err != nil {
@@ -140,9 +146,11 @@ func (h *harness) sendSpans(td ptrace.Traces) {
 
 // resource is the resource of a batch of windows or spans.
 type resource struct {
-	host string
-	pid  int64
-	pod  string
+	host      string
+	pid       int64
+	pod       string
+	vpid      int64
+	container string
 }
 
 func (r resource) put(attrs pcommon.Map) {
@@ -154,6 +162,12 @@ func (r resource) put(attrs pcommon.Map) {
 	}
 	if r.pod != "" {
 		attrs.PutStr(window.ResourceK8sPodUID, r.pod)
+	}
+	if r.vpid != 0 {
+		attrs.PutInt(window.ResourceVPID, r.vpid)
+	}
+	if r.container != "" {
+		attrs.PutStr(window.ResourceContainerID, r.container)
 	}
 }
 

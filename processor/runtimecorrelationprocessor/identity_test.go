@@ -1,0 +1,423 @@
+package runtimecorrelationprocessor
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/procsocket"
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadatatest"
+)
+
+// fakeTable is a processTable over a fixed list of live processes.
+type fakeTable struct {
+	mu    sync.Mutex
+	procs []process
+	// containerVPIDs are vpids of processes in other pid namespaces that
+	// have no entry of their own.
+	containerVPIDs []int64
+}
+
+func (f *fakeTable) set(procs ...process) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.procs = procs
+}
+
+func (f *fakeTable) byHostPID(pid int64) (process, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.procs {
+		if p.pid == pid {
+			return p, true
+		}
+	}
+	return process{}, false
+}
+
+func (f *fakeTable) byContainer(id string, vpid int64) (process, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.procs {
+		if p.containerID == id && p.vpid == vpid {
+			return p, true
+		}
+	}
+	return process{}, false
+}
+
+func (f *fakeTable) byPod(uid string, vpid int64) []process {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []process
+	for _, p := range f.procs {
+		if p.podUID == uid && p.vpid == vpid {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (f *fakeTable) seenAs(vpid int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.procs {
+		if p.vpid == vpid && p.vpid != p.pid {
+			return true
+		}
+	}
+	for _, v := range f.containerVPIDs {
+		if v == vpid {
+			return true
+		}
+	}
+	return false
+}
+
+// fakeSockets answers Lookup from a map of peers.
+type fakeSockets struct {
+	owners  map[netip.AddrPort]procsocket.Owner
+	errs    map[netip.AddrPort]error
+	lookups int
+}
+
+func (f *fakeSockets) Lookup(peer netip.AddrPort) (procsocket.Owner, error) {
+	f.lookups++
+	if err, ok := f.errs[peer]; ok {
+		return procsocket.Owner{}, err
+	}
+	if o, ok := f.owners[peer]; ok {
+		return o, nil
+	}
+	return procsocket.Owner{}, fmt.Errorf("fake: %v: %w", peer, procsocket.ErrNotFound)
+}
+
+// The node of these tests, and processes on it.
+const node = "node-1"
+
+const (
+	containerA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	containerB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	containerC = "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+	podP       = "11111111-2222-3333-4444-555555555555"
+	podQ       = "99999999-2222-3333-4444-555555555555"
+)
+
+var (
+	// Two containers of two pods, each process pid 1 inside.
+	inA = process{pid: 101, vpid: 1, startTicks: 5000, containerID: containerA, podUID: podP}
+	inB = process{pid: 202, vpid: 1, startTicks: 6000, containerID: containerB, podUID: podQ}
+	// A second container of pod P, also pid 1 inside.
+	inC = process{pid: 303, vpid: 1, startTicks: 7000, containerID: containerC, podUID: podP}
+	// A process on the bare host.
+	onHost = process{pid: 4242, vpid: 4242, startTicks: 8000}
+)
+
+// windowsOf is the resource the receivers give p's windows.
+func windowsOf(p process) resource {
+	return resource{host: node, pid: p.pid, vpid: p.vpid, container: p.containerID, pod: p.podUID}
+}
+
+// newIdentityHarness is a harness on node with a fake process table and
+// fake socket owners.
+func newIdentityHarness(t *testing.T, configure func(*Config), procs ...process) (*harness, *fakeTable, *fakeSockets) {
+	h := newHarness(t, configure)
+	table := &fakeTable{}
+	table.set(procs...)
+	sockets := &fakeSockets{owners: map[netip.AddrPort]procsocket.Owner{}, errs: map[netip.AddrPort]error{}}
+	h.c.node = procresource.Node{HostName: node}
+	h.c.ids = newIdentities(h.c, table, sockets, h.cfg.Identity.CacheTTL)
+	return h, table, sockets
+}
+
+// resourceOf returns the attributes of the resource holding span name.
+func resourceOf(t *testing.T, batches []ptrace.Traces, name string) map[string]any {
+	t.Helper()
+	for _, td := range batches {
+		for i := 0; i < td.ResourceSpans().Len(); i++ {
+			rs := td.ResourceSpans().At(i)
+			sss := rs.ScopeSpans()
+			for j := 0; j < sss.Len(); j++ {
+				for k := 0; k < sss.At(j).Spans().Len(); k++ {
+					if sss.At(j).Spans().At(k).Name() == name {
+						return rs.Resource().Attributes().AsRaw()
+					}
+				}
+			}
+		}
+	}
+	t.Fatalf("no span %s", name)
+	return nil
+}
+
+func unmatchedPoints(counts map[string]int64) []metricdata.DataPoint[int64] {
+	var out []metricdata.DataPoint[int64]
+	for reason, n := range counts {
+		out = append(out, metricdata.DataPoint[int64]{Value: n, Attributes: attribute.NewSet(attribute.String("reason", reason))})
+	}
+	return out
+}
+
+var (
+	waitTotals = map[string]any{
+		"runtime.overlap.python.gil.wait.duration": 1 * ms,
+		"runtime.overlap.python.gil.wait.count":    int64(1),
+	}
+	safepointTotals = map[string]any{
+		"runtime.overlap.jvm.safepoint.duration": 1 * ms,
+		"runtime.overlap.jvm.safepoint.count":    int64(1),
+	}
+)
+
+func TestSpansMatchTheirOwnProcess(t *testing.T) {
+	// inA had a GIL wait and inB a safepoint over the same time; both are
+	// pid 1 in their containers. inC and onHost have no windows.
+	tests := []struct {
+		name    string
+		span    resource
+		want    map[string]any
+		how     string
+		learned bool // the process table does not know the process: only its windows do
+	}{
+		{name: "container A and its pid", span: resource{host: "pod-a", pid: 1, container: containerA}, want: waitTotals, how: "container"},
+		{name: "container B and its pid", span: resource{host: "pod-b", pid: 1, container: containerB}, want: safepointTotals, how: "container"},
+		{name: "container known from windows only (process exited)", span: resource{host: "pod-a", pid: 1, container: containerA}, want: waitTotals, how: "container", learned: true},
+		{name: "pod whose only pid 1 is B", span: resource{pid: 1, pod: podQ}, want: safepointTotals, how: "pod"},
+		{name: "live container without windows: nothing overlapped", span: resource{pid: 1, container: containerC}, want: map[string]any{}, how: "container"},
+		{name: "bare host: node and host pid", span: resource{host: node, pid: onHost.pid}, want: map[string]any{}, how: "host"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			procs := []process{inA, inB, inC, onHost}
+			if tt.learned {
+				procs = []process{inB, inC, onHost}
+			}
+			h, _, _ := newIdentityHarness(t, nil, procs...)
+			h.sendWindows(windowsOf(inA), win(gilWait, 1*ms, 1*ms, 7))
+			h.sendWindows(windowsOf(inB), win(safepoint, 1*ms, 1*ms, 0))
+			h.sendSpans(spanTraces(tt.span, spanAt{"req", 0, 5 * ms}))
+			got := h.traceSink.AllTraces()
+			assert.Equal(t, tt.want, attrsOf(spansByName(got)["req"]))
+			assert.Equal(t, tt.how, resourceOf(t, got, "req")["runtime.correlation.identity"])
+		})
+	}
+}
+
+func TestUnmatchedSpansAreMarkedAndCounted(t *testing.T) {
+	tests := []struct {
+		name   string
+		span   resource
+		procs  []process
+		vpids  []int64 // container processes' vpids beyond procs
+		reason string
+	}{
+		{
+			name:   "two containers of the pod are pid 1",
+			span:   resource{host: "pod-p", pid: 1, pod: podP},
+			procs:  []process{inA, inC},
+			reason: "ambiguous",
+		},
+		{
+			name:   "hostNetwork-like: node's hostname, a pid that a container's process also sees itself as",
+			span:   resource{host: node, pid: onHost.pid},
+			procs:  []process{onHost},
+			vpids:  []int64{onHost.pid},
+			reason: "ambiguous",
+		},
+		{
+			name:   "a container id no local process has",
+			span:   resource{host: "pod-x", pid: 1, container: "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"},
+			procs:  []process{inA},
+			reason: "unknown_process",
+		},
+		{
+			name:   "a host pid no local process has",
+			span:   resource{host: node, pid: 31337},
+			procs:  []process{onHost},
+			reason: "unknown_process",
+		},
+		{
+			name:   "the node's pid names a container's process, not a host one",
+			span:   resource{host: node, pid: inA.pid},
+			procs:  []process{inA},
+			reason: "unknown_process",
+		},
+		{
+			name:   "no identity and no connection",
+			span:   resource{},
+			reason: "no_identity",
+		},
+		{
+			name:   "a pod's hostname and a pid, nothing else",
+			span:   resource{host: "pod-a", pid: 1},
+			procs:  []process{inA},
+			reason: "no_identity",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, table, _ := newIdentityHarness(t, nil, tt.procs...)
+			table.containerVPIDs = tt.vpids
+			for _, p := range tt.procs {
+				h.sendWindows(windowsOf(p), win(gilWait, 1*ms, 1*ms, 7))
+			}
+			h.sendSpans(spanTraces(tt.span, spanAt{"req", 0, 5 * ms}, spanAt{"req-2", 0, 5 * ms}))
+			got := h.traceSink.AllTraces()
+			for _, name := range []string{"req", "req-2"} {
+				assert.Equal(t, map[string]any{"runtime.overlap.unmatched": tt.reason}, attrsOf(spansByName(got)[name]), name)
+			}
+			assert.NotContains(t, resourceOf(t, got, "req"), "runtime.correlation.identity")
+			metadatatest.AssertEqualProcessorRuntimecorrelationSpansUnmatched(t, h.tel,
+				unmatchedPoints(map[string]int64{tt.reason: 2}), metricdatatest.IgnoreTimestamp())
+		})
+	}
+}
+
+func TestReusedPidDoesNotInheritTheOldProcessWindows(t *testing.T) {
+	h, table, _ := newIdentityHarness(t, nil, inA)
+	h.sendWindows(windowsOf(inA), win(gilWait, 1*ms, 1*ms, 7))
+
+	// inA exits; a new container's pid 1 gets host pid 101.
+	successor := process{pid: inA.pid, vpid: 1, startTicks: inA.startTicks + 100, containerID: containerB, podUID: podQ}
+	table.set(successor)
+	h.sendSpans(spanTraces(resource{pid: 1, container: containerB}, spanAt{"new", 0, 5 * ms}))
+	// The host path names the successor too, which is no host process.
+	h.sendSpans(spanTraces(resource{host: node, pid: inA.pid}, spanAt{"by-host-pid", 0, 5 * ms}))
+	got := spansByName(h.traceSink.AllTraces())
+	assert.Equal(t, map[string]any{}, attrsOf(got["new"]), "matched, and nothing of the old process overlapped it")
+	assert.Equal(t, map[string]any{"runtime.overlap.unmatched": "unknown_process"}, attrsOf(got["by-host-pid"]))
+
+	// The successor's own windows come under a new incarnation: its
+	// spans see them, and not the old ones.
+	h.sendWindows(windowsOf(successor), win(safepoint, 2*ms, 1*ms, 0))
+	h.sendSpans(spanTraces(resource{pid: 1, container: containerB}, spanAt{"new-2", 0, 5 * ms}))
+	assert.Equal(t, safepointTotals, attrsOf(spansByName(h.traceSink.AllTraces())["new-2"]))
+	h.c.mu.RLock()
+	assert.Equal(t, uint32(1), h.c.procs.byHost[nodePID{node, inA.pid}].gen)
+	h.c.mu.RUnlock()
+}
+
+// withPeer is a receiver context whose client.Info names peer.
+func withPeer(peer netip.AddrPort) context.Context {
+	return client.NewContext(context.Background(), client.Info{Addr: net.TCPAddrFromAddrPort(peer)})
+}
+
+func TestSpansWithoutProcessAreMatchedByTheirConnection(t *testing.T) {
+	peer := netip.MustParseAddrPort("127.0.0.1:40001")
+	tests := []struct {
+		name   string
+		span   resource
+		owner  *procsocket.Owner
+		err    error
+		want   map[string]any
+		how    string
+		reason string
+	}{
+		{name: "no identity: the connection's process", span: resource{}, owner: &procsocket.Owner{PID: int(onHost.pid), StartTicks: onHost.startTicks}, want: waitTotals, how: "connection"},
+		{name: "a pod's hostname and its in-container pid", span: resource{host: "pod-a", pid: 1}, owner: &procsocket.Owner{PID: int(inA.pid), StartTicks: inA.startTicks}, want: safepointTotals, how: "connection"},
+		{name: "a pid that is not the connection's process", span: resource{pid: 77}, owner: &procsocket.Owner{PID: int(onHost.pid), StartTicks: onHost.startTicks}, reason: "mismatch"},
+		{name: "the owner's pid was reused", span: resource{}, owner: &procsocket.Owner{PID: int(onHost.pid), StartTicks: 1}, reason: "unknown_process"},
+		{name: "a socket shared by two processes", span: resource{}, err: procsocket.ErrAmbiguous, reason: "ambiguous"},
+		{name: "no local socket", span: resource{}, err: procsocket.ErrNotFound, reason: "unknown_process"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, _, sockets := newIdentityHarness(t, nil, inA, onHost)
+			if tt.owner != nil {
+				sockets.owners[peer] = *tt.owner
+			}
+			if tt.err != nil {
+				sockets.errs[peer] = fmt.Errorf("fake: %w", tt.err)
+			}
+			h.sendWindows(windowsOf(onHost), win(gilWait, 1*ms, 1*ms, 7))
+			h.sendWindows(windowsOf(inA), win(safepoint, 1*ms, 1*ms, 0))
+			// Three batches from one connection cost one lookup.
+			for range 3 {
+				h.sendSpansCtx(withPeer(peer), spanTraces(tt.span, spanAt{"req", 0, 5 * ms}))
+			}
+			assert.Equal(t, 1, sockets.lookups)
+			got := h.traceSink.AllTraces()
+			if tt.reason != "" {
+				assert.Equal(t, map[string]any{"runtime.overlap.unmatched": tt.reason}, attrsOf(spansByName(got)["req"]))
+				metadatatest.AssertEqualProcessorRuntimecorrelationSpansUnmatched(t, h.tel,
+					unmatchedPoints(map[string]int64{tt.reason: 3}), metricdatatest.IgnoreTimestamp())
+				return
+			}
+			assert.Equal(t, tt.want, attrsOf(spansByName(got)["req"]))
+			assert.Equal(t, tt.how, resourceOf(t, got, "req")["runtime.correlation.identity"])
+		})
+	}
+}
+
+func TestConnectionResolvesBeforeSpansWait(t *testing.T) {
+	// With a delay the span is annotated later, on a context that no
+	// longer names the connection: the identity is taken on arrival.
+	peer := netip.MustParseAddrPort("[::1]:40002")
+	h, _, sockets := newIdentityHarness(t, func(cfg *Config) { cfg.Spans.Delay = 2e9 }, onHost)
+	sockets.owners[peer] = procsocket.Owner{PID: int(onHost.pid), StartTicks: onHost.startTicks}
+	h.sendSpansCtx(withPeer(peer), spanTraces(resource{}, spanAt{"req", 0, 5 * ms}))
+	h.sendWindows(windowsOf(onHost), win(gilWait, 1*ms, 1*ms, 7))
+	require.Equal(t, 1, h.traces.releaseDue(endOfTime))
+	assert.Equal(t, waitTotals, attrsOf(spansByName(h.traceSink.AllTraces())["req"]))
+}
+
+func TestOverlapRecordsNameTheContainer(t *testing.T) {
+	h, _, _ := newIdentityHarness(t, nil, inA, inB)
+	h.sendWindows(windowsOf(inB), win(safepoint, 0, 2*ms, 0))
+	out := h.sendWindows(windowsOf(inA), win(safepoint, 0, 2*ms, 0), win(gilWait, 1*ms, 2*ms, 7))
+	recs := overlapRecords(out)
+	require.Len(t, recs, 1, "inB's safepoint is another process's")
+	assert.Equal(t, map[string]any{
+		"host.name": node, "process.pid": inA.pid, "process.vpid": int64(1),
+		"container.id": containerA, "k8s.pod.uid": podP,
+	}, recs[0]["resource"])
+
+	md := h.c.overlapMetrics()
+	require.Equal(t, 1, md.ResourceMetrics().Len())
+	assert.Equal(t, recs[0]["resource"], md.ResourceMetrics().At(0).Resource().Attributes().AsRaw())
+}
+
+func TestScopes(t *testing.T) {
+	tests := []struct {
+		scope MatchScope
+		span  resource
+		want  map[string]any
+	}{
+		// The pod of the span's container: inA's and inC's windows.
+		{ScopePod, resource{pid: 1, container: containerA}, map[string]any{
+			"runtime.overlap.python.gil.wait.duration": 1 * ms, "runtime.overlap.python.gil.wait.count": int64(1),
+			"runtime.overlap.python.gc.pause.duration": 1 * ms, "runtime.overlap.python.gc.pause.count": int64(1),
+		}},
+		// Every window of the node.
+		{ScopeHost, resource{pid: 1, container: containerB}, map[string]any{
+			"runtime.overlap.python.gil.wait.duration": 1 * ms, "runtime.overlap.python.gil.wait.count": int64(1),
+			"runtime.overlap.python.gc.pause.duration": 1 * ms, "runtime.overlap.python.gc.pause.count": int64(1),
+			"runtime.overlap.jvm.safepoint.duration": 1 * ms, "runtime.overlap.jvm.safepoint.count": int64(1),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.scope), func(t *testing.T) {
+			h, _, _ := newIdentityHarness(t, func(cfg *Config) {
+				cfg.MatchScope = tt.scope
+				cfg.Windows.MaxPerScope = cfg.Windows.MaxWindows
+			}, inA, inB, inC)
+			h.sendWindows(windowsOf(inA), win(gilWait, 1*ms, 1*ms, 7))
+			h.sendWindows(windowsOf(inB), win(safepoint, 1*ms, 1*ms, 0))
+			h.sendWindows(windowsOf(inC), win(pyGC, 1*ms, 1*ms, 0))
+			h.sendSpans(spanTraces(tt.span, spanAt{"req", 0, 5 * ms}))
+			assert.Equal(t, tt.want, attrsOf(spansByName(h.traceSink.AllTraces())["req"]))
+		})
+	}
+}
