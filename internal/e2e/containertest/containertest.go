@@ -336,16 +336,56 @@ func hasSubdir(entries []os.DirEntry) bool {
 }
 
 // shim runs as the container's pid 1 before the command: it mounts the
-// container's /proc and a private /tmp, the pod's hostname file, sets the
+// container's /proc, its cgroup hierarchies (seen from its cgroup namespace,
+// as a runtime mounts them: a JVM reads its limits there and fails on the
+// host's view), the pod's hostname file and a private /tmp, sets the
 // hostname and execs the command, which so stays pid 1. $0 is the hostname,
-// $1 the hostname file ("" for none), the rest the command.
+// $1 the hostname file ("" for none), $2 the cgroup mounts ("type options
+// point" lines), the rest the command.
 const shim = `set -e
 mount -t proc proc /proc
+printf '%s\n' "$2" | while read -r type opts point; do
+	if [ -n "$type" ]; then mkdir -p "$point"; mount -t "$type" -o "$opts" "$type" "$point"; fi
+done
 if [ -n "$1" ]; then mount --bind "$1" /etc/hostname; fi
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 hostname "$0"
-shift
+shift 2
 exec "$@"`
+
+// cgroupMounts lists the host's cgroup hierarchies (v1 and v2) as the
+// shim's "type options point" lines, after a tmpfs on the folder that holds
+// them: a hierarchy cannot be mounted again on its own mount when the
+// namespace's root is the hierarchy's (EBUSY), so the container gets a fresh
+// /sys/fs/cgroup, as a runtime gives it.
+func cgroupMounts() (string, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	top, err := CgroupRoot()
+	if err != nil {
+		return "", err
+	}
+	if filepath.Base(top) == "unified" {
+		top = filepath.Dir(top) // hybrid: v1 hierarchies beside it
+	}
+	fmt.Fprintf(&b, "tmpfs mode=755 %s\n", top)
+	for _, line := range strings.Split(string(data), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		if !ok {
+			continue
+		}
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if len(f) < 5 || len(g) < 3 || (g[0] != "cgroup" && g[0] != "cgroup2") || f[3] != "/" ||
+			strings.ContainsAny(f[4], "\\ ") || (f[4] != top && !strings.HasPrefix(f[4], top+"/")) {
+			continue
+		}
+		fmt.Fprintf(&b, "%s %s %s\n", g[0], g[2], f[4])
+	}
+	return b.String(), nil
+}
 
 func start(t testing.TB, spec Spec) *Container {
 	t.Helper()
@@ -392,7 +432,11 @@ func start(t testing.TB, spec Spec) *Container {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"-c", shim, spec.Hostname, spec.hostnameFile}, spec.Args...)
+	mounts, err := cgroupMounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-c", shim, spec.Hostname, spec.hostnameFile, mounts}, spec.Args...)
 	c.cmd = exec.Command(sh, args...)
 	c.cmd.Dir = spec.Dir
 	if c.cmd.Dir == "" {
