@@ -344,7 +344,10 @@ func hasSubdir(entries []os.DirEntry) bool {
 // point" lines), the rest the command.
 const shim = `set -e
 mount -t proc proc /proc
-printf '%s\n' "$2" | while read -r type opts point; do
+umount -R -l "${2%%
+*}"
+printf '%s\n' "${2#*
+}" | while read -r type opts point; do
 	if [ -n "$type" ]; then mkdir -p "$point"; mount -t "$type" -o "$opts" "$type" "$point"; fi
 done
 if [ -n "$1" ]; then mount --bind "$1" /etc/hostname; fi
@@ -354,10 +357,10 @@ shift 2
 exec "$@"`
 
 // cgroupMounts lists the host's cgroup hierarchies (v1 and v2) as the
-// shim's "type options point" lines, after a tmpfs on the folder that holds
-// them: a hierarchy cannot be mounted again on its own mount when the
-// namespace's root is the hierarchy's (EBUSY), so the container gets a fresh
-// /sys/fs/cgroup, as a runtime gives it.
+// shim's lines: first the folder that holds them, which the shim unmounts
+// (the host's mounts would show through the namespace as "/../.." roots,
+// which the JDK trips on), then "type options point" lines, the first a
+// tmpfs on that folder: a fresh /sys/fs/cgroup, as a runtime gives it.
 func cgroupMounts() (string, error) {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
@@ -371,7 +374,7 @@ func cgroupMounts() (string, error) {
 	if filepath.Base(top) == "unified" {
 		top = filepath.Dir(top) // hybrid: v1 hierarchies beside it
 	}
-	fmt.Fprintf(&b, "tmpfs mode=755 %s\n", top)
+	fmt.Fprintf(&b, "%s\ntmpfs mode=755 %s\n", top, top)
 	for _, line := range strings.Split(string(data), "\n") {
 		pre, post, ok := strings.Cut(line, " - ")
 		if !ok {

@@ -59,7 +59,7 @@ func TestPodContainers(t *testing.T) {
 	var dirs []string
 	t.Run("pod", func(t *testing.T) {
 		pod := StartPod(t, "", Burstable, "pod-a")
-		c := pod.Start(t, Spec{Args: []string{"sh", "-c", `echo "$$ $(hostname) $(cat /etc/hostname)"; cat /proc/self/cgroup | tail -1; ls /proc | grep -c '^[0-9]'; ls -A /tmp | wc -l; exec sleep 30`}})
+		c := pod.Start(t, Spec{Args: []string{"sh", "-c", `echo "$$ $(hostname) $(cat /etc/hostname)"; cat /proc/self/cgroup | tail -1; grep -c " - cgroup2* " /proc/self/mountinfo | grep -qx "$(ls /sys/fs/cgroup | wc -l)"; grep " - cgroup2* " /proc/self/mountinfo | grep -v " / /"; ls /proc | grep -c '^[0-9]'; ls -A /tmp | wc -l; exec sleep 30`}})
 		root, _ := CgroupRoot()
 		dirs = append(dirs, root+c.Cgroup, root+pod.Cgroup)
 		var out string
