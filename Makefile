@@ -54,6 +54,12 @@ run: build ## Build, then run the collector on its embedded default config.
 # Python packages the tests' workloads use (Jep: CPython embedded in a JVM),
 # built against the JDK on PATH.
 JEP_VERSION := 4.3.2
+# The end-to-end containers test's SDKs (internal/e2e/containers_test.go).
+OTEL_JAVAAGENT_VERSION          := 2.22.0
+OTEL_JAVA_API_VERSION           := 1.56.0
+OTEL_PYTHON_VERSION             := 1.45.2
+OTEL_PYTHON_CONTAINERID_VERSION := 0.66b1
+E2E_VENV                        := $(CACHE)/e2e-containers/venv
 
 # Packages whose tests time real threads under live eBPF probes: run after
 # the others, one at a time, so the JVM-heavy packages do not preempt them.
@@ -70,6 +76,20 @@ test-deps: ## Install what the tests' workloads need (idempotent).
 	@python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('jep') is None)" || \
 		JAVA_HOME=$$(dirname $$(dirname $$(readlink -f $$(command -v javac)))) \
 		python3 -m pip install --quiet jep==$(JEP_VERSION)
+	@# internal/e2e TestContainersCorrelation: the OpenTelemetry Java agent and
+	@# the API it bundles (Maven Central), and a venv of the OpenTelemetry Python
+	@# SDK with its container-id detector (PyPI), made from python3 (pyenv's,
+	@# which the pythongil receiver probes). Versions as in containers_test.go.
+	@[ -f $(HOME)/.m2/repository/io/opentelemetry/javaagent/opentelemetry-javaagent/$(OTEL_JAVAAGENT_VERSION)/opentelemetry-javaagent-$(OTEL_JAVAAGENT_VERSION).jar ] || \
+		mvn -q dependency:get -Dartifact=io.opentelemetry.javaagent:opentelemetry-javaagent:$(OTEL_JAVAAGENT_VERSION)
+	@[ -f $(HOME)/.m2/repository/io/opentelemetry/opentelemetry-common/$(OTEL_JAVA_API_VERSION)/opentelemetry-common-$(OTEL_JAVA_API_VERSION).jar ] || \
+		mvn -q dependency:get -Dartifact=io.opentelemetry:opentelemetry-api:$(OTEL_JAVA_API_VERSION)
+	@$(E2E_VENV)/bin/python -c "import opentelemetry.sdk, opentelemetry.exporter.otlp.proto.grpc, opentelemetry.resource.detector.containerid" 2>/dev/null || { \
+		rm -rf $(E2E_VENV) && mkdir -p $(dir $(E2E_VENV)) && \
+		$$(python3 -c 'import sys; print(sys.executable)') -m venv $(E2E_VENV) && \
+		$(E2E_VENV)/bin/pip install --quiet opentelemetry-sdk==$(OTEL_PYTHON_VERSION) \
+			opentelemetry-exporter-otlp-proto-grpc==$(OTEL_PYTHON_VERSION) \
+			opentelemetry-resource-detector-containerid==$(OTEL_PYTHON_CONTAINERID_VERSION); }
 
 fuzz: ## Run every fuzz target for FUZZTIME.
 	@for pkg in $$($(GO) list ./...); do \
