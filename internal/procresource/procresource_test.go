@@ -24,6 +24,7 @@ type fakeProcess struct {
 	cgroup  string
 	environ string // NUL-separated
 	start   uint64
+	nspid   []int // NSpid's fields, host first; nil: no status file
 }
 
 func writeFakeProc(t *testing.T, root string, p fakeProcess) {
@@ -37,6 +38,18 @@ func writeFakeProc(t *testing.T, root string, p fakeProcess) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cmdline"), []byte(p.cmdline), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup"), []byte(p.cgroup), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "environ"), []byte(p.environ), 0o644))
+	if p.nspid != nil {
+		var ns []string
+		for _, v := range p.nspid {
+			ns = append(ns, strconv.Itoa(v))
+		}
+		status := "Name:\t" + p.comm + "\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t" + strconv.Itoa(p.pid) +
+			"\nNgid:\t0\nPid:\t" + strconv.Itoa(p.pid) + "\nPPid:\t1\nNStgid:\t" + strings.Join(ns, "\t") +
+			"\nNSpid:\t" + strings.Join(ns, "\t") + "\nNSpgid:\t1\nVmRSS:\t  1024 kB\n"
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644))
+	} else {
+		_ = os.Remove(filepath.Join(dir, "status"))
+	}
 	_ = os.Remove(filepath.Join(dir, "exe"))
 	if p.exe != "" {
 		require.NoError(t, os.Symlink(p.exe, filepath.Join(dir, "exe")))
@@ -53,6 +66,7 @@ func TestResolve(t *testing.T) {
 		cgroup:  "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + podUS + ".slice/cri-containerd-" + cid + ".scope\n",
 		environ: "PATH=/usr/bin\x00HOSTNAME=inference-7d9f-abcde\x00",
 		start:   123456,
+		nspid:   []int{4242, 1},
 	})
 	writeFakeProc(t, root, fakeProcess{
 		pid:     77,
@@ -61,6 +75,7 @@ func TestResolve(t *testing.T) {
 		cmdline: "python3\x00serve.py\x00",
 		cgroup:  "0::/user.slice/user-1000.slice/session-2.scope\n",
 		start:   99,
+		nspid:   []int{77},
 	})
 	writeFakeProc(t, root, fakeProcess{
 		pid:    88,
@@ -80,7 +95,7 @@ func TestResolve(t *testing.T) {
 			name: "kubernetes JVM",
 			pid:  4242,
 			want: Resource{
-				PID: 4242, ExecutableName: "java", ExecutablePath: "/usr/lib/jvm/java-21-openjdk/bin/java", RuntimeName: RuntimeJava,
+				PID: 4242, VPID: 1, ExecutableName: "java", ExecutablePath: "/usr/lib/jvm/java-21-openjdk/bin/java", RuntimeName: RuntimeJava,
 				CommandLine: "java -Xmx8g -jar /app/inference.jar", StartTicks: 123456,
 				Container: Container{ID: cid, Runtime: RuntimeContainerd, PodUID: podUID},
 			},
@@ -88,7 +103,7 @@ func TestResolve(t *testing.T) {
 		{
 			name: "host process with unreadable exe falls back to comm",
 			pid:  77,
-			want: Resource{PID: 77, ExecutableName: "python3 (worker)", CommandLine: "python3 serve.py", StartTicks: 99},
+			want: Resource{PID: 77, VPID: 77, ExecutableName: "python3 (worker)", CommandLine: "python3 serve.py", StartTicks: 99},
 		},
 		{
 			name: "deleted executable keeps its name",
