@@ -33,7 +33,7 @@ func NewFactory() processor.Factory {
 // are reused for 2 s (a burst of batches from one sender costs one lookup,
 // and a reused pid is noticed within that), and at most 16384 processes'
 // identities are learned from windows (a node runs far fewer with windows,
-// about 200 bytes each).
+// about 480 bytes each with their ids).
 func createDefaultConfig() component.Config {
 	return &Config{
 		MatchScope:   ScopeProcess,

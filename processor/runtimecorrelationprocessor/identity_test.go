@@ -25,6 +25,7 @@ import (
 type fakeTable struct {
 	mu    sync.Mutex
 	procs []process
+	byPID map[int64]process
 	// containerVPIDs are vpids of processes in other pid namespaces that
 	// have no entry of their own.
 	containerVPIDs []int64
@@ -34,17 +35,17 @@ func (f *fakeTable) set(procs ...process) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.procs = procs
+	f.byPID = map[int64]process{}
+	for _, p := range procs {
+		f.byPID[p.pid] = p
+	}
 }
 
 func (f *fakeTable) byHostPID(pid int64) (process, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, p := range f.procs {
-		if p.pid == pid {
-			return p, true
-		}
-	}
-	return process{}, false
+	p, ok := f.byPID[pid]
+	return p, ok
 }
 
 func (f *fakeTable) byContainer(id string, vpid int64) (process, bool) {
