@@ -19,8 +19,9 @@ import (
 )
 
 // EnvPythonOTelVenv names a venv with the OpenTelemetry Python SDK and its
-// OTLP/gRPC exporter; by default the module's .cache/pyotel/venv, which
-// `make test-deps` fills.
+// OTLP/gRPC exporter; by default the module's .cache/e2e-containers/venv,
+// which `make test-deps` fills for the containers end-to-end test (this
+// test uses none of its container-id detector).
 const EnvPythonOTelVenv = "OTELCOL_AI_PYOTEL_VENV"
 
 // otelPython returns the venv's python, skipping the test when the venv
@@ -33,7 +34,7 @@ func otelPython(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		venv = filepath.Join(root, ".cache", "pyotel", "venv")
+		venv = filepath.Join(root, ".cache", "e2e-containers", "venv")
 	}
 	python := filepath.Join(venv, "bin", "python")
 	if _, err := os.Stat(python); err != nil {
