@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -36,9 +35,9 @@ import (
 // jfrReceiver is the one receiver behind a component ID's logs and metrics
 // faces: one set of sources, read on one goroutine, feeding both.
 type jfrReceiver struct {
-	cfg      *Config
-	set      receiver.Settings
-	hostName string
+	cfg  *Config
+	set  receiver.Settings
+	node procresource.Node
 
 	// logs and metrics close with their pipeline's face, so that nothing is
 	// sent into a pipeline whose exporters may already have stopped.
@@ -72,8 +71,7 @@ type jvmInfo struct {
 }
 
 func newReceiver(set receiver.Settings, cfg *Config) *jfrReceiver {
-	host, _ := os.Hostname()
-	return &jfrReceiver{cfg: cfg, set: set, hostName: host}
+	return &jfrReceiver{cfg: cfg, set: set, node: procresource.LocalNode()}
 }
 
 // start starts the loop; the first face to start calls it.
@@ -272,33 +270,7 @@ func (r *jfrReceiver) info(b *jvmevent.Batch) *jvmInfo {
 	info := r.jvms[b.JVM]
 	if info == nil {
 		info = &jvmInfo{resource: pcommon.NewResource(), first: time.Now()}
-		attrs := info.resource.Attributes()
-		if r.hostName != "" {
-			attrs.PutStr(window.ResourceHostName, r.hostName)
-		}
-		attrs.PutStr(window.ResourceRuntimeName, window.RuntimeJava)
-		if b.JVM.PID > 0 {
-			attrs.PutInt(window.ResourcePID, int64(b.JVM.PID))
-		}
-		// Only a JVM found in the proc root is resolved there: a pid taken
-		// from a folder name may be another pid namespace's.
-		if b.JVM.StartTicks != 0 {
-			if res, err := r.cache.Get(b.JVM.PID); err == nil && res.StartTicks == b.JVM.StartTicks {
-				if res.ExecutableName != "" {
-					attrs.PutStr("process.executable.name", res.ExecutableName)
-				}
-				if res.Container.ID != "" {
-					attrs.PutStr(window.ResourceContainerID, res.Container.ID)
-				}
-				if res.Container.PodUID != "" {
-					attrs.PutStr(window.ResourceK8sPodUID, res.Container.PodUID)
-				}
-				if v := releaseVersion(r.cfg.ProcRoot, b.JVM.PID, res.ExecutablePath); v != "" {
-					info.version = v
-					attrs.PutStr(window.ResourceRuntimeVersion, v)
-				}
-			}
-		}
+		r.putResource(info, b.JVM)
 		r.jvms[b.JVM] = info
 	}
 	if b.RuntimeVersion != "" && b.RuntimeVersion != info.version {
@@ -306,6 +278,29 @@ func (r *jfrReceiver) info(b *jvmevent.Batch) *jvmInfo {
 		info.resource.Attributes().PutStr(window.ResourceRuntimeVersion, b.RuntimeVersion)
 	}
 	return info
+}
+
+// putResource writes a JVM's resource: the node and process identity
+// (procresource.PutIdentity), the runtime and the executable. Only a JVM
+// found in the proc root is resolved there: a pid taken from a folder name
+// may be another pid namespace's, so it is the only identity such a JVM has.
+func (r *jfrReceiver) putResource(info *jvmInfo, jvm jvmevent.JVM) {
+	attrs := info.resource.Attributes()
+	attrs.PutStr(window.ResourceRuntimeName, window.RuntimeJava)
+	id := procresource.Identity{PID: jvm.PID}
+	if jvm.StartTicks != 0 {
+		if res, err := r.cache.Get(jvm.PID); err == nil && res.StartTicks == jvm.StartTicks {
+			id = res.Identity()
+			if res.ExecutableName != "" {
+				attrs.PutStr("process.executable.name", res.ExecutableName)
+			}
+			if v := releaseVersion(r.cfg.ProcRoot, jvm.PID, res.ExecutablePath); v != "" {
+				info.version = v
+				attrs.PutStr(window.ResourceRuntimeVersion, v)
+			}
+		}
+	}
+	procresource.PutIdentity(attrs, id, r.node)
 }
 
 // releaseVersion reads JAVA_RUNTIME_VERSION (else JAVA_VERSION) from the

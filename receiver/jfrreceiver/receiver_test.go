@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	"golang.org/x/sys/unix"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
@@ -243,8 +244,13 @@ func checkJVMResource(t *testing.T, res pcommon.Resource, versionPrefix string) 
 	if v, _ := attrs.Get(window.ResourceRuntimeVersion); !strings.HasPrefix(v.Str(), versionPrefix) {
 		t.Errorf("process.runtime.version %q, want %s…", v.Str(), versionPrefix)
 	}
-	if v, _ := attrs.Get(window.ResourceHostName); v.Str() == "" {
-		t.Error("no host.name")
+	if v, _ := attrs.Get(window.ResourceHostName); v.Str() != procresource.LocalNode().HostName || v.Str() == "" {
+		t.Errorf("host.name %q, want the node's %q", v.Str(), procresource.LocalNode().HostName)
+	}
+	// The test's JVMs run in the host's pid namespace: they see themselves
+	// as the node sees them.
+	if v, _ := attrs.Get(window.ResourceVPID); v.Int() != pidOf(res) {
+		t.Errorf("process.vpid %d, want process.pid %d", v.Int(), pidOf(res))
 	}
 }
 

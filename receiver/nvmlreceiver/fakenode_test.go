@@ -269,6 +269,7 @@ type fakeProc struct {
 	cmdline string
 	cgroup  string
 	environ string
+	vpid    int // the pid inside its pid namespace; 0: no status file
 }
 
 func writeProc(t testing.TB, root string, p fakeProc) {
@@ -282,6 +283,13 @@ func writeProc(t testing.TB, root string, p fakeProc) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup"), []byte(p.cgroup), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "environ"), []byte(p.environ), 0o644))
 	require.NoError(t, os.Symlink(p.exe, filepath.Join(dir, "exe")))
+	if p.vpid != 0 {
+		status := "Name:\t" + filepath.Base(p.exe) + "\nPid:\t" + strconv.Itoa(p.pid) + "\nNSpid:\t" + strconv.Itoa(p.pid)
+		if p.vpid != p.pid {
+			status += "\t" + strconv.Itoa(p.vpid)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "status"), []byte(status+"\n"), 0o644))
+	}
 }
 
 // statusHost records the component status events a receiver reports.

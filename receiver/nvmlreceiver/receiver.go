@@ -42,6 +42,7 @@ type nvmlReceiver struct {
 	timer     *callTimer
 	now       func() time.Time
 	hostPIDs  func() (inHost, known bool)
+	node      procresource.Node
 
 	mu     sync.Mutex // guards the fields up to wg
 	host   component.Host
@@ -75,6 +76,7 @@ func newNVMLReceiver(set receiver.Settings, cfg *Config, open openLibrary) (*nvm
 		timer:     newCallTimer(tb),
 		now:       time.Now,
 		hostPIDs:  procresource.InHostPIDNamespace,
+		node:      procresource.LocalNode(),
 	}
 	r.scr = newScrapeState(set, cfg)
 	return r, nil
@@ -268,6 +270,7 @@ func (r *nvmlReceiver) enumerate(lib nvml.Interface) (s *session, err error) {
 		rb.SetHwType("gpu")
 		rb.SetHwVendor("NVIDIA")
 		rb.SetGpuIndex(int64(i))
+		procresource.SetIdentity(rb, procresource.Identity{}, r.node)
 		// What NVML would not say is left out, not sent empty.
 		for _, a := range []struct {
 			set   func(string)

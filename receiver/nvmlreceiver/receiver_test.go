@@ -26,6 +26,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/podresources/podresourcestest"
@@ -139,7 +140,12 @@ func resourceAttrs(r pcommon.Resource) map[string]any { return r.Attributes().As
 
 func uuidOf(srv *server.Server, i int) string { return srv.Devices[i].(*server.Device).UUID }
 
+// testNodeName is the node's name tests give through K8S_NODE_NAME, as the
+// chart does from the downward API.
+const testNodeName = "gpu-node-3"
+
 func TestScrapeDevices(t *testing.T) {
+	t.Setenv(procresource.EnvNodeName, testNodeName)
 	srv := dgxh100.New()
 	node := newFakeNode(t, srv)
 	node.setProcess(0, 4242, 20*1024*mib)
@@ -157,6 +163,8 @@ func TestScrapeDevices(t *testing.T) {
 		"hw.driver_version": "550.54.15",
 		"gpu.index":         int64(0),
 		"gpu.pci.bus_id":    "0000:00:00.0",
+		"host.name":         testNodeName,
+		"k8s.node.name":     testNodeName,
 	}, resourceAttrs(gpu0.Resource()))
 
 	total := float64(81920 * mib)
@@ -195,6 +203,7 @@ func TestScrapeDevices(t *testing.T) {
 }
 
 func TestScrapeProcessesWithContainers(t *testing.T) {
+	t.Setenv(procresource.EnvNodeName, testNodeName)
 	srv := dgxh200.New()
 	node := newFakeNode(t, srv)
 	tr := newTestReceiver(t, node, nil)
@@ -204,6 +213,7 @@ func TestScrapeProcessesWithContainers(t *testing.T) {
 		exe:     "/usr/lib/jvm/java-21/bin/java",
 		cmdline: "java\x00-jar\x00/app/inference.jar\x00",
 		cgroup:  "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + podUIDUnder + ".slice/cri-containerd-" + containerID + ".scope\n",
+		vpid:    1,
 	})
 	// pid 5000 holds memory on two GPUs; pid 6000 is not in our proc root
 	// (another pid namespace): it is still reported, by pid alone.
@@ -219,10 +229,13 @@ func TestScrapeProcessesWithContainers(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, map[string]any{
 		"process.pid":             int64(4242),
+		"process.vpid":            int64(1),
 		"process.executable.name": "java",
 		"process.command_line":    "java -jar /app/inference.jar",
 		"container.id":            containerID,
 		"k8s.pod.uid":             podUID,
+		"host.name":               testNodeName,
+		"k8s.node.name":           testNodeName,
 	}, resourceAttrs(java.Resource()))
 	assert.Equal(t, float64(3*1024*mib), point(t, java, "gpu.process.memory.usage", map[string]any{"hw.id": uuidOf(srv, 0)}),
 		"listed as compute and graphics, counted once")
@@ -236,7 +249,8 @@ func TestScrapeProcessesWithContainers(t *testing.T) {
 
 	other, ok := resourceWith(md, "process.pid", int64(6000))
 	require.True(t, ok)
-	assert.Equal(t, map[string]any{"process.pid": int64(6000)}, resourceAttrs(other.Resource()))
+	assert.Equal(t, map[string]any{"process.pid": int64(6000), "host.name": testNodeName, "k8s.node.name": testNodeName}, resourceAttrs(other.Resource()),
+		"a pid outside the proc root: the node's name and the pid, nothing read")
 
 	// pid 5000 exits: its series disappear from the next scrape.
 	node.setProcess(1, 5000, 0)
@@ -628,6 +642,7 @@ func TestUnsupportedCallsAskedAgainAfterMIGModeChange(t *testing.T) {
 }
 
 func TestNotInHostPIDNamespace(t *testing.T) {
+	t.Setenv(procresource.EnvNodeName, testNodeName)
 	srv := dgxh100.New()
 	node := newFakeNode(t, srv)
 	node.setProcess(0, uint32(os.Getpid()), mib)
@@ -647,7 +662,7 @@ func TestNotInHostPIDNamespace(t *testing.T) {
 	require.NoError(t, err)
 	rm, ok := resourceWith(md, "process.pid", int64(os.Getpid()))
 	require.True(t, ok)
-	assert.Equal(t, map[string]any{"process.pid": int64(os.Getpid())}, resourceAttrs(rm.Resource()),
+	assert.Equal(t, map[string]any{"process.pid": int64(os.Getpid()), "host.name": testNodeName, "k8s.node.name": testNodeName}, resourceAttrs(rm.Resource()),
 		"our /proc is another pid namespace: nothing is read from it")
 	assert.Equal(t, 1, logged.FilterMessageSnippet("not in the host's pid namespace").Len())
 }
@@ -700,4 +715,31 @@ func TestFacesShareOneCore(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotSame(t, logs.Value(), l2.(*sharedcomponent.Face[*nvmlReceiver]).Value(), "a new build gets a fresh receiver")
 	require.NoError(t, l2.Shutdown(context.Background()))
+}
+
+// TestIdentityAttributesHaveSwitches: the identity attributes are generated
+// resource attributes, each with its enabled switch.
+func TestIdentityAttributesHaveSwitches(t *testing.T) {
+	t.Setenv(procresource.EnvNodeName, testNodeName)
+	srv := dgxh100.New()
+	node := newFakeNode(t, srv)
+	tr := newTestReceiver(t, node, func(cfg *Config) {
+		cfg.ResourceAttributes.ProcessVpid.Enabled = false
+		cfg.ResourceAttributes.HostName.Enabled = false
+	})
+	writeProc(t, tr.cfg.Processes.ProcRoot, fakeProc{
+		pid: 4242, exe: "/usr/bin/java",
+		cgroup: "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + podUIDUnder + ".slice/cri-containerd-" + containerID + ".scope\n",
+		vpid:   1,
+	})
+	node.setProcess(0, 4242, mib)
+	rm, ok := resourceWith(tr.scrapeOnce(t), "process.pid", int64(4242))
+	require.True(t, ok)
+	assert.Equal(t, map[string]any{
+		"process.pid":             int64(4242),
+		"process.executable.name": "java",
+		"container.id":            containerID,
+		"k8s.pod.uid":             podUID,
+		"k8s.node.name":           testNodeName,
+	}, resourceAttrs(rm.Resource()))
 }

@@ -268,29 +268,27 @@ func (r *nvmlReceiver) recordProcesses(ctx context.Context, now time.Time, readi
 	}
 }
 
-// processResource builds a process's resource: pid, executable, command
-// line, container and pod. attribution is "namespace/pod" for logs, or "".
+// processResource builds a process's resource: the node and process
+// identity (procresource.SetIdentity, through the generated builder so that
+// each attribute keeps its enabled switch), executable, command line and
+// pod. attribution is "namespace/pod" for logs, or "".
 func (r *nvmlReceiver) processResource(pid uint32, procs []processReading, pods podresources.Index) (pcommon.Resource, string) {
 	rb := r.scr.mb.NewResourceBuilder()
-	rb.SetProcessPid(int64(pid))
+	id := procresource.Identity{PID: int(pid)}
 	var env procEnv
 	if r.scr.procs != nil {
 		if pr, err := r.scr.procs.Get(int(pid)); err == nil {
+			id = pr.Identity()
 			if pr.ExecutableName != "" {
 				rb.SetProcessExecutableName(pr.ExecutableName)
 			}
 			if pr.CommandLine != "" {
 				rb.SetProcessCommandLine(pr.CommandLine)
 			}
-			if pr.Container.ID != "" {
-				rb.SetContainerID(pr.Container.ID)
-			}
-			if pr.Container.PodUID != "" {
-				rb.SetK8sPodUID(pr.Container.PodUID)
-			}
 			env = procEnv{reader: r.scr.procs, pid: int(pid)}
 		}
 	}
+	procresource.SetIdentity(rb, id, r.node)
 	attribution := ""
 	if pods != nil {
 		if o, ok := attributeOwner(procs, pods, env); ok {

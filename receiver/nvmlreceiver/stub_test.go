@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -44,6 +45,7 @@ func TestRealBindingAgainstStubLibrary(t *testing.T) {
 	lib := buildStubLibrary(t)
 	stubLog := filepath.Join(t.TempDir(), "calls.log")
 	t.Setenv("NVML_STUB_LOG", stubLog)
+	t.Setenv(procresource.EnvNodeName, testNodeName)
 	defer func(ms uint32) { eventWaitMillis = ms }(eventWaitMillis)
 	eventWaitMillis = 10
 
@@ -77,6 +79,8 @@ func TestRealBindingAgainstStubLibrary(t *testing.T) {
 		"hw.driver_version": "570.86.15-stub",
 		"gpu.index":         int64(0),
 		"gpu.pci.bus_id":    "00000000:18:00.0",
+		"host.name":         testNodeName,
+		"k8s.node.name":     testNodeName,
 	}, resourceAttrs(gpu0.Resource()))
 	const gib = 1 << 30
 	assert.Equal(t, float64(2*gib), point(t, gpu0, "hw.gpu.memory.usage", map[string]any{"gpu.memory.state": "used"}))

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
@@ -275,9 +276,7 @@ func (st *runState) processMetrics(md pmetric.Metrics, p *process, aggs map[gil.
 // the host.
 func (st *runState) probeMetrics(md pmetric.Metrics, c gil.Counters, now pcommon.Timestamp) {
 	rm := md.ResourceMetrics().AppendEmpty()
-	if st.hostName != "" {
-		rm.Resource().Attributes().PutStr(window.ResourceHostName, st.hostName)
-	}
+	procresource.PutIdentity(rm.Resource().Attributes(), procresource.Identity{}, st.node)
 	sm := rm.ScopeMetrics().AppendEmpty()
 	sm.Scope().SetName(metadata.ScopeName)
 	ms := sm.Metrics()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"sync"
 	"time"
@@ -154,11 +153,10 @@ func (r *gilReceiver) serve(ctx context.Context, host component.Host, probe *gil
 		_ = probe.Close()
 		return
 	}
-	hostName, _ := os.Hostname()
 	refused := &refusals{tel: r.tel, logger: r.set.Logger, report: func(err error) {
 		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
 	}}
-	st := newRunState(r.cfg, probe, clock, discovery.NewScanner(procresource.NewReader(r.cfg.ProcRoot, 0), filter), hostName, r.set.Logger, refused)
+	st := newRunState(r.cfg, probe, clock, discovery.NewScanner(procresource.NewReader(r.cfg.ProcRoot, 0), filter), procresource.LocalNode(), r.set.Logger, refused)
 	r.stateMu.Lock()
 	r.state = st
 	r.stateMu.Unlock()

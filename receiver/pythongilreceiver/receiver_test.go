@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
@@ -270,7 +271,8 @@ func TestSleepWindowsEndToEnd(t *testing.T) {
 		assert.Equal(t, window.RuntimeCPython, attrs[window.ResourceRuntimeName])
 		assert.Equal(t, "3.11", attrs[window.ResourceRuntimeVersion])
 		assert.Contains(t, attrs["process.executable.name"], "python3")
-		assert.NotEmpty(t, attrs[window.ResourceHostName])
+		assert.Equal(t, procresource.LocalNode().HostName, attrs[window.ResourceHostName])
+		assert.Equal(t, int64(w.PID), attrs[window.ResourceVPID], "the workload runs in the test's (host) pid namespace")
 	}
 	assert.LessOrEqual(t, late, 1, "windows differing from their call by more than 1 ms (call minus window: %v)", diffs)
 

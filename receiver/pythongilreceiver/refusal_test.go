@@ -148,7 +148,7 @@ func TestHostileSourcesAreRefusedAndCounted(t *testing.T) {
 	cfg := fastConfig()
 	cfg.ProcRoot = tree.root
 	scanner := discovery.NewScanner(procresource.NewReader(tree.root, 0), discovery.Filter{})
-	st := newRunState(cfg, probe, clock, scanner, "host", zap.NewNop(), refused)
+	st := newRunState(cfg, probe, clock, scanner, procresource.Node{HostName: "host"}, zap.NewNop(), refused)
 	t.Cleanup(func() { assert.NoError(t, st.close()) })
 	st.open = func(in discovery.Interpreter) (*os.File, error) {
 		if in.Resource.PID == 106 {

@@ -26,7 +26,7 @@ type runState struct {
 	probe    *gil.Probe
 	clock    *window.Clock
 	scanner  *discovery.Scanner
-	hostName string
+	node     procresource.Node
 	logger   *zap.Logger
 	refusals *refusals
 	// open is scanner.Open; tests replace it to exercise the recovery.
@@ -87,9 +87,9 @@ type counterKey struct {
 	tid  uint32
 }
 
-func newRunState(cfg *Config, probe *gil.Probe, clock *window.Clock, scanner *discovery.Scanner, host string, logger *zap.Logger, refused *refusals) *runState {
+func newRunState(cfg *Config, probe *gil.Probe, clock *window.Clock, scanner *discovery.Scanner, node procresource.Node, logger *zap.Logger, refused *refusals) *runState {
 	st := &runState{
-		cfg: cfg, probe: probe, clock: clock, scanner: scanner, hostName: host, logger: logger, refusals: refused,
+		cfg: cfg, probe: probe, clock: clock, scanner: scanner, node: node, logger: logger, refusals: refused,
 		libraries: map[discovery.FileID]*library{},
 		skipped:   map[discovery.FileID]struct{}{},
 		processes: map[uint32]*process{},
@@ -351,24 +351,19 @@ func readComm(path string) string {
 	return strings.TrimRight(string(data), "\n")
 }
 
+// putResource writes a process's resource: the node and process identity
+// (procresource.PutIdentity), the runtime and the executable.
 func (st *runState) putResource(res pcommon.Resource, p *process) {
 	a := res.Attributes()
-	if st.hostName != "" {
-		a.PutStr(window.ResourceHostName, st.hostName)
-	}
-	a.PutInt(window.ResourcePID, int64(p.pid))
+	id := p.res.Identity()
+	id.PID = int(p.pid)
+	procresource.PutIdentity(a, id, st.node)
 	a.PutStr(window.ResourceRuntimeName, window.RuntimeCPython)
 	if p.version != "" {
 		a.PutStr(window.ResourceRuntimeVersion, p.version)
 	}
 	if p.res.ExecutableName != "" {
 		a.PutStr("process.executable.name", p.res.ExecutableName)
-	}
-	if id := p.res.Container.ID; id != "" {
-		a.PutStr(window.ResourceContainerID, id)
-	}
-	if uid := p.res.Container.PodUID; uid != "" {
-		a.PutStr(window.ResourceK8sPodUID, uid)
 	}
 }
 

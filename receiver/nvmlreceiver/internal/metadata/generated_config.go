@@ -657,6 +657,7 @@ type ResourceAttributesConfig struct {
 	ContainerID           ResourceAttributeConfig `mapstructure:"container.id"`
 	GpuIndex              ResourceAttributeConfig `mapstructure:"gpu.index"`
 	GpuPciBusID           ResourceAttributeConfig `mapstructure:"gpu.pci.bus_id"`
+	HostName              ResourceAttributeConfig `mapstructure:"host.name"`
 	HwDriverVersion       ResourceAttributeConfig `mapstructure:"hw.driver_version"`
 	HwID                  ResourceAttributeConfig `mapstructure:"hw.id"`
 	HwModel               ResourceAttributeConfig `mapstructure:"hw.model"`
@@ -666,11 +667,13 @@ type ResourceAttributesConfig struct {
 	HwVendor              ResourceAttributeConfig `mapstructure:"hw.vendor"`
 	K8sContainerName      ResourceAttributeConfig `mapstructure:"k8s.container.name"`
 	K8sNamespaceName      ResourceAttributeConfig `mapstructure:"k8s.namespace.name"`
+	K8sNodeName           ResourceAttributeConfig `mapstructure:"k8s.node.name"`
 	K8sPodName            ResourceAttributeConfig `mapstructure:"k8s.pod.name"`
 	K8sPodUID             ResourceAttributeConfig `mapstructure:"k8s.pod.uid"`
 	ProcessCommandLine    ResourceAttributeConfig `mapstructure:"process.command_line"`
 	ProcessExecutableName ResourceAttributeConfig `mapstructure:"process.executable.name"`
 	ProcessPid            ResourceAttributeConfig `mapstructure:"process.pid"`
+	ProcessVpid           ResourceAttributeConfig `mapstructure:"process.vpid"`
 }
 
 func DefaultResourceAttributesConfig() ResourceAttributesConfig {
@@ -682,6 +685,9 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 			Enabled: true,
 		},
 		GpuPciBusID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		HostName: ResourceAttributeConfig{
 			Enabled: true,
 		},
 		HwDriverVersion: ResourceAttributeConfig{
@@ -711,6 +717,9 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 		K8sNamespaceName: ResourceAttributeConfig{
 			Enabled: true,
 		},
+		K8sNodeName: ResourceAttributeConfig{
+			Enabled: true,
+		},
 		K8sPodName: ResourceAttributeConfig{
 			Enabled: true,
 		},
@@ -724,6 +733,9 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 			Enabled: true,
 		},
 		ProcessPid: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		ProcessVpid: ResourceAttributeConfig{
 			Enabled: true,
 		},
 	}

@@ -212,6 +212,12 @@ func NewLogsBuilder(lbc LogsBuilderConfig, settings receiver.Settings) *LogsBuil
 	if lbc.ResourceAttributes.GpuPciBusID.EventsExclude != nil {
 		lb.resourceAttributeExcludeFilter["gpu.pci.bus_id"] = filter.CreateFilter(lbc.ResourceAttributes.GpuPciBusID.EventsExclude)
 	}
+	if lbc.ResourceAttributes.HostName.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["host.name"] = filter.CreateFilter(lbc.ResourceAttributes.HostName.EventsInclude)
+	}
+	if lbc.ResourceAttributes.HostName.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["host.name"] = filter.CreateFilter(lbc.ResourceAttributes.HostName.EventsExclude)
+	}
 	if lbc.ResourceAttributes.HwDriverVersion.EventsInclude != nil {
 		lb.resourceAttributeIncludeFilter["hw.driver_version"] = filter.CreateFilter(lbc.ResourceAttributes.HwDriverVersion.EventsInclude)
 	}
@@ -266,6 +272,12 @@ func NewLogsBuilder(lbc LogsBuilderConfig, settings receiver.Settings) *LogsBuil
 	if lbc.ResourceAttributes.K8sNamespaceName.EventsExclude != nil {
 		lb.resourceAttributeExcludeFilter["k8s.namespace.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sNamespaceName.EventsExclude)
 	}
+	if lbc.ResourceAttributes.K8sNodeName.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["k8s.node.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sNodeName.EventsInclude)
+	}
+	if lbc.ResourceAttributes.K8sNodeName.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["k8s.node.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sNodeName.EventsExclude)
+	}
 	if lbc.ResourceAttributes.K8sPodName.EventsInclude != nil {
 		lb.resourceAttributeIncludeFilter["k8s.pod.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sPodName.EventsInclude)
 	}
@@ -295,6 +307,12 @@ func NewLogsBuilder(lbc LogsBuilderConfig, settings receiver.Settings) *LogsBuil
 	}
 	if lbc.ResourceAttributes.ProcessPid.EventsExclude != nil {
 		lb.resourceAttributeExcludeFilter["process.pid"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessPid.EventsExclude)
+	}
+	if lbc.ResourceAttributes.ProcessVpid.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["process.vpid"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessVpid.EventsInclude)
+	}
+	if lbc.ResourceAttributes.ProcessVpid.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["process.vpid"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessVpid.EventsExclude)
 	}
 
 	return lb

@@ -1249,6 +1249,12 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	if mbc.ResourceAttributes.GpuPciBusID.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["gpu.pci.bus_id"] = filter.CreateFilter(mbc.ResourceAttributes.GpuPciBusID.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.HostName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["host.name"] = filter.CreateFilter(mbc.ResourceAttributes.HostName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.HostName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["host.name"] = filter.CreateFilter(mbc.ResourceAttributes.HostName.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.HwDriverVersion.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["hw.driver_version"] = filter.CreateFilter(mbc.ResourceAttributes.HwDriverVersion.MetricsInclude)
 	}
@@ -1303,6 +1309,12 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	if mbc.ResourceAttributes.K8sNamespaceName.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["k8s.namespace.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sNamespaceName.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.K8sNodeName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.node.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sNodeName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sNodeName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.node.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sNodeName.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.K8sPodName.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["k8s.pod.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodName.MetricsInclude)
 	}
@@ -1332,6 +1344,12 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	}
 	if mbc.ResourceAttributes.ProcessPid.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["process.pid"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessPid.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.ProcessVpid.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["process.vpid"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessVpid.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ProcessVpid.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["process.vpid"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessVpid.MetricsExclude)
 	}
 
 	for _, op := range options {

@@ -42,6 +42,13 @@ func (rb *ResourceBuilder) SetGpuPciBusID(val string) {
 	}
 }
 
+// SetHostName sets provided value as "host.name" attribute.
+func (rb *ResourceBuilder) SetHostName(val string) {
+	if rb.config.HostName.Enabled {
+		rb.res.Attributes().PutStr("host.name", val)
+	}
+}
+
 // SetHwDriverVersion sets provided value as "hw.driver_version" attribute.
 func (rb *ResourceBuilder) SetHwDriverVersion(val string) {
 	if rb.config.HwDriverVersion.Enabled {
@@ -105,6 +112,13 @@ func (rb *ResourceBuilder) SetK8sNamespaceName(val string) {
 	}
 }
 
+// SetK8sNodeName sets provided value as "k8s.node.name" attribute.
+func (rb *ResourceBuilder) SetK8sNodeName(val string) {
+	if rb.config.K8sNodeName.Enabled {
+		rb.res.Attributes().PutStr("k8s.node.name", val)
+	}
+}
+
 // SetK8sPodName sets provided value as "k8s.pod.name" attribute.
 func (rb *ResourceBuilder) SetK8sPodName(val string) {
 	if rb.config.K8sPodName.Enabled {
@@ -137,6 +151,13 @@ func (rb *ResourceBuilder) SetProcessExecutableName(val string) {
 func (rb *ResourceBuilder) SetProcessPid(val int64) {
 	if rb.config.ProcessPid.Enabled {
 		rb.res.Attributes().PutInt("process.pid", val)
+	}
+}
+
+// SetProcessVpid sets provided value as "process.vpid" attribute.
+func (rb *ResourceBuilder) SetProcessVpid(val int64) {
+	if rb.config.ProcessVpid.Enabled {
+		rb.res.Attributes().PutInt("process.vpid", val)
 	}
 }
 

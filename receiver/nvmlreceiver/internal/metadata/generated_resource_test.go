@@ -16,6 +16,7 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetContainerID("container.id-val")
 			rb.SetGpuIndex(9)
 			rb.SetGpuPciBusID("gpu.pci.bus_id-val")
+			rb.SetHostName("host.name-val")
 			rb.SetHwDriverVersion("hw.driver_version-val")
 			rb.SetHwID("hw.id-val")
 			rb.SetHwModel("hw.model-val")
@@ -25,20 +26,22 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetHwVendor("hw.vendor-val")
 			rb.SetK8sContainerName("k8s.container.name-val")
 			rb.SetK8sNamespaceName("k8s.namespace.name-val")
+			rb.SetK8sNodeName("k8s.node.name-val")
 			rb.SetK8sPodName("k8s.pod.name-val")
 			rb.SetK8sPodUID("k8s.pod.uid-val")
 			rb.SetProcessCommandLine("process.command_line-val")
 			rb.SetProcessExecutableName("process.executable.name-val")
 			rb.SetProcessPid(11)
+			rb.SetProcessVpid(12)
 
 			res := rb.Emit()
 			assert.Equal(t, 0, rb.Emit().Attributes().Len()) // Second call should return empty Resource
 
 			switch tt {
 			case "default":
-				assert.Equal(t, 16, res.Attributes().Len())
+				assert.Equal(t, 19, res.Attributes().Len())
 			case "all_set":
-				assert.Equal(t, 17, res.Attributes().Len())
+				assert.Equal(t, 20, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
@@ -59,6 +62,11 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.Equal(t, "gpu.pci.bus_id-val", gpuPciBusIDAttrVal.Str())
+			}
+			hostNameAttrVal, ok := res.Attributes().Get("host.name")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "host.name-val", hostNameAttrVal.Str())
 			}
 			hwDriverVersionAttrVal, ok := res.Attributes().Get("hw.driver_version")
 			assert.True(t, ok)
@@ -105,6 +113,11 @@ func TestResourceBuilder(t *testing.T) {
 			if ok {
 				assert.Equal(t, "k8s.namespace.name-val", k8sNamespaceNameAttrVal.Str())
 			}
+			k8sNodeNameAttrVal, ok := res.Attributes().Get("k8s.node.name")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "k8s.node.name-val", k8sNodeNameAttrVal.Str())
+			}
 			k8sPodNameAttrVal, ok := res.Attributes().Get("k8s.pod.name")
 			assert.True(t, ok)
 			if ok {
@@ -129,6 +142,11 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.EqualValues(t, 11, processPidAttrVal.Int())
+			}
+			processVpidAttrVal, ok := res.Attributes().Get("process.vpid")
+			assert.True(t, ok)
+			if ok {
+				assert.EqualValues(t, 12, processVpidAttrVal.Int())
 			}
 		})
 	}
