@@ -1,7 +1,6 @@
 package procresource
 
 import (
-	"bufio"
 	"bytes"
 	"strings"
 )
@@ -48,21 +47,23 @@ var scopePrefixes = []struct {
 // never an error.
 func ParseCgroup(data []byte) Container {
 	var best Container
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
+	var last []byte
+	for len(data) > 0 {
+		var line []byte
+		line, data, _ = bytes.Cut(data, []byte{'\n'})
 		// hierarchy-ID:controller-list:cgroup-path; the path may itself
 		// contain ':' so split only twice.
-		first := strings.IndexByte(line, ':')
-		if first < 0 {
+		_, rest, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
 			continue
 		}
-		second := strings.IndexByte(line[first+1:], ':')
-		if second < 0 {
+		_, path, ok := bytes.Cut(rest, []byte{':'})
+		// cgroup v1 repeats one path for most hierarchies: parse it once.
+		if !ok || len(path) <= 1 || bytes.Equal(path, last) {
 			continue
 		}
-		c := parseCgroupPath(line[first+1+second+1:])
+		last = path
+		c := parseCgroupPath(string(path))
 		// Cloned: a substring would keep the whole line alive in every
 		// cache that holds the result.
 		if c.ID != "" && best.ID == "" {
@@ -83,12 +84,13 @@ func ParseCgroup(data []byte) Container {
 // innermost cgroup that carries an id.
 func parseCgroupPath(path string) Container {
 	var c Container
-	segs := strings.Split(strings.Trim(path, "/"), "/")
-	for i := len(segs) - 1; i >= 0; i-- {
-		seg := segs[i]
+	rest := strings.Trim(path, "/")
+	for rest != "" {
+		seg, parent := lastSegment(rest)
 		if c.ID == "" {
-			if id, rt, ok := containerFromSegment(seg, segs[:i]); ok {
+			if id, rt, ok := containerFromSegment(seg, parent); ok {
 				c.ID, c.Runtime = id, rt
+				rest = parent
 				continue
 			}
 		}
@@ -97,29 +99,28 @@ func parseCgroupPath(path string) Container {
 				c.PodUID = uid
 			}
 		}
+		rest = parent
 	}
 	return c
+}
+
+// lastSegment splits "a/b/c" into "c" and "a/b".
+func lastSegment(path string) (seg, parent string) {
+	i := strings.LastIndexByte(path, '/')
+	if i < 0 {
+		return path, ""
+	}
+	return path[i+1:], path[:i]
 }
 
 // containerFromSegment recognises one path segment as a container cgroup:
 // either a systemd scope ("cri-containerd-<id>.scope", "docker-<id>.scope",
 // "crio-<id>.scope", "libpod-<id>.scope") or a bare id under a parent that
 // says whose it is ("/docker/<id>", "/kubepods/.../pod<uid>/<id>").
-func containerFromSegment(seg string, parents []string) (id, runtime string, ok bool) {
+func containerFromSegment(seg, parents string) (id, runtime string, ok bool) {
 	name := strings.TrimSuffix(seg, ".scope")
-	if name != seg {
-		if strings.HasPrefix(name, "crio-conmon-") {
-			// CRI-O's monitor process, not the container itself.
-			return "", "", false
-		}
-		for _, p := range scopePrefixes {
-			if rest, found := strings.CutPrefix(name, p.prefix); found && isContainerID(rest) {
-				return rest, p.runtime, true
-			}
-		}
-		return "", "", false
-	}
 	if strings.HasPrefix(name, "crio-conmon-") {
+		// CRI-O's monitor process, not the container itself.
 		return "", "", false
 	}
 	// The cgroupfs driver names CRI-O's and cri-dockerd's container cgroups
@@ -129,11 +130,13 @@ func containerFromSegment(seg string, parents []string) (id, runtime string, ok 
 			return rest, p.runtime, true
 		}
 	}
-	if !isContainerID(name) {
+	if name != seg || !isContainerID(name) {
 		return "", "", false
 	}
-	for j := len(parents) - 1; j >= 0; j-- {
-		switch parents[j] {
+	for parents != "" {
+		var parent string
+		parent, parents = lastSegment(parents)
+		switch parent {
 		case "docker":
 			return name, RuntimeDocker, true
 		case "crio":
@@ -143,7 +146,7 @@ func containerFromSegment(seg string, parents []string) (id, runtime string, ok 
 		case "libpod_parent":
 			return name, RuntimePodman, true
 		}
-		if strings.HasPrefix(parents[j], "kubepods") {
+		if strings.HasPrefix(parent, "kubepods") {
 			return name, "", true
 		}
 	}

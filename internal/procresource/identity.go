@@ -151,7 +151,9 @@ type processRead struct {
 // (which cannot change) is not read again, only the cgroup (a process can
 // be moved).
 func (r *Reader) readProcess(dirfd int, name string, pid int, s *scratch, known *Identity) (processRead, error) {
-	dir, err := openatRetry(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW)
+	// Followed if a link, as a path would be: a test's proc root may link
+	// a pid to the real /proc entry.
+	dir, err := openatRetry(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
 	if err != nil {
 		return processRead{}, r.processError(pid, "open", err)
 	}

@@ -287,7 +287,8 @@ func TestIndexConcurrent(t *testing.T) {
 	assert.Equal(t, 5, x.Stats().Tracked)
 }
 
-// writeManyProcesses writes n container processes, ten per container.
+// writeManyProcesses writes n container processes, ten per container, two
+// containers per pod.
 func writeManyProcesses(tb testing.TB, root string, n int) {
 	for i := range n {
 		pid := 10_000 + i
@@ -295,18 +296,24 @@ func writeManyProcesses(tb testing.TB, root string, n int) {
 		for len(container) < 64 {
 			container += "0"
 		}
+		pod := manyProcessesPod(i)
 		dir := filepath.Join(root, strconv.Itoa(pid))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			tb.Fatal(err)
 		}
 		stat := strconv.Itoa(pid) + " (java) S 1 1 1 0 -1 4194304 100 0 0 0 5 3 0 0 20 0 1 0 " + strconv.Itoa(1000+i) + " 1000000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
 		status := "Name:\tjava\nPid:\t" + strconv.Itoa(pid) + "\nNSpid:\t" + strconv.Itoa(pid) + "\t" + strconv.Itoa(i%10+1) + "\n"
-		for name, data := range map[string]string{"stat": stat, "status": status, "cgroup": podCgroup(podUID, container)} {
+		for name, data := range map[string]string{"stat": stat, "status": status, "cgroup": podCgroup(pod, container)} {
 			if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
 				tb.Fatal(err)
 			}
 		}
 	}
+}
+
+// manyProcessesPod is the pod of writeManyProcesses's i-th process.
+func manyProcessesPod(i int) string {
+	return "00000000-0000-4000-8000-" + strconv.FormatInt(int64(0x1000_0000_0000+i/20), 16)
 }
 
 func TestIndexManyProcesses(t *testing.T) {
@@ -316,7 +323,8 @@ func TestIndexManyProcesses(t *testing.T) {
 	_, ok := x.ByHostPID(10_000)
 	require.True(t, ok)
 	assert.Equal(t, 200, x.Stats().Tracked)
-	assert.Len(t, x.ByPod(podUID, 3), 20, "twenty containers of the pod each have a vpid 3")
+	assert.Len(t, x.ByPod(manyProcessesPod(0), 3), 2, "both containers of the pod have a vpid 3")
+	assert.Len(t, x.ByPod(manyProcessesPod(199), 3), 2)
 	st := x.state.Load()
 	first := st.byPID[10_000].id.ContainerID
 	assert.Equal(t, first, st.byPID[10_009].id.ContainerID)
