@@ -3,6 +3,14 @@
 // executable, its command line, the container it runs in and the Kubernetes
 // pod that container belongs to.
 //
+// Its Identity is the process as the node sees it and as it sees itself
+// (host pid, the pid in its own pid namespace, container, pod), and Node the
+// node's name; PutIdentity (SetIdentity for generated resource builders) is
+// the one place that writes them onto a resource, with the names and rules
+// of the window model (internal/window). Index answers the reverse question
+// for the correlator: which local process does an identity reported from
+// inside a container (container id and pid, pod and pid) name.
+//
 // Everything is read from a proc filesystem whose root is configurable, so a
 // collector in a container can read the host's processes through a host
 // mount (hostPID, or /hostfs/proc) and tests can use a fake tree.
