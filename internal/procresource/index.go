@@ -271,8 +271,11 @@ func (x *Index) scan(prev *indexState, now int64) (*indexState, error) {
 		}
 		p, err := x.reader.readProcess(rootfd, name, pid, &s, known)
 		if err != nil {
-			// Exited between the listing and the read, or unreadable:
-			// not tracked.
+			// Exited between the listing and the read, or its stat is
+			// unusable: not tracked.
+			if !errors.Is(err, ErrNoProcess) {
+				x.unreadable.Add(1)
+			}
 			continue
 		}
 		if p.statusErr != nil || p.cgroupErr != nil {
@@ -357,7 +360,7 @@ type IndexStats struct {
 	Exited uint64
 	// Unreadable is the number of process reads at scans whose status or
 	// cgroup could not be read or parsed, leaving VPID or the container
-	// unknown.
+	// unknown, or whose stat could not (the process is then not tracked).
 	Unreadable uint64
 	// Tracked is the number of processes the index holds now.
 	Tracked int

@@ -253,7 +253,9 @@ func TestIndexUnreadableCgroupCounted(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(root, "1020", "cgroup")))
 	require.NoError(t, os.Mkdir(filepath.Join(root, "1020", "cgroup"), 0o755))
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "self"), 0o755)) // not a pid
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "77"), 0o755))   // a pid with no files: skipped
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "77"), 0o755))   // a pid with no files: gone
+	writeFakeProc(t, root, fakeProcess{pid: 88, comm: "x", start: 1, nspid: []int{88}})
+	require.NoError(t, os.WriteFile(filepath.Join(root, "88", "stat"), []byte("88 x S"), 0o644)) // malformed: unreadable
 	x, _ := newIndexWithClock(root, time.Second)
 
 	got, ok := x.ByHostPID(1020)
@@ -262,8 +264,10 @@ func TestIndexUnreadableCgroupCounted(t *testing.T) {
 	_, ok = x.ByContainer(appB, 1)
 	assert.False(t, ok)
 	st := x.Stats()
-	assert.Equal(t, uint64(1), st.Unreadable)
+	assert.Equal(t, uint64(2), st.Unreadable, "the directory for a cgroup, the malformed stat")
 	assert.Equal(t, 5, st.Tracked)
+	_, ok = x.ByHostPID(88)
+	assert.False(t, ok)
 }
 
 // TestIndexConcurrent runs lookups against scans (go test -race).
