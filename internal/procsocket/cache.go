@@ -7,12 +7,14 @@ import (
 )
 
 // cacheEntry is what a scan learnt about one peer: an owner, with the
-// descriptor and socket inode that revalidate it, or an error.
+// descriptor and socket inode that revalidate it, or an error. The entry
+// of an address (addressKey) holds its owners instead.
 type cacheEntry struct {
 	peer    netip.AddrPort
 	owner   Owner
 	fd      int
 	inode   uint64
+	owners  []Owner
 	err     error
 	expires time.Time
 }

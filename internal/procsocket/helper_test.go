@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +34,9 @@ const (
 	// modeConnectMapped dials an IPv4 address from an AF_INET6 socket, so
 	// that the client's socket is in tcp6 as ::ffff:a.b.c.d.
 	modeConnectMapped = "connect-mapped"
+	// modeConnectSelf listens on helperAddrEnv and connects to itself: a
+	// connection to a port the test process does not listen on.
+	modeConnectSelf = "connect-self"
 	// modeHold holds descriptor 3.
 	modeHold = "hold"
 )
@@ -63,7 +67,7 @@ func runHelpertest(mode, addr string) error {
 			if err != nil {
 				return err
 			}
-			h, err := startProcesstest(modeHold, "", nil, f)
+			h, err := startProcesstest(modeHold, "", nil, f, nil)
 			f.Close()
 			if err != nil {
 				return err
@@ -85,6 +89,22 @@ func runHelpertest(mode, addr string) error {
 		if err := unix.Connect(fd, sa); err != nil {
 			return err
 		}
+	case modeConnectSelf:
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		conn, err := net.DialTimeout("tcp", ln.Addr().String(), 10*time.Second)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		accepted, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		defer accepted.Close()
 	case modeHold:
 	default:
 		return fmt.Errorf("unknown mode %q", mode)
@@ -104,8 +124,9 @@ type helperProcess struct {
 
 // startProcesstest starts the test binary as a helper in mode, under
 // wrapper (a command such as "ip netns exec NAME", which must exec it in
-// place), with extra as its descriptor 3, and waits for it to be ready.
-func startProcesstest(mode, addr string, wrapper []string, extra *os.File) (*helperProcess, error) {
+// place), with extra as its descriptor 3 and attr for its clone, and waits
+// for it to be ready.
+func startProcesstest(mode, addr string, wrapper []string, extra *os.File, attr *syscall.SysProcAttr) (*helperProcess, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -114,6 +135,7 @@ func startProcesstest(mode, addr string, wrapper []string, extra *os.File) (*hel
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), helperEnv+"="+mode, helperAddrEnv+"="+addr)
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = attr
 	if extra != nil {
 		cmd.ExtraFiles = []*os.File{extra}
 	}
@@ -163,13 +185,28 @@ func (h *helperProcess) stop() {
 // startHelpertest starts a helper for a test and stops it at cleanup.
 func startHelpertest(t testing.TB, mode, addr string, wrapper ...string) *helperProcess {
 	t.Helper()
-	h, err := startProcesstest(mode, addr, wrapper, nil)
+	h, err := startProcesstest(mode, addr, wrapper, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.stop)
 	if h.pid != h.cmd.Process.Pid {
 		t.Fatalf("helper reports pid %d, started as %d", h.pid, h.cmd.Process.Pid)
+	}
+	return h
+}
+
+// startInPIDNStest starts a helper as pid 1 of a new pid namespace, and
+// stops it at cleanup. Its pid here is h.cmd.Process.Pid.
+func startInPIDNStest(t testing.TB, mode, addr string) *helperProcess {
+	t.Helper()
+	h, err := startProcesstest(mode, addr, nil, nil, &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID})
+	if err != nil {
+		t.Skipf("cannot start a process in a new pid namespace: %v", err)
+	}
+	t.Cleanup(h.stop)
+	if h.pid != 1 {
+		t.Fatalf("helper in a new pid namespace reports pid %d, want 1", h.pid)
 	}
 	return h
 }
@@ -203,6 +240,28 @@ func startTickstest(t testing.TB, pid int) uint64 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// vpidtest reads the last pid of the NSpid line of /proc/<pid>/status
+// independently of the package.
+func vpidtest(t testing.TB, pid int) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			v, err := strconv.Atoi(f[len(f)-1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("pid %d: no NSpid line", pid)
+	return 0
 }
 
 // netNStest returns the inode of pid's network namespace.

@@ -13,11 +13,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestLookupPodNamespace plays a pod talking to a node agent: two network
-// namespaces made for the test ("srv", where this process listens, and
-// "pod", where the clients run) joined by a veth pair on 10.250.0.0/30.
-// The host's own network is not touched.
-func TestLookupPodNamespace(t *testing.T) {
+// podNetwork is a pod and a node agent made for a test: two network
+// namespaces ("srv", where this process listens, and "pod", where the
+// clients run) joined by a veth pair on 10.250.0.0/30. The host's own
+// network is not touched.
+type podNetwork struct {
+	srvListener net.Listener // on 10.250.0.1, port chosen by the kernel
+	// podExec runs a command in the pod ("ip netns exec NAME").
+	podExec []string
+	podNS   uint64 // the pod's network namespace inode
+}
+
+// The pod's address, and the agent's.
+var (
+	podAddrtest = netip.MustParseAddr("10.250.0.2")
+	srvAddrtest = netip.MustParseAddr("10.250.0.1")
+)
+
+// podNetworktest makes a podNetwork, deleted at cleanup, or skips.
+func podNetworktest(t *testing.T) podNetwork {
+	t.Helper()
 	requireRoottest(t)
 	ip, err := exec.LookPath("ip")
 	if err != nil {
@@ -44,26 +59,34 @@ func TestLookupPodNamespace(t *testing.T) {
 	iptest("-n", srv, "link", "set", vethSrv, "up")
 	iptest("-n", pod, "addr", "add", "10.250.0.2/30", "dev", vethPod)
 	iptest("-n", pod, "link", "set", vethPod, "up")
+	// For connections from the pod to its own address.
+	iptest("-n", pod, "link", "set", "lo", "up")
 
-	ln := listenInNetNStest(t, "/run/netns/"+srv, "tcp4", "10.250.0.1:0")
-	addr := ln.Addr().String()
-	// A process of the pod with a connection of its own, started first so
-	// that it is scanned first.
-	bystander := startHelpertest(t, modeConnect, addr, ip, "netns", "exec", pod)
-	bystanderPeer := acceptPeertest(t, ln)
-	client := startHelpertest(t, modeConnect, addr, ip, "netns", "exec", pod)
-	peer := acceptPeertest(t, ln)
-
+	ln := listenInNetNStest(t, "/run/netns/"+srv, "tcp4", srvAddrtest.String()+":0")
 	var st unix.Stat_t
 	if err := unix.Stat("/run/netns/"+pod, &st); err != nil {
 		t.Fatal(err)
 	}
-	podNS := st.Ino
+	if st.Ino == netNStest(t, os.Getpid()) {
+		t.Fatal("pod namespace is this process's")
+	}
+	return podNetwork{srvListener: ln, podExec: []string{ip, "netns", "exec", pod}, podNS: st.Ino}
+}
+
+// TestLookupPodNamespace plays a pod talking to a node agent (podNetwork).
+func TestLookupPodNamespace(t *testing.T) {
+	pn := podNetworktest(t)
+	ln, podNS := pn.srvListener, pn.podNS
+	addr := ln.Addr().String()
+	// A process of the pod with a connection of its own, started first so
+	// that it is scanned first.
+	bystander := startHelpertest(t, modeConnect, addr, pn.podExec...)
+	bystanderPeer := acceptPeertest(t, ln)
+	client := startHelpertest(t, modeConnect, addr, pn.podExec...)
+	peer := acceptPeertest(t, ln)
+
 	if got := netNStest(t, client.pid); got != podNS {
 		t.Fatalf("client in netns %d, want the pod's %d", got, podNS)
-	}
-	if podNS == netNStest(t, os.Getpid()) {
-		t.Fatal("pod namespace is this process's")
 	}
 
 	r := NewResolver("")
@@ -75,7 +98,7 @@ func TestLookupPodNamespace(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Lookup(%v): %v", tt.peer, err)
 		}
-		want := Owner{PID: tt.h.pid, StartTicks: startTickstest(t, tt.h.pid), NetNS: podNS}
+		want := Owner{PID: tt.h.pid, VPID: vpidtest(t, tt.h.pid), StartTicks: startTickstest(t, tt.h.pid), NetNS: podNS}
 		if got != want {
 			t.Fatalf("Lookup(%v) = %+v, want %+v", tt.peer, got, want)
 		}

@@ -29,7 +29,30 @@
 // directory, so its namespace, descriptors and start time are read from
 // one process even if its pid is reused during the scan. Owner carries the
 // start time (/proc/<pid>/stat field 22) for the same reason: a caller that
-// keeps an Owner can tell it from a later process with the same pid.
+// keeps an Owner can tell it from a later process with the same pid. It
+// also carries the pid the process sees itself as (VPID, the innermost
+// NSpid of /proc/<pid>/status), the process.pid its SDK reports.
+//
+// # Owners of an address
+//
+// The OTLP/HTTP receiver (confighttp) gives only the peer's IP
+// (client.Info.Addr is a *net.IPAddr), not its port, so Lookup cannot be
+// asked. OwnersFrom(ip) returns every process holding an ESTABLISHED socket
+// with local address ip, any port, whose remote end is one of this
+// process's listening TCP sockets; a caller narrows them by VPID to the one
+// whose SDK reported that process.pid. It searches the namespaces Lookup
+// would (where ip is local; for loopback, this process's only), reading
+// both tcp and tcp6 of each (a JVM's sockets are dual-stack). This
+// process's listeners are read from its own descriptors (SO_ACCEPTCONN,
+// then getsockname: no table walk, and a listener made in another
+// namespace counts) and kept for a few seconds; one bound to 0.0.0.0 or ::
+// matches any remote address with its port. In a pod the IP names the
+// pod's network namespace, and VPID its container's process; on a bare
+// host many processes share the host's addresses, and the IP alone names
+// them all. Answers are cached per address for DefaultOwnersTTL, not
+// revalidated: a process that closed its connection or exited stays listed
+// until then, and one that just connected is missed until then. Misses
+// share Lookup's negative cache, cache bound and scan rate.
 //
 // # Cost and cache
 //
@@ -69,6 +92,13 @@
 //     found.
 //   - Sharing that begins after an owner was cached goes unnoticed until
 //     the entry expires (TTL).
+//   - OwnersFrom cannot tell apart two clients with one VPID at one
+//     address (pid 1 of two containers on the host's network).
+//   - Behind destination NAT (a Service's ClusterIP, a hostPort) a
+//     client's socket has the untranslated address as its remote end: it
+//     matches a wildcard listener of the same port (as does a connection
+//     to that port on another host), and nothing when the port is
+//     translated too.
 //   - Unix-domain sockets are not resolved: the OTLP receiver gives a
 //     net.Addr, and a unix socket's peer credentials (SO_PEERCRED) are
 //     known only to the receiver that holds the connection.
@@ -87,6 +117,7 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,12 +154,26 @@ const (
 	DefaultNegativeTTL = time.Second
 	// DefaultScansPerSecond bounds full scans (and their burst).
 	DefaultScansPerSecond = 10
+	// DefaultOwnersTTL is how long OwnersFrom's answer for an address is
+	// kept, unrevalidated: the set of connections from an address changes
+	// as clients come and go, while a busy sender's keep-alive
+	// connections stay and are found again in the next scan.
+	DefaultOwnersTTL = 2 * time.Second
 )
+
+// listenersTTL is how long this process's listening sockets are kept: a
+// receiver starts listening once, so a new listener is missed for a few
+// seconds at most.
+const listenersTTL = 3 * time.Second
 
 // Owner names the process that holds a socket.
 type Owner struct {
 	// PID is the process id as the proc root's pid namespace sees it.
 	PID int
+	// VPID is the process id as the process sees itself: the innermost
+	// pid of NSpid in /proc/<pid>/status, PID outside a pid namespace, 0
+	// when unknown. An SDK's process.pid is this one.
+	VPID int
 	// StartTicks is the process's start time in clock ticks since boot
 	// (/proc/<pid>/stat field 22): with PID, it names one process.
 	StartTicks uint64
@@ -144,6 +189,7 @@ type options struct {
 	cacheSize      int
 	ttl            time.Duration
 	negativeTTL    time.Duration
+	ownersTTL      time.Duration
 	scansPerSecond float64
 }
 
@@ -177,6 +223,16 @@ func WithNegativeTTL(d time.Duration) Option {
 	}
 }
 
+// WithOwnersTTL sets how long OwnersFrom's answer for an address is cached
+// (d > 0; otherwise DefaultOwnersTTL).
+func WithOwnersTTL(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.ownersTTL = d
+		}
+	}
+}
+
 // WithMaxScansPerSecond bounds full scans to n per second, with bursts of
 // up to max(n, 1); math.Inf(1) removes the bound. n <= 0 or NaN keeps
 // DefaultScansPerSecond.
@@ -203,9 +259,13 @@ type Resolver struct {
 	cache   *peerCache
 	limiter scanLimiter
 
-	scanMu sync.Mutex // one full scan at a time
-	// scans counts full scans started, for tests and telemetry.
-	scans atomic.Uint64
+	scanMu sync.Mutex // one full scan at a time; guards listeners
+	// listeners is this process's listening sockets, read by OwnersFrom
+	// scans.
+	listeners listenerSet
+	// scans counts full scans started, tableReads the socket tables
+	// opened, for tests and telemetry.
+	scans, tableReads atomic.Uint64
 }
 
 // NewResolver returns a Resolver over the proc filesystem at procRoot
@@ -220,6 +280,7 @@ func NewResolver(procRoot string, opts ...Option) *Resolver {
 		cacheSize:      DefaultCacheSize,
 		ttl:            DefaultTTL,
 		negativeTTL:    DefaultNegativeTTL,
+		ownersTTL:      DefaultOwnersTTL,
 		scansPerSecond: DefaultScansPerSecond,
 	}
 	for _, opt := range opts {
@@ -249,52 +310,91 @@ func (r *Resolver) Lookup(peer netip.AddrPort) (Owner, error) {
 	// A dual-stack listener sees a v4 client as ::ffff:a.b.c.d; tables
 	// are matched on the unmapped address, and zones play no part.
 	peer = netip.AddrPortFrom(peer.Addr().Unmap().WithZone(""), peer.Port())
-	if e, ok := r.cached(peer); ok {
-		return e.owner, e.err
+	e, err := r.resolve(peer, r.opts.ttl, func() (cacheEntry, error) {
+		found, err := r.scan(peer)
+		return cacheEntry{owner: found.owner, fd: found.fd, inode: found.inode}, err
+	})
+	return e.owner, err
+}
+
+// OwnersFrom returns every process that holds an ESTABLISHED TCP socket
+// with local address ip, any port, connected to one of this process's
+// listening sockets: the clients of this process at ip, in no particular
+// order, for a receiver that knows a peer's address but not its port.
+// Errors wrap ErrNotFound or ErrBusy.
+func (r *Resolver) OwnersFrom(ip netip.Addr) ([]Owner, error) {
+	if !ip.IsValid() || ip.IsUnspecified() {
+		return nil, fmt.Errorf("procsocket: from %v: not a connected address: %w", ip, ErrNotFound)
+	}
+	ip = ip.Unmap().WithZone("")
+	e, err := r.resolve(addressKey(ip), r.opts.ownersTTL, func() (cacheEntry, error) {
+		owners, err := r.scanFrom(ip)
+		return cacheEntry{owners: owners}, err
+	})
+	return slices.Clone(e.owners), err
+}
+
+// addressKey is the cache key of OwnersFrom's answer for ip: a peer with
+// port 0, which Lookup never caches.
+func addressKey(ip netip.Addr) netip.AddrPort { return netip.AddrPortFrom(ip, 0) }
+
+// resolve answers key from the cache, or else by scan, one scan at a
+// time and within the scan rate, and caches the answer: for ttl when
+// found, for the negative TTL when not.
+func (r *Resolver) resolve(key netip.AddrPort, ttl time.Duration, scan func() (cacheEntry, error)) (cacheEntry, error) {
+	if e, ok := r.cached(key); ok {
+		return e, e.err
 	}
 	r.scanMu.Lock()
 	defer r.scanMu.Unlock()
-	// The scan this one waited for may have resolved peer.
-	if e, ok := r.cached(peer); ok {
-		return e.owner, e.err
+	// The scan this one waited for may have answered key.
+	if e, ok := r.cached(key); ok {
+		return e, e.err
 	}
 	r.mu.Lock()
 	allowed := r.limiter.allow(r.now())
 	r.mu.Unlock()
 	if !allowed {
-		return Owner{}, fmt.Errorf("procsocket: peer %v: %w (%g per second)", peer, ErrBusy, r.opts.scansPerSecond)
+		return cacheEntry{}, fmt.Errorf("procsocket: %s: %w (%g per second)", describeKey(key), ErrBusy, r.opts.scansPerSecond)
 	}
 	r.scans.Add(1)
-	found, err := r.scan(peer)
-	e := cacheEntry{owner: found.owner, fd: found.fd, inode: found.inode, err: err}
-	ttl := r.opts.ttl
+	e, err := scan()
 	if err != nil {
-		e.owner = Owner{}
+		e = cacheEntry{err: err}
 		ttl = r.opts.negativeTTL
 	}
 	if ttl > 0 {
 		e.expires = r.now().Add(ttl)
 		r.mu.Lock()
-		r.cache.put(peer, e)
+		r.cache.put(key, e)
 		r.mu.Unlock()
 	}
-	return e.owner, err
+	return e, err
 }
 
-// cached returns peer's unexpired cache entry, a found owner only once it
-// has been revalidated.
-func (r *Resolver) cached(peer netip.AddrPort) (cacheEntry, bool) {
+// describeKey names a cache key in errors as Lookup and OwnersFrom do.
+func describeKey(key netip.AddrPort) string {
+	if key.Port() == 0 {
+		return "from " + key.Addr().String()
+	}
+	return "peer " + key.String()
+}
+
+// cached returns key's unexpired cache entry, a found owner only once it
+// has been revalidated. An address's owners are not revalidated: they are
+// kept for a short TTL only.
+func (r *Resolver) cached(key netip.AddrPort) (cacheEntry, bool) {
 	r.mu.Lock()
-	e, ok := r.cache.get(peer, r.now())
+	e, ok := r.cache.get(key, r.now())
 	r.mu.Unlock()
-	if !ok || e.err != nil {
+	if !ok || e.err != nil || key.Port() == 0 {
 		return e, ok
 	}
 	if r.stillHolds(e) {
 		return e, true
 	}
 	r.mu.Lock()
-	r.cache.removeIf(peer, e)
+	r.cache.removeIf(key, e)
 	r.mu.Unlock()
 	return cacheEntry{}, false
 }

@@ -42,7 +42,7 @@ func wantOwnertest(t *testing.T, peer netip.AddrPort, h *helperProcess) {
 	if err != nil {
 		t.Fatalf("Lookup(%v): %v", peer, err)
 	}
-	want := Owner{PID: h.pid, StartTicks: startTickstest(t, h.pid), NetNS: netNStest(t, os.Getpid())}
+	want := Owner{PID: h.pid, VPID: vpidtest(t, h.pid), StartTicks: startTickstest(t, h.pid), NetNS: netNStest(t, os.Getpid())}
 	if got != want {
 		t.Fatalf("Lookup(%v) = %+v, want %+v", peer, got, want)
 	}

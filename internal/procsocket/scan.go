@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -31,14 +32,9 @@ type netns struct {
 
 // scan finds peer's owner by walking the proc root.
 func (r *Resolver) scan(peer netip.AddrPort) (found, error) {
-	namespaces, err := r.namespaces()
+	namespaces, err := r.namespacesFor(peer.Addr())
 	if err != nil {
-		return found{}, fmt.Errorf("procsocket: peer %v: listing processes under %s: %w", peer, r.procRoot, err)
-	}
-	if peer.Addr().IsLoopback() && r.selfNetNS != 0 {
-		// Another namespace's loopback socket with the same address is
-		// not the one that connected to us.
-		namespaces = slices.DeleteFunc(namespaces, func(ns netns) bool { return ns.inode != r.selfNetNS })
+		return found{}, fmt.Errorf("procsocket: peer %v: %w", peer, err)
 	}
 	tcp4Key, tcp6Key := tableKeys(peer)
 	unreadable := 0
@@ -54,6 +50,22 @@ func (r *Resolver) scan(peer netip.AddrPort) (found, error) {
 	}
 	return found{}, fmt.Errorf("procsocket: peer %v: %w in %d network namespaces under %s (%d unreadable)",
 		peer, ErrNotFound, len(namespaces), r.procRoot, unreadable)
+}
+
+// namespacesFor lists the network namespaces where a socket with local
+// address addr can have connected to this process: all of them, or only
+// this process's for a loopback address, since another namespace's
+// loopback socket with the same address is not the one that connected to
+// us.
+func (r *Resolver) namespacesFor(addr netip.Addr) ([]netns, error) {
+	namespaces, err := r.namespaces()
+	if err != nil {
+		return nil, fmt.Errorf("listing processes under %s: %w", r.procRoot, err)
+	}
+	if addr.IsLoopback() && r.selfNetNS != 0 {
+		namespaces = slices.DeleteFunc(namespaces, func(ns netns) bool { return ns.inode != r.selfNetNS })
+	}
+	return namespaces, nil
 }
 
 // namespaces lists the proc root's processes by network namespace, this
@@ -105,32 +117,11 @@ func (r *Resolver) namespaces() ([]netns, error) {
 	return out, nil
 }
 
-// findSocket reads ns's socket tables through the first member that can
-// be read, and returns the inodes of the rows that have the key as local
-// address, best state only (ESTABLISHED over others; LISTEN rows and rows
-// without an inode ignored). A namespace that does not have peer's address
-// has no such rows, and its tables are not read. ok is false when no member
-// could be read.
+// findSocket returns the inodes of the rows of ns's socket tables that
+// have peer as local address, best state only (ESTABLISHED over others;
+// LISTEN rows and rows without an inode ignored). ok is false when no
+// member of ns could be read.
 func (r *Resolver) findSocket(ns netns, peer netip.AddrPort, tcp4Key, tcp6Key []byte) (inodes []uint64, ok bool) {
-	for _, pid := range ns.members {
-		proc, err := r.openPID(pid, ns.inode)
-		if err != nil {
-			continue
-		}
-		inodes, ok = findSocketIn(proc, peer, tcp4Key, tcp6Key)
-		unix.Close(proc)
-		if ok {
-			return inodes, true
-		}
-	}
-	return nil, false
-}
-
-// findSocketIn is findSocket through the process directory proc.
-func findSocketIn(proc int, peer netip.AddrPort, tcp4Key, tcp6Key []byte) (inodes []uint64, ok bool) {
-	if has, known := hasLocalAddress(proc, peer.Addr()); known && !has {
-		return nil, true
-	}
 	best := 2 // rank of the rows kept; lower is better
 	match := func(row tcpRow) {
 		if row.State == stateListen || row.Inode == 0 {
@@ -147,6 +138,41 @@ func findSocketIn(proc int, peer netip.AddrPort, tcp4Key, tcp6Key []byte) (inode
 			inodes = append(inodes, row.Inode)
 		}
 	}
+	// Found in tcp, tcp6 can hold the same address and port only for
+	// sockets bound with SO_REUSEADDR, which the peer alone cannot tell
+	// apart: not worth another walk of the hash.
+	enough := func() bool { return len(inodes) > 0 }
+	ok = r.readTables(ns, peer.Addr(), tcp4Key, tcp6Key, match, enough)
+	return inodes, ok
+}
+
+// readTables streams ns's socket tables (tcp with tcp4Key, then tcp6 with
+// tcp6Key; a nil key skips its table) through the first member that can be
+// read, calling match for the rows whose local address matches, and stops
+// before tcp6 when enough says so. A namespace that does not have addr
+// among its addresses has no such rows, and its tables are not read. ok is
+// false when no member could be read; match may then have seen some rows
+// more than once.
+func (r *Resolver) readTables(ns netns, addr netip.Addr, tcp4Key, tcp6Key []byte, match func(tcpRow), enough func() bool) (ok bool) {
+	for _, pid := range ns.members {
+		proc, err := r.openPID(pid, ns.inode)
+		if err != nil {
+			continue
+		}
+		ok = r.readTablesIn(proc, addr, tcp4Key, tcp6Key, match, enough)
+		unix.Close(proc)
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// readTablesIn is readTables through the process directory proc.
+func (r *Resolver) readTablesIn(proc int, addr netip.Addr, tcp4Key, tcp6Key []byte, match func(tcpRow), enough func() bool) (ok bool) {
+	if has, known := hasLocalAddress(proc, addr); known && !has {
+		return true
+	}
 	for _, t := range [...]struct {
 		name string
 		key  []byte
@@ -156,26 +182,24 @@ func findSocketIn(proc int, peer netip.AddrPort, tcp4Key, tcp6Key []byte) (inode
 		}
 		// A table cut at its cap still yields the rows before the cut;
 		// one that cannot be opened (no IPv6) yields none.
-		if err := readTable(proc, t.name, t.key, match); err == nil || errors.Is(err, errTableTooLarge) {
+		if err := r.readTable(proc, t.name, t.key, match); err == nil || errors.Is(err, errTableTooLarge) {
 			ok = true
 		}
-		// Found in tcp, tcp6 can hold the same address and port only for
-		// sockets bound with SO_REUSEADDR, which the peer alone cannot
-		// tell apart: not worth another walk of the hash.
-		if len(inodes) > 0 {
+		if enough() {
 			break
 		}
 	}
-	return inodes, ok
+	return ok
 }
 
 // readTable streams the socket table name under the process directory dirfd.
-func readTable(dirfd int, name string, key []byte, match func(tcpRow)) error {
+func (r *Resolver) readTable(dirfd int, name string, key []byte, match func(tcpRow)) error {
 	f, err := openProcFile(dirfd, name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	r.tableReads.Add(1)
 	if err := scanTCPTable(f, key, maxTableBytes, match); err != nil {
 		return fmt.Errorf("%s: %w", f.Name(), err)
 	}
@@ -186,13 +210,10 @@ func readTable(dirfd int, name string, key []byte, match func(tcpRow)) error {
 // scans them all, since a second holder makes the answer ambiguous, and
 // stops at the second.
 func (r *Resolver) findOwner(peer netip.AddrPort, ns netns, inodes []uint64) (found, error) {
-	targets := make([][]byte, len(inodes))
-	for i, ino := range inodes {
-		targets[i] = fmt.Appendf(nil, "socket:[%d]", ino)
-	}
+	held := func(inode uint64) bool { return slices.Contains(inodes, inode) }
 	var holders []found
 	for _, pid := range ns.members {
-		h, ok := r.holder(pid, ns.inode, targets, inodes)
+		h, ok := r.holder(pid, ns.inode, held)
 		if !ok {
 			continue
 		}
@@ -214,9 +235,9 @@ func (r *Resolver) findOwner(peer netip.AddrPort, ns netns, inodes []uint64) (fo
 }
 
 // holder reports whether pid, still in network namespace ns, holds a
-// descriptor whose link is one of targets (the links of inodes), and if
-// so returns it as an owner with its start time.
-func (r *Resolver) holder(pid int, ns uint64, targets [][]byte, inodes []uint64) (found, bool) {
+// descriptor for a socket whose inode is held, and if so returns the first
+// such descriptor with its process as an owner.
+func (r *Resolver) holder(pid int, ns uint64, held func(inode uint64) bool) (found, bool) {
 	proc, err := r.openPID(pid, ns)
 	if err != nil {
 		return found{}, false
@@ -236,15 +257,15 @@ func (r *Resolver) holder(pid int, ns uint64, targets [][]byte, inodes []uint64)
 			if err != nil {
 				continue
 			}
-			i := slices.IndexFunc(targets, func(t []byte) bool { return bytes.Equal(buf[:n], t) })
-			if i < 0 {
+			inode, ok := socketInode(buf[:n])
+			if !ok || !held(inode) {
 				continue
 			}
 			fd, err := strconv.Atoi(name)
 			if err != nil {
 				continue
 			}
-			return r.owner(proc, pid, ns, fd, inodes[i])
+			return r.owner(proc, pid, ns, fd, inode)
 		}
 		if err != nil || len(names) == 0 {
 			return found{}, false
@@ -252,11 +273,11 @@ func (r *Resolver) holder(pid int, ns uint64, targets [][]byte, inodes []uint64)
 	}
 }
 
-// owner completes a holder with its start time, read by pid, and checks
-// the process behind proc was alive after that read, so that the start
-// time is its own and not a successor's.
+// owner completes a holder with its start time and VPID, read by pid, and
+// checks the process behind proc was alive after that read, so that they
+// are its own and not a successor's.
 func (r *Resolver) owner(proc, pid int, ns uint64, fd int, inode uint64) (found, bool) {
-	ticks, err := r.stat.StartTicks(pid)
+	id, err := r.stat.Identity(pid)
 	if err != nil {
 		return found{}, false
 	}
@@ -264,7 +285,8 @@ func (r *Resolver) owner(proc, pid int, ns uint64, fd int, inode uint64) (found,
 	if err := unix.Fstatat(proc, "stat", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return found{}, false
 	}
-	return found{owner: Owner{PID: pid, StartTicks: ticks, NetNS: ns}, fd: fd, inode: inode}, true
+	owner := Owner{PID: pid, VPID: id.VPID, StartTicks: id.StartTicks, NetNS: ns}
+	return found{owner: owner, fd: fd, inode: inode}, true
 }
 
 // stillHolds revalidates a cache entry: the owner's descriptor still
@@ -327,6 +349,28 @@ func openProcFile(dirfd int, name string) (*os.File, error) {
 		return nil, &os.PathError{Op: "open", Path: name, Err: procroot.ErrNotRegular}
 	}
 	return os.NewFile(uintptr(fd), name), nil
+}
+
+// socketInode parses a descriptor link "socket:[12345]" without
+// allocating: holder reads one per descriptor of every process it scans.
+func socketInode(link []byte) (uint64, bool) {
+	const prefix = "socket:["
+	if len(link) <= len(prefix)+1 || string(link[:len(prefix)]) != prefix || link[len(link)-1] != ']' {
+		return 0, false
+	}
+	digits := link[len(prefix) : len(link)-1]
+	if !isDecimal(digits) {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range digits {
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
 }
 
 // parseBracketInode parses links such as "net:[4026531840]" and

@@ -200,10 +200,31 @@ func tableKeys(peer netip.AddrPort) (tcp4, tcp6 []byte) {
 	return tcp4, tcp6
 }
 
+// addressKeys is tableKeys for every port of addr: the local_address
+// fields up to and including the colon, which localMatches takes to match
+// any port.
+func addressKeys(addr netip.Addr) (tcp4, tcp6 []byte) {
+	tcp4, tcp6 = tableKeys(netip.AddrPortFrom(addr, 0))
+	if tcp4 != nil {
+		tcp4 = tcp4[:len(tcp4)-4]
+	}
+	return tcp4, tcp6[:len(tcp6)-4]
+}
+
+// localMatches reports whether a row's local_address field is key, compared
+// without regard to case: the whole field, or only its address when key
+// ends at the colon (addressKeys).
+func localMatches(local, key []byte) bool {
+	if len(key) > 0 && key[len(key)-1] == ':' {
+		return len(local) == len(key)+4 && bytes.EqualFold(local[:len(key)], key)
+	}
+	return bytes.EqualFold(local, key)
+}
+
 // scanTCPTable streams a socket table from r and calls match for every
-// well-formed row whose local_address field is key (compared without regard
-// to case). It reads at most limit bytes and lines of at most maxTableLine
-// bytes; past either it stops with an error, after the rows it has seen.
+// well-formed row whose local_address field matches key (localMatches). It
+// reads at most limit bytes and lines of at most maxTableLine bytes; past
+// either it stops with an error, after the rows it has seen.
 func scanTCPTable(r io.Reader, key []byte, limit int64, match func(tcpRow)) error {
 	lr := &io.LimitedReader{R: r, N: limit + 1}
 	sc := bufio.NewScanner(bufio.NewReaderSize(lr, tableReadSize))
@@ -212,7 +233,7 @@ func scanTCPTable(r io.Reader, key []byte, limit int64, match func(tcpRow)) erro
 		line := sc.Bytes()
 		_, rest := nextField(line)
 		local, _ := nextField(rest)
-		if !bytes.EqualFold(local, key) {
+		if !localMatches(local, key) {
 			continue
 		}
 		if row, ok := parseTCPRow(line); ok {
