@@ -38,9 +38,12 @@ const (
 )
 
 // socketOwners names the process that owns a connection's client socket
-// (procsocket.Resolver; tests use a fake).
+// (procsocket.Resolver; tests use a fake): by the peer's address and port
+// (OTLP/gRPC gives both), or, by its address alone (OTLP/HTTP gives no
+// port), every process connected to the collector from it.
 type socketOwners interface {
 	Lookup(peer netip.AddrPort) (procsocket.Owner, error)
+	OwnersFrom(ip netip.Addr) ([]procsocket.Owner, error)
 }
 
 // spanIdentity is what a span resource was matched to: the scope its
@@ -91,6 +94,7 @@ type identities struct {
 	mu        sync.Mutex
 	resources map[resourceKey]resolution
 	peers     map[netip.AddrPort]resolution
+	addresses map[addressKey]resolution
 }
 
 func newIdentities(c *correlator, table processTable, sockets socketOwners, ttl time.Duration) *identities {
@@ -98,6 +102,7 @@ func newIdentities(c *correlator, table processTable, sockets socketOwners, ttl 
 		c: c, table: table, sockets: sockets, ttl: ttl,
 		resources: map[resourceKey]resolution{},
 		peers:     map[netip.AddrPort]resolution{},
+		addresses: map[addressKey]resolution{},
 	}
 }
 
@@ -284,6 +289,10 @@ func (ids *identities) byConnection(ctx context.Context, rk resourceKey, now tim
 	if !ok {
 		return found{}, "", false
 	}
+	if peer.Port() == 0 {
+		f, reason := ids.byAddress(peer.Addr(), rk, now)
+		return f, reason, true
+	}
 	ids.mu.Lock()
 	r, hit := ids.peers[peer]
 	ids.mu.Unlock()
@@ -316,12 +325,75 @@ func (ids *identities) lookupPeer(peer netip.AddrPort) (found, string) {
 		ids.c.logger.Debug("runtimecorrelation: connection names no local process", zap.String("peer", peer.String()), zap.Error(err))
 		return found{}, reason
 	}
-	p := process{pid: int64(owner.PID), startTicks: owner.StartTicks}
+	return ids.ownerFound(owner, peer.String())
+}
+
+// addressKey caches what an address-only connection (OTLP/HTTP) resolved
+// to for one claimed pid (0: none claimed).
+type addressKey struct {
+	ip  netip.Addr
+	pid int64
+}
+
+// byAddress resolves a span that came over a connection whose port is not
+// known (OTLP/HTTP): among the processes connected to the collector from
+// that address (in Kubernetes, a pod's IP names its network namespace), the
+// one the span's process.pid names as its own pid or as the node sees it,
+// or the only one when the span claims no pid. Several: ambiguous (two
+// containers on one network namespace that are both pid 1), never guessed.
+func (ids *identities) byAddress(ip netip.Addr, rk resourceKey, now time.Time) (found, string) {
+	k := addressKey{ip: ip.Unmap()}
+	if rk.hasPID {
+		k.pid = rk.pid
+	}
+	ids.mu.Lock()
+	r, hit := ids.addresses[k]
+	ids.mu.Unlock()
+	if hit && !now.After(r.expires) {
+		return r.found, r.reason
+	}
+	f, reason := ids.lookupAddress(k)
+	ids.mu.Lock()
+	putBounded(ids.addresses, k, resolution{found: f, ok: reason == "", reason: reason, expires: now.Add(ids.ttl)}, now)
+	ids.mu.Unlock()
+	return f, reason
+}
+
+func (ids *identities) lookupAddress(k addressKey) (found, string) {
+	owners, err := ids.sockets.OwnersFrom(k.ip)
+	if err != nil {
+		ids.c.logger.Debug("runtimecorrelation: no local process is connected from the span's address", zap.String("address", k.ip.String()), zap.Error(err))
+		return found{}, unmatchedUnknownProcess
+	}
+	var match []procsocket.Owner
+	for _, o := range owners {
+		if k.pid == 0 || int64(o.VPID) == k.pid || int64(o.PID) == k.pid {
+			match = append(match, o)
+		}
+	}
+	switch {
+	case len(match) == 1:
+		return ids.ownerFound(match[0], k.ip.String())
+	case len(match) > 1:
+		ids.c.logger.Debug("runtimecorrelation: several processes connected from the span's address fit it",
+			zap.String("address", k.ip.String()), zap.Int64("process.pid", k.pid), zap.Int("processes", len(match)))
+		return found{}, unmatchedAmbiguous
+	}
+	if k.pid != 0 {
+		return found{}, unmatchedMismatch
+	}
+	return found{}, unmatchedUnknownProcess
+}
+
+// ownerFound places a connection's owning process, unless its pid was
+// reused since the windows were indexed.
+func (ids *identities) ownerFound(owner procsocket.Owner, peer string) (found, string) {
+	p := process{pid: int64(owner.PID), vpid: int64(owner.VPID), startTicks: owner.StartTicks}
 	if ids.table != nil {
 		if known, ok := ids.table.byHostPID(p.pid); ok {
 			if known.startTicks != 0 && known.startTicks != owner.StartTicks {
 				ids.c.logger.Debug("runtimecorrelation: connection's process exited and its pid was reused",
-					zap.String("peer", peer.String()), zap.Int("pid", owner.PID))
+					zap.String("peer", peer), zap.Int("pid", owner.PID))
 				return found{}, unmatchedUnknownProcess
 			}
 			p = known
@@ -383,6 +455,10 @@ func peerOf(ctx context.Context) (netip.AddrPort, bool) {
 	case *net.TCPAddr:
 		ap := a.AddrPort()
 		return ap, ap.IsValid()
+	case *net.IPAddr:
+		// confighttp (OTLP/HTTP) keeps the address, not the port.
+		ip, ok := netip.AddrFromSlice(a.IP)
+		return netip.AddrPortFrom(ip.Unmap(), 0), ok
 	default:
 		ap, err := netip.ParseAddrPort(a.String())
 		return ap, err == nil

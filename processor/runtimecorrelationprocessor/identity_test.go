@@ -87,11 +87,21 @@ func (f *fakeTable) seenAs(vpid int64) bool {
 	return false
 }
 
-// fakeSockets answers Lookup from a map of peers.
+// fakeSockets answers Lookup from a map of peers, and OwnersFrom from a
+// map of addresses.
 type fakeSockets struct {
 	owners  map[netip.AddrPort]procsocket.Owner
 	errs    map[netip.AddrPort]error
+	from    map[netip.Addr][]procsocket.Owner
 	lookups int
+}
+
+func (f *fakeSockets) OwnersFrom(ip netip.Addr) ([]procsocket.Owner, error) {
+	f.lookups++
+	if o, ok := f.from[ip]; ok {
+		return o, nil
+	}
+	return nil, fmt.Errorf("fake: %v: %w", ip, procsocket.ErrNotFound)
 }
 
 func (f *fakeSockets) Lookup(peer netip.AddrPort) (procsocket.Owner, error) {
@@ -358,6 +368,59 @@ func TestSpansWithoutProcessAreMatchedByTheirConnection(t *testing.T) {
 			}
 			assert.Equal(t, tt.want, attrsOf(spansByName(got)["req"]))
 			assert.Equal(t, tt.how, resourceOf(t, got, "req")["runtime.correlation.identity"])
+		})
+	}
+}
+
+// withAddress is a receiver context as OTLP/HTTP makes it: the peer's
+// address, no port.
+func withAddress(ip netip.Addr) context.Context {
+	return client.NewContext(context.Background(), client.Info{Addr: &net.IPAddr{IP: ip.AsSlice()}})
+}
+
+// TestSpansOverHTTPAreMatchedByTheirAddress: OTLP/HTTP gives the peer's
+// address without its port, so the process is the one connected from that
+// address that the span's process.pid names (a pod's IP names its network
+// namespace); two that fit are ambiguous, never guessed.
+func TestSpansOverHTTPAreMatchedByTheirAddress(t *testing.T) {
+	podIP := netip.MustParseAddr("10.1.2.3")
+	ownerA := procsocket.Owner{PID: int(inA.pid), VPID: 1, StartTicks: inA.startTicks}
+	ownerB := procsocket.Owner{PID: int(inB.pid), VPID: 1, StartTicks: inB.startTicks}
+	ownerHost := procsocket.Owner{PID: int(onHost.pid), VPID: int(onHost.pid), StartTicks: onHost.startTicks}
+	tests := []struct {
+		name   string
+		span   resource
+		owners []procsocket.Owner
+		want   map[string]any
+		reason string
+	}{
+		{name: "the pod's process that is pid 1", span: resource{pid: 1}, owners: []procsocket.Owner{ownerA, ownerHost}, want: safepointTotals},
+		{name: "no pid: the only process connected", span: resource{}, owners: []procsocket.Owner{ownerA}, want: safepointTotals},
+		{name: "two pid 1 on one network namespace", span: resource{pid: 1}, owners: []procsocket.Owner{ownerA, ownerB}, reason: "ambiguous"},
+		{name: "no pid and two processes", span: resource{}, owners: []procsocket.Owner{ownerA, ownerHost}, reason: "ambiguous"},
+		{name: "no process connected with that pid", span: resource{pid: 77}, owners: []procsocket.Owner{ownerA}, reason: "mismatch"},
+		{name: "nothing connected from the address", span: resource{pid: 1}, reason: "unknown_process"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, _, sockets := newIdentityHarness(t, nil, inA, inB, onHost)
+			sockets.from = map[netip.Addr][]procsocket.Owner{}
+			if tt.owners != nil {
+				sockets.from[podIP] = tt.owners
+			}
+			h.sendWindows(windowsOf(inA), win(safepoint, 1*ms, 1*ms, 0))
+			h.sendWindows(windowsOf(inB), win(gilWait, 1*ms, 1*ms, 7))
+			for range 3 {
+				h.sendSpansCtx(withAddress(podIP), spanTraces(tt.span, spanAt{"req", 0, 5 * ms}))
+			}
+			assert.Equal(t, 1, sockets.lookups, "one lookup for three batches")
+			got := spansByName(h.traceSink.AllTraces())["req"]
+			if tt.reason != "" {
+				assert.Equal(t, map[string]any{"runtime.overlap.unmatched": tt.reason}, attrsOf(got))
+				return
+			}
+			assert.Equal(t, tt.want, attrsOf(got))
+			assert.Equal(t, "connection", resourceOf(t, h.traceSink.AllTraces(), "req")["runtime.correlation.identity"])
 		})
 	}
 }
