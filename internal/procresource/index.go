@@ -65,6 +65,9 @@ type indexState struct {
 	byPod map[podKey][]*indexEntry
 	// sandboxPod maps a sandbox container's id to its pod's UID.
 	sandboxPod map[string]string
+	// byVPID holds the processes in pid namespaces of their own (VPID !=
+	// PID) by the pid they see themselves as, sandboxes left out.
+	byVPID map[int][]*indexEntry
 }
 
 type containerKey struct {
@@ -83,6 +86,7 @@ func newIndexState(n int) *indexState {
 		byContainer: make(map[containerKey]*indexEntry, n),
 		byPod:       map[podKey][]*indexEntry{},
 		sandboxPod:  map[string]string{},
+		byVPID:      map[int][]*indexEntry{},
 	}
 }
 
@@ -151,6 +155,27 @@ func (x *Index) ByPod(podUID string, vpid int) []Identity {
 		return Identity{}, len(out) > 0
 	})
 	return out
+}
+
+// SeenAs reports whether a live process in a pid namespace of its own
+// (a container's) sees itself as vpid: then a span that claims vpid with
+// the node's hostname (a hostNetwork pod's SDK reports the node's
+// hostname) may be that process rather than the host process with that
+// pid. Sandboxes are left out. A process started since the last scan is
+// found after a rescan, at most once per minRescan.
+func (x *Index) SeenAs(vpid int) bool {
+	if vpid <= 0 {
+		return false
+	}
+	_, ok := x.find(func(st *indexState) (Identity, bool) {
+		for _, e := range st.byVPID[vpid] {
+			if x.live(e) {
+				return e.id, true
+			}
+		}
+		return Identity{}, false
+	})
+	return ok
 }
 
 // unique returns the one live entry of es.
@@ -315,6 +340,9 @@ func (st *indexState) index() {
 	}
 	for _, e := range st.byPID {
 		id := e.id
+		if id.VPID > 0 && id.VPID != id.PID && !e.pause {
+			st.byVPID[id.VPID] = append(st.byVPID[id.VPID], e)
+		}
 		if id.VPID <= 0 || id.ContainerID == "" && id.PodUID == "" {
 			continue
 		}

@@ -117,6 +117,13 @@ func TestIndexLookups(t *testing.T) {
 		assert.True(t, ok)
 		assert.Equal(t, idA7, got)
 	})
+	t.Run("seen as: pids of processes in pid namespaces of their own", func(t *testing.T) {
+		assert.True(t, x.SeenAs(1), "two app containers are pid 1")
+		assert.True(t, x.SeenAs(7), "container A's worker is pid 7")
+		assert.False(t, x.SeenAs(500), "the host's sshd is pid 500 in the node's own namespace")
+		assert.False(t, x.SeenAs(1010), "1010 is a host pid, not a pid any process sees itself as")
+		assert.False(t, x.SeenAs(0))
+	})
 	t.Run("identities no local process has", func(t *testing.T) {
 		_, ok := x.ByContainer(cid, 1)
 		assert.False(t, ok)
