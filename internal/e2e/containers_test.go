@@ -223,8 +223,13 @@ func startHostWorkload(t *testing.T, name string, args, env []string) *workload 
 // OpenTelemetry Python SDK and its container-id detector as pid 1 of a
 // container of another pod, and the same CPython service on the bare host,
 // all sending to the collector on its embedded default configuration. Each
-// service's spans carry exactly the windows of its own process, recomputed
-// here from the exported windows; none carries another process's.
+// pod has its own network namespace and address, as in Kubernetes; the
+// collector listens on every address of the node (as the chart's hostPorts
+// have it) and each pod sends to the host's end of its veth, the bare-host
+// service to loopback. Each service's spans carry exactly the windows of
+// its own process, recomputed here from the exported windows; none carries
+// another process's. The JVM's spans come over OTLP/HTTP, which gives the
+// collector only the peer's address: its pod's IP names the JVM.
 func TestContainersCorrelation(t *testing.T) {
 	RequireComponents(t, "jfr", "pythongil", "runtimecorrelation")
 	if why := containertest.Supported(); why != "" {
@@ -236,41 +241,56 @@ func TestContainersCorrelation(t *testing.T) {
 	// The pythongil receiver's default overhead budget (2% of a CPU)
 	// duty-cycles its probes when four threads contend: windows would come
 	// only in attached phases. Off, every GIL wait of the run is a window.
-	c := Start(t, Options{Configs: []string{"embedded:default", "yaml:receivers::pythongil::overhead::budget: 0"}})
+	ports := FreePorts(t, 2)
+	grpcPort, httpPort := ports[0], ports[1]
+	c := Start(t, Options{
+		Configs: []string{"embedded:default", "yaml:receivers::pythongil::overhead::budget: 0"},
+		Env: map[string]string{
+			EnvOTLPGRPC: fmt.Sprintf("0.0.0.0:%d", grpcPort),
+			EnvOTLPHTTP: fmt.Sprintf("0.0.0.0:%d", httpPort),
+		},
+	})
 	if err := c.WaitHealthy(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { keepOutput(t, c.OutputDir) })
-	otlpHTTP, otlpGRPC := "http://"+c.Endpoints.OTLPHTTP, "http://"+c.Endpoints.OTLPGRPC
+	// A pod reaches the node at its gateway, the host's end of its veth.
+	endpoint := func(pod *containertest.Pod, port int) string {
+		if pod == nil {
+			return fmt.Sprintf("http://127.0.0.1:%d", port)
+		}
+		return fmt.Sprintf("http://%s:%d", pod.HostIP, port)
+	}
 
-	jvmPod := containertest.StartPod(t, "", containertest.Burstable, "inference-jvm-7d9c")
+	jvmPod := containertest.StartPod(t, containertest.PodSpec{QoS: containertest.Burstable, Hostname: "inference-jvm-7d9c"})
 	jvm := startContainerWorkload(t, jvmPod, "e2e-jvm-service", []string{
 		deps.java, "-javaagent:" + deps.agent, "-Xmx64m", "-XX:+UseG1GC",
 		"-XX:StartFlightRecording:settings=profile", "-cp", deps.classpath, "Service",
 	}, []string{
 		"OTEL_SERVICE_NAME=e2e-jvm-service",
-		"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlpHTTP,
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint(jvmPod, httpPort),
 		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
 		"OTEL_TRACES_EXPORTER=otlp", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none",
 		"OTEL_BSP_SCHEDULE_DELAY=200",
 	})
-	pyPod := containertest.StartPod(t, "", containertest.BestEffort, "inference-py-5f8b")
-	pyEnv := []string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT=" + otlpGRPC, "OTEL_EXPERIMENTAL_RESOURCE_DETECTORS=containerid",
-		"OTEL_BSP_SCHEDULE_DELAY=200",
-	}
-	py := startContainerWorkload(t, pyPod, "e2e-python-service", []string{deps.python, deps.service},
-		append([]string{"OTEL_SERVICE_NAME=e2e-python-service"}, pyEnv...))
+	pyPod := containertest.StartPod(t, containertest.PodSpec{QoS: containertest.BestEffort, Hostname: "inference-py-5f8b"})
+	py := startContainerWorkload(t, pyPod, "e2e-python-service", []string{deps.python, deps.service}, []string{
+		"OTEL_SERVICE_NAME=e2e-python-service", "OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint(pyPod, grpcPort),
+		"OTEL_EXPERIMENTAL_RESOURCE_DETECTORS=containerid", "OTEL_BSP_SCHEDULE_DELAY=200",
+	})
 	// The bare-host copy reports its pid and the host's name (the SDK's
 	// process and host detectors), as a service outside Kubernetes would.
 	host := startHostWorkload(t, "e2e-python-host", []string{deps.python, deps.service}, []string{
-		"OTEL_SERVICE_NAME=e2e-python-host", "OTEL_EXPORTER_OTLP_ENDPOINT=" + otlpGRPC,
+		"OTEL_SERVICE_NAME=e2e-python-host", "OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint(nil, grpcPort),
 		"OTEL_EXPERIMENTAL_RESOURCE_DETECTORS=process,host", "OTEL_BSP_SCHEDULE_DELAY=200",
 	})
 	workloads := []*workload{jvm, py, host}
 	for _, w := range workloads {
 		w.readyPID(t, 60*time.Second)
 		t.Logf("%s: host pid %d, sees itself as pid %d (%s)", w.name, w.hostPID, w.vpid, w.where())
+		if w.pod != nil {
+			t.Logf("%s: pod IP %s, sending to %s", w.name, w.pod.IP, w.pod.HostIP)
+		}
 	}
 	if jvm.vpid != 1 || py.vpid != 1 || host.vpid != host.hostPID {
 		t.Fatalf("pids seen inside: jvm %d, python %d (want 1), host %d (want %d)", jvm.vpid, py.vpid, host.vpid, host.hostPID)
@@ -498,6 +518,24 @@ func checkSpanResources(t *testing.T, w *workload, spans []serviceSpan, sent int
 	default:
 		if pid.Int() != int64(w.hostPID) {
 			t.Errorf("%s: span resource process.pid %d, want the host pid %d", w.name, pid.Int(), w.hostPID)
+		}
+	}
+	// A pod's service is found by its container (when its SDK sends the
+	// container's id and pid) or its connection; the bare-host one by its
+	// host pid or its connection. Every span of the service, the same way.
+	want := map[string]bool{"connection": true, "container": true}
+	if w.container == nil {
+		want = map[string]bool{"host": true, "connection": true}
+	}
+	identities := map[string]int{}
+	for _, s := range spans {
+		v, _ := s.resource.Get(attrIdentity)
+		identities[v.Str()]++
+	}
+	t.Logf("%s: %s %v", w.name, attrIdentity, identities)
+	for id, n := range identities {
+		if !want[id] {
+			t.Errorf("%s (%s): %d spans with %s %q, want one of %v", w.name, w.where(), n, attrIdentity, id, want)
 		}
 	}
 	if cid, ok := res.Get(attrContainerID); ok && w.container != nil && cid.Str() != w.container.ID && cid.Str() != w.pod.Sandbox.ID {

@@ -11,9 +11,16 @@
 // is bind-mounted from the sandbox's folder, as containerd's CRI does: that
 // mount is what SDK container detectors read under cgroup v2.
 //
-// Containers share the host's network namespace, so that they reach a
-// collector on loopback. Everything is removed in t.Cleanup, also when the
-// test fails.
+// Each pod has its own network namespace, as a CNI plugin gives it: the
+// sandbox is made in a new one and the pod's containers join it, so they
+// share its loopback, its address and its hostname; a veth pair joins it to
+// the host's namespace (the node's, where a DaemonSet agent with hostPorts
+// listens), on a /30 of 10.250.0.0/16 picked at random per pod, the pod's
+// default route via the host's end. A pod made with HostNetwork, and a
+// container started on its own, share the host's network namespace instead.
+// Everything is removed in t.Cleanup, also when the test fails; a test
+// binary that dies takes its pods' namespaces and veths with it (the
+// sandbox dies with it, and with it the last holder of the namespace).
 package containertest // import "github.com/otelcol-ai/otelcol-ai/internal/e2e/containertest"
 
 import (
@@ -24,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +72,10 @@ type Spec struct {
 
 	// hostnameFile is bind-mounted on /etc/hostname (set by Pod).
 	hostnameFile string
+	// netNS is the network namespace the container joins ("" for the
+	// host's; set by Pod); newNetNS makes it a new one (a sandbox's).
+	netNS    string
+	newNetNS bool
 }
 
 // Container is a running container.
@@ -84,6 +96,20 @@ type Container struct {
 	err  error
 }
 
+// PodSpec says what pod to make. Empty fields are filled in: a random UID,
+// QoS BestEffort, hostname "containertest".
+type PodSpec struct {
+	// UID is the pod's UID, with dashes.
+	UID string
+	// QoS is BestEffort, Burstable or Guaranteed.
+	QoS string
+	// Hostname is the pod's hostname (its name).
+	Hostname string
+	// HostNetwork puts the pod in the host's network namespace, as
+	// hostNetwork: true does, instead of a network of its own.
+	HostNetwork bool
+}
+
 // Pod is a pod's slice with its sandbox container running.
 type Pod struct {
 	// UID, QoS and Hostname are the pod's.
@@ -92,6 +118,14 @@ type Pod struct {
 	Cgroup string
 	// Sandbox is the pod's pause container.
 	Sandbox *Container
+	// IP is the pod's address, and HostIP the host's end of its veth: the
+	// pod's default gateway, where it reaches an agent of the node. Both
+	// are invalid with HostNetwork.
+	IP, HostIP netip.Addr
+	// HostInterface is the host's end of the pod's veth pair, and NetNS
+	// the pod's network namespace (/proc/<sandbox pid>/ns/net); both ""
+	// with HostNetwork.
+	HostInterface, NetNS string
 
 	hostnameFile string
 }
@@ -189,20 +223,25 @@ func PodSlice(qos, podUID string) string {
 func ScopeName(id string) string { return "cri-containerd-" + id + ".scope" }
 
 // StartPod makes the slice of a pod and starts its sandbox container, which
-// sleeps as the pause process does (its comm is "pause", as kubelet's is).
-// Containers started with the pod's Start join it. Skips the test when
-// containers cannot be made here.
-func StartPod(t testing.TB, uid, qos, hostname string) *Pod {
+// sleeps as the pause process does (its comm is "pause", as kubelet's is),
+// in the pod's new network namespace, joined to the host's by a veth pair
+// (unless spec.HostNetwork). Containers started with the pod's Start join
+// it. Skips the test when containers cannot be made here.
+func StartPod(t testing.TB, spec PodSpec) *Pod {
 	t.Helper()
 	if why := Supported(); why != "" {
 		t.Skip(why)
 	}
-	if uid == "" {
-		uid = NewPodUID()
+	if spec.UID == "" {
+		spec.UID = NewPodUID()
 	}
-	if qos == "" {
-		qos = BestEffort
+	if spec.QoS == "" {
+		spec.QoS = BestEffort
 	}
+	if spec.Hostname == "" {
+		spec.Hostname = "containertest"
+	}
+	uid, qos, hostname := spec.UID, spec.QoS, spec.Hostname
 	p := &Pod{UID: uid, QoS: qos, Hostname: hostname, Cgroup: PodSlice(qos, uid)}
 	// Unregistered with Cleanup until the slice exists; cleanups run last
 	// first, so the slice goes after every container in it.
@@ -227,7 +266,13 @@ func StartPod(t testing.TB, uid, qos, hostname string) *Pod {
 		t.Fatal(err)
 	}
 	p.Sandbox = start(t, Spec{PodUID: uid, ID: sandboxID, QoS: qos, Hostname: hostname,
-		Args: []string{pause, "infinity"}, hostnameFile: p.hostnameFile})
+		Args: []string{pause, "infinity"}, hostnameFile: p.hostnameFile, newNetNS: !spec.HostNetwork})
+	if !spec.HostNetwork {
+		p.NetNS = fmt.Sprintf("/proc/%d/ns/net", p.Sandbox.PID)
+		if err := attachNetwork(t, p); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return p
 }
 
@@ -264,11 +309,13 @@ func pauseBinary() (string, error) {
 func (p *Pod) Start(t testing.TB, spec Spec) *Container {
 	t.Helper()
 	spec.PodUID, spec.QoS, spec.Hostname, spec.hostnameFile = p.UID, p.QoS, p.Hostname, p.hostnameFile
+	spec.netNS, spec.newNetNS = p.NetNS, false
 	return start(t, spec)
 }
 
 // Start starts a container on its own (its pod slice is made if needed, with
-// no sandbox). Skips the test when containers cannot be made here.
+// no sandbox), in the host's network namespace. Skips the test when
+// containers cannot be made here.
 func Start(t testing.TB, spec Spec) *Container {
 	t.Helper()
 	if why := Supported(); why != "" {
@@ -439,8 +486,18 @@ func start(t testing.TB, spec Spec) *Container {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"-c", shim, spec.Hostname, spec.hostnameFile, mounts}, spec.Args...)
-	c.cmd = exec.Command(sh, args...)
+	args := append([]string{sh, "-c", shim, spec.Hostname, spec.hostnameFile, mounts}, spec.Args...)
+	if spec.netNS != "" {
+		// nsenter joins the pod's network namespace and execs the shim
+		// without forking (no --pid): the shim stays pid 1. The host's
+		// /proc is still mounted here, where the sandbox's pid names it.
+		nsenter, err := exec.LookPath("nsenter")
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append([]string{nsenter, "--net=" + spec.netNS, "--"}, args...)
+	}
+	c.cmd = exec.Command(args[0], args[1:]...)
 	c.cmd.Dir = spec.Dir
 	if c.cmd.Dir == "" {
 		c.cmd.Dir = "/"
@@ -448,10 +505,15 @@ func start(t testing.TB, spec Spec) *Container {
 	c.cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=/root", "HOSTNAME=" + spec.Hostname}, spec.Env...)
 	c.cmd.Stdin, c.cmd.Stdout, c.cmd.Stderr = spec.Stdin, stdout, stderr
+	cloneflags := uintptr(syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS)
+	if spec.newNetNS {
+		cloneflags |= syscall.CLONE_NEWNET
+	}
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{
 		// clone3 with CLONE_INTO_CGROUP: the process is in the scope from
-		// its first instruction, and is pid 1 of its new PID namespace.
-		Cloneflags:  syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS,
+		// its first instruction, and is pid 1 of its new PID namespace
+		// (and, for a sandbox, the first of its pod's network namespace).
+		Cloneflags:  cloneflags,
 		UseCgroupFD: true,
 		CgroupFD:    cgroupFD,
 		// Unshared in the child, once it is in the scope: the cgroup
@@ -532,4 +594,134 @@ func tailOf(path string) string {
 		data = data[len(data)-4000:]
 	}
 	return string(data)
+}
+
+// podNetworks is where pods get their /30s: a range for tests, which a node
+// of a cluster does not route.
+var podNetworks = netip.MustParsePrefix("10.250.0.0/16")
+
+// attachNetwork joins the pod's network namespace to the host's, as a CNI
+// plugin does: a veth pair, the host's end (named for the pod's /30, so
+// that two runs picking one /30 at once collide on the name) in the host's
+// namespace with the /30's first address, the pod's end as eth0 with the
+// second, lo up, the default route via the host's end. The veth is
+// deleted in t.Cleanup (deleting one end deletes both); the namespace goes
+// with the sandbox.
+func attachNetwork(t testing.TB, p *Pod) error {
+	t.Helper()
+	ip, err := exec.LookPath("ip")
+	if err != nil {
+		return fmt.Errorf("containertest: pod network: %w", err)
+	}
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		return fmt.Errorf("containertest: pod network: %w", err)
+	}
+	used, err := hostPrefixes(ip)
+	if err != nil {
+		return err
+	}
+	blocks := 1 << (30 - podNetworks.Bits())
+	for range 32 {
+		var r [2]byte
+		_, _ = rand.Read(r[:])
+		block := (int(r[0])<<8 | int(r[1])) % blocks
+		subnet := blockPrefix(podNetworks, block)
+		if overlapsAny(subnet, used) {
+			continue
+		}
+		name := fmt.Sprintf("oaiv%04x", block)
+		out, err := exec.Command(ip, "link", "add", name, "type", "veth",
+			"peer", "name", "eth0", "netns", strconv.Itoa(p.Sandbox.PID)).CombinedOutput()
+		if err != nil {
+			if bytes.Contains(out, []byte("File exists")) {
+				continue
+			}
+			return fmt.Errorf("containertest: ip link add %s: %v: %s", name, err, bytes.TrimSpace(out))
+		}
+		t.Cleanup(func() {
+			if out, err := exec.Command(ip, "link", "del", name).CombinedOutput(); err != nil && !bytes.Contains(out, []byte("Cannot find device")) {
+				t.Errorf("containertest: ip link del %s: %v: %s", name, err, bytes.TrimSpace(out))
+			}
+		})
+		p.HostInterface = name
+		p.HostIP = subnet.Addr().Next()
+		p.IP = p.HostIP.Next()
+		host := fmt.Sprintf("addr add %s/30 dev %s\nlink set %s up\n", p.HostIP, name, name)
+		pod := fmt.Sprintf("link set lo up\naddr add %s/30 dev eth0\nlink set eth0 up\nroute add default via %s\n", p.IP, p.HostIP)
+		if err := ipBatch(exec.Command(ip, "-batch", "-"), host); err != nil {
+			return err
+		}
+		return ipBatch(exec.Command(nsenter, "--net="+p.NetNS, ip, "-batch", "-"), pod)
+	}
+	return fmt.Errorf("containertest: no free /30 in %s after 32 tries (host's prefixes %v)", podNetworks, used)
+}
+
+// ipBatch runs an `ip -batch -` command with the given lines.
+func ipBatch(cmd *exec.Cmd, lines string) error {
+	cmd.Stdin = strings.NewReader(lines)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("containertest: %v <<%q: %v: %s", cmd.Args, lines, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// blockPrefix returns the n-th /30 of within.
+func blockPrefix(within netip.Prefix, n int) netip.Prefix {
+	a := within.Addr().As4()
+	base := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	base += uint32(n) << 2
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(base >> 24), byte(base >> 16), byte(base >> 8), byte(base)}), 30)
+}
+
+// overlapsAny: an address or route of the host at least as specific as
+// podNetworks lies in subnet (a broader route, such as a cluster's /8, is
+// no conflict: the /30 is more specific).
+func overlapsAny(subnet netip.Prefix, used []netip.Prefix) bool {
+	for _, u := range used {
+		if u.Bits() >= podNetworks.Bits() && u.Overlaps(subnet) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostPrefixes lists the IPv4 addresses (as their prefixes) and route
+// destinations of the host's network namespace.
+func hostPrefixes(ip string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	addrs, err := exec.Command(ip, "-o", "-4", "addr", "show").Output()
+	if err != nil {
+		return nil, fmt.Errorf("containertest: ip addr show: %w", err)
+	}
+	for _, line := range strings.Split(string(addrs), "\n") {
+		// "4: eth0    inet 192.0.2.2/24 brd ..."
+		f := strings.Fields(line)
+		for i := 0; i+1 < len(f); i++ {
+			if f[i] == "inet" {
+				if p, err := netip.ParsePrefix(f[i+1]); err == nil {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	routes, err := exec.Command(ip, "-o", "-4", "route", "show", "table", "all").Output()
+	if err != nil {
+		return nil, fmt.Errorf("containertest: ip route show: %w", err)
+	}
+	for _, line := range strings.Split(string(routes), "\n") {
+		// "[type] <dst> ...": "192.0.2.0/24 dev eth0", "local 127.0.0.1 dev lo table local"
+		f := strings.Fields(line)
+		for i := 0; i < len(f) && i < 2; i++ {
+			if p, err := netip.ParsePrefix(f[i]); err == nil {
+				out = append(out, p)
+				break
+			}
+			if a, err := netip.ParseAddr(f[i]); err == nil {
+				out = append(out, netip.PrefixFrom(a, a.BitLen()))
+				break
+			}
+		}
+	}
+	return out, nil
 }

@@ -1,8 +1,13 @@
 package containertest
 
 import (
+	"bufio"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +63,7 @@ func TestPodSliceNames(t *testing.T) {
 func TestPodContainers(t *testing.T) {
 	var dirs []string
 	t.Run("pod", func(t *testing.T) {
-		pod := StartPod(t, "", Burstable, "pod-a")
+		pod := StartPod(t, PodSpec{QoS: Burstable, Hostname: "pod-a"})
 		c := pod.Start(t, Spec{Args: []string{"sh", "-c", `echo "$$ $(hostname) $(cat /etc/hostname)"; cat /proc/self/cgroup | tail -1; grep -c " - cgroup2* " /proc/self/mountinfo | grep -qx "$(ls /sys/fs/cgroup | wc -l)"; grep " - cgroup2* " /proc/self/mountinfo | grep -v " / /"; ls /proc | grep -c '^[0-9]'; ls -A /tmp | wc -l; exec sleep 30`}})
 		root, _ := CgroupRoot()
 		dirs = append(dirs, root+c.Cgroup, root+pod.Cgroup)
@@ -94,6 +99,172 @@ func TestPodContainers(t *testing.T) {
 	for _, d := range dirs {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Errorf("%s left behind: %v", d, err)
+		}
+	}
+}
+
+// TestPodNetwork: a pod's containers share its network namespace, which is
+// neither the host's nor another pod's; it has lo up and the pod's address
+// on eth0, and reaches a listener on the host's end of its veth (the
+// gateway) from its own address, as a DaemonSet agent sees a pod. A
+// hostNetwork pod stays in the host's namespace. After cleanup no veth of
+// the test is left, and no process holds the pods' namespaces.
+func TestPodNetwork(t *testing.T) {
+	if why := Supported(); why != "" {
+		t.Skip(why)
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash (its /dev/tcp) not found")
+	}
+	hostNS := netNSOf(t, os.Getpid())
+	var links []string
+	var namespaces []string
+	t.Run("pods", func(t *testing.T) {
+		a := StartPod(t, PodSpec{Hostname: "net-a"})
+		b := StartPod(t, PodSpec{Hostname: "net-b"})
+		hostnet := StartPod(t, PodSpec{Hostname: "net-host", HostNetwork: true})
+		links = append(links, a.HostInterface, b.HostInterface)
+		for _, p := range []*Pod{a, b} {
+			if !podNetworks.Contains(p.IP) || p.HostIP.Next() != p.IP || !strings.HasPrefix(p.HostInterface, "oaiv") {
+				t.Errorf("pod %s: IP %v, HostIP %v, veth %q: want x.x.x.4n+2 and +1 in %v, oaiv…", p.Hostname, p.IP, p.HostIP, p.HostInterface, podNetworks)
+			}
+		}
+		if a.IP == b.IP || a.HostInterface == b.HostInterface {
+			t.Errorf("two pods share %v / %s", a.IP, a.HostInterface)
+		}
+		if hostnet.NetNS != "" || hostnet.IP.IsValid() || hostnet.HostInterface != "" {
+			t.Errorf("hostNetwork pod: NetNS %q, IP %v, veth %q; want none", hostnet.NetNS, hostnet.IP, hostnet.HostInterface)
+		}
+
+		ln, err := net.Listen("tcp4", "0.0.0.0:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		port := ln.Addr().(*net.TCPAddr).Port
+		// Each container prints its network namespace, addresses, default
+		// route and whether lo is up, then sends its
+		// hostname to the host's end of its pod's veth.
+		script := `readlink /proc/self/ns/net; ip -o -4 addr show | awk '{print $2, $4}'; ip -4 route show default; ip -o link show lo | grep -c "state UNKNOWN\|,UP"; ` +
+			`exec 3<>/dev/tcp/"$1"/"$2"; hostname >&3; read -r _ <&3`
+		type sent struct {
+			name string
+			c    *Container
+			from netip.Addr
+		}
+		var clients []sent
+		for _, p := range []*Pod{a, b, a} {
+			c := p.Start(t, Spec{Args: []string{"bash", "-c", script, "bash", p.HostIP.String(), fmt.Sprint(port)}})
+			clients = append(clients, sent{p.Hostname, c, p.IP})
+		}
+		c := hostnet.Start(t, Spec{Args: []string{"bash", "-c", script, "bash", "127.0.0.1", fmt.Sprint(port)}})
+		clients = append(clients, sent{hostnet.Hostname, c, netip.MustParseAddr("127.0.0.1")})
+
+		got := map[string][]netip.Addr{}
+		_ = ln.(*net.TCPListener).SetDeadline(time.Now().Add(15 * time.Second))
+		for range clients {
+			conn, err := ln.Accept()
+			if err != nil {
+				t.Fatalf("accept: %v (got %v)", err, got)
+			}
+			name, _ := bufio.NewReader(conn).ReadString('\n')
+			from := conn.RemoteAddr().(*net.TCPAddr).AddrPort().Addr()
+			got[strings.TrimSpace(name)] = append(got[strings.TrimSpace(name)], from)
+			_, _ = conn.Write([]byte("ok\n"))
+			_ = conn.Close()
+		}
+		for _, cl := range clients {
+			if err := cl.c.Wait(10 * time.Second); err != nil {
+				t.Errorf("%s client: %v", cl.name, err)
+			}
+			if fromAll := got[cl.name]; len(fromAll) == 0 || fromAll[0] != cl.from {
+				t.Errorf("%s connected from %v, want %v", cl.name, fromAll, cl.from)
+			}
+		}
+		nsA, nsB := netNSOf(t, a.Sandbox.PID), netNSOf(t, b.Sandbox.PID)
+		inside := make([]string, len(clients))
+		for i, cl := range clients {
+			out, _ := os.ReadFile(cl.c.Stdout)
+			ns, rest, _ := strings.Cut(string(out), "\n")
+			inside[i] = ns
+			if i == 3 {
+				continue // the host's addresses: whatever the host has
+			}
+			p := []*Pod{a, b, a}[i]
+			want := fmt.Sprintf("lo 127.0.0.1/8\neth0 %s/30\ndefault via %s dev eth0 \n1\n", p.IP, p.HostIP)
+			if rest != want {
+				t.Errorf("pod %s inside: %q, want %q", p.Hostname, rest, want)
+			}
+		}
+		if inside[0] != nsA || inside[2] != nsA || inside[1] != nsB {
+			t.Errorf("containers in network namespaces %v; want pod a's %s, pod b's %s, pod a's", inside[:3], nsA, nsB)
+		}
+		if got := inside[3]; got != hostNS {
+			t.Errorf("hostNetwork pod's container in %s, host in %s", got, hostNS)
+		}
+		if nsA == nsB || nsA == hostNS || nsB == hostNS {
+			t.Errorf("network namespaces: pod a %s, pod b %s, host %s: want three", nsA, nsB, hostNS)
+		}
+		if got := netNSOf(t, hostnet.Sandbox.PID); got != hostNS {
+			t.Errorf("hostNetwork pod in %s, host in %s", got, hostNS)
+		}
+		namespaces = append(namespaces, netNSOf(t, a.Sandbox.PID), netNSOf(t, b.Sandbox.PID))
+	})
+	out, err := exec.Command("ip", "-o", "link", "show").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		if l != "" && strings.Contains(string(out), " "+l+"@") {
+			t.Errorf("veth %s left behind", l)
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/ns/net")
+	for _, p := range procs {
+		ns, _ := os.Readlink(p)
+		for _, gone := range namespaces {
+			if ns == gone {
+				t.Errorf("%s still in a pod's network namespace %s", p, ns)
+			}
+		}
+	}
+}
+
+func netNSOf(t *testing.T, pid int) string {
+	t.Helper()
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// TestPodSubnets: the n-th /30 of the range, and which host prefixes make
+// one taken.
+func TestPodSubnets(t *testing.T) {
+	for n, want := range map[int]string{0: "10.250.0.0/30", 1: "10.250.0.4/30", 64: "10.250.1.0/30", 16383: "10.250.255.252/30"} {
+		if got := blockPrefix(podNetworks, n); got.String() != want {
+			t.Errorf("blockPrefix(%d) = %v, want %s", n, got, want)
+		}
+	}
+	subnet := netip.MustParsePrefix("10.250.3.4/30")
+	for _, tc := range []struct {
+		used string
+		want bool
+	}{
+		{"10.250.3.5/32", true},  // an address in it (another pod's host end)
+		{"10.250.3.4/30", true},  // the same /30's route
+		{"10.250.3.0/24", true},  // someone's /24 over it
+		{"10.250.0.0/16", true},  // the whole test range taken
+		{"10.250.3.8/30", false}, // the next /30
+		{"10.250.3.0/30", false}, // the one before
+		{"10.0.0.0/8", false},    // a cluster's broad route: the /30 is more specific
+		{"0.0.0.0/0", false},     // the default route
+		{"192.0.2.0/24", false},  // elsewhere
+		{"10.251.0.0/16", false}, // beside the range
+	} {
+		if got := overlapsAny(subnet, []netip.Prefix{netip.MustParsePrefix(tc.used)}); got != tc.want {
+			t.Errorf("overlapsAny(%v, %s) = %v, want %v", subnet, tc.used, got, tc.want)
 		}
 	}
 }
