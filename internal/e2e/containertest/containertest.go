@@ -9,7 +9,11 @@
 // (Guaranteed pods directly under kubepods.slice). A Pod has a sandbox
 // ("pause") container, as kubelet starts one, and its containers' /etc/hostname
 // is bind-mounted from the sandbox's folder, as containerd's CRI does: that
-// mount is what SDK container detectors read under cgroup v2.
+// mount is what SDK container detectors read under cgroup v2. A pod with its
+// own network also gets its /etc/hosts (its name is its IP, as kubelet
+// writes it) and an /etc/resolv.conf naming the host's end of its veth,
+// where no DNS server listens: a lookup fails at once instead of waiting
+// on the node's resolver, which a pod's network cannot reach.
 //
 // Each pod has its own network namespace, as a CNI plugin gives it: the
 // sandbox is made in a new one and the pod's containers join it, so they
@@ -70,8 +74,9 @@ type Spec struct {
 	// Stdin, when set, is the container's standard input.
 	Stdin io.Reader
 
-	// hostnameFile is bind-mounted on /etc/hostname (set by Pod).
-	hostnameFile string
+	// podFiles is the sandbox's folder whose hostname, hosts and
+	// resolv.conf, those present, are bind-mounted on /etc's (set by Pod).
+	podFiles string
 	// netNS is the network namespace the container joins ("" for the
 	// host's; set by Pod); newNetNS makes it a new one (a sandbox's).
 	netNS    string
@@ -127,7 +132,7 @@ type Pod struct {
 	// with HostNetwork.
 	HostInterface, NetNS string
 
-	hostnameFile string
+	podFiles string
 }
 
 // NewID returns a random container id: 64 hex digits.
@@ -257,8 +262,8 @@ func StartPod(t testing.TB, spec PodSpec) *Pod {
 	if err := os.MkdirAll(state, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p.hostnameFile = filepath.Join(state, "hostname")
-	if err := os.WriteFile(p.hostnameFile, []byte(hostname+"\n"), 0o644); err != nil {
+	p.podFiles = state
+	if err := os.WriteFile(filepath.Join(state, "hostname"), []byte(hostname+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	pause, err := pauseBinary()
@@ -266,10 +271,13 @@ func StartPod(t testing.TB, spec PodSpec) *Pod {
 		t.Fatal(err)
 	}
 	p.Sandbox = start(t, Spec{PodUID: uid, ID: sandboxID, QoS: qos, Hostname: hostname,
-		Args: []string{pause, "infinity"}, hostnameFile: p.hostnameFile, newNetNS: !spec.HostNetwork})
+		Args: []string{pause, "infinity"}, podFiles: p.podFiles, newNetNS: !spec.HostNetwork})
 	if !spec.HostNetwork {
 		p.NetNS = fmt.Sprintf("/proc/%d/ns/net", p.Sandbox.PID)
 		if err := attachNetwork(t, p); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeResolverFiles(state, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -308,7 +316,7 @@ func pauseBinary() (string, error) {
 // the pod's.
 func (p *Pod) Start(t testing.TB, spec Spec) *Container {
 	t.Helper()
-	spec.PodUID, spec.QoS, spec.Hostname, spec.hostnameFile = p.UID, p.QoS, p.Hostname, p.hostnameFile
+	spec.PodUID, spec.QoS, spec.Hostname, spec.podFiles = p.UID, p.QoS, p.Hostname, p.podFiles
 	spec.netNS, spec.newNetNS = p.NetNS, false
 	return start(t, spec)
 }
@@ -385,9 +393,10 @@ func hasSubdir(entries []os.DirEntry) bool {
 // shim runs as the container's pid 1 before the command: it mounts the
 // container's /proc, its cgroup hierarchies (seen from its cgroup namespace,
 // as a runtime mounts them: a JVM reads its limits there and fails on the
-// host's view), the pod's hostname file and a private /tmp, sets the
+// host's view), the pod's hostname, hosts and resolv.conf files and a
+// private /tmp, sets the
 // hostname and execs the command, which so stays pid 1. $0 is the hostname,
-// $1 the hostname file ("" for none), $2 the cgroup mounts ("type options
+// $1 the pod's folder of those files ("" for none), $2 the cgroup mounts ("type options
 // point" lines), the rest the command.
 const shim = `set -e
 mount -t proc proc /proc
@@ -397,7 +406,9 @@ printf '%s\n' "${2#*
 }" | while read -r type opts point; do
 	if [ -n "$type" ]; then mkdir -p "$point"; mount -t "$type" -o "$opts" "$type" "$point"; fi
 done
-if [ -n "$1" ]; then mount --bind "$1" /etc/hostname; fi
+for f in hostname hosts resolv.conf; do
+	if [ -n "$1" ] && [ -e "$1/$f" ]; then mount --bind "$1/$f" "/etc/$f"; fi
+done
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 hostname "$0"
 shift 2
@@ -486,7 +497,7 @@ func start(t testing.TB, spec Spec) *Container {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{sh, "-c", shim, spec.Hostname, spec.hostnameFile, mounts}, spec.Args...)
+	args := append([]string{sh, "-c", shim, spec.Hostname, spec.podFiles, mounts}, spec.Args...)
 	if spec.netNS != "" {
 		// nsenter joins the pod's network namespace and execs the shim
 		// without forking (no --pid): the shim stays pid 1. The host's
@@ -655,6 +666,20 @@ func attachNetwork(t testing.TB, p *Pod) error {
 		return ipBatch(exec.Command(nsenter, "--net="+p.NetNS, ip, "-batch", "-"), pod)
 	}
 	return fmt.Errorf("containertest: no free /30 in %s after 32 tries (host's prefixes %v)", podNetworks, used)
+}
+
+// writeResolverFiles writes the hosts and resolv.conf of a pod with its own
+// network into its sandbox's folder (dir).
+func writeResolverFiles(dir string, p *Pod) error {
+	hosts := fmt.Sprintf("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s\t%s\n", p.IP, p.Hostname)
+	if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte(hosts), 0o644); err != nil {
+		return fmt.Errorf("containertest: pod hosts: %w", err)
+	}
+	resolv := fmt.Sprintf("nameserver %s\noptions timeout:1 attempts:1\n", p.HostIP)
+	if err := os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte(resolv), 0o644); err != nil {
+		return fmt.Errorf("containertest: pod resolv.conf: %w", err)
+	}
+	return nil
 }
 
 // ipBatch runs an `ip -batch -` command with the given lines.

@@ -143,9 +143,12 @@ func TestPodNetwork(t *testing.T) {
 		defer ln.Close()
 		port := ln.Addr().(*net.TCPAddr).Port
 		// Each container prints its network namespace, addresses, default
-		// route and whether lo is up, then sends its
+		// route, whether lo is up, its hostname's address (from the pod's
+		// /etc/hosts) and that a name not there is not found (at once: the
+		// run's deadline is 15 s), then sends its
 		// hostname to the host's end of its pod's veth.
 		script := `readlink /proc/self/ns/net; ip -o -4 addr show | awk '{print $2, $4}'; ip -4 route show default; ip -o link show lo | grep -c "state UNKNOWN\|,UP"; ` +
+			`getent hosts "$(hostname)" | awk '{print $1}'; getent hosts no-such-name.example || echo unresolved; ` +
 			`exec 3<>/dev/tcp/"$1"/"$2"; hostname >&3; read -r _ <&3`
 		type sent struct {
 			name string
@@ -191,7 +194,7 @@ func TestPodNetwork(t *testing.T) {
 				continue // the host's addresses: whatever the host has
 			}
 			p := []*Pod{a, b, a}[i]
-			want := fmt.Sprintf("lo 127.0.0.1/8\neth0 %s/30\ndefault via %s dev eth0 \n1\n", p.IP, p.HostIP)
+			want := fmt.Sprintf("lo 127.0.0.1/8\neth0 %s/30\ndefault via %s dev eth0 \n1\n%s\nunresolved\n", p.IP, p.HostIP, p.IP)
 			if rest != want {
 				t.Errorf("pod %s inside: %q, want %q", p.Hostname, rest, want)
 			}
