@@ -173,7 +173,14 @@ func startContainerWorkload(t *testing.T, pod *containertest.Pod, name string, a
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = wr.Close() })
-	c := pod.Start(t, containertest.Spec{Args: args, Env: env, Stdin: r})
+	// The checkout holds the workloads and their caches (.cache): a volume,
+	// so that a checkout under /tmp stays visible through the container's
+	// private /tmp.
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pod.Start(t, containertest.Spec{Args: args, Env: env, Stdin: r, Volumes: []string{root}})
 	_ = r.Close()
 	return &workload{name: name, hostPID: c.PID, container: c, pod: pod, stdin: wr, stdout: c.Stdout, wait: c.Wait}
 }

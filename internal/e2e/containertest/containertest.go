@@ -73,6 +73,11 @@ type Spec struct {
 	Dir string
 	// Stdin, when set, is the container's standard input.
 	Stdin io.Reader
+	// Volumes are host folders the container sees at the same paths, as
+	// a runtime's volume mounts: those under /tmp stay visible through
+	// the container's private /tmp (a checkout or a cache there). At most
+	// four, absolute, without white space.
+	Volumes []string
 
 	// podFiles is the sandbox's folder whose hostname, hosts and
 	// resolv.conf, those present, are bind-mounted on /etc's (set by Pod).
@@ -394,10 +399,11 @@ func hasSubdir(entries []os.DirEntry) bool {
 // container's /proc, its cgroup hierarchies (seen from its cgroup namespace,
 // as a runtime mounts them: a JVM reads its limits there and fails on the
 // host's view), the pod's hostname, hosts and resolv.conf files and a
-// private /tmp, sets the
+// private /tmp (with the volumes under /tmp bound back in: each opened
+// before the tmpfs hides it and bound from its descriptor), sets the
 // hostname and execs the command, which so stays pid 1. $0 is the hostname,
 // $1 the pod's folder of those files ("" for none), $2 the cgroup mounts ("type options
-// point" lines), the rest the command.
+// point" lines), $3 the volumes (space-separated), the rest the command.
 const shim = `set -e
 mount -t proc proc /proc
 umount -R -l "${2%%
@@ -409,9 +415,17 @@ done
 for f in hostname hosts resolv.conf; do
 	if [ -n "$1" ] && [ -e "$1/$f" ]; then mount --bind "$1/$f" "/etc/$f"; fi
 done
+i=9
+for v in $3; do
+	case "$v" in /tmp/*) eval "exec $i<\"\$v\""; i=$((i-1));; esac
+done
 mount -t tmpfs -o mode=1777 tmpfs /tmp
+i=9
+for v in $3; do
+	case "$v" in /tmp/*) mkdir -p "$v"; mount --no-canonicalize --bind "/proc/self/fd/$i" "$v"; eval "exec $i<&-"; i=$((i-1));; esac
+done
 hostname "$0"
-shift 2
+shift 3
 exec "$@"`
 
 // cgroupMounts lists the host's cgroup hierarchies (v1 and v2) as the
@@ -497,7 +511,15 @@ func start(t testing.TB, spec Spec) *Container {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{sh, "-c", shim, spec.Hostname, spec.podFiles, mounts}, spec.Args...)
+	if len(spec.Volumes) > 4 {
+		t.Fatalf("containertest: %d volumes, at most 4", len(spec.Volumes))
+	}
+	for _, v := range spec.Volumes {
+		if !filepath.IsAbs(v) || strings.ContainsAny(v, " \t\n") {
+			t.Fatalf("containertest: volume %q: an absolute path without white space", v)
+		}
+	}
+	args := append([]string{sh, "-c", shim, spec.Hostname, spec.podFiles, mounts, strings.Join(spec.Volumes, " ")}, spec.Args...)
 	if spec.netNS != "" {
 		// nsenter joins the pod's network namespace and execs the shim
 		// without forking (no --pid): the shim stays pid 1. The host's

@@ -271,3 +271,35 @@ func TestPodSubnets(t *testing.T) {
 		}
 	}
 }
+
+// TestVolumesUnderTmp: a folder of the host under /tmp (a checkout, a
+// cache) given as a volume is seen at its path through the container's
+// private /tmp, while the rest of the host's /tmp is not.
+func TestVolumesUnderTmp(t *testing.T) {
+	vol, err := os.MkdirTemp("/tmp", "containertest-volume-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(vol)
+	if err := os.WriteFile(filepath.Join(vol, "marker"), []byte("from the host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hidden, err := os.MkdirTemp("/tmp", "containertest-hidden-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(hidden)
+	pod := StartPod(t, PodSpec{QoS: BestEffort, Hostname: "pod-v"})
+	c := pod.Start(t, Spec{Volumes: []string{vol}, Args: []string{"sh", "-c",
+		`cat "$0/marker"; echo; test -e "$1" && echo visible || echo hidden; exec sleep 30`, vol, hidden}})
+	var out string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		data, _ := os.ReadFile(c.Stdout)
+		if out = string(data); strings.Count(out, "\n") == 2 {
+			break
+		}
+	}
+	if want := "from the host\nhidden\n"; out != want {
+		t.Errorf("inside: %q, want %q", out, want)
+	}
+}
