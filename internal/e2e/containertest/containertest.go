@@ -6,10 +6,11 @@
 //
 //	<cgroup2>/kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid>.slice/cri-containerd-<id>.scope
 //
-// (Guaranteed pods directly under kubepods.slice). A Pod has a sandbox
-// ("pause") container, as kubelet starts one, and its containers' /etc/hostname
-// is bind-mounted from the sandbox's folder, as containerd's CRI does: that
-// mount is what SDK container detectors read under cgroup v2. A pod with its
+// (Guaranteed pods directly under kubepods.slice; all under a CgroupParent
+// when one is given). A Pod has a sandbox ("pause") container, as kubelet
+// starts one, and its containers' /etc/hostname is bind-mounted from the
+// sandbox's folder, as containerd's CRI does: that mount is what SDK
+// container detectors read under cgroup v2. A pod with its
 // own network also gets its /etc/hosts (its name is its IP, as kubelet
 // writes it) and an /etc/resolv.conf naming the host's end of its veth,
 // where no DNS server listens: a lookup fails at once instead of waiting
@@ -78,6 +79,8 @@ type Spec struct {
 	// the container's private /tmp (a checkout or a cache there). At most
 	// four, absolute, without white space.
 	Volumes []string
+	// CgroupParent is as PodSpec's; a Pod's containers get the pod's.
+	CgroupParent string
 
 	// podFiles is the sandbox's folder whose hostname, hosts and
 	// resolv.conf, those present, are bind-mounted on /etc's (set by Pod).
@@ -95,11 +98,12 @@ type Container struct {
 	// PID is the host's pid of the container's pid 1 (the command itself).
 	PID int
 	// Cgroup is the container's cgroup as /proc/<pid>/cgroup shows it from
-	// the host: "/kubepods.slice/…/cri-containerd-<id>.scope".
+	// the host: "[<parent>]/kubepods.slice/…/cri-containerd-<id>.scope".
 	Cgroup string
 	// Stdout and Stderr are the files the command writes to.
 	Stdout, Stderr string
 
+	args []string
 	cmd  *exec.Cmd
 	dir  string // the cgroup's folder
 	done chan struct{}
@@ -118,6 +122,11 @@ type PodSpec struct {
 	// HostNetwork puts the pod in the host's network namespace, as
 	// hostNetwork: true does, instead of a network of its own.
 	HostNetwork bool
+	// CgroupParent is the cgroup, under the cgroup2 root, that holds the
+	// pod's kubepods.slice, as kubelet's --cgroup-root does ("" for the
+	// root itself): a name of the test's own keeps its slices apart from
+	// those of tests running at the same time. It is removed with them.
+	CgroupParent string
 }
 
 // Pod is a pod's slice with its sandbox container running.
@@ -137,7 +146,7 @@ type Pod struct {
 	// with HostNetwork.
 	HostInterface, NetNS string
 
-	podFiles string
+	podFiles, cgroupParent string
 }
 
 // NewID returns a random container id: 64 hex digits.
@@ -251,8 +260,8 @@ func StartPod(t testing.TB, spec PodSpec) *Pod {
 	if spec.Hostname == "" {
 		spec.Hostname = "containertest"
 	}
-	uid, qos, hostname := spec.UID, spec.QoS, spec.Hostname
-	p := &Pod{UID: uid, QoS: qos, Hostname: hostname, Cgroup: PodSlice(qos, uid)}
+	uid, qos, hostname, parent := spec.UID, spec.QoS, spec.Hostname, cleanCgroupParent(spec.CgroupParent)
+	p := &Pod{UID: uid, QoS: qos, Hostname: hostname, Cgroup: parent + PodSlice(qos, uid), cgroupParent: parent}
 	// Unregistered with Cleanup until the slice exists; cleanups run last
 	// first, so the slice goes after every container in it.
 	root, _ := CgroupRoot()
@@ -276,7 +285,7 @@ func StartPod(t testing.TB, spec PodSpec) *Pod {
 		t.Fatal(err)
 	}
 	p.Sandbox = start(t, Spec{PodUID: uid, ID: sandboxID, QoS: qos, Hostname: hostname,
-		Args: []string{pause, "infinity"}, podFiles: p.podFiles, newNetNS: !spec.HostNetwork})
+		Args: []string{pause, "infinity"}, CgroupParent: parent, podFiles: p.podFiles, newNetNS: !spec.HostNetwork})
 	if !spec.HostNetwork {
 		p.NetNS = fmt.Sprintf("/proc/%d/ns/net", p.Sandbox.PID)
 		if err := attachNetwork(t, p); err != nil {
@@ -317,11 +326,12 @@ func pauseBinary() (string, error) {
 	return link, os.Rename(tmp, link)
 }
 
-// Start starts a container of the pod: spec's PodUID, QoS and Hostname are
-// the pod's.
+// Start starts a container of the pod: spec's PodUID, QoS, Hostname and
+// CgroupParent are the pod's.
 func (p *Pod) Start(t testing.TB, spec Spec) *Container {
 	t.Helper()
 	spec.PodUID, spec.QoS, spec.Hostname, spec.podFiles = p.UID, p.QoS, p.Hostname, p.podFiles
+	spec.CgroupParent = p.cgroupParent
 	spec.netNS, spec.newNetNS = p.NetNS, false
 	return start(t, spec)
 }
@@ -340,11 +350,21 @@ func Start(t testing.TB, spec Spec) *Container {
 	if spec.QoS == "" {
 		spec.QoS = BestEffort
 	}
+	spec.CgroupParent = cleanCgroupParent(spec.CgroupParent)
 	root, _ := CgroupRoot()
-	if err := makeSlices(t, root, PodSlice(spec.QoS, spec.PodUID)); err != nil {
+	if err := makeSlices(t, root, spec.CgroupParent+PodSlice(spec.QoS, spec.PodUID)); err != nil {
 		t.Fatal(err)
 	}
 	return start(t, spec)
+}
+
+// cleanCgroupParent returns parent as a cgroup path ("/a/b", no "..": it
+// stays under the root), or "" for the root.
+func cleanCgroupParent(parent string) string {
+	if parent = filepath.Clean("/" + parent); parent == "/" {
+		return ""
+	}
+	return parent
 }
 
 // makeSlices creates each missing folder of path under root and registers
@@ -477,8 +497,8 @@ func start(t testing.TB, spec Spec) *Container {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Container{ID: spec.ID, PodUID: spec.PodUID, Hostname: spec.Hostname,
-		Cgroup: PodSlice(spec.QoS, spec.PodUID) + "/" + ScopeName(spec.ID), done: make(chan struct{})}
+	c := &Container{ID: spec.ID, PodUID: spec.PodUID, Hostname: spec.Hostname, args: spec.Args,
+		Cgroup: spec.CgroupParent + PodSlice(spec.QoS, spec.PodUID) + "/" + ScopeName(spec.ID), done: make(chan struct{})}
 	c.dir = filepath.Join(root, c.Cgroup)
 	if err := os.Mkdir(c.dir, 0o755); err != nil {
 		t.Fatalf("containertest: cgroup %s: %v", c.dir, err)
@@ -582,6 +602,26 @@ func (c *Container) Exited() bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// WaitExec waits up to timeout until pid 1 runs the command, once the shim
+// has set the container up and exec'd it: from then on its comm and
+// executable are the command's, as a node agent reads them (a sandbox is
+// told by its comm "pause"). The command is known by its command line, the
+// Args, until it rewrites it; one that exits first is an error.
+func (c *Container) WaitExec(timeout time.Duration) error {
+	want := strings.Join(c.args, "\x00") + "\x00"
+	for deadline := time.Now().Add(timeout); ; time.Sleep(time.Millisecond) {
+		if c.Exited() {
+			return fmt.Errorf("containertest: %s (host pid %d) exited before running %v: %v", c.Hostname, c.PID, c.args, c.err)
+		}
+		if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c.PID)); err == nil && string(cmdline) == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("containertest: %s (host pid %d) not running %v after %s", c.Hostname, c.PID, c.args, timeout)
+		}
 	}
 }
 

@@ -88,6 +88,9 @@ func TestPodContainers(t *testing.T) {
 		if !strings.Contains(string(status), fmt.Sprintf("NSpid:\t%d\t1\n", c.PID)) {
 			t.Errorf("status of %d: no NSpid %d 1:\n%s", c.PID, c.PID, status)
 		}
+		if err := pod.Sandbox.WaitExec(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
 		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pod.Sandbox.PID))
 		if string(comm) != "pause\n" {
 			t.Errorf("sandbox comm %q, want pause", comm)
@@ -301,5 +304,45 @@ func TestVolumesUnderTmp(t *testing.T) {
 	}
 	if want := "from the host\nhidden\n"; out != want {
 		t.Errorf("inside: %q, want %q", out, want)
+	}
+}
+
+// TestCgroupParentAndWaitExec: a pod under a CgroupParent has its slices
+// and its containers' scopes under it, as /proc shows them, and the parent
+// goes with them; WaitExec returns once pid 1 runs the command (the
+// sandbox's comm is then "pause"), and reports a command that never ran.
+func TestCgroupParentAndWaitExec(t *testing.T) {
+	if why := Supported(); why != "" {
+		t.Skip(why)
+	}
+	root, _ := CgroupRoot()
+	parent := "/containertest-" + NewID()[:8]
+	t.Run("pod", func(t *testing.T) {
+		pod := StartPod(t, PodSpec{HostNetwork: true, CgroupParent: parent + "/"})
+		c := pod.Start(t, Spec{Args: []string{"sleep", "30"}})
+		if want := parent + PodSlice(BestEffort, pod.UID); pod.Cgroup != want {
+			t.Errorf("pod cgroup %s, want %s", pod.Cgroup, want)
+		}
+		for _, c := range []*Container{pod.Sandbox, c} {
+			if err := c.WaitExec(5 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", c.PID))
+			if want := pod.Cgroup + "/" + ScopeName(c.ID); c.Cgroup != want || !strings.Contains(string(cg), "0::"+want+"\n") {
+				t.Errorf("container %s: Cgroup %s, /proc shows %q; want %s", c.ID[:12], c.Cgroup, cg, want)
+			}
+		}
+		for pid, want := range map[int]string{pod.Sandbox.PID: "pause\n", c.PID: "sleep\n"} {
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); string(comm) != want {
+				t.Errorf("comm of %d %q after WaitExec, want %q", pid, comm, want)
+			}
+		}
+		failed := pod.Start(t, Spec{Args: []string{"containertest-no-such-command"}})
+		if err := failed.WaitExec(5 * time.Second); err == nil || !failed.Exited() {
+			t.Errorf("WaitExec of a command not found: %v (exited %v), want an error once it exits", err, failed.Exited())
+		}
+	})
+	if _, err := os.Stat(root + parent); !os.IsNotExist(err) {
+		t.Errorf("%s left behind: %v", root+parent, err)
 	}
 }
