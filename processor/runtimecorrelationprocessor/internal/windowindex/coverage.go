@@ -2,7 +2,6 @@ package windowindex // import "github.com/otelcol-ai/otelcol-ai/processor/runtim
 
 import (
 	"math"
-	"slices"
 	"sort"
 )
 
@@ -39,25 +38,16 @@ type Coverage[K comparable] struct {
 	watermark int64
 	seen      bool
 	adds      int
-	// spare is an emptied chunk's array, kept for the next chunk so that a
-	// steady stream allocates nothing.
-	spare []interval
+	// arrays keeps one emptied chunk's array for the next chunk.
+	arrays chunkArrays[interval]
 }
 
 type interval struct{ start, end int64 }
 
-// intervalList is one scope's union, n intervals in chunks: each chunk's
-// intervals end before the next chunk's start.
+// intervalList is one scope's union, its intervals in order: each ends
+// before the next starts.
 type intervalList struct {
-	chunks []intervalChunk
-	n      int
-}
-
-// intervalChunk is one run of a scope's intervals, iv[head:] in order; room
-// before head and after len(iv) takes intervals without moving the others.
-type intervalChunk struct {
-	iv   []interval
-	head int
+	chunkList[interval, struct{}]
 }
 
 const (
@@ -75,7 +65,7 @@ const (
 func NewCoverage[K comparable](cfg Config) *Coverage[K] {
 	cfg.MaxEntries = max(cfg.MaxEntries, 1)
 	cfg.Retention = max(cfg.Retention, 0)
-	return &Coverage[K]{cfg: cfg, scopes: make(map[K]intervalList)}
+	return &Coverage[K]{cfg: cfg, scopes: make(map[K]intervalList), arrays: chunkArrays[interval]{keep: 1}}
 }
 
 func (c *Coverage[K]) horizon() int64 {
@@ -108,18 +98,17 @@ func (c *Coverage[K]) Add(key K, start, end int64) {
 // add merges v into l.
 func (c *Coverage[K]) add(l *intervalList, v interval) {
 	if len(l.chunks) == 0 {
-		l.chunks = append(l.chunks, intervalChunk{iv: []interval{v}})
-		l.n = 1
+		l.start(v, 1)
 		return
 	}
 	lc := &l.chunks[len(l.chunks)-1]
-	if last := &lc.iv[len(lc.iv)-1]; v.start >= last.start {
+	if last := &lc.e[len(lc.e)-1]; v.start >= last.start {
 		// The usual case: only the last interval can touch v.
 		if v.start <= last.end {
 			last.end = max(last.end, v.end)
 			return
 		}
-		c.place(l, len(l.chunks)-1, len(lc.iv)-lc.head, v)
+		l.insert(len(l.chunks)-1, lc.len(), v, &c.arrays)
 		return
 	}
 	// The first interval that ends at or after v starts, which exists
@@ -128,36 +117,10 @@ func (c *Coverage[K]) add(l *intervalList, v interval) {
 	live := l.chunks[ci].live()
 	pos := sort.Search(len(live), func(i int) bool { return live[i].end >= v.start })
 	if live[pos].start > v.end {
-		c.place(l, ci, pos, v)
+		l.insert(ci, pos, v, &c.arrays)
 		return
 	}
 	c.absorb(l, ci, pos, v)
-}
-
-// place inserts v, which touches no interval, at position pos of chunk ci,
-// splitting or adding a chunk when it is full.
-func (c *Coverage[K]) place(l *intervalList, ci, pos int, v interval) {
-	l.n++
-	if l.chunks[ci].tryInsert(pos, v) {
-		return
-	}
-	n := len(l.chunks[ci].live())
-	switch {
-	case pos == 0 && ci > 0 && l.chunks[ci-1].tryInsert(len(l.chunks[ci-1].live()), v):
-	case pos == n && ci+1 < len(l.chunks) && l.chunks[ci+1].tryInsert(0, v):
-	case pos == n: // after a full chunk: a new one, filled from its start
-		l.chunks = slices.Insert(l.chunks, ci+1, newIntervalChunk(c.array(1), v, 0))
-	case pos == 0: // before a full chunk: a new one, filled from its end
-		l.chunks = slices.Insert(l.chunks, ci, newIntervalChunk(c.array(chunkSize), v, chunkSize-1))
-	default:
-		right := l.chunks[ci].split(c.array(0))
-		l.chunks = slices.Insert(l.chunks, ci+1, right)
-		if half := n - len(right.live()); pos <= half {
-			l.chunks[ci].tryInsert(pos, v)
-		} else {
-			l.chunks[ci+1].tryInsert(pos-half, v)
-		}
-	}
 }
 
 // absorb merges v into the interval at position pos of chunk ci, which it
@@ -166,34 +129,19 @@ func (c *Coverage[K]) place(l *intervalList, ci, pos int, v interval) {
 func (c *Coverage[K]) absorb(l *intervalList, ci, pos int, v interval) {
 	// The last interval that starts at or before v ends is the one before
 	// position q of chunk cj; chunk ci's interval pos is one such.
-	cj := sort.Search(len(l.chunks), func(i int) bool { return l.chunks[i].live()[0].start > v.end }) - 1
+	cj := sort.Search(len(l.chunks), func(i int) bool { return l.chunks[i].first().start > v.end }) - 1
 	lj := l.chunks[cj].live()
 	q := sort.Search(len(lj), func(i int) bool { return lj[i].start > v.end })
 	first := &l.chunks[ci].live()[pos]
 	*first = interval{min(v.start, first.start), max(v.end, lj[q-1].end)}
-	a := &l.chunks[ci]
-	if cj == ci {
-		if q > pos+1 {
-			a.iv = append(a.iv[:a.head+pos+1], a.iv[a.head+q:]...)
-			l.n -= q - pos - 1
-			c.mend(l, ci)
-		}
+	if cj == ci && q == pos+1 {
 		return
 	}
-	l.n -= len(a.live()) - pos - 1 + q
-	a.iv = a.iv[:a.head+pos+1]
-	for k := ci + 1; k < cj; k++ {
-		l.n -= len(l.chunks[k].live())
-		c.recycle(l.chunks[k].iv)
+	l.deleteBetween(ci, pos+1, cj, q, &c.arrays)
+	if cj == ci {
+		c.mend(l, ci)
+		return
 	}
-	b := &l.chunks[cj]
-	b.head += q
-	gone := cj
-	if len(b.live()) == 0 {
-		c.recycle(b.iv)
-		gone++
-	}
-	l.chunks = slices.Delete(l.chunks, ci+1, gone)
 	c.mend(l, ci+1)
 	c.mend(l, ci)
 }
@@ -201,7 +149,9 @@ func (c *Coverage[K]) absorb(l *intervalList, ci, pos int, v interval) {
 // trim stores a scope's intervals less those past the retention and beyond
 // the cap, dropping the scope when nothing is left.
 func (c *Coverage[K]) trim(key K, l intervalList) {
-	c.dropFirst(&l, max(l.expired(c.horizon()), l.n-c.cfg.MaxEntries))
+	if l.dropFirst(max(l.expired(c.horizon()), l.n-c.cfg.MaxEntries), &c.arrays) {
+		c.mend(&l, 0)
+	}
 	if l.n == 0 {
 		delete(c.scopes, key)
 		return
@@ -223,75 +173,19 @@ func (l *intervalList) expired(h int64) int {
 	return n
 }
 
-// dropFirst removes l's first k intervals.
-func (c *Coverage[K]) dropFirst(l *intervalList, k int) {
-	if k <= 0 {
-		return
-	}
-	l.n -= k
-	i := 0
-	for ; i < len(l.chunks) && k >= len(l.chunks[i].live()); i++ {
-		k -= len(l.chunks[i].live())
-		c.recycle(l.chunks[i].iv)
-		l.chunks[i] = intervalChunk{}
-	}
-	l.chunks = l.chunks[i:]
-	if k > 0 {
-		l.chunks[0].head += k
-		c.mend(l, 0)
-	}
-}
-
 // mend joins chunk i with a neighbour while the two hold mendBelow
 // intervals or fewer, after intervals left it.
 func (c *Coverage[K]) mend(l *intervalList, i int) {
 	for i < len(l.chunks) {
 		switch {
 		case i+1 < len(l.chunks) && l.chunks[i].len()+l.chunks[i+1].len() <= mendBelow:
-			c.join(l, i)
+			l.join(i, &c.arrays)
 		case i > 0 && l.chunks[i-1].len()+l.chunks[i].len() <= mendBelow:
-			c.join(l, i-1)
+			l.join(i-1, &c.arrays)
 			i--
 		default:
 			return
 		}
-	}
-}
-
-// join moves chunk i+1's intervals to the end of chunk i and removes chunk
-// i+1.
-func (c *Coverage[K]) join(l *intervalList, i int) {
-	a, b := &l.chunks[i], &l.chunks[i+1]
-	live, n := a.live(), a.len()+b.len()
-	switch {
-	case cap(a.iv)-len(a.iv) >= b.len():
-	case cap(a.iv) >= n:
-		copy(a.iv, live)
-		a.iv, a.head = a.iv[:len(live)], 0
-	default:
-		joined := append(c.array(0), live...)
-		c.recycle(a.iv)
-		a.iv, a.head = joined, 0
-	}
-	a.iv = append(a.iv, b.live()...)
-	c.recycle(b.iv)
-	l.chunks = slices.Delete(l.chunks, i+1, i+2)
-}
-
-// array returns an empty chunk array of length n, the spare if there is
-// one.
-func (c *Coverage[K]) array(n int) []interval {
-	if a := c.spare; a != nil {
-		c.spare = nil
-		return a[:n]
-	}
-	return make([]interval, n, chunkSize)
-}
-
-// recycle keeps a full-size array no chunk holds any more as the spare.
-func (c *Coverage[K]) recycle(a []interval) {
-	if cap(a) == chunkSize {
-		c.spare = a[:0]
 	}
 }
 
@@ -316,57 +210,3 @@ func (c *Coverage[K]) Intervals(key K) int { return c.scopes[key].n }
 
 // Scopes returns how many scopes hold any interval.
 func (c *Coverage[K]) Scopes() int { return len(c.scopes) }
-
-// newIntervalChunk returns a chunk in array holding only v, at index at.
-func newIntervalChunk(array []interval, v interval, at int) intervalChunk {
-	ch := intervalChunk{iv: array[:at+1], head: at}
-	ch.iv[at] = v
-	return ch
-}
-
-func (ch *intervalChunk) live() []interval { return ch.iv[ch.head:] }
-func (ch *intervalChunk) last() interval   { return ch.iv[len(ch.iv)-1] }
-func (ch *intervalChunk) len() int         { return len(ch.iv) - ch.head }
-
-// tryInsert puts v at position pos of the live intervals, moving whichever
-// side is shorter, and reports false, changing nothing, when the chunk is
-// full.
-func (ch *intervalChunk) tryInsert(pos int, v interval) bool {
-	n := ch.len()
-	if ch.head > 0 && pos <= n/2 {
-		copy(ch.iv[ch.head-1:], ch.iv[ch.head:ch.head+pos])
-		ch.head--
-		ch.iv[ch.head+pos] = v
-		return true
-	}
-	if len(ch.iv) == cap(ch.iv) {
-		switch {
-		case cap(ch.iv) < chunkSize:
-			grown := make([]interval, n, min(2*cap(ch.iv), chunkSize))
-			copy(grown, ch.live())
-			ch.iv, ch.head = grown, 0
-		case ch.head >= chunkSize/4:
-			// Enough room before head to be worth one move.
-			copy(ch.iv, ch.live())
-			ch.iv, ch.head = ch.iv[:n], 0
-		default:
-			return false
-		}
-	}
-	at := ch.head + pos
-	ch.iv = ch.iv[:len(ch.iv)+1]
-	copy(ch.iv[at+1:], ch.iv[at:])
-	ch.iv[at] = v
-	return true
-}
-
-// split moves the upper half of the live intervals to a new chunk in
-// array, returned.
-func (ch *intervalChunk) split(array []interval) intervalChunk {
-	live := ch.live()
-	mid := len(live) / 2
-	right := intervalChunk{iv: array[:len(live)-mid]}
-	copy(right.iv, live[mid:])
-	ch.iv = ch.iv[:ch.head+mid]
-	return right
-}

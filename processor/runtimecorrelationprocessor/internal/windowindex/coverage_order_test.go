@@ -54,8 +54,8 @@ func checkCoverageInvariants[K comparable](t *testing.T, c *Coverage[K]) {
 		for ci := range l.chunks {
 			ch := &l.chunks[ci]
 			live := ch.live()
-			if len(live) == 0 || cap(ch.iv) > chunkSize {
-				t.Fatalf("scope %v chunk %d holds %d intervals in room for %d", key, ci, len(live), cap(ch.iv))
+			if len(live) == 0 || cap(ch.e) > chunkSize {
+				t.Fatalf("scope %v chunk %d holds %d intervals in room for %d", key, ci, len(live), cap(ch.e))
 			}
 			if ci > 0 && l.chunks[ci-1].len()+len(live) <= mendBelow {
 				t.Fatalf("scope %v chunks %d and %d hold %d intervals together, not joined", key, ci-1, ci, l.chunks[ci-1].len()+len(live))
@@ -294,7 +294,7 @@ func TestCoverageChunksStayDenseAsMergesEmptyThem(t *testing.T) {
 	}
 	held := 0
 	for _, ch := range l.chunks {
-		held += cap(ch.iv)
+		held += cap(ch.e)
 	}
 	if held > 4*chunkSize*l.n/mendBelow+chunkSize {
 		t.Errorf("%d intervals hold room for %d", l.n, held)

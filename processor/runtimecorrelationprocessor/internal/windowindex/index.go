@@ -163,23 +163,17 @@ type Index[K comparable] struct {
 	watermark int64
 	seen      bool
 	stats     Stats
-	// spares are emptied chunks' arrays, kept for the next chunks so that
-	// a steady stream allocates nothing.
-	spares [][]Entry
+	// arrays keeps emptied chunks' arrays for the next chunks.
+	arrays chunkArrays[Entry]
 	// visited counts the entries queries looked at, for tests of their
 	// cost.
 	visited uint64
 }
 
-// maxSpares bounds Index.spares.
-const maxSpares = 4
-
 type scope[K comparable] struct {
 	key K
-	// chunks hold the entries no longer than LongDuration, in order: each
-	// chunk's entries precede the next chunk's.
-	chunks []chunk
-	n      int
+	// The chunks hold the entries no longer than LongDuration, in order.
+	chunkList[Entry, lookback]
 	// long holds the longer entries, in order.
 	long []Entry
 	// maxDur is at least the longest duration in chunks: a query need look
@@ -205,7 +199,7 @@ func New[K comparable](cfg Config) *Index[K] {
 	if cfg.MaxLongPerScope <= 0 {
 		cfg.MaxLongPerScope = defaultMaxLongPerScope
 	}
-	return &Index[K]{cfg: cfg, scopes: make(map[K]*scope[K])}
+	return &Index[K]{cfg: cfg, scopes: make(map[K]*scope[K]), arrays: chunkArrays[Entry]{keep: maxSpares}}
 }
 
 // Len returns the number of entries in the index.
@@ -325,7 +319,7 @@ func (x *Index[K]) remove(s *scope[K], long bool) {
 	}
 	before := s.oldest
 	if len(s.long) == 0 {
-		s.oldest = s.chunks[0].e[s.chunks[0].head].Start
+		s.oldest = s.chunks[0].live()[0].Start
 	} else {
 		s.oldest = s.first().Start
 	}
@@ -414,12 +408,12 @@ func (s *scope[K]) first() Entry {
 	case s.n == 0:
 		return s.long[0]
 	case len(s.long) == 0:
-		return s.chunks[0].live()[0]
+		return s.chunks[0].first()
 	}
-	if l, c := s.long[0], s.chunks[0].live()[0]; compareEntries(l, c) < 0 {
+	if l, c := s.long[0], s.chunks[0].first(); compareEntries(l, c) < 0 {
 		return l
 	}
-	return s.chunks[0].live()[0]
+	return s.chunks[0].first()
 }
 
 // insertLong adds a long entry, false when an equal one is there.
@@ -438,73 +432,51 @@ func (x *Index[K]) insert(s *scope[K], e Entry) bool {
 	if len(s.chunks) > 0 {
 		ci = len(s.chunks) - 1
 		last := &s.chunks[ci]
-		pos = len(last.e) - last.head
+		pos = last.len()
 		c := compareEntries(e, last.e[len(last.e)-1])
 		if c > 0 && len(last.e) < cap(last.e) { // the usual case: an append
 			last.e = append(last.e, e)
-			last.maxDur = max(last.maxDur, e.Duration())
+			last.summary.widen(e)
 			s.n++
 			s.maxDur = max(s.maxDur, e.Duration())
 			return true
 		}
-		if c <= 0 {
-			if c == 0 {
-				return false
-			}
+		if c == 0 {
+			return false
+		}
+		if c < 0 {
 			// The last chunk whose first entry is at most e, or the first.
 			ci = max(sort.Search(len(s.chunks), func(i int) bool {
-				return compareEntries(s.chunks[i].live()[0], e) > 0
+				return compareEntries(s.chunks[i].first(), e) > 0
 			})-1, 0)
-			live := s.chunks[ci].live()
 			var found bool
-			if pos, found = slices.BinarySearchFunc(live, e, compareEntries); found {
+			if pos, found = slices.BinarySearchFunc(s.chunks[ci].live(), e, compareEntries); found {
 				return false
 			}
 		}
 	}
 	x.place(s, ci, pos, e)
-	s.n++
 	s.maxDur = max(s.maxDur, e.Duration())
 	return true
 }
 
-// place puts e at position pos of s's chunk ci (ci may be len(chunks) when
-// there is none), splitting or adding a chunk when it is full.
+// place puts e at position pos of s's chunk ci (in a first chunk when
+// there is none) and brings the lookback of the chunks it changed up to
+// date.
 func (x *Index[K]) place(s *scope[K], ci, pos int, e Entry) {
-	if ci == len(s.chunks) {
-		s.chunks = append(s.chunks, newChunk(make([]Entry, 1, firstChunkSize), e, 0))
+	if len(s.chunks) == 0 {
+		s.start(e, firstChunkSize)
+		s.chunks[0].summary.widen(e)
 		return
 	}
-	if s.chunks[ci].tryInsert(pos, e) {
+	at, split := s.chunkList.insert(ci, pos, e, &x.arrays)
+	if !split {
+		s.chunks[at].summary.widen(e)
 		return
 	}
-	n := len(s.chunks[ci].live())
-	switch {
-	case pos == n && ci+1 < len(s.chunks) && s.chunks[ci+1].tryInsert(0, e):
-	case pos == n: // after a full chunk: a new one, filled from its start
-		s.chunks = slices.Insert(s.chunks, ci+1, newChunk(x.array(1), e, 0))
-	case pos == 0: // before a full first chunk: a new one, filled from its end
-		s.chunks = slices.Insert(s.chunks, ci, newChunk(x.array(chunkSize), e, chunkSize-1))
-	default:
-		right := s.chunks[ci].split(x.array(0))
-		s.chunks = slices.Insert(s.chunks, ci+1, right)
-		if half := n - len(right.live()); pos <= half {
-			s.chunks[ci].tryInsert(pos, e)
-		} else {
-			s.chunks[ci+1].tryInsert(pos-half, e)
-		}
+	for i := ci; i <= ci+1; i++ {
+		s.chunks[i].summary.recompute(s.chunks[i].live())
 	}
-}
-
-// array returns an empty chunk array of length n, a spare if there is one.
-func (x *Index[K]) array(n int) []Entry {
-	if k := len(x.spares); k > 0 {
-		a := x.spares[k-1]
-		x.spares[k-1] = nil
-		x.spares = x.spares[:k-1]
-		return a[:n]
-	}
-	return make([]Entry, n, chunkSize)
 }
 
 // popFirst removes s's smallest entry; s is not empty.
@@ -513,26 +485,20 @@ func (x *Index[K]) popFirst(s *scope[K]) {
 		s.long = s.long[1:]
 		return
 	}
-	s.n--
 	c := &s.chunks[0]
-	if c.e[c.head].Duration() >= c.maxDur {
-		c.stale = true
+	if c.live()[0].Duration() >= c.summary.maxDur {
+		c.summary.stale = true
 	}
-	c.head++
-	c.evicted++
-	switch {
-	case c.head == len(c.e):
-		if cap(c.e) == chunkSize && len(x.spares) < maxSpares {
-			x.spares = append(x.spares, c.e[:0])
-		}
-		s.chunks[0] = chunk{}
-		s.chunks = s.chunks[1:]
+	c.summary.evicted++
+	if !s.chunkList.popFirst(&x.arrays) { // the chunk went
 		s.recomputeMaxDur()
-	case c.stale && c.evicted >= recomputeEvery:
+		return
+	}
+	if b := &c.summary; b.stale && b.evicted >= recomputeEvery {
 		// So that a long entry gone no longer widens queries.
-		before := c.maxDur
-		c.recomputeMaxDur()
-		if c.maxDur < before && before == s.maxDur {
+		before := b.maxDur
+		b.recompute(c.live())
+		if b.maxDur < before && before == s.maxDur {
 			s.recomputeMaxDur()
 		}
 	}
@@ -541,13 +507,11 @@ func (x *Index[K]) popFirst(s *scope[K]) {
 func (s *scope[K]) recomputeMaxDur() {
 	s.maxDur = 0
 	for i := range s.chunks {
-		s.maxDur = max(s.maxDur, s.chunks[i].maxDur)
+		s.maxDur = max(s.maxDur, s.chunks[i].summary.maxDur)
 	}
 }
 
 const (
-	// chunkSize bounds a chunk: the most entries one insert moves.
-	chunkSize = 256
 	// firstChunkSize is a scope's first chunk's capacity, doubled up to
 	// chunkSize, so that a scope of a few entries holds little.
 	firstChunkSize = 8
@@ -557,11 +521,9 @@ const (
 	recomputeEvery = 32
 )
 
-// chunk is one run of a scope's entries, e[head:] in order; room before
-// head and after len(e) takes entries without moving the others.
-type chunk struct {
-	e    []Entry
-	head int
+// lookback is what a scope keeps about each chunk's entries: how long they
+// are, so that a query knows how far before its start to look.
+type lookback struct {
 	// maxDur is at least the longest live duration.
 	maxDur int64
 	// evicted counts evictions since maxDur was computed, and stale says
@@ -570,67 +532,12 @@ type chunk struct {
 	stale   bool
 }
 
-// newChunk returns a chunk in array holding only e, at index at.
-func newChunk(array []Entry, e Entry, at int) chunk {
-	c := chunk{e: array[:at+1], head: at, maxDur: e.Duration()}
-	c.e[at] = e
-	return c
-}
+func (b *lookback) widen(e Entry) { b.maxDur = max(b.maxDur, e.Duration()) }
 
-func (c *chunk) live() []Entry { return c.e[c.head:] }
-func (c *chunk) last() Entry   { return c.e[len(c.e)-1] }
-
-// tryInsert puts v at position pos of the live entries, moving whichever
-// side is shorter, and reports false, changing nothing, when the chunk is
-// full.
-func (c *chunk) tryInsert(pos int, v Entry) bool {
-	n := len(c.e) - c.head
-	if c.head > 0 && pos <= n/2 {
-		copy(c.e[c.head-1:], c.e[c.head:c.head+pos])
-		c.head--
-		c.e[c.head+pos] = v
-		c.maxDur = max(c.maxDur, v.Duration())
-		return true
-	}
-	if len(c.e) == cap(c.e) {
-		switch {
-		case cap(c.e) < chunkSize:
-			grown := make([]Entry, n, min(2*cap(c.e), chunkSize))
-			copy(grown, c.live())
-			c.e, c.head = grown, 0
-		case c.head >= chunkSize/4:
-			// Enough room before head to be worth one move.
-			copy(c.e, c.live())
-			c.e, c.head = c.e[:n], 0
-		default:
-			return false
-		}
-	}
-	at := c.head + pos
-	c.e = c.e[:len(c.e)+1]
-	copy(c.e[at+1:], c.e[at:])
-	c.e[at] = v
-	c.maxDur = max(c.maxDur, v.Duration())
-	return true
-}
-
-// split moves the upper half of the live entries to a new chunk in array,
-// returned.
-func (c *chunk) split(array []Entry) chunk {
-	live := c.live()
-	mid := len(live) / 2
-	right := chunk{e: array[:len(live)-mid]}
-	copy(right.e, live[mid:])
-	c.e = c.e[:c.head+mid]
-	c.recomputeMaxDur()
-	right.recomputeMaxDur()
-	return right
-}
-
-func (c *chunk) recomputeMaxDur() {
-	c.maxDur, c.evicted, c.stale = 0, 0, false
-	for _, e := range c.live() {
-		c.maxDur = max(c.maxDur, e.Duration())
+func (b *lookback) recompute(live []Entry) {
+	b.maxDur, b.evicted, b.stale = 0, 0, false
+	for _, e := range live {
+		b.maxDur = max(b.maxDur, e.Duration())
 	}
 }
 

@@ -78,8 +78,8 @@ func checkInvariants[K comparable](t *testing.T, x *Index[K]) {
 				if prev != nil && compareEntries(*prev, *e) >= 0 {
 					t.Fatalf("chunk %d entry %d out of order: %+v after %+v", ci, i, *e, *prev)
 				}
-				if e.Duration() > c.maxDur || c.maxDur > s.maxDur || e.Duration() > x.cfg.LongDuration {
-					t.Fatalf("entry of %d ns in a chunk with maxDur %d, scope %d, long %d", e.Duration(), c.maxDur, s.maxDur, x.cfg.LongDuration)
+				if e.Duration() > c.summary.maxDur || c.summary.maxDur > s.maxDur || e.Duration() > x.cfg.LongDuration {
+					t.Fatalf("entry of %d ns in a chunk with maxDur %d, scope %d, long %d", e.Duration(), c.summary.maxDur, s.maxDur, x.cfg.LongDuration)
 				}
 				prev = e
 			}
