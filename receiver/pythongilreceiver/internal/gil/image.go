@@ -218,6 +218,11 @@ func (rd *imageReader) checkHeaders() error {
 	if err := rd.within("section name table", shstr.Off, shstr.Size); err != nil {
 		return err
 	}
+	if elf.SectionFlag(shstr.Flags)&elf.SHF_COMPRESSED != 0 {
+		// debug/elf would inflate it to the size its compression header
+		// claims, allocating before it reads; no toolchain compresses it.
+		return &ELFError{Where: "section name table", Offset: shstr.Off, Err: fmt.Errorf("%w: compressed", ErrMalformed)}
+	}
 	if shstr.Size > uint64(max(rd.left, 0)) {
 		return &ELFError{Where: "section name table", Offset: shstr.Off, Err: fmt.Errorf("%w: %d bytes, budget %d", ErrLimit, shstr.Size, rd.lim.Bytes)}
 	}
