@@ -25,7 +25,8 @@ import (
 // What the workloads of TestContainers need, as `make test-deps` installs
 // them: the OpenTelemetry Java agent and the API it bridges (Maven), and a
 // venv of the OpenTelemetry Python SDK, its OTLP/gRPC exporter and its
-// container-id detector. Keep in step with the Makefile.
+// container-id detector; and Jep in python3, for the workload that embeds
+// CPython in a JVM. Keep in step with the Makefile.
 const (
 	javaAgentVersion = "2.22.0"
 	// The API version the agent bundles (its shaded api/version.properties).
@@ -47,6 +48,10 @@ const (
 type containerDeps struct {
 	java, agent, classpath string // classpath: the compiled Service and the API jars
 	python, service        string
+	// The Jep workload: its classpath (the compiled JepOverlap and Jep's
+	// jar), Jep's folder (its native library), libpython's, and python3's
+	// prefix: embedded in java, CPython derives none it can use.
+	jepClasspath, jepDir, pythonLibDir, pythonHome string
 }
 
 // prepareContainerDeps finds what the workloads need, compiling Service.java
@@ -84,25 +89,53 @@ func prepareContainerDeps(t *testing.T) containerDeps {
 	}
 	src := filepath.Join(root, "internal", "e2e", "testdata", "containers")
 	d.service = filepath.Join(src, "service.py")
-	java, err := os.ReadFile(filepath.Join(src, "Service.java"))
+	d.classpath = strings.Join(append([]string{compileJava(t, filepath.Join(src, "Service.java"), api)}, api...), ":")
+
+	out, err := exec.Command("python3", "-c", "import importlib.util, os, sysconfig; print(os.path.dirname(importlib.util.find_spec('jep').origin)); print(sysconfig.get_config_var('LIBDIR')); import sys; print(sys.base_prefix)").Output()
+	if err != nil {
+		t.Skipf("containers end-to-end: Jep is not installed for python3 (run make test-deps): %v", err)
+	}
+	dirs := strings.Fields(string(out))
+	if len(dirs) != 3 {
+		t.Fatalf("jep, libpython and prefix folders: unexpected output %q", out)
+	}
+	d.jepDir, d.pythonLibDir, d.pythonHome = dirs[0], dirs[1], dirs[2]
+	jars, _ := filepath.Glob(filepath.Join(d.jepDir, "jep-*.jar"))
+	if len(jars) != 1 {
+		t.Skipf("containers end-to-end: want one jep-*.jar in %s, found %v (run make test-deps)", d.jepDir, jars)
+	}
+	d.jepClasspath = compileJava(t, filepath.Join(src, "JepOverlap.java"), jars) + ":" + jars[0]
+	return d
+}
+
+// compileJava compiles src against the jars into the module's .cache, in a
+// folder keyed by the source and the jars' paths (which name their
+// versions), and returns that folder.
+func compileJava(t *testing.T, src string, jars []string) string {
+	t.Helper()
+	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(append(java, javaAPIVersion...))
-	classes := filepath.Join(root, ".cache", "e2e-containers", "classes-"+hex.EncodeToString(sum[:8]))
-	if _, err := os.Stat(filepath.Join(classes, "Service.class")); err != nil {
-		tmp := classes + ".tmp"
-		_ = os.RemoveAll(tmp)
-		out, err := exec.Command("javac", "-d", tmp, "-cp", strings.Join(api, ":"), filepath.Join(src, "Service.java")).CombinedOutput()
-		if err != nil {
-			t.Fatalf("javac Service.java: %v\n%s", err, out)
-		}
-		if err := os.Rename(tmp, classes); err != nil && !os.IsExist(err) {
-			t.Fatal(err)
-		}
+	code, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
 	}
-	d.classpath = strings.Join(append([]string{classes}, api...), ":")
-	return d
+	sum := sha256.Sum256(append(code, strings.Join(jars, ":")...))
+	classes := filepath.Join(root, ".cache", "e2e-containers", "classes-"+hex.EncodeToString(sum[:8]))
+	class := strings.TrimSuffix(filepath.Base(src), ".java") + ".class"
+	if _, err := os.Stat(filepath.Join(classes, class)); err == nil {
+		return classes
+	}
+	tmp := classes + ".tmp"
+	_ = os.RemoveAll(tmp)
+	if out, err := exec.Command("javac", "-d", tmp, "-cp", strings.Join(jars, ":"), src).CombinedOutput(); err != nil {
+		t.Fatalf("javac %s: %v\n%s", filepath.Base(src), err, out)
+	}
+	if err := os.Rename(tmp, classes); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	return classes
 }
 
 // workload is one traced service: in a container, or on the bare host.
@@ -237,6 +270,12 @@ func startHostWorkload(t *testing.T, name string, args, env []string) *workload 
 // its own process, recomputed here from the exported windows; none carries
 // another process's. The JVM's spans come over OTLP/HTTP, which gives the
 // collector only the peer's address: its pod's IP names the JVM.
+//
+// A fourth process, untraced, is a JVM embedding CPython through Jep as pid 1
+// of a container of a third pod: its collections pause the JVM while its
+// Python threads wait for the GIL, so its windows pair into runtime.overlap
+// records and overlap metrics, which must name its container and pod and
+// pair only its own windows.
 func TestContainersCorrelation(t *testing.T) {
 	RequireComponents(t, "jfr", "pythongil", "runtimecorrelation")
 	if why := containertest.Supported(); why != "" {
@@ -291,7 +330,13 @@ func TestContainersCorrelation(t *testing.T) {
 		"OTEL_SERVICE_NAME=e2e-python-host", "OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint(nil, grpcPort),
 		"OTEL_EXPERIMENTAL_RESOURCE_DETECTORS=process,host", "OTEL_BSP_SCHEDULE_DELAY=200",
 	})
-	workloads := []*workload{jvm, py, host}
+	jepPod := containertest.StartPod(t, containertest.PodSpec{QoS: containertest.Burstable, Hostname: "inference-jep-3c1a"})
+	jep := startContainerWorkload(t, jepPod, "e2e-jep", []string{
+		deps.java, "-Xmx64m", "-XX:+UseG1GC", "-XX:StartFlightRecording:settings=profile",
+		"-Djava.library.path=" + deps.jepDir, "-cp", deps.jepClasspath, "JepOverlap",
+	}, []string{"LD_LIBRARY_PATH=" + deps.pythonLibDir, "PYTHONHOME=" + deps.pythonHome, "PYTHONPATH=" + filepath.Dir(deps.jepDir)})
+	traced := []*workload{jvm, py, host}
+	workloads := append(append([]*workload{}, traced...), jep)
 	for _, w := range workloads {
 		w.readyPID(t, 60*time.Second)
 		t.Logf("%s: host pid %d, sees itself as pid %d (%s)", w.name, w.hostPID, w.vpid, w.where())
@@ -299,8 +344,8 @@ func TestContainersCorrelation(t *testing.T) {
 			t.Logf("%s: pod IP %s, sending to %s", w.name, w.pod.IP, w.pod.HostIP)
 		}
 	}
-	if jvm.vpid != 1 || py.vpid != 1 || host.vpid != host.hostPID {
-		t.Fatalf("pids seen inside: jvm %d, python %d (want 1), host %d (want %d)", jvm.vpid, py.vpid, host.vpid, host.hostPID)
+	if jvm.vpid != 1 || py.vpid != 1 || jep.vpid != 1 || host.vpid != host.hostPID {
+		t.Fatalf("pids seen inside: jvm %d, python %d, jep %d (want 1), host %d (want %d)", jvm.vpid, py.vpid, jep.vpid, host.vpid, host.hostPID)
 	}
 
 	// Requests begin once the receivers follow every workload (the jfr
@@ -320,7 +365,7 @@ func TestContainersCorrelation(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("windows of every workload: %v", err)
 	}
-	t.Logf("windows of all three flowing after %s; serving for 15 s", time.Since(begin).Round(time.Millisecond))
+	t.Logf("windows of all four flowing after %s; serving for 15 s", time.Since(begin).Round(time.Millisecond))
 	for _, w := range workloads {
 		w.tell(t, "serve")
 	}
@@ -330,9 +375,12 @@ func TestContainersCorrelation(t *testing.T) {
 		w.tell(t, "stop")
 	}
 	for _, w := range workloads {
-		var res struct{ Spans int }
+		var res struct{ Spans, Collections int }
 		w.line(t, 30*time.Second, 1, &res)
 		sent[w.name] = res.Spans
+		if w == jep {
+			t.Logf("%s: %d collections", w.name, res.Collections)
+		}
 		if err := w.wait(30 * time.Second); err != nil {
 			t.Errorf("%s: exit: %v", w.name, err)
 		}
@@ -343,7 +391,7 @@ func TestContainersCorrelation(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := spansByService(traces)
-		for _, w := range workloads {
+		for _, w := range traced {
 			if len(got[w.name]) < sent[w.name] {
 				return false
 			}
@@ -370,13 +418,13 @@ func TestContainersCorrelation(t *testing.T) {
 	}
 	spans := spansByService(traces)
 	windows := processWindows(t, logs, workloads)
-	for _, w := range workloads {
+	for _, w := range traced {
 		checkSpanResources(t, w, spans[w.name], sent[w.name])
 	}
-	for _, w := range workloads {
+	for _, w := range traced {
 		checkSpanTotals(t, w, spans[w.name], windows, workloads)
 	}
-	checkOverlapRecords(t, logs, metrics, workloads)
+	checkOverlaps(t, logs, metrics, windows, workloads, jep)
 	t.Logf("whole scenario: %s", time.Since(begin).Round(time.Millisecond))
 }
 
@@ -695,15 +743,69 @@ func checkSpanTotals(t *testing.T, w *workload, spans []serviceSpan, windows map
 	}
 }
 
-// checkOverlapRecords: every runtime.overlap record and overlap metric
-// resource names the container and pod of both its windows' processes.
-func checkOverlapRecords(t *testing.T, logs []plog.Logs, metrics []pmetric.Metrics, workloads []*workload) {
+// overlapSide is one window of a runtime.overlap record, as it names it.
+type overlapSide struct {
+	kind            window.Kind
+	start, duration int64
+	thread, pid     int64
+}
+
+func overlapSideOf(attrs pcommon.Map, side string) overlapSide {
+	get := func(k string) int64 {
+		v, _ := attrs.Get("runtime.overlap." + side + "." + k)
+		return v.Int()
+	}
+	kind, _ := attrs.Get("runtime.overlap." + side + ".kind")
+	return overlapSide{kind: window.Kind(kind.Str()), start: get("start"), duration: get("duration"), thread: get("thread.id"), pid: get("process.pid")}
+}
+
+// kindPair names a runtime.overlap pair: first and second kind.
+type kindPair struct{ first, second string }
+
+// overlapTally is what the records of one process add up to, per kind pair.
+type overlapTally struct {
+	count    map[kindPair]int64
+	duration map[kindPair]int64 // ns
+}
+
+// ownerOf finds the workload a runtime.overlap resource is about, by its
+// process.pid, and reports a resource that names one workload's container or
+// pod beside another's pid (or none of ours). Nil: another process of the
+// node, none of the test's.
+func ownerOf(t *testing.T, res pcommon.Map, byPID map[int64]*workload, workloads []*workload, what string) *workload {
+	t.Helper()
+	pid, _ := res.Get(window.ResourcePID)
+	owner := byPID[pid.Int()]
+	cid, _ := res.Get(attrContainerID)
+	pod, _ := res.Get(attrPodUID)
+	for _, w := range workloads {
+		if w.container != nil && w != owner && (cid.Str() == w.container.ID || pod.Str() == w.pod.UID) {
+			t.Errorf("%s of process.pid %d names %s's container %q / pod %q", what, pid.Int(), w.name, cid.Str(), pod.Str())
+		}
+	}
+	return owner
+}
+
+// checkOverlaps: every runtime.overlap record and overlap metric resource
+// about one of the test's processes names its container and pod as its
+// windows do, and every record pairs two windows that process exported, at
+// the times it exported them, overlapping by the length the record says.
+// The Jep process (the only one running both runtimes: under the default
+// process scope only it pairs windows) has records, and its overlap metrics
+// add up to them.
+func checkOverlaps(t *testing.T, logs []plog.Logs, metrics []pmetric.Metrics, windows map[int][]observedWindow, workloads []*workload, jep *workload) {
 	t.Helper()
 	byPID := map[int64]*workload{}
+	exported := map[int64]map[overlapSide]bool{}
 	for _, w := range workloads {
 		byPID[int64(w.hostPID)] = w
+		exported[int64(w.hostPID)] = map[overlapSide]bool{}
+		for _, win := range windows[w.hostPID] {
+			exported[int64(w.hostPID)][overlapSide{win.Kind, win.Start, int64(win.Duration), win.ThreadID, int64(w.hostPID)}] = true
+		}
 	}
-	records := map[string]int{}
+	tallies := map[string]overlapTally{}
+	foreign, unknownWindows, wrongLength := 0, 0, 0
 	for _, ld := range logs {
 		for _, rl := range ld.ResourceLogs().All() {
 			for _, sl := range rl.ScopeLogs().All() {
@@ -711,20 +813,70 @@ func checkOverlapRecords(t *testing.T, logs []plog.Logs, metrics []pmetric.Metri
 					if lr.EventName() != "runtime.overlap" {
 						continue
 					}
-					for _, side := range []string{"first", "second"} {
-						pid, _ := lr.Attributes().Get("runtime.overlap." + side + ".process.pid")
-						w := byPID[pid.Int()]
-						if w == nil {
-							continue
+					res := rl.Resource().Attributes()
+					w := ownerOf(t, res, byPID, workloads, "runtime.overlap record")
+					first, second := overlapSideOf(lr.Attributes(), "first"), overlapSideOf(lr.Attributes(), "second")
+					if w == nil {
+						foreign++
+						for _, side := range []overlapSide{first, second} {
+							if o := byPID[side.pid]; o != nil {
+								t.Errorf("runtime.overlap record of another process (%v) pairs a window of %s: %v", res.AsRaw(), o.name, lr.Attributes().AsRaw())
+							}
 						}
-						records[w.name]++
-						checkIdentity(t, w, rl.Resource().Attributes(), "runtime.overlap record resource")
+						continue
 					}
+					checkIdentity(t, w, res, "runtime.overlap record resource")
+					for _, side := range []overlapSide{first, second} {
+						if !exported[int64(w.hostPID)][side] {
+							if unknownWindows++; unknownWindows <= 3 {
+								t.Errorf("%s: runtime.overlap record pairs a window its process did not export: %+v (record %v)", w.name, side, lr.Attributes().AsRaw())
+							}
+						}
+					}
+					d, _ := lr.Attributes().Get("runtime.overlap.duration")
+					want := min(first.start+first.duration, second.start+second.duration) - max(first.start, second.start)
+					if d.Int() != want || want <= 0 {
+						if wrongLength++; wrongLength <= 3 {
+							t.Errorf("%s: runtime.overlap.duration %d, its windows intersect for %d ns: %v", w.name, d.Int(), want, lr.Attributes().AsRaw())
+						}
+					}
+					tally, ok := tallies[w.name]
+					if !ok {
+						tally = overlapTally{count: map[kindPair]int64{}, duration: map[kindPair]int64{}}
+						tallies[w.name] = tally
+					}
+					pair := kindPair{string(first.kind), string(second.kind)}
+					tally.count[pair]++
+					tally.duration[pair] += d.Int()
 				}
 			}
 		}
 	}
-	series := map[string]int{}
+	for _, w := range workloads {
+		t.Logf("FIGURES %s: runtime.overlap records %v (%s)", w.name, tallies[w.name].count, w.where())
+	}
+	t.Logf("runtime.overlap records of other processes of the node: %d; pairing windows not exported by their process: %d; with a wrong overlap length: %d", foreign, unknownWindows, wrongLength)
+	if len(tallies[jep.name].count) == 0 {
+		t.Errorf("%s: no runtime.overlap record, though its JVM paused while its Python threads waited for the GIL", jep.name)
+	}
+	checkOverlapMetrics(t, metrics, byPID, workloads, tallies)
+}
+
+// checkOverlapMetrics: every runtime.overlap.count and .duration resource
+// about one of the test's processes names it, and each process's last
+// cumulative points (the collector's shutdown flush) equal its records.
+func checkOverlapMetrics(t *testing.T, metrics []pmetric.Metrics, byPID map[int64]*workload, workloads []*workload, tallies map[string]overlapTally) {
+	t.Helper()
+	type seriesKey struct {
+		name, metric string
+		pair         kindPair
+	}
+	type point struct {
+		at    pcommon.Timestamp
+		value float64
+	}
+	last := map[seriesKey]point{}
+	resources := map[string]int{}
 	for _, md := range metrics {
 		for _, rm := range md.ResourceMetrics().All() {
 			for _, sm := range rm.ScopeMetrics().All() {
@@ -732,18 +884,60 @@ func checkOverlapRecords(t *testing.T, logs []plog.Logs, metrics []pmetric.Metri
 					if m.Name() != "runtime.overlap.count" && m.Name() != "runtime.overlap.duration" {
 						continue
 					}
-					pid, _ := rm.Resource().Attributes().Get(window.ResourcePID)
-					if w := byPID[pid.Int()]; w != nil {
-						series[w.name]++
-						checkIdentity(t, w, rm.Resource().Attributes(), m.Name()+" resource")
+					res := rm.Resource().Attributes()
+					w := ownerOf(t, res, byPID, workloads, m.Name()+" resource")
+					if w == nil {
+						continue
+					}
+					resources[w.name]++
+					if resources[w.name] == 1 {
+						t.Logf("%s: overlap metric resource %v", w.name, res.AsRaw())
+					}
+					checkIdentity(t, w, res, m.Name()+" resource")
+					for _, dp := range m.Sum().DataPoints().All() {
+						first, _ := dp.Attributes().Get("runtime.overlap.first.kind")
+						second, _ := dp.Attributes().Get("runtime.overlap.second.kind")
+						if scope, _ := dp.Attributes().Get("runtime.overlap.scope"); scope.Str() != "process" {
+							t.Errorf("%s: %s point with runtime.overlap.scope %q, want process", w.name, m.Name(), scope.Str())
+						}
+						v := dp.DoubleValue()
+						if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+							v = float64(dp.IntValue())
+						}
+						k := seriesKey{w.name, m.Name(), kindPair{first.Str(), second.Str()}}
+						if p, ok := last[k]; !ok || dp.Timestamp() >= p.at {
+							last[k] = point{dp.Timestamp(), v}
+						}
 					}
 				}
 			}
 		}
 	}
-	// Under the default process scope only a process running both a JVM and
-	// CPython (Jep) pairs windows; these three run one runtime each.
-	t.Logf("runtime.overlap records per workload %v; overlap metric resources %v", records, series)
+	t.Logf("overlap metric resources per workload %v", resources)
+	for _, w := range workloads {
+		tally := tallies[w.name]
+		for pair, n := range tally.count {
+			count, hasCount := last[seriesKey{w.name, "runtime.overlap.count", pair}]
+			duration, hasDuration := last[seriesKey{w.name, "runtime.overlap.duration", pair}]
+			want := time.Duration(tally.duration[pair]).Seconds()
+			t.Logf("FIGURES %s %s×%s: %d records (%.6f s), metrics count %v duration %v s", w.name, pair.first, pair.second, n, want, count.value, duration.value)
+			if !hasCount || !hasDuration {
+				t.Errorf("%s: no overlap metric for %s×%s, which has %d records", w.name, pair.first, pair.second, n)
+				continue
+			}
+			if count.value != float64(n) {
+				t.Errorf("%s %s×%s: runtime.overlap.count %v, %d records", w.name, pair.first, pair.second, count.value, n)
+			}
+			if diff := duration.value - want; diff > 1e-6 || diff < -1e-6 {
+				t.Errorf("%s %s×%s: runtime.overlap.duration %v s, its records sum to %v s", w.name, pair.first, pair.second, duration.value, want)
+			}
+		}
+		for k := range last {
+			if k.name == w.name && tally.count[k.pair] == 0 {
+				t.Errorf("%s: %s for %s×%s, which has no record", w.name, k.metric, k.pair.first, k.pair.second)
+			}
+		}
+	}
 }
 
 // keepOutput copies what the collector wrote to .cache/e2e-containers/failed
