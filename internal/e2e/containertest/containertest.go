@@ -614,7 +614,7 @@ func (c *Container) WaitExec(timeout time.Duration) error {
 	want := strings.Join(c.args, "\x00") + "\x00"
 	for deadline := time.Now().Add(timeout); ; time.Sleep(time.Millisecond) {
 		if c.Exited() {
-			return fmt.Errorf("containertest: %s (host pid %d) exited before running %v: %v", c.Hostname, c.PID, c.args, c.err)
+			return fmt.Errorf("containertest: %s (host pid %d) exited before running %v: %w", c.Hostname, c.PID, c.args, c.err)
 		}
 		if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c.PID)); err == nil && string(cmdline) == want {
 			return nil
@@ -710,7 +710,7 @@ func attachNetwork(t testing.TB, p *Pod) error {
 			if bytes.Contains(out, []byte("File exists")) {
 				continue
 			}
-			return fmt.Errorf("containertest: ip link add %s: %v: %s", name, err, bytes.TrimSpace(out))
+			return fmt.Errorf("containertest: ip link add %s: %w: %s", name, err, bytes.TrimSpace(out))
 		}
 		t.Cleanup(func() {
 			if out, err := exec.Command(ip, "link", "del", name).CombinedOutput(); err != nil && !bytes.Contains(out, []byte("Cannot find device")) {
@@ -748,7 +748,7 @@ func writeResolverFiles(dir string, p *Pod) error {
 func ipBatch(cmd *exec.Cmd, lines string) error {
 	cmd.Stdin = strings.NewReader(lines)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("containertest: %v <<%q: %v: %s", cmd.Args, lines, err, bytes.TrimSpace(out))
+		return fmt.Errorf("containertest: %v <<%q: %w: %s", cmd.Args, lines, err, bytes.TrimSpace(out))
 	}
 	return nil
 }

@@ -469,7 +469,7 @@ func (x *Index[K]) place(s *scope[K], ci, pos int, e Entry) {
 		s.chunks[0].summary.widen(e)
 		return
 	}
-	at, split := s.chunkList.insert(ci, pos, e, &x.arrays)
+	at, split := s.insert(ci, pos, e, &x.arrays)
 	if !split {
 		s.chunks[at].summary.widen(e)
 		return
@@ -490,7 +490,7 @@ func (x *Index[K]) popFirst(s *scope[K]) {
 		c.summary.stale = true
 	}
 	c.summary.evicted++
-	if !s.chunkList.popFirst(&x.arrays) { // the chunk went
+	if !s.popFirst(&x.arrays) { // the chunk went
 		s.recomputeMaxDur()
 		return
 	}

@@ -326,11 +326,10 @@ func (s *Source) watch() *watcher {
 	return s.watcher
 }
 
-// candidate is a repository folder found by a scan: its root (owned by
-// the scan until a follower takes it), the folder inside it, and the name
-// the collector gives it (the followers' key, and messages).
+// candidate is a repository folder found by a scan: the folder inside its
+// root (opened by add, for a follower), and the name the collector gives it
+// (the followers' key, and messages).
 type candidate struct {
-	root       *procroot.Root
 	inside     string
 	dir        string
 	info       os.FileInfo

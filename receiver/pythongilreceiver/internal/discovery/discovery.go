@@ -348,7 +348,7 @@ func mappedID(f *os.File) (FileID, error) {
 	if err != nil {
 		return FileID{}, fmt.Errorf("mmap: %w", err)
 	}
-	defer unix.Munmap(mem)
+	defer func() { _ = unix.Munmap(mem) }()
 	start := strconv.FormatUint(uint64(uintptr(unsafe.Pointer(&mem[0]))), 16) + "-"
 	maps, err := procroot.ReadProcFile("/proc/self/maps", MaxMapsSize)
 	if err != nil {
