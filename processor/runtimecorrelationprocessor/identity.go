@@ -160,21 +160,15 @@ func (ids *identities) resolveByResource(res pcommon.Resource) spanIdentity {
 // (cached per resource identity), else by the connection.
 func (ids *identities) process(ctx context.Context, rk resourceKey) (found, string) {
 	now := ids.c.now()
-	ids.mu.Lock()
-	r, hit := ids.resources[rk]
-	ids.mu.Unlock()
-	if !hit || now.After(r.expires) {
+	r := cachedResolution(ids, ids.resources, rk, now, func() (found, string) {
 		f, reason := ids.byResource(rk)
-		r = resolution{found: f, ok: reason == "", reason: reason, expires: now.Add(ids.ttl)}
-		ids.mu.Lock()
-		putBounded(ids.resources, rk, r, now)
-		ids.mu.Unlock()
-		if !r.ok {
+		if reason != "" {
 			ids.c.logger.Debug("runtimecorrelation: span resource names no single local process; trying its connection",
 				zap.String("reason", reason), zap.String("container.id", rk.container), zap.String("k8s.pod.uid", rk.pod),
 				zap.String("host.name", rk.host), zap.Int64("process.pid", rk.pid))
 		}
-	}
+		return f, reason
+	})
 	if r.ok {
 		return r.found, ""
 	}
@@ -293,16 +287,7 @@ func (ids *identities) byConnection(ctx context.Context, rk resourceKey, now tim
 		f, reason := ids.byAddress(peer.Addr(), rk, now)
 		return f, reason, true
 	}
-	ids.mu.Lock()
-	r, hit := ids.peers[peer]
-	ids.mu.Unlock()
-	if !hit || now.After(r.expires) {
-		f, reason := ids.lookupPeer(peer)
-		r = resolution{found: f, ok: reason == "", reason: reason, expires: now.Add(ids.ttl)}
-		ids.mu.Lock()
-		putBounded(ids.peers, peer, r, now)
-		ids.mu.Unlock()
-	}
+	r := cachedResolution(ids, ids.peers, peer, now, func() (found, string) { return ids.lookupPeer(peer) })
 	if !r.ok {
 		return found{}, r.reason, true
 	}
@@ -346,17 +331,8 @@ func (ids *identities) byAddress(ip netip.Addr, rk resourceKey, now time.Time) (
 	if rk.hasPID {
 		k.pid = rk.pid
 	}
-	ids.mu.Lock()
-	r, hit := ids.addresses[k]
-	ids.mu.Unlock()
-	if hit && !now.After(r.expires) {
-		return r.found, r.reason
-	}
-	f, reason := ids.lookupAddress(k)
-	ids.mu.Lock()
-	putBounded(ids.addresses, k, resolution{found: f, ok: reason == "", reason: reason, expires: now.Add(ids.ttl)}, now)
-	ids.mu.Unlock()
-	return f, reason
+	r := cachedResolution(ids, ids.addresses, k, now, func() (found, string) { return ids.lookupAddress(k) })
+	return r.found, r.reason
 }
 
 func (ids *identities) lookupAddress(k addressKey) (found, string) {
@@ -428,6 +404,23 @@ func addCandidate(cands []found, f found) []found {
 		}
 	}
 	return append(cands, f)
+}
+
+// cachedResolution returns m's answer for k, looked up afresh (and stored)
+// when m has none or it has expired. The lookup runs outside ids.mu.
+func cachedResolution[K comparable](ids *identities, m map[K]resolution, k K, now time.Time, lookup func() (found, string)) resolution {
+	ids.mu.Lock()
+	r, hit := m[k]
+	ids.mu.Unlock()
+	if hit && !now.After(r.expires) {
+		return r
+	}
+	f, reason := lookup()
+	r = resolution{found: f, ok: reason == "", reason: reason, expires: now.Add(ids.ttl)}
+	ids.mu.Lock()
+	putBounded(m, k, r, now)
+	ids.mu.Unlock()
+	return r
 }
 
 // putBounded stores v, first dropping expired entries when m is full, and
