@@ -426,40 +426,15 @@ func BenchmarkOwnersFrom(b *testing.B) {
 	ln := listentest(b, "tcp4", "127.0.0.1:0")
 	startHelpertest(b, modeConnect, ln.Addr().String())
 	acceptPeertest(b, ln)
-	loopback := netip.MustParseAddr("127.0.0.1")
-	b.Run("hit", func(b *testing.B) {
-		r := NewResolver("")
-		if _, err := r.OwnersFrom(loopback); err != nil {
-			b.Fatal(err)
-		}
-		for b.Loop() {
-			if _, err := r.OwnersFrom(loopback); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("miss/found", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := NewResolver("").OwnersFrom(loopback); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	from := func(ip string) func(*Resolver) error {
+		addr := netip.MustParseAddr(ip)
+		return func(r *Resolver) error { _, err := r.OwnersFrom(addr); return err }
+	}
 	// Not found: an address of another node (no namespace has it: no
 	// socket table is read), and a local address with no connection (this
 	// namespace's tcp and tcp6 are read).
-	for _, tt := range []struct{ name, ip string }{
-		{"miss/not-found/other-node", "198.18.0.1"},
-		{"miss/not-found/local-address", "127.0.0.2"},
-	} {
-		b.Run(tt.name, func(b *testing.B) {
-			r := NewResolver("", WithNegativeTTL(0), WithMaxScansPerSecond(math.Inf(1)))
-			ip := netip.MustParseAddr(tt.ip)
-			for b.Loop() {
-				if _, err := r.OwnersFrom(ip); !errors.Is(err, ErrNotFound) {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchResolvertest(b, from("127.0.0.1"), map[string]func(*Resolver) error{
+		"miss/not-found/other-node":    from("198.18.0.1"),
+		"miss/not-found/local-address": from("127.0.0.2"),
+	})
 }
