@@ -31,6 +31,16 @@ ORT_LIB_MEMBER  := package/bin/napi-v6/linux/x64/libonnxruntime.so.1
 ORT_LIB_SHA256  := 53ef1ac028dd1b05554b8da28d9159eb3876f99868193d2aaa6e67f0243c23d4
 ORT_LIB         := $(DIST)/libonnxruntime.so.1
 
+# The release version, from git tags: on a commit tagged vX.Y.Z it is X.Y.Z;
+# N commits later X.Y.Z-N-g<sha>; with uncommitted changes to tracked files
+# -dirty is added; with no tag yet 0.0.0-g<sha>. It is ocb's dist.version (in
+# the generated $(BUILDER_CONFIG)), so `otelcol-ai --version` and the
+# service.version of the collector's own telemetry say it, and `make chart`
+# stamps it as the chart's version and appVersion. Override with VERSION=...
+VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null) && echo "$${v\#v}" || \
+	echo "0.0.0-g$$(git rev-parse --short=7 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo -dirty)")
+BUILDER_CONFIG := $(DIST)/builder-config.yaml
+
 # What the binary is built from: a change to any of these rebuilds it.
 SOURCES := $(shell find . \( -path ./dist -o -path ./.tools -o -path ./.cache -o -path ./.git -o -path ./out \) -prune -o \
 	-type f \( -name '*.go' -o -name '*.yaml' -o -name '*.o' -o -name '*.jfc' \) -not -name '*_test.go' -print) go.mod go.sum
@@ -46,7 +56,7 @@ FUZZTIME ?= 200000x
 # and 2 s of minimizing each made FuzzLiveChunk alone take minutes.
 FUZZMINIMIZE ?= 500x
 
-.PHONY: build run test test-deps generate fuzz bench lint fmt clean distclean tools onnxruntime gpu-check
+.PHONY: build run test test-deps generate fuzz bench lint fmt clean distclean tools onnxruntime gpu-check version FORCE
 
 MODELS      := $(shell find models -type f)
 
@@ -142,10 +152,21 @@ tools: $(OCB)
 
 onnxruntime: $(ORT_LIB)
 
-$(BIN): $(OCB) $(SOURCES) builder-config.yaml
+$(BIN): $(OCB) $(SOURCES) builder-config.yaml $(DIST)/.version
 	mkdir -p $(DIST)
-	$(OCB) --config builder-config.yaml
+	sed 's/^  version: .*/  version: "$(VERSION)"/' builder-config.yaml > $(BUILDER_CONFIG)
+	$(OCB) --config $(BUILDER_CONFIG)
 	touch $@
+
+# Rewritten only when VERSION changes, so that a new commit or tag rebuilds.
+$(DIST)/.version: FORCE
+	@mkdir -p $(DIST)
+	@[ "$$(cat $@ 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" > $@
+
+version: ## Print the version the build stamps (from git tags).
+	@echo $(VERSION)
+
+FORCE:
 
 # The shipped model repository, next to the binary where onnxinference looks.
 $(DIST)/models: $(MODELS)
