@@ -37,7 +37,7 @@ ORT_LIB         := $(DIST)/libonnxruntime.so.1
 # the generated $(BUILDER_CONFIG)), so `otelcol-ai --version` and the
 # service.version of the collector's own telemetry say it, and `make chart`
 # stamps it as the chart's version and appVersion. Override with VERSION=...
-VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null) && echo "$${v\#v}" || \
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null | sed 's/^v//' | grep . || \
 	echo "0.0.0-g$$(git rev-parse --short=7 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo -dirty)")
 BUILDER_CONFIG := $(DIST)/builder-config.yaml
 
