@@ -117,9 +117,8 @@ func New(cfg Config) *Source {
 	s.memory.max = cfg.MaxMemory
 	if cfg.Discover {
 		s.finder = discovery.NewFinder(cfg.ProcRoot)
-		if cfg.Attach.Enabled {
-			s.starter = newStarter(cfg.Attach, cfg.ProcRoot, cfg.Logger)
-		}
+		// Off, it only keeps each JVM's status.
+		s.starter = newStarter(cfg.Attach, cfg.ProcRoot, cfg.Logger)
 	}
 	return s
 }

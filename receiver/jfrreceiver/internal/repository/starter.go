@@ -24,29 +24,24 @@ import (
 var Settings []byte
 
 // RecordingName names the recordings the receiver starts.
-const RecordingName = "otelcol-ai"
+const RecordingName = attach.RecordingName
 
-// maxAttachTries bounds how often a JVM that does not (yet) take JFR.start
-// is tried, one try per discovery.
-const maxAttachTries = 5
-
-// maxSettings caps the configured .jfc read (the project's is 3 KiB);
-// maxLoggedOutput what is logged of a JVM's answer to JFR.start (a line).
-const (
-	maxSettings     = 1 << 20
-	maxLoggedOutput = 4 << 10
-)
+// maxSettings caps the configured .jfc read (the project's is 3 KiB).
+const maxSettings = 1 << 20
 
 // AttachConfig turns on starting recordings in JVMs that run none.
 type AttachConfig struct {
 	// Enabled starts a recording (JFR.start through the attach protocol)
-	// in every discovered JVM without a repository.
+	// in every discovered JVM without a repository, unless its owner opted
+	// out.
 	Enabled bool
 	// Settings is the .jfc to record with, as a path the collector can
 	// read; "" uses the project's (Settings).
 	Settings string
 	// Timeout bounds one attach exchange.
 	Timeout time.Duration
+	// Pods, when set, says which pods opted out (Kubernetes).
+	Pods attach.PodPolicy
 }
 
 type jvmKey struct {
@@ -54,56 +49,45 @@ type jvmKey struct {
 	start uint64
 }
 
-// starter starts and stops recordings. Its maps are bounded by the JVMs
-// running: entries of exited JVMs are dropped at each discovery.
+// starter holds the attach.Recorder that decides, starts and stops the
+// recordings and keeps every discovered JVM's status.
 type starter struct {
-	cfg     AttachConfig
-	procs   string
-	logger  *zap.Logger
-	tries   map[jvmKey]int
-	started map[jvmKey]discovery.JVM
+	cfg      AttachConfig
+	procs    string
+	recorder *attach.Recorder
 	// only, when set, limits attaching to the JVMs it accepts (tests: never
 	// attach to JVMs the test did not start).
 	only func(discovery.JVM) bool
 }
 
 func newStarter(cfg AttachConfig, procRoot string, logger *zap.Logger) *starter {
-	return &starter{cfg: cfg, procs: procRoot, logger: logger, tries: map[jvmKey]int{}, started: map[jvmKey]discovery.JVM{}}
+	s := &starter{cfg: cfg, procs: procRoot}
+	s.recorder = attach.NewRecorder(attach.RecorderConfig{
+		ProcRoot: procRoot, Enabled: cfg.Enabled, Timeout: cfg.Timeout, Pods: cfg.Pods, Logger: logger,
+		Settings: func(j attach.JVM) (string, func(), error) {
+			return s.settingsFor(discovery.JVM{PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, ProcRoot: procRoot})
+		},
+	})
+	return s
 }
 
-// consider starts a recording in j unless it has one, was started by us,
-// or was tried too often. It returns an error only for a failure worth
-// reporting (once per JVM).
+// consider hands j to the recorder, which starts a recording in it unless
+// it has one or its owner opted out. It returns an error only for a failure
+// worth reporting (once per JVM).
 func (s *starter) consider(j discovery.JVM, hasRepository bool) error {
-	k := jvmKey{j.PID, j.StartTicks}
-	if hasRepository || s.started[k].PID != 0 || s.tries[k] >= maxAttachTries || (s.only != nil && !s.only(j)) {
+	if s.only != nil && !s.only(j) {
 		return nil
 	}
-	t := attach.Target{ProcRoot: s.procs, PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, Timeout: s.cfg.Timeout}
-	if !t.Ready() {
+	return s.recorder.Consider(attach.JVM{PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, StartsRecording: j.StartsRecording}, hasRepository)
+}
+
+// JVMStates returns how many discovered JVMs are in each attach.State
+// (none before the first discovery, or without discovery).
+func (s *Source) JVMStates() map[attach.State]int64 {
+	if s.starter == nil {
 		return nil
 	}
-	s.tries[k]++
-	settings, cleanup, err := s.settingsFor(j)
-	if err != nil {
-		s.tries[k] = maxAttachTries
-		return err
-	}
-	defer cleanup()
-	cmd := fmt.Sprintf("JFR.start name=%s settings=%s disk=true maxage=10m", RecordingName, settings)
-	out, err := t.Jcmd(cmd)
-	if attach.NotYet(err) {
-		return nil // JFR not registered yet; try at the next discovery
-	}
-	if err != nil {
-		s.tries[k] = maxAttachTries
-		return fmt.Errorf("repository: starting a recording in pid %d: %w", j.PID, err)
-	}
-	s.started[k] = j
-	// The answer comes from the JVM's socket, the container's to write:
-	// what is logged of it is bounded.
-	s.logger.Info("started a JFR recording", zap.Int("pid", j.PID), zap.String("output", out[:min(len(out), maxLoggedOutput)]))
-	return nil
+	return s.starter.recorder.Counts()
 }
 
 // settingsFor puts the settings file where the JVM can read it (its own
@@ -179,28 +163,9 @@ func readSettings(path string) ([]byte, error) {
 
 // forget drops JVMs that are no longer running.
 func (s *starter) forget(alive map[jvmKey]bool) {
-	for k := range s.tries {
-		if !alive[k] {
-			delete(s.tries, k)
-		}
-	}
-	for k := range s.started {
-		if !alive[k] {
-			delete(s.started, k)
-		}
-	}
+	s.recorder.Forget(func(pid int, startTicks uint64) bool { return alive[jvmKey{pid, startTicks}] })
 }
 
-// stopAll stops the recordings this receiver started in JVMs still running.
-func (s *starter) stopAll(finder *discovery.Finder) {
-	for k, j := range s.started {
-		delete(s.started, k)
-		if !finder.Alive(j.PID, j.StartTicks) {
-			continue
-		}
-		t := attach.Target{ProcRoot: s.procs, PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, Timeout: s.cfg.Timeout}
-		if _, err := t.Jcmd("JFR.stop name=" + RecordingName); err != nil {
-			s.logger.Warn("stopping the JFR recording this receiver started", zap.Int("pid", j.PID), zap.Error(err))
-		}
-	}
-}
+// stopAll stops the recordings this receiver started in JVMs still running
+// with the start time they had.
+func (s *starter) stopAll(*discovery.Finder) { s.recorder.StopAll() }

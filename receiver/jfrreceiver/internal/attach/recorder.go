@@ -1,0 +1,303 @@
+package attach
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+)
+
+// RecordingName names the recordings the receiver starts; JFR.stop names
+// it, so only those are ever stopped.
+const RecordingName = "otelcol-ai"
+
+// The recording's bounds: what it keeps on disk in the JVM's repository
+// (HotSpot deletes the oldest chunks past either), and how often the JVM
+// flushes (what the receiver reads each poll).
+const (
+	RecordingMaxAge  = "10m"
+	RecordingMaxSize = "64m"
+)
+
+// maxTries bounds how often a JVM that does not take the commands yet
+// (JFR registers its commands late in a JVM's start) is tried, one try
+// per discovery; maxReason what is kept of a JVM's answer in a status (it
+// comes from the JVM's socket, the container's to write).
+const (
+	maxTries  = 5
+	maxReason = 4 << 10
+)
+
+// JVM is a discovered JVM as the recorder sees it.
+type JVM struct {
+	// PID is its pid in the proc root's namespace, NSPID its own.
+	PID, NSPID int
+	// StartTicks, with PID, names the process (pid reuse).
+	StartTicks uint64
+	// StartsRecording: its command line starts a recording
+	// (-XX:StartFlightRecording), whose repository may not exist yet.
+	StartsRecording bool
+}
+
+// PodPolicy tells whether a pod (by UID, as its processes' cgroups name
+// it) opted out of attaching.
+type PodPolicy interface {
+	// OptOut returns what opted the pod out ("" for nothing), and false
+	// when that is not known yet (the pod not seen, the API not answering):
+	// the JVM is then looked at again at the next discovery.
+	OptOut(podUID string) (reason string, known bool)
+}
+
+// RecorderConfig configures a Recorder.
+type RecorderConfig struct {
+	// ProcRoot is the proc filesystem the JVMs' pids are in.
+	ProcRoot string
+	// Enabled starts recordings; false only reports what is seen.
+	Enabled bool
+	// Timeout bounds one attach exchange.
+	Timeout time.Duration
+	// Settings puts the .jfc to record with where the JVM reads it and
+	// returns its path as the JVM sees it and a cleanup.
+	Settings func(JVM) (path string, cleanup func(), err error)
+	// Pods, when set, is asked about JVMs in a pod (k8s.pod.uid from
+	// their cgroup).
+	Pods PodPolicy
+	// Logger gets one line per status change.
+	Logger *zap.Logger
+}
+
+type jvmKey struct {
+	pid   int
+	start uint64
+}
+
+type jvmEntry struct {
+	jvm     JVM
+	status  Status
+	tries   int
+	ours    bool // a recording named RecordingName runs, which we stop
+	checked bool // command line and environment read (they do not change)
+}
+
+// Recorder decides for every discovered JVM whether the receiver starts a
+// recording in it, starts it (JFR.start through the attach protocol),
+// keeps each JVM's Status, and stops its recordings at the end. Use it from
+// one goroutine. Its map is bounded by the JVMs running (Forget).
+type Recorder struct {
+	cfg    RecorderConfig
+	reader *procresource.Reader
+	jvms   map[jvmKey]*jvmEntry
+}
+
+// NewRecorder returns a Recorder.
+func NewRecorder(cfg RecorderConfig) *Recorder {
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &Recorder{cfg: cfg, reader: procresource.NewReader(cfg.ProcRoot, 0), jvms: map[jvmKey]*jvmEntry{}}
+}
+
+// Consider looks at one discovered JVM, hasRepository telling whether its
+// JFR repository was found: a JVM that records JFR is read, never given a
+// second recording; one whose owner opted out is left alone; any other gets
+// a recording once it can take one. It returns an error only for a failure
+// worth reporting (once per JVM).
+func (r *Recorder) Consider(j JVM, hasRepository bool) error {
+	k := jvmKey{j.PID, j.StartTicks}
+	e := r.jvms[k]
+	if e == nil {
+		e = &jvmEntry{jvm: j}
+		r.jvms[k] = e
+	}
+	switch {
+	case e.ours:
+		r.set(e, StateRecordingOurs, "started by the receiver ("+RecordingName+")")
+		return nil
+	case hasRepository:
+		r.set(e, StateRecordingTheirs, "its own recording's disk repository")
+		return nil
+	case j.StartsRecording:
+		r.set(e, StateRecordingTheirs, "-XX:StartFlightRecording")
+		return nil
+	case e.status.State == StateOptedOut || e.status.State == StateRefused || e.status.State == StateRecordingTheirs:
+		return nil // decided for this JVM's life
+	case !r.cfg.Enabled:
+		r.set(e, StateFound, "repositories::attach::enabled is false")
+		return nil
+	}
+	if why, known := r.optOut(e); !known {
+		r.set(e, StateFound, why)
+		return nil
+	} else if why != "" {
+		r.set(e, StateOptedOut, why)
+		return nil
+	}
+	return r.start(e)
+}
+
+// optOut returns what opted the JVM out, or (reason, false) while that is
+// not known yet.
+func (r *Recorder) optOut(e *jvmEntry) (string, bool) {
+	if !e.checked {
+		if why := ProcessOptOut(r.reader, e.jvm.PID); why != "" {
+			return why, true
+		}
+		e.checked = true
+	}
+	if r.cfg.Pods == nil {
+		return "", true
+	}
+	id, err := r.reader.Identity(e.jvm.PID)
+	if err != nil || id.StartTicks != e.jvm.StartTicks {
+		return "process gone", false
+	}
+	if id.PodUID == "" {
+		return "", true
+	}
+	why, known := r.cfg.Pods.OptOut(id.PodUID)
+	if !known {
+		return "pod " + id.PodUID + " not known to the Kubernetes API yet", false
+	}
+	return why, true
+}
+
+// start checks that the JVM runs no recording (an in-memory one has no
+// repository) and starts the receiver's.
+func (r *Recorder) start(e *jvmEntry) error {
+	j := e.jvm
+	t := Target{ProcRoot: r.cfg.ProcRoot, PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, Timeout: r.cfg.Timeout}
+	if !t.Ready() {
+		r.set(e, StateFound, "not started far enough to attach (no hsperfdata file)")
+		return nil
+	}
+	e.tries++
+	check, err := t.Jcmd("JFR.check")
+	if err == nil {
+		if name, running := runningRecording(check); running {
+			if name == RecordingName {
+				// A collector before this one started it and did not stop
+				// it: ours to read and stop.
+				e.ours = true
+				r.set(e, StateRecordingOurs, "adopted a running recording named "+RecordingName)
+			} else {
+				r.set(e, StateRecordingTheirs, "recording "+name+" runs without a disk repository (JFR.check)")
+			}
+			return nil
+		}
+		err = r.startRecording(t)
+	}
+	if err == nil {
+		e.ours = true
+		r.set(e, StateRecordingOurs, "started by the receiver ("+RecordingName+")")
+		return nil
+	}
+	if NotYet(err) && e.tries < maxTries {
+		r.set(e, StateFound, "JFR not ready in the JVM yet")
+		return nil
+	}
+	if errors.Is(err, ErrGone) {
+		return nil
+	}
+	r.set(e, StateRefused, err.Error())
+	return fmt.Errorf("attach: starting a recording in pid %d: %w", j.PID, err)
+}
+
+func (r *Recorder) startRecording(t Target) error {
+	settings, cleanup, err := r.cfg.Settings(JVM{PID: t.PID, NSPID: t.NSPID, StartTicks: t.StartTicks})
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	_, err = t.Jcmd(fmt.Sprintf("JFR.start name=%s settings=%s disk=true maxage=%s maxsize=%s", RecordingName, settings, RecordingMaxAge, RecordingMaxSize))
+	return err
+}
+
+// runningRecording reads JFR.check's answer ("Recording 1: name=x
+// maxsize=… (running)" per recording, or "No available recordings."): the
+// name of a running recording, ours when there is one.
+func runningRecording(out string) (name string, running bool) {
+	for line := range strings.SplitSeq(out, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "Recording ") || !strings.HasSuffix(line, "(running)") {
+			continue
+		}
+		n := ""
+		if _, after, ok := strings.Cut(line, " name="); ok {
+			n, _, _ = strings.Cut(after, " ")
+		}
+		if !running || n == RecordingName {
+			name, running = n, true
+		}
+	}
+	return name, running
+}
+
+// set records e's status and logs a change.
+func (r *Recorder) set(e *jvmEntry, state State, reason string) {
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+	}
+	s := Status{State: state, Reason: reason}
+	if e.status == s {
+		return
+	}
+	e.status = s
+	r.cfg.Logger.Info("JVM status", zap.Int("pid", e.jvm.PID), zap.Int("vpid", e.jvm.NSPID),
+		zap.String("state", string(state)), zap.String("reason", reason))
+}
+
+// Status returns a JVM's status (false when it is not known).
+func (r *Recorder) Status(pid int, startTicks uint64) (Status, bool) {
+	e := r.jvms[jvmKey{pid, startTicks}]
+	if e == nil {
+		return Status{}, false
+	}
+	return e.status, true
+}
+
+// Counts returns the number of JVMs in each state (every state present).
+func (r *Recorder) Counts() map[State]int64 {
+	out := make(map[State]int64, len(States))
+	for _, s := range States {
+		out[s] = 0
+	}
+	for _, e := range r.jvms {
+		out[e.status.State]++
+	}
+	return out
+}
+
+// Forget drops the JVMs for which alive is false (exited).
+func (r *Recorder) Forget(alive func(pid int, startTicks uint64) bool) {
+	for k := range r.jvms {
+		if !alive(k.pid, k.start) {
+			delete(r.jvms, k)
+		}
+	}
+}
+
+// StopAll stops the recordings the receiver started (JFR.stop by name),
+// in the JVMs still running with the start time they had: a pid that names
+// another process now is left alone.
+func (r *Recorder) StopAll() {
+	for k, e := range r.jvms {
+		if !e.ours {
+			continue
+		}
+		delete(r.jvms, k)
+		t := Target{ProcRoot: r.cfg.ProcRoot, PID: e.jvm.PID, NSPID: e.jvm.NSPID, StartTicks: e.jvm.StartTicks, Timeout: r.cfg.Timeout}
+		_, err := t.Jcmd("JFR.stop name=" + RecordingName)
+		if errors.Is(err, ErrGone) {
+			continue
+		}
+		if err != nil {
+			r.cfg.Logger.Warn("stopping the JFR recording the receiver started", zap.Int("pid", e.jvm.PID), zap.Error(err))
+			continue
+		}
+		r.cfg.Logger.Info("stopped the JFR recording the receiver started", zap.Int("pid", e.jvm.PID))
+	}
+}
