@@ -123,9 +123,9 @@ bench: build ## Run the benchmarks, each against the reference its issue names.
 	JFR_BENCH_FILE=$(CACHE)/jfr-bench/g1-profile-mixed.jfr OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
 		$(GO) test -run='^$$' -bench=. -benchmem ./...
 
-generate: ## Regenerate the committed eBPF objects (needs clang, llvm, libbpf-dev; installed if missing).
-	@command -v clang >/dev/null && [ -f /usr/include/bpf/bpf_helpers.h ] || \
-		{ apt-get update -qq && apt-get install -y -qq clang llvm libbpf-dev; }
+generate: ## Regenerate the committed eBPF objects for amd64 and arm64 (installs clang, llvm, libbpf-dev, linux-libc-dev-arm64-cross if missing).
+	@command -v clang >/dev/null && [ -f /usr/include/bpf/bpf_helpers.h ] && [ -f /usr/aarch64-linux-gnu/include/asm/ptrace.h ] || \
+		{ apt-get update -qq && apt-get install -y -qq clang llvm libbpf-dev linux-libc-dev-arm64-cross; }
 	$(GO) generate ./receiver/pythongilreceiver/...
 
 gpu-check: ## On a machine with NVIDIA GPUs: compare the nvml receiver with nvidia-smi for a minute.

@@ -355,6 +355,15 @@ enum arg_loc {
 	ARG_MEMORY = 3,
 };
 
+// The registers a USDT argument can name, in the order of the probe's
+// context: x86-64's struct pt_regs, or arm64's user_pt_regs (x0-x30, sp, pc,
+// pstate), the start of the kernel's arm64 pt_regs.
+#if defined(__TARGET_ARCH_arm64)
+#define CTX_REGS (sizeof(struct user_pt_regs) / sizeof(__u64))
+#else
+#define CTX_REGS (sizeof(struct pt_regs) / sizeof(__u64))
+#endif
+
 // usdt_arg reads the USDT argument the cookie describes; 0 when it cannot.
 static __always_inline __u64 usdt_arg(struct pt_regs *ctx, __u64 cookie)
 {
@@ -365,7 +374,7 @@ static __always_inline __u64 usdt_arg(struct pt_regs *ctx, __u64 cookie)
 	__u64 v = 0;
 	if (loc == ARG_CONSTANT)
 		return off;
-	if (reg >= sizeof(struct pt_regs) / sizeof(__u64))
+	if (reg >= CTX_REGS)
 		return 0;
 	if (bpf_probe_read_kernel(&v, sizeof(v), (void *)ctx + reg * sizeof(__u64)))
 		return 0;

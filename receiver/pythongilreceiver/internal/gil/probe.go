@@ -1,4 +1,4 @@
-//go:build linux && amd64
+//go:build linux && (amd64 || arm64)
 
 package gil
 
@@ -311,11 +311,6 @@ func usdtGC(path string, img *Image) ([]target, error) {
 		{offset: done.Offset, refCtr: done.SemaphoreOffset, cookie: pointGCDoneUSDT, usdt: "python_gc__done"},
 	}, nil
 }
-
-// ptRegs are the registers in the order of x86-64's struct pt_regs, where
-// the BPF side reads them.
-var ptRegs = []string{"r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10",
-	"r9", "r8", "rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss"}
 
 // usdtCookie encodes a point and the location of its USDT argument for
 // gil.bpf.c's usdt_arg: point in bits 0-7, location 8-15, register index

@@ -1,4 +1,4 @@
-//go:build !(linux && amd64)
+//go:build !(linux && (amd64 || arm64))
 
 package gil
 
@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// The BPF objects are built for linux/amd64 only; elsewhere Load fails with
+// The BPF objects are built for linux/amd64 and linux/arm64 only; elsewhere Load fails with
 // ErrUnavailable and the rest of the API exists so that callers compile.
 
-var errUnsupportedPlatform = errors.New("the BPF objects are built for linux/amd64 only")
+var errUnsupportedPlatform = errors.New("the BPF objects are built for linux/amd64 and linux/arm64 only")
 
 // ErrFlushed is wrapped by ReadEvent's error after Flush.
 var ErrFlushed = errors.New("gil: flushed")
