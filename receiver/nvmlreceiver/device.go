@@ -178,6 +178,32 @@ var utilizationTasks = [3]struct {
 // errGPULost marks a device that stopped answering.
 var errGPULost = errors.New("GPU is lost")
 
+// timed runs one NVML call and records how long it took under the
+// function's name.
+func timed[T any](t *callTimer, name string, call func() (T, nvml.Return)) (T, nvml.Return) {
+	start := time.Now()
+	v, ret := call()
+	t.observe(name, start)
+	return v, ret
+}
+
+// ask runs one timed NVML call for a feature the device has not refused,
+// remembers a NOT_SUPPORTED answer, and reports whether the call succeeded.
+// ret is the call's answer (ERROR_NOT_SUPPORTED when it was not asked).
+func ask[T any](t *callTimer, g *gpu, f feature, name string, call func() (T, nvml.Return)) (v T, ret nvml.Return, ok bool) {
+	if !g.supports(f) {
+		return v, nvml.ERROR_NOT_SUPPORTED, false
+	}
+	v, ret = timed(t, name, call)
+	return v, ret, g.note(f, ret)
+}
+
+// samples is what nvmlDeviceGetSamples returns besides its code.
+type samples struct {
+	vt     nvml.ValueType
+	values []nvml.Sample
+}
+
 // readDevice reads one GPU. It runs on its own goroutine; a panic in the
 // binding (a mock without a function, a driver bug) becomes an error for
 // this device only.
@@ -188,96 +214,14 @@ func (r *nvmlReceiver) readDevice(g *gpu, withProcesses bool) (rd deviceReading)
 			rd.err = fmt.Errorf("nvml: GPU %d (%s): panic in NVML binding: %v", g.index, g.uuid, p)
 		}
 	}()
-	t := r.timer
-
-	if g.supports(featMemoryV2) {
-		start := time.Now()
-		m, ret := g.handle.GetMemoryInfo_v2()
-		t.observe("nvmlDeviceGetMemoryInfo_v2", start)
-		if ret == nvml.ERROR_GPU_IS_LOST {
-			rd.err = fmt.Errorf("nvml: GPU %d (%s): %w", g.index, g.uuid, errGPULost)
-			return rd
-		}
-		if g.note(featMemoryV2, ret) {
-			rd.memory = memoryReading{ok: true, total: m.Total, used: m.Used, free: m.Free, reserved: m.Reserved, reservedKnown: true}
-		}
+	var lost bool
+	if rd.memory, lost = r.readMemory(g); lost {
+		rd.err = fmt.Errorf("nvml: GPU %d (%s): %w", g.index, g.uuid, errGPULost)
+		return rd
 	}
-	if !rd.memory.ok && g.supports(featMemoryV1) {
-		start := time.Now()
-		m, ret := g.handle.GetMemoryInfo()
-		t.observe("nvmlDeviceGetMemoryInfo", start)
-		if g.note(featMemoryV1, ret) {
-			rd.memory = memoryReading{ok: true, total: m.Total, used: m.Used, free: m.Free}
-		}
-	}
-
-	for i, task := range utilizationTasks {
-		if !g.supports(task.feature) {
-			continue
-		}
-		start := time.Now()
-		vt, samples, ret := g.handle.GetSamples(task.sampling, g.lastSample[i])
-		t.observe(task.call, start)
-		if !g.note(task.feature, ret) {
-			continue
-		}
-		if avg, last, ok := averageSamples(vt, samples, g.lastSample[i]); ok {
-			rd.utilization[i] = valueReading{ok: true, v: avg / 100}
-			g.lastSample[i] = last
-		}
-	}
-
-	if g.supports(featPower) {
-		start := time.Now()
-		mw, ret := g.handle.GetPowerUsage()
-		t.observe("nvmlDeviceGetPowerUsage", start)
-		if g.note(featPower, ret) {
-			rd.power = valueReading{ok: true, v: float64(mw) / 1000}
-		}
-	}
-	if g.supports(featEnergy) {
-		start := time.Now()
-		mj, ret := g.handle.GetTotalEnergyConsumption()
-		t.observe("nvmlDeviceGetTotalEnergyConsumption", start)
-		if g.note(featEnergy, ret) {
-			rd.energy = valueReading{ok: true, v: float64(mj) / 1000}
-		}
-	}
-	if g.supports(featTemperature) {
-		start := time.Now()
-		c, ret := g.handle.GetTemperature(nvml.TEMPERATURE_GPU)
-		t.observe("nvmlDeviceGetTemperature", start)
-		if g.note(featTemperature, ret) {
-			rd.temperature = valueReading{ok: true, v: float64(c)}
-		}
-	}
-	if g.supports(featECC) {
-		for i, typ := range [2]nvml.MemoryErrorType{nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.MEMORY_ERROR_TYPE_UNCORRECTED} {
-			start := time.Now()
-			n, ret := g.handle.GetTotalEccErrors(typ, nvml.VOLATILE_ECC)
-			t.observe("nvmlDeviceGetTotalEccErrors", start)
-			if !g.note(featECC, ret) {
-				break
-			}
-			rd.ecc[i] = valueReading{ok: true, v: float64(n)}
-		}
-	}
-
-	migEnabled := false
-	if g.supports(featMIG) {
-		start := time.Now()
-		current, _, ret := g.handle.GetMigMode()
-		t.observe("nvmlDeviceGetMigMode", start)
-		migEnabled = g.note(featMIG, ret) && current == nvml.DEVICE_MIG_ENABLE
-	}
-	if migEnabled != g.migEnabled {
-		// What a GPU supports changes with MIG mode (utilization samples
-		// are not available in MIG mode): ask again, except for what the
-		// library does not have at all.
-		g.migEnabled = migEnabled
-		g.unsupported = g.unsupported&featMIG | g.missing
-	}
-	if migEnabled {
+	rd.utilization = r.readUtilization(g)
+	r.readSensors(g, &rd)
+	if r.readMIGMode(g) {
 		rd.migs, rd.processes = r.readMIG(g, withProcesses)
 	} else if withProcesses {
 		rd.processes = r.readProcesses(g, g.handle, g.uuid, nil)
@@ -288,16 +232,91 @@ func (r *nvmlReceiver) readDevice(g *gpu, withProcesses bool) (rd deviceReading)
 	return rd
 }
 
+// readMemory reads the framebuffer, from memory info v2 where the device
+// has it (reserved apart), else v1. lost reports that the GPU fell off the
+// bus.
+func (r *nvmlReceiver) readMemory(g *gpu) (m memoryReading, lost bool) {
+	v2, ret, ok := ask(r.timer, g, featMemoryV2, "nvmlDeviceGetMemoryInfo_v2", g.handle.GetMemoryInfo_v2)
+	if ret == nvml.ERROR_GPU_IS_LOST {
+		return m, true
+	}
+	if ok {
+		return memoryReading{ok: true, total: v2.Total, used: v2.Used, free: v2.Free, reserved: v2.Reserved, reservedKnown: true}, false
+	}
+	if v1, _, ok := ask(r.timer, g, featMemoryV1, "nvmlDeviceGetMemoryInfo", g.handle.GetMemoryInfo); ok {
+		return memoryReading{ok: true, total: v1.Total, used: v1.Used, free: v1.Free}, false
+	}
+	return m, false
+}
+
+// readUtilization averages each engine's samples since the previous scrape.
+func (r *nvmlReceiver) readUtilization(g *gpu) (out [3]valueReading) {
+	for i, task := range utilizationTasks {
+		s, _, ok := ask(r.timer, g, task.feature, task.call, func() (samples, nvml.Return) {
+			vt, values, ret := g.handle.GetSamples(task.sampling, g.lastSample[i])
+			return samples{vt: vt, values: values}, ret
+		})
+		if !ok {
+			continue
+		}
+		if avg, last, ok := averageSamples(s.vt, s.values, g.lastSample[i]); ok {
+			out[i] = valueReading{ok: true, v: avg / 100}
+			g.lastSample[i] = last
+		}
+	}
+	return out
+}
+
+// readSensors reads power (W), energy (J), temperature (°C) and the
+// volatile ECC counters.
+func (r *nvmlReceiver) readSensors(g *gpu, rd *deviceReading) {
+	t := r.timer
+	if mw, _, ok := ask(t, g, featPower, "nvmlDeviceGetPowerUsage", g.handle.GetPowerUsage); ok {
+		rd.power = valueReading{ok: true, v: float64(mw) / 1000}
+	}
+	if mj, _, ok := ask(t, g, featEnergy, "nvmlDeviceGetTotalEnergyConsumption", g.handle.GetTotalEnergyConsumption); ok {
+		rd.energy = valueReading{ok: true, v: float64(mj) / 1000}
+	}
+	temperature := func() (uint32, nvml.Return) { return g.handle.GetTemperature(nvml.TEMPERATURE_GPU) }
+	if c, _, ok := ask(t, g, featTemperature, "nvmlDeviceGetTemperature", temperature); ok {
+		rd.temperature = valueReading{ok: true, v: float64(c)}
+	}
+	for i, typ := range [2]nvml.MemoryErrorType{nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.MEMORY_ERROR_TYPE_UNCORRECTED} {
+		ecc := func() (uint64, nvml.Return) { return g.handle.GetTotalEccErrors(typ, nvml.VOLATILE_ECC) }
+		n, _, ok := ask(t, g, featECC, "nvmlDeviceGetTotalEccErrors", ecc)
+		if !ok {
+			break
+		}
+		rd.ecc[i] = valueReading{ok: true, v: float64(n)}
+	}
+}
+
+// readMIGMode reports whether the GPU is in MIG mode. When the mode
+// changed since the previous scrape, what the device refused is asked
+// again (utilization samples are not available in MIG mode), except what
+// the library does not have at all.
+func (r *nvmlReceiver) readMIGMode(g *gpu) bool {
+	mode := func() (int, nvml.Return) {
+		current, _, ret := g.handle.GetMigMode()
+		return current, ret
+	}
+	current, _, ok := ask(r.timer, g, featMIG, "nvmlDeviceGetMigMode", mode)
+	enabled := ok && current == nvml.DEVICE_MIG_ENABLE
+	if enabled != g.migEnabled {
+		g.migEnabled = enabled
+		g.unsupported = g.unsupported&featMIG | g.missing
+	}
+	return enabled
+}
+
 // readProcessUtilization averages NVML's per-process samples since the
 // previous scrape onto the processes read from the same GPU.
 func (r *nvmlReceiver) readProcessUtilization(g *gpu, procs []processReading) {
-	if !g.supports(featProcessUtilization) {
-		return
+	utilization := func() ([]nvml.ProcessUtilizationSample, nvml.Return) {
+		return g.handle.GetProcessUtilization(g.lastProcess)
 	}
-	start := time.Now()
-	samples, ret := g.handle.GetProcessUtilization(g.lastProcess)
-	r.timer.observe("nvmlDeviceGetProcessUtilization", start)
-	if !g.note(featProcessUtilization, ret) {
+	samples, _, ok := ask(r.timer, g, featProcessUtilization, "nvmlDeviceGetProcessUtilization", utilization)
+	if !ok {
 		return // ERROR_NOT_FOUND: no sample since the previous scrape
 	}
 	newest := g.lastProcess
@@ -340,27 +359,16 @@ func (r *nvmlReceiver) readProcesses(g *gpu, dev nvml.Device, deviceID string, o
 			out = append(out, processReading{pid: p.Pid, used: p.UsedGpuMemory, deviceID: deviceID})
 		}
 	}
-	if g.supports(featComputeProcesses) {
-		start := time.Now()
-		infos, ret := dev.GetComputeRunningProcesses()
-		r.timer.observe("nvmlDeviceGetComputeRunningProcesses", start)
-		if g.note(featComputeProcesses, ret) {
-			add(infos)
-		}
-	}
-	if g.supports(featMPSProcesses) {
-		start := time.Now()
-		infos, ret := dev.GetMPSComputeRunningProcesses()
-		r.timer.observe("nvmlDeviceGetMPSComputeRunningProcesses", start)
-		if g.note(featMPSProcesses, ret) {
-			add(infos)
-		}
-	}
-	if g.supports(featGraphicsProcesses) {
-		start := time.Now()
-		infos, ret := dev.GetGraphicsRunningProcesses()
-		r.timer.observe("nvmlDeviceGetGraphicsRunningProcesses", start)
-		if g.note(featGraphicsProcesses, ret) {
+	for _, list := range []struct {
+		feature feature
+		name    string
+		call    func() ([]nvml.ProcessInfo, nvml.Return)
+	}{
+		{featComputeProcesses, "nvmlDeviceGetComputeRunningProcesses", dev.GetComputeRunningProcesses},
+		{featMPSProcesses, "nvmlDeviceGetMPSComputeRunningProcesses", dev.GetMPSComputeRunningProcesses},
+		{featGraphicsProcesses, "nvmlDeviceGetGraphicsRunningProcesses", dev.GetGraphicsRunningProcesses},
+	} {
+		if infos, _, ok := ask(r.timer, g, list.feature, list.name, list.call); ok {
 			add(infos)
 		}
 	}
@@ -371,18 +379,15 @@ func (r *nvmlReceiver) readProcesses(g *gpu, dev nvml.Device, deviceID string, o
 // withProcesses, its processes (the parent's process lists do not split
 // memory by instance).
 func (r *nvmlReceiver) readMIG(g *gpu, withProcesses bool) ([]migReading, []processReading) {
-	start := time.Now()
-	count, ret := g.handle.GetMaxMigDeviceCount()
-	r.timer.observe("nvmlDeviceGetMaxMigDeviceCount", start)
+	count, ret := timed(r.timer, "nvmlDeviceGetMaxMigDeviceCount", g.handle.GetMaxMigDeviceCount)
 	if ret != nvml.SUCCESS {
 		return nil, nil
 	}
 	var migs []migReading
 	var procs []processReading
 	for i := 0; i < count; i++ {
-		start := time.Now()
-		mig, ret := g.handle.GetMigDeviceHandleByIndex(i)
-		r.timer.observe("nvmlDeviceGetMigDeviceHandleByIndex", start)
+		handle := func() (nvml.Device, nvml.Return) { return g.handle.GetMigDeviceHandleByIndex(i) }
+		mig, ret := timed(r.timer, "nvmlDeviceGetMigDeviceHandleByIndex", handle)
 		if ret != nvml.SUCCESS {
 			continue // NOT_FOUND: an empty slot
 		}
@@ -395,19 +400,26 @@ func (r *nvmlReceiver) readMIG(g *gpu, withProcesses bool) ([]migReading, []proc
 			m.instanceID = int64(id)
 			m.profile = r.migProfile(g, id)
 		}
-		start = time.Now()
-		if mem, ret := mig.GetMemoryInfo_v2(); ret == nvml.SUCCESS {
-			m.memory = memoryReading{ok: true, total: mem.Total, used: mem.Used, free: mem.Free, reserved: mem.Reserved, reservedKnown: true}
-		} else if mem, ret := mig.GetMemoryInfo(); ret == nvml.SUCCESS {
-			m.memory = memoryReading{ok: true, total: mem.Total, used: mem.Used, free: mem.Free}
-		}
-		r.timer.observe("nvmlDeviceGetMemoryInfo(MIG)", start)
+		m.memory, _ = timed(r.timer, "nvmlDeviceGetMemoryInfo(MIG)", func() (memoryReading, nvml.Return) { return migMemory(mig) })
 		migs = append(migs, m)
 		if withProcesses {
 			procs = r.readProcesses(g, mig, uuid, procs)
 		}
 	}
 	return migs, procs
+}
+
+// migMemory reads a MIG device's framebuffer, from memory info v2 where it
+// answers, else v1.
+func migMemory(mig nvml.Device) (memoryReading, nvml.Return) {
+	if mem, ret := mig.GetMemoryInfo_v2(); ret == nvml.SUCCESS {
+		return memoryReading{ok: true, total: mem.Total, used: mem.Used, free: mem.Free, reserved: mem.Reserved, reservedKnown: true}, ret
+	}
+	mem, ret := mig.GetMemoryInfo()
+	if ret != nvml.SUCCESS {
+		return memoryReading{}, ret
+	}
+	return memoryReading{ok: true, total: mem.Total, used: mem.Used, free: mem.Free}, ret
 }
 
 // migProfile names the profile of a GPU instance ("1g.10gb"), from a table

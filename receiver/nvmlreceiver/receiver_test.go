@@ -169,21 +169,30 @@ func TestScrapeDevices(t *testing.T) {
 
 	total := float64(81920 * mib)
 	used := float64(20 * 1024 * mib)
-	assert.Equal(t, used, point(t, gpu0, "hw.gpu.memory.usage", map[string]any{"gpu.memory.state": "used"}))
-	assert.Equal(t, float64(reservedBytes), point(t, gpu0, "hw.gpu.memory.usage", map[string]any{"gpu.memory.state": "reserved"}))
-	assert.Equal(t, total-used-reservedBytes, point(t, gpu0, "hw.gpu.memory.usage", map[string]any{"gpu.memory.state": "free"}))
-	assert.Equal(t, total, point(t, gpu0, "hw.gpu.memory.limit", nil))
-	assert.InDelta(t, used/total, point(t, gpu0, "hw.gpu.memory.utilization", nil), 1e-12)
-	assert.Equal(t, 0.5, point(t, gpu0, "hw.gpu.utilization", map[string]any{"hw.gpu.task": "general"}),
+	id := map[string]any{"hw.id": uuidOf(srv, 0)}
+	gpuPoint := map[string]any{"hw.id": uuidOf(srv, 0), "hw.type": "gpu"}
+	with := func(base map[string]any, k string, v any) map[string]any {
+		out := map[string]any{k: v}
+		for bk, bv := range base {
+			out[bk] = bv
+		}
+		return out
+	}
+	assert.Equal(t, used, point(t, gpu0, "hw.gpu.memory.usage", id), "used bytes alone: no state attribute whose sum is the total")
+	assert.Equal(t, 1, pointCount(gpu0, "hw.gpu.memory.usage"))
+	assert.Equal(t, float64(reservedBytes), point(t, gpu0, "gpu.memory.reserved", id))
+	assert.Equal(t, total, point(t, gpu0, "hw.gpu.memory.limit", id))
+	assert.InDelta(t, used/total, point(t, gpu0, "hw.gpu.memory.utilization", id), 1e-12)
+	assert.Equal(t, 0.5, point(t, gpu0, "hw.gpu.utilization", with(id, "hw.gpu.task", "general")),
 		"mean of the samples since the last scrape, excluding the one already counted")
-	assert.Equal(t, 0.1, point(t, gpu0, "hw.gpu.utilization", map[string]any{"hw.gpu.task": "encoder"}))
+	assert.Equal(t, 0.1, point(t, gpu0, "hw.gpu.utilization", with(id, "hw.gpu.task", "encoder")))
 	_, hasDecoder := findPoint(gpu0, "hw.gpu.utilization", map[string]any{"hw.gpu.task": "decoder"})
 	assert.False(t, hasDecoder, "decoder samples are not supported by this fake")
-	assert.Equal(t, 350.0, point(t, gpu0, "hw.power", nil))
-	assert.Equal(t, 1000.0, point(t, gpu0, "hw.energy", nil))
-	assert.Equal(t, 40.0, point(t, gpu0, "hw.temperature", nil))
-	assert.Equal(t, 3.0, point(t, gpu0, "hw.errors", map[string]any{"error.type": "corrected"}))
-	assert.Equal(t, 0.0, point(t, gpu0, "hw.errors", map[string]any{"error.type": "uncorrected"}))
+	assert.Equal(t, 350.0, point(t, gpu0, "hw.power", gpuPoint))
+	assert.Equal(t, 1000.0, point(t, gpu0, "hw.energy", gpuPoint))
+	assert.Equal(t, 40.0, point(t, gpu0, "hw.temperature", with(id, "hw.sensor_location", "gpu_die")))
+	assert.Equal(t, 3.0, point(t, gpu0, "hw.errors", with(gpuPoint, "error.type", "corrected")))
+	assert.Equal(t, 0.0, point(t, gpu0, "hw.errors", with(gpuPoint, "error.type", "uncorrected")))
 
 	gpu7, ok := resourceWith(md, "hw.id", uuidOf(srv, 7))
 	require.True(t, ok)
@@ -366,10 +375,10 @@ func TestMIG(t *testing.T) {
 	require.True(t, ok)
 	a := map[string]any{"gpu.mig.device.id": "MIG-aaaa", "gpu.mig.gpu_instance.id": int64(ids[0]), "gpu.mig.profile": "1g.18gb"}
 	assert.Equal(t, float64(18*1024*mib), point(t, rm, "gpu.mig.memory.limit", a))
-	a["gpu.memory.state"] = "used"
 	assert.Equal(t, float64(4*1024*mib), point(t, rm, "gpu.mig.memory.usage", a))
-	b := map[string]any{"gpu.mig.device.id": "MIG-bbbb", "gpu.memory.state": "free"}
-	assert.Equal(t, float64(18*1024*mib), point(t, rm, "gpu.mig.memory.usage", b))
+	b := map[string]any{"gpu.mig.device.id": "MIG-bbbb"}
+	assert.Equal(t, 0.0, point(t, rm, "gpu.mig.memory.usage", b))
+	assert.Equal(t, float64(18*1024*mib), point(t, rm, "gpu.mig.memory.limit", b))
 
 	proc, ok := resourceWith(md, "process.pid", int64(700))
 	require.True(t, ok)

@@ -153,50 +153,53 @@ func (r *nvmlReceiver) warnLate(s *session, answered []deviceReading) {
 	}
 }
 
+// recordDevice records one GPU's reading. Every hw.* point names its GPU
+// with hw.id (and hw.type where the conventions require it), as the
+// hardware conventions define them; memory usage is the used bytes alone,
+// so that summing a series never adds up to the total.
 func (r *nvmlReceiver) recordDevice(ts pcommon.Timestamp, rd *deviceReading) {
 	mb := r.scr.mb
+	id := rd.gpu.uuid
 	if m := rd.memory; m.ok {
-		mb.RecordHwGpuMemoryUsageDataPoint(ts, int64(m.used), metadata.AttributeMemoryStateUsed)
-		mb.RecordHwGpuMemoryUsageDataPoint(ts, int64(m.free), metadata.AttributeMemoryStateFree)
+		mb.RecordHwGpuMemoryUsageDataPoint(ts, int64(m.used), id)
+		mb.RecordHwGpuMemoryLimitDataPoint(ts, int64(m.total), id)
 		if m.reservedKnown {
-			mb.RecordHwGpuMemoryUsageDataPoint(ts, int64(m.reserved), metadata.AttributeMemoryStateReserved)
+			mb.RecordGpuMemoryReservedDataPoint(ts, int64(m.reserved), id)
 		}
-		mb.RecordHwGpuMemoryLimitDataPoint(ts, int64(m.total))
 		if m.total > 0 {
-			mb.RecordHwGpuMemoryUtilizationDataPoint(ts, float64(m.used)/float64(m.total))
+			mb.RecordHwGpuMemoryUtilizationDataPoint(ts, float64(m.used)/float64(m.total), id)
 		}
 	}
 	tasks := [3]metadata.AttributeGpuTask{metadata.AttributeGpuTaskGeneral, metadata.AttributeGpuTaskEncoder, metadata.AttributeGpuTaskDecoder}
 	for i, u := range rd.utilization {
 		if u.ok {
-			mb.RecordHwGpuUtilizationDataPoint(ts, u.v, tasks[i])
+			mb.RecordHwGpuUtilizationDataPoint(ts, u.v, id, tasks[i])
 		}
 	}
 	if rd.power.ok {
-		mb.RecordHwPowerDataPoint(ts, rd.power.v)
+		mb.RecordHwPowerDataPoint(ts, rd.power.v, id, metadata.AttributeHwTypeGpu)
 	}
 	if rd.energy.ok {
-		mb.RecordHwEnergyDataPoint(ts, rd.energy.v)
+		mb.RecordHwEnergyDataPoint(ts, rd.energy.v, id, metadata.AttributeHwTypeGpu)
 	}
 	if rd.temperature.ok {
-		mb.RecordHwTemperatureDataPoint(ts, rd.temperature.v)
+		mb.RecordHwTemperatureDataPoint(ts, rd.temperature.v, id, metadata.AttributeSensorLocationGpuDie)
 	}
 	if rd.ecc[0].ok {
-		mb.RecordHwErrorsDataPoint(ts, int64(rd.ecc[0].v), metadata.AttributeErrorTypeCorrected)
+		mb.RecordHwErrorsDataPoint(ts, int64(rd.ecc[0].v), id, metadata.AttributeHwTypeGpu, metadata.AttributeErrorTypeCorrected)
 	}
 	if rd.ecc[1].ok {
-		mb.RecordHwErrorsDataPoint(ts, int64(rd.ecc[1].v), metadata.AttributeErrorTypeUncorrected)
+		mb.RecordHwErrorsDataPoint(ts, int64(rd.ecc[1].v), id, metadata.AttributeHwTypeGpu, metadata.AttributeErrorTypeUncorrected)
 	}
 	for _, m := range rd.migs {
 		if !m.memory.ok {
 			continue
 		}
-		mb.RecordGpuMigMemoryUsageDataPoint(ts, int64(m.memory.used), m.uuid, m.instanceID, m.profile, metadata.AttributeMemoryStateUsed)
-		mb.RecordGpuMigMemoryUsageDataPoint(ts, int64(m.memory.free), m.uuid, m.instanceID, m.profile, metadata.AttributeMemoryStateFree)
-		if m.memory.reservedKnown {
-			mb.RecordGpuMigMemoryUsageDataPoint(ts, int64(m.memory.reserved), m.uuid, m.instanceID, m.profile, metadata.AttributeMemoryStateReserved)
-		}
+		mb.RecordGpuMigMemoryUsageDataPoint(ts, int64(m.memory.used), m.uuid, m.instanceID, m.profile)
 		mb.RecordGpuMigMemoryLimitDataPoint(ts, int64(m.memory.total), m.uuid, m.instanceID, m.profile)
+		if m.memory.reservedKnown {
+			mb.RecordGpuMigMemoryReservedDataPoint(ts, int64(m.memory.reserved), m.uuid, m.instanceID, m.profile)
+		}
 	}
 }
 

@@ -83,8 +83,8 @@ func TestRealBindingAgainstStubLibrary(t *testing.T) {
 		"k8s.node.name":     testNodeName,
 	}, resourceAttrs(gpu0.Resource()))
 	const gib = 1 << 30
-	assert.Equal(t, float64(2*gib), point(t, gpu0, "hw.gpu.memory.usage", map[string]any{"gpu.memory.state": "used"}))
-	assert.Equal(t, float64(600*mib), point(t, gpu0, "hw.gpu.memory.usage", map[string]any{"gpu.memory.state": "reserved"}))
+	assert.Equal(t, float64(2*gib), point(t, gpu0, "hw.gpu.memory.usage", map[string]any{"hw.id": resourceAttrs(gpu0.Resource())["hw.id"]}))
+	assert.Equal(t, float64(600*mib), point(t, gpu0, "gpu.memory.reserved", nil))
 	assert.Equal(t, float64(141*gib), point(t, gpu0, "hw.gpu.memory.limit", nil))
 	assert.Equal(t, 0.4, point(t, gpu0, "hw.gpu.utilization", map[string]any{"hw.gpu.task": "general"}))
 	assert.Equal(t, 0.05, point(t, gpu0, "hw.gpu.utilization", map[string]any{"hw.gpu.task": "encoder"}))

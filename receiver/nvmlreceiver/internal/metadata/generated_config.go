@@ -9,6 +9,54 @@ import (
 	"go.opentelemetry.io/collector/filter"
 )
 
+// GpuMemoryReservedMetricAttributeKey specifies the key of an attribute for the gpu.memory.reserved metric.
+type GpuMemoryReservedMetricAttributeKey string
+
+const (
+	GpuMemoryReservedMetricAttributeKeyDeviceID GpuMemoryReservedMetricAttributeKey = "hw.id"
+)
+
+// GpuMemoryReservedMetricConfig provides config for the gpu.memory.reserved metric.
+type GpuMemoryReservedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []GpuMemoryReservedMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *GpuMemoryReservedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *GpuMemoryReservedMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case GpuMemoryReservedMetricAttributeKeyDeviceID:
+		default:
+			return fmt.Errorf("metric gpu.memory.reserved doesn't have an attribute %v, valid attributes: [hw.id]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // GpuMigMemoryLimitMetricAttributeKey specifies the key of an attribute for the gpu.mig.memory.limit metric.
 type GpuMigMemoryLimitMetricAttributeKey string
 
@@ -59,6 +107,56 @@ func (ms *GpuMigMemoryLimitMetricConfig) Validate() error {
 	return nil
 }
 
+// GpuMigMemoryReservedMetricAttributeKey specifies the key of an attribute for the gpu.mig.memory.reserved metric.
+type GpuMigMemoryReservedMetricAttributeKey string
+
+const (
+	GpuMigMemoryReservedMetricAttributeKeyMigDevice   GpuMigMemoryReservedMetricAttributeKey = "gpu.mig.device.id"
+	GpuMigMemoryReservedMetricAttributeKeyMigInstance GpuMigMemoryReservedMetricAttributeKey = "gpu.mig.gpu_instance.id"
+	GpuMigMemoryReservedMetricAttributeKeyMigProfile  GpuMigMemoryReservedMetricAttributeKey = "gpu.mig.profile"
+)
+
+// GpuMigMemoryReservedMetricConfig provides config for the gpu.mig.memory.reserved metric.
+type GpuMigMemoryReservedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                   `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []GpuMigMemoryReservedMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *GpuMigMemoryReservedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *GpuMigMemoryReservedMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case GpuMigMemoryReservedMetricAttributeKeyMigDevice, GpuMigMemoryReservedMetricAttributeKeyMigInstance, GpuMigMemoryReservedMetricAttributeKeyMigProfile:
+		default:
+			return fmt.Errorf("metric gpu.mig.memory.reserved doesn't have an attribute %v, valid attributes: [gpu.mig.device.id, gpu.mig.gpu_instance.id, gpu.mig.profile]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // GpuMigMemoryUsageMetricAttributeKey specifies the key of an attribute for the gpu.mig.memory.usage metric.
 type GpuMigMemoryUsageMetricAttributeKey string
 
@@ -66,7 +164,6 @@ const (
 	GpuMigMemoryUsageMetricAttributeKeyMigDevice   GpuMigMemoryUsageMetricAttributeKey = "gpu.mig.device.id"
 	GpuMigMemoryUsageMetricAttributeKeyMigInstance GpuMigMemoryUsageMetricAttributeKey = "gpu.mig.gpu_instance.id"
 	GpuMigMemoryUsageMetricAttributeKeyMigProfile  GpuMigMemoryUsageMetricAttributeKey = "gpu.mig.profile"
-	GpuMigMemoryUsageMetricAttributeKeyMemoryState GpuMigMemoryUsageMetricAttributeKey = "gpu.memory.state"
 )
 
 // GpuMigMemoryUsageMetricConfig provides config for the gpu.mig.memory.usage metric.
@@ -95,9 +192,9 @@ func (ms *GpuMigMemoryUsageMetricConfig) Unmarshal(parser *confmap.Conf) error {
 func (ms *GpuMigMemoryUsageMetricConfig) Validate() error {
 	for _, val := range ms.EnabledAttributes {
 		switch val {
-		case GpuMigMemoryUsageMetricAttributeKeyMigDevice, GpuMigMemoryUsageMetricAttributeKeyMigInstance, GpuMigMemoryUsageMetricAttributeKeyMigProfile, GpuMigMemoryUsageMetricAttributeKeyMemoryState:
+		case GpuMigMemoryUsageMetricAttributeKeyMigDevice, GpuMigMemoryUsageMetricAttributeKeyMigInstance, GpuMigMemoryUsageMetricAttributeKeyMigProfile:
 		default:
-			return fmt.Errorf("metric gpu.mig.memory.usage doesn't have an attribute %v, valid attributes: [gpu.mig.device.id, gpu.mig.gpu_instance.id, gpu.mig.profile, gpu.memory.state]", val)
+			return fmt.Errorf("metric gpu.mig.memory.usage doesn't have an attribute %v, valid attributes: [gpu.mig.device.id, gpu.mig.gpu_instance.id, gpu.mig.profile]", val)
 		}
 	}
 
@@ -254,10 +351,21 @@ func (ms *GpuProcessUtilizationMetricConfig) Validate() error {
 	return nil
 }
 
+// HwEnergyMetricAttributeKey specifies the key of an attribute for the hw.energy metric.
+type HwEnergyMetricAttributeKey string
+
+const (
+	HwEnergyMetricAttributeKeyDeviceID HwEnergyMetricAttributeKey = "hw.id"
+	HwEnergyMetricAttributeKeyHwType   HwEnergyMetricAttributeKey = "hw.type"
+)
+
 // HwEnergyMetricConfig provides config for the hw.energy metric.
 type HwEnergyMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
+
+	AggregationStrategy string                       `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []HwEnergyMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *HwEnergyMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -274,10 +382,30 @@ func (ms *HwEnergyMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+func (ms *HwEnergyMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case HwEnergyMetricAttributeKeyDeviceID, HwEnergyMetricAttributeKeyHwType:
+		default:
+			return fmt.Errorf("metric hw.energy doesn't have an attribute %v, valid attributes: [hw.id, hw.type]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // HwErrorsMetricAttributeKey specifies the key of an attribute for the hw.errors metric.
 type HwErrorsMetricAttributeKey string
 
 const (
+	HwErrorsMetricAttributeKeyDeviceID  HwErrorsMetricAttributeKey = "hw.id"
+	HwErrorsMetricAttributeKeyHwType    HwErrorsMetricAttributeKey = "hw.type"
 	HwErrorsMetricAttributeKeyErrorType HwErrorsMetricAttributeKey = "error.type"
 )
 
@@ -307,9 +435,9 @@ func (ms *HwErrorsMetricConfig) Unmarshal(parser *confmap.Conf) error {
 func (ms *HwErrorsMetricConfig) Validate() error {
 	for _, val := range ms.EnabledAttributes {
 		switch val {
-		case HwErrorsMetricAttributeKeyErrorType:
+		case HwErrorsMetricAttributeKeyDeviceID, HwErrorsMetricAttributeKeyHwType, HwErrorsMetricAttributeKeyErrorType:
 		default:
-			return fmt.Errorf("metric hw.errors doesn't have an attribute %v, valid attributes: [error.type]", val)
+			return fmt.Errorf("metric hw.errors doesn't have an attribute %v, valid attributes: [hw.id, hw.type, error.type]", val)
 		}
 	}
 
@@ -322,10 +450,20 @@ func (ms *HwErrorsMetricConfig) Validate() error {
 	return nil
 }
 
+// HwGpuMemoryLimitMetricAttributeKey specifies the key of an attribute for the hw.gpu.memory.limit metric.
+type HwGpuMemoryLimitMetricAttributeKey string
+
+const (
+	HwGpuMemoryLimitMetricAttributeKeyDeviceID HwGpuMemoryLimitMetricAttributeKey = "hw.id"
+)
+
 // HwGpuMemoryLimitMetricConfig provides config for the hw.gpu.memory.limit metric.
 type HwGpuMemoryLimitMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
+
+	AggregationStrategy string                               `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []HwGpuMemoryLimitMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *HwGpuMemoryLimitMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -342,11 +480,29 @@ func (ms *HwGpuMemoryLimitMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+func (ms *HwGpuMemoryLimitMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case HwGpuMemoryLimitMetricAttributeKeyDeviceID:
+		default:
+			return fmt.Errorf("metric hw.gpu.memory.limit doesn't have an attribute %v, valid attributes: [hw.id]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // HwGpuMemoryUsageMetricAttributeKey specifies the key of an attribute for the hw.gpu.memory.usage metric.
 type HwGpuMemoryUsageMetricAttributeKey string
 
 const (
-	HwGpuMemoryUsageMetricAttributeKeyMemoryState HwGpuMemoryUsageMetricAttributeKey = "gpu.memory.state"
+	HwGpuMemoryUsageMetricAttributeKeyDeviceID HwGpuMemoryUsageMetricAttributeKey = "hw.id"
 )
 
 // HwGpuMemoryUsageMetricConfig provides config for the hw.gpu.memory.usage metric.
@@ -375,9 +531,9 @@ func (ms *HwGpuMemoryUsageMetricConfig) Unmarshal(parser *confmap.Conf) error {
 func (ms *HwGpuMemoryUsageMetricConfig) Validate() error {
 	for _, val := range ms.EnabledAttributes {
 		switch val {
-		case HwGpuMemoryUsageMetricAttributeKeyMemoryState:
+		case HwGpuMemoryUsageMetricAttributeKeyDeviceID:
 		default:
-			return fmt.Errorf("metric hw.gpu.memory.usage doesn't have an attribute %v, valid attributes: [gpu.memory.state]", val)
+			return fmt.Errorf("metric hw.gpu.memory.usage doesn't have an attribute %v, valid attributes: [hw.id]", val)
 		}
 	}
 
@@ -390,10 +546,20 @@ func (ms *HwGpuMemoryUsageMetricConfig) Validate() error {
 	return nil
 }
 
+// HwGpuMemoryUtilizationMetricAttributeKey specifies the key of an attribute for the hw.gpu.memory.utilization metric.
+type HwGpuMemoryUtilizationMetricAttributeKey string
+
+const (
+	HwGpuMemoryUtilizationMetricAttributeKeyDeviceID HwGpuMemoryUtilizationMetricAttributeKey = "hw.id"
+)
+
 // HwGpuMemoryUtilizationMetricConfig provides config for the hw.gpu.memory.utilization metric.
 type HwGpuMemoryUtilizationMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
+
+	AggregationStrategy string                                     `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []HwGpuMemoryUtilizationMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *HwGpuMemoryUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -410,11 +576,30 @@ func (ms *HwGpuMemoryUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) er
 	return nil
 }
 
+func (ms *HwGpuMemoryUtilizationMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case HwGpuMemoryUtilizationMetricAttributeKeyDeviceID:
+		default:
+			return fmt.Errorf("metric hw.gpu.memory.utilization doesn't have an attribute %v, valid attributes: [hw.id]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // HwGpuUtilizationMetricAttributeKey specifies the key of an attribute for the hw.gpu.utilization metric.
 type HwGpuUtilizationMetricAttributeKey string
 
 const (
-	HwGpuUtilizationMetricAttributeKeyGpuTask HwGpuUtilizationMetricAttributeKey = "hw.gpu.task"
+	HwGpuUtilizationMetricAttributeKeyDeviceID HwGpuUtilizationMetricAttributeKey = "hw.id"
+	HwGpuUtilizationMetricAttributeKeyGpuTask  HwGpuUtilizationMetricAttributeKey = "hw.gpu.task"
 )
 
 // HwGpuUtilizationMetricConfig provides config for the hw.gpu.utilization metric.
@@ -443,9 +628,9 @@ func (ms *HwGpuUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) error {
 func (ms *HwGpuUtilizationMetricConfig) Validate() error {
 	for _, val := range ms.EnabledAttributes {
 		switch val {
-		case HwGpuUtilizationMetricAttributeKeyGpuTask:
+		case HwGpuUtilizationMetricAttributeKeyDeviceID, HwGpuUtilizationMetricAttributeKeyGpuTask:
 		default:
-			return fmt.Errorf("metric hw.gpu.utilization doesn't have an attribute %v, valid attributes: [hw.gpu.task]", val)
+			return fmt.Errorf("metric hw.gpu.utilization doesn't have an attribute %v, valid attributes: [hw.id, hw.gpu.task]", val)
 		}
 	}
 
@@ -458,10 +643,21 @@ func (ms *HwGpuUtilizationMetricConfig) Validate() error {
 	return nil
 }
 
+// HwPowerMetricAttributeKey specifies the key of an attribute for the hw.power metric.
+type HwPowerMetricAttributeKey string
+
+const (
+	HwPowerMetricAttributeKeyDeviceID HwPowerMetricAttributeKey = "hw.id"
+	HwPowerMetricAttributeKeyHwType   HwPowerMetricAttributeKey = "hw.type"
+)
+
 // HwPowerMetricConfig provides config for the hw.power metric.
 type HwPowerMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
+
+	AggregationStrategy string                      `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []HwPowerMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *HwPowerMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -478,10 +674,39 @@ func (ms *HwPowerMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+func (ms *HwPowerMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case HwPowerMetricAttributeKeyDeviceID, HwPowerMetricAttributeKeyHwType:
+		default:
+			return fmt.Errorf("metric hw.power doesn't have an attribute %v, valid attributes: [hw.id, hw.type]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// HwTemperatureMetricAttributeKey specifies the key of an attribute for the hw.temperature metric.
+type HwTemperatureMetricAttributeKey string
+
+const (
+	HwTemperatureMetricAttributeKeyDeviceID       HwTemperatureMetricAttributeKey = "hw.id"
+	HwTemperatureMetricAttributeKeySensorLocation HwTemperatureMetricAttributeKey = "hw.sensor_location"
+)
+
 // HwTemperatureMetricConfig provides config for the hw.temperature metric.
 type HwTemperatureMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
+
+	AggregationStrategy string                            `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []HwTemperatureMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *HwTemperatureMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -498,9 +723,29 @@ func (ms *HwTemperatureMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+func (ms *HwTemperatureMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case HwTemperatureMetricAttributeKeyDeviceID, HwTemperatureMetricAttributeKeySensorLocation:
+		default:
+			return fmt.Errorf("metric hw.temperature doesn't have an attribute %v, valid attributes: [hw.id, hw.sensor_location]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // MetricsConfig provides config for nvml metrics.
 type MetricsConfig struct {
+	GpuMemoryReserved          GpuMemoryReservedMetricConfig          `mapstructure:"gpu.memory.reserved"`
 	GpuMigMemoryLimit          GpuMigMemoryLimitMetricConfig          `mapstructure:"gpu.mig.memory.limit"`
+	GpuMigMemoryReserved       GpuMigMemoryReservedMetricConfig       `mapstructure:"gpu.mig.memory.reserved"`
 	GpuMigMemoryUsage          GpuMigMemoryUsageMetricConfig          `mapstructure:"gpu.mig.memory.usage"`
 	GpuProcessMemoryGrowthRate GpuProcessMemoryGrowthRateMetricConfig `mapstructure:"gpu.process.memory.growth_rate"`
 	GpuProcessMemoryUsage      GpuProcessMemoryUsageMetricConfig      `mapstructure:"gpu.process.memory.usage"`
@@ -517,15 +762,25 @@ type MetricsConfig struct {
 
 func DefaultMetricsConfig() MetricsConfig {
 	return MetricsConfig{
+		GpuMemoryReserved: GpuMemoryReservedMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []GpuMemoryReservedMetricAttributeKey{GpuMemoryReservedMetricAttributeKeyDeviceID},
+		},
 		GpuMigMemoryLimit: GpuMigMemoryLimitMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []GpuMigMemoryLimitMetricAttributeKey{GpuMigMemoryLimitMetricAttributeKeyMigDevice, GpuMigMemoryLimitMetricAttributeKeyMigInstance, GpuMigMemoryLimitMetricAttributeKeyMigProfile},
 		},
+		GpuMigMemoryReserved: GpuMigMemoryReservedMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []GpuMigMemoryReservedMetricAttributeKey{GpuMigMemoryReservedMetricAttributeKeyMigDevice, GpuMigMemoryReservedMetricAttributeKeyMigInstance, GpuMigMemoryReservedMetricAttributeKeyMigProfile},
+		},
 		GpuMigMemoryUsage: GpuMigMemoryUsageMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
-			EnabledAttributes:   []GpuMigMemoryUsageMetricAttributeKey{GpuMigMemoryUsageMetricAttributeKeyMigDevice, GpuMigMemoryUsageMetricAttributeKeyMigInstance, GpuMigMemoryUsageMetricAttributeKeyMigProfile, GpuMigMemoryUsageMetricAttributeKeyMemoryState},
+			EnabledAttributes:   []GpuMigMemoryUsageMetricAttributeKey{GpuMigMemoryUsageMetricAttributeKeyMigDevice, GpuMigMemoryUsageMetricAttributeKeyMigInstance, GpuMigMemoryUsageMetricAttributeKeyMigProfile},
 		},
 		GpuProcessMemoryGrowthRate: GpuProcessMemoryGrowthRateMetricConfig{
 			Enabled:             true,
@@ -543,34 +798,44 @@ func DefaultMetricsConfig() MetricsConfig {
 			EnabledAttributes:   []GpuProcessUtilizationMetricAttributeKey{GpuProcessUtilizationMetricAttributeKeyDeviceID},
 		},
 		HwEnergy: HwEnergyMetricConfig{
-			Enabled: true,
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []HwEnergyMetricAttributeKey{HwEnergyMetricAttributeKeyDeviceID, HwEnergyMetricAttributeKeyHwType},
 		},
 		HwErrors: HwErrorsMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
-			EnabledAttributes:   []HwErrorsMetricAttributeKey{HwErrorsMetricAttributeKeyErrorType},
+			EnabledAttributes:   []HwErrorsMetricAttributeKey{HwErrorsMetricAttributeKeyDeviceID, HwErrorsMetricAttributeKeyHwType, HwErrorsMetricAttributeKeyErrorType},
 		},
 		HwGpuMemoryLimit: HwGpuMemoryLimitMetricConfig{
-			Enabled: true,
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []HwGpuMemoryLimitMetricAttributeKey{HwGpuMemoryLimitMetricAttributeKeyDeviceID},
 		},
 		HwGpuMemoryUsage: HwGpuMemoryUsageMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
-			EnabledAttributes:   []HwGpuMemoryUsageMetricAttributeKey{HwGpuMemoryUsageMetricAttributeKeyMemoryState},
+			EnabledAttributes:   []HwGpuMemoryUsageMetricAttributeKey{HwGpuMemoryUsageMetricAttributeKeyDeviceID},
 		},
 		HwGpuMemoryUtilization: HwGpuMemoryUtilizationMetricConfig{
-			Enabled: true,
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []HwGpuMemoryUtilizationMetricAttributeKey{HwGpuMemoryUtilizationMetricAttributeKeyDeviceID},
 		},
 		HwGpuUtilization: HwGpuUtilizationMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategyAvg,
-			EnabledAttributes:   []HwGpuUtilizationMetricAttributeKey{HwGpuUtilizationMetricAttributeKeyGpuTask},
+			EnabledAttributes:   []HwGpuUtilizationMetricAttributeKey{HwGpuUtilizationMetricAttributeKeyDeviceID, HwGpuUtilizationMetricAttributeKeyGpuTask},
 		},
 		HwPower: HwPowerMetricConfig{
-			Enabled: true,
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []HwPowerMetricAttributeKey{HwPowerMetricAttributeKeyDeviceID, HwPowerMetricAttributeKeyHwType},
 		},
 		HwTemperature: HwTemperatureMetricConfig{
-			Enabled: true,
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyDeviceID, HwTemperatureMetricAttributeKeySensorLocation},
 		},
 	}
 }

@@ -26,15 +26,25 @@ func TestMetricsBuilderConfig(t *testing.T) {
 			name: "all_set",
 			want: MetricsBuilderConfig{
 				Metrics: MetricsConfig{
+					GpuMemoryReserved: GpuMemoryReservedMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []GpuMemoryReservedMetricAttributeKey{GpuMemoryReservedMetricAttributeKeyDeviceID},
+					},
 					GpuMigMemoryLimit: GpuMigMemoryLimitMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []GpuMigMemoryLimitMetricAttributeKey{GpuMigMemoryLimitMetricAttributeKeyMigDevice, GpuMigMemoryLimitMetricAttributeKeyMigInstance, GpuMigMemoryLimitMetricAttributeKeyMigProfile},
 					},
+					GpuMigMemoryReserved: GpuMigMemoryReservedMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []GpuMigMemoryReservedMetricAttributeKey{GpuMigMemoryReservedMetricAttributeKeyMigDevice, GpuMigMemoryReservedMetricAttributeKeyMigInstance, GpuMigMemoryReservedMetricAttributeKeyMigProfile},
+					},
 					GpuMigMemoryUsage: GpuMigMemoryUsageMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []GpuMigMemoryUsageMetricAttributeKey{GpuMigMemoryUsageMetricAttributeKeyMigDevice, GpuMigMemoryUsageMetricAttributeKeyMigInstance, GpuMigMemoryUsageMetricAttributeKeyMigProfile, GpuMigMemoryUsageMetricAttributeKeyMemoryState},
+						EnabledAttributes:   []GpuMigMemoryUsageMetricAttributeKey{GpuMigMemoryUsageMetricAttributeKeyMigDevice, GpuMigMemoryUsageMetricAttributeKeyMigInstance, GpuMigMemoryUsageMetricAttributeKeyMigProfile},
 					},
 					GpuProcessMemoryGrowthRate: GpuProcessMemoryGrowthRateMetricConfig{
 						Enabled:             true,
@@ -52,34 +62,44 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						EnabledAttributes:   []GpuProcessUtilizationMetricAttributeKey{GpuProcessUtilizationMetricAttributeKeyDeviceID},
 					},
 					HwEnergy: HwEnergyMetricConfig{
-						Enabled: true,
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwEnergyMetricAttributeKey{HwEnergyMetricAttributeKeyDeviceID, HwEnergyMetricAttributeKeyHwType},
 					},
 					HwErrors: HwErrorsMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []HwErrorsMetricAttributeKey{HwErrorsMetricAttributeKeyErrorType},
+						EnabledAttributes:   []HwErrorsMetricAttributeKey{HwErrorsMetricAttributeKeyDeviceID, HwErrorsMetricAttributeKeyHwType, HwErrorsMetricAttributeKeyErrorType},
 					},
 					HwGpuMemoryLimit: HwGpuMemoryLimitMetricConfig{
-						Enabled: true,
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwGpuMemoryLimitMetricAttributeKey{HwGpuMemoryLimitMetricAttributeKeyDeviceID},
 					},
 					HwGpuMemoryUsage: HwGpuMemoryUsageMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []HwGpuMemoryUsageMetricAttributeKey{HwGpuMemoryUsageMetricAttributeKeyMemoryState},
+						EnabledAttributes:   []HwGpuMemoryUsageMetricAttributeKey{HwGpuMemoryUsageMetricAttributeKeyDeviceID},
 					},
 					HwGpuMemoryUtilization: HwGpuMemoryUtilizationMetricConfig{
-						Enabled: true,
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []HwGpuMemoryUtilizationMetricAttributeKey{HwGpuMemoryUtilizationMetricAttributeKeyDeviceID},
 					},
 					HwGpuUtilization: HwGpuUtilizationMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []HwGpuUtilizationMetricAttributeKey{HwGpuUtilizationMetricAttributeKeyGpuTask},
+						EnabledAttributes:   []HwGpuUtilizationMetricAttributeKey{HwGpuUtilizationMetricAttributeKeyDeviceID, HwGpuUtilizationMetricAttributeKeyGpuTask},
 					},
 					HwPower: HwPowerMetricConfig{
-						Enabled: true,
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []HwPowerMetricAttributeKey{HwPowerMetricAttributeKeyDeviceID, HwPowerMetricAttributeKeyHwType},
 					},
 					HwTemperature: HwTemperatureMetricConfig{
-						Enabled: true,
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyDeviceID, HwTemperatureMetricAttributeKeySensorLocation},
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
@@ -110,15 +130,25 @@ func TestMetricsBuilderConfig(t *testing.T) {
 			name: "none_set",
 			want: MetricsBuilderConfig{
 				Metrics: MetricsConfig{
+					GpuMemoryReserved: GpuMemoryReservedMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []GpuMemoryReservedMetricAttributeKey{GpuMemoryReservedMetricAttributeKeyDeviceID},
+					},
 					GpuMigMemoryLimit: GpuMigMemoryLimitMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []GpuMigMemoryLimitMetricAttributeKey{GpuMigMemoryLimitMetricAttributeKeyMigDevice, GpuMigMemoryLimitMetricAttributeKeyMigInstance, GpuMigMemoryLimitMetricAttributeKeyMigProfile},
 					},
+					GpuMigMemoryReserved: GpuMigMemoryReservedMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []GpuMigMemoryReservedMetricAttributeKey{GpuMigMemoryReservedMetricAttributeKeyMigDevice, GpuMigMemoryReservedMetricAttributeKeyMigInstance, GpuMigMemoryReservedMetricAttributeKeyMigProfile},
+					},
 					GpuMigMemoryUsage: GpuMigMemoryUsageMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []GpuMigMemoryUsageMetricAttributeKey{GpuMigMemoryUsageMetricAttributeKeyMigDevice, GpuMigMemoryUsageMetricAttributeKeyMigInstance, GpuMigMemoryUsageMetricAttributeKeyMigProfile, GpuMigMemoryUsageMetricAttributeKeyMemoryState},
+						EnabledAttributes:   []GpuMigMemoryUsageMetricAttributeKey{GpuMigMemoryUsageMetricAttributeKeyMigDevice, GpuMigMemoryUsageMetricAttributeKeyMigInstance, GpuMigMemoryUsageMetricAttributeKeyMigProfile},
 					},
 					GpuProcessMemoryGrowthRate: GpuProcessMemoryGrowthRateMetricConfig{
 						Enabled:             false,
@@ -136,34 +166,44 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						EnabledAttributes:   []GpuProcessUtilizationMetricAttributeKey{GpuProcessUtilizationMetricAttributeKeyDeviceID},
 					},
 					HwEnergy: HwEnergyMetricConfig{
-						Enabled: false,
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwEnergyMetricAttributeKey{HwEnergyMetricAttributeKeyDeviceID, HwEnergyMetricAttributeKeyHwType},
 					},
 					HwErrors: HwErrorsMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []HwErrorsMetricAttributeKey{HwErrorsMetricAttributeKeyErrorType},
+						EnabledAttributes:   []HwErrorsMetricAttributeKey{HwErrorsMetricAttributeKeyDeviceID, HwErrorsMetricAttributeKeyHwType, HwErrorsMetricAttributeKeyErrorType},
 					},
 					HwGpuMemoryLimit: HwGpuMemoryLimitMetricConfig{
-						Enabled: false,
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwGpuMemoryLimitMetricAttributeKey{HwGpuMemoryLimitMetricAttributeKeyDeviceID},
 					},
 					HwGpuMemoryUsage: HwGpuMemoryUsageMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []HwGpuMemoryUsageMetricAttributeKey{HwGpuMemoryUsageMetricAttributeKeyMemoryState},
+						EnabledAttributes:   []HwGpuMemoryUsageMetricAttributeKey{HwGpuMemoryUsageMetricAttributeKeyDeviceID},
 					},
 					HwGpuMemoryUtilization: HwGpuMemoryUtilizationMetricConfig{
-						Enabled: false,
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []HwGpuMemoryUtilizationMetricAttributeKey{HwGpuMemoryUtilizationMetricAttributeKeyDeviceID},
 					},
 					HwGpuUtilization: HwGpuUtilizationMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []HwGpuUtilizationMetricAttributeKey{HwGpuUtilizationMetricAttributeKeyGpuTask},
+						EnabledAttributes:   []HwGpuUtilizationMetricAttributeKey{HwGpuUtilizationMetricAttributeKeyDeviceID, HwGpuUtilizationMetricAttributeKeyGpuTask},
 					},
 					HwPower: HwPowerMetricConfig{
-						Enabled: false,
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []HwPowerMetricAttributeKey{HwPowerMetricAttributeKeyDeviceID, HwPowerMetricAttributeKeyHwType},
 					},
 					HwTemperature: HwTemperatureMetricConfig{
-						Enabled: false,
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyDeviceID, HwTemperatureMetricAttributeKeySensorLocation},
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
@@ -194,11 +234,23 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(GpuMigMemoryLimitMetricConfig{}, GpuMigMemoryUsageMetricConfig{}, GpuProcessMemoryGrowthRateMetricConfig{}, GpuProcessMemoryUsageMetricConfig{}, GpuProcessUtilizationMetricConfig{}, HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwTemperatureMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(GpuMemoryReservedMetricConfig{}, GpuMigMemoryLimitMetricConfig{}, GpuMigMemoryReservedMetricConfig{}, GpuMigMemoryUsageMetricConfig{}, GpuProcessMemoryGrowthRateMetricConfig{}, GpuProcessMemoryUsageMetricConfig{}, GpuProcessUtilizationMetricConfig{}, HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwTemperatureMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
 }
+func TestGpuMemoryReservedMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().GpuMemoryReserved
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []GpuMemoryReservedMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric gpu.memory.reserved doesn't have an attribute invalid, valid attributes: [hw.id]")
+
+	cfg = DefaultMetricsConfig().GpuMemoryReserved
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
 func TestGpuMigMemoryLimitMetricsConfig_Validate(t *testing.T) {
 	cfg := DefaultMetricsConfig().GpuMigMemoryLimit
 	require.NoError(t, cfg.Validate())
@@ -211,12 +263,24 @@ func TestGpuMigMemoryLimitMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
+func TestGpuMigMemoryReservedMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().GpuMigMemoryReserved
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []GpuMigMemoryReservedMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric gpu.mig.memory.reserved doesn't have an attribute invalid, valid attributes: [gpu.mig.device.id, gpu.mig.gpu_instance.id, gpu.mig.profile]")
+
+	cfg = DefaultMetricsConfig().GpuMigMemoryReserved
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
 func TestGpuMigMemoryUsageMetricsConfig_Validate(t *testing.T) {
 	cfg := DefaultMetricsConfig().GpuMigMemoryUsage
 	require.NoError(t, cfg.Validate())
 
 	cfg.EnabledAttributes = []GpuMigMemoryUsageMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric gpu.mig.memory.usage doesn't have an attribute invalid, valid attributes: [gpu.mig.device.id, gpu.mig.gpu_instance.id, gpu.mig.profile, gpu.memory.state]")
+	require.ErrorContains(t, cfg.Validate(), "metric gpu.mig.memory.usage doesn't have an attribute invalid, valid attributes: [gpu.mig.device.id, gpu.mig.gpu_instance.id, gpu.mig.profile]")
 
 	cfg = DefaultMetricsConfig().GpuMigMemoryUsage
 	cfg.AggregationStrategy = "invalid"
@@ -259,14 +323,38 @@ func TestGpuProcessUtilizationMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
+func TestHwEnergyMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().HwEnergy
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []HwEnergyMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric hw.energy doesn't have an attribute invalid, valid attributes: [hw.id, hw.type]")
+
+	cfg = DefaultMetricsConfig().HwEnergy
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
 func TestHwErrorsMetricsConfig_Validate(t *testing.T) {
 	cfg := DefaultMetricsConfig().HwErrors
 	require.NoError(t, cfg.Validate())
 
 	cfg.EnabledAttributes = []HwErrorsMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric hw.errors doesn't have an attribute invalid, valid attributes: [error.type]")
+	require.ErrorContains(t, cfg.Validate(), "metric hw.errors doesn't have an attribute invalid, valid attributes: [hw.id, hw.type, error.type]")
 
 	cfg = DefaultMetricsConfig().HwErrors
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestHwGpuMemoryLimitMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().HwGpuMemoryLimit
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []HwGpuMemoryLimitMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric hw.gpu.memory.limit doesn't have an attribute invalid, valid attributes: [hw.id]")
+
+	cfg = DefaultMetricsConfig().HwGpuMemoryLimit
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
@@ -276,9 +364,21 @@ func TestHwGpuMemoryUsageMetricsConfig_Validate(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 
 	cfg.EnabledAttributes = []HwGpuMemoryUsageMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric hw.gpu.memory.usage doesn't have an attribute invalid, valid attributes: [gpu.memory.state]")
+	require.ErrorContains(t, cfg.Validate(), "metric hw.gpu.memory.usage doesn't have an attribute invalid, valid attributes: [hw.id]")
 
 	cfg = DefaultMetricsConfig().HwGpuMemoryUsage
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestHwGpuMemoryUtilizationMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().HwGpuMemoryUtilization
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []HwGpuMemoryUtilizationMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric hw.gpu.memory.utilization doesn't have an attribute invalid, valid attributes: [hw.id]")
+
+	cfg = DefaultMetricsConfig().HwGpuMemoryUtilization
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
@@ -288,9 +388,33 @@ func TestHwGpuUtilizationMetricsConfig_Validate(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 
 	cfg.EnabledAttributes = []HwGpuUtilizationMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric hw.gpu.utilization doesn't have an attribute invalid, valid attributes: [hw.gpu.task]")
+	require.ErrorContains(t, cfg.Validate(), "metric hw.gpu.utilization doesn't have an attribute invalid, valid attributes: [hw.id, hw.gpu.task]")
 
 	cfg = DefaultMetricsConfig().HwGpuUtilization
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestHwPowerMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().HwPower
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []HwPowerMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric hw.power doesn't have an attribute invalid, valid attributes: [hw.id, hw.type]")
+
+	cfg = DefaultMetricsConfig().HwPower
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestHwTemperatureMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().HwTemperature
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []HwTemperatureMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric hw.temperature doesn't have an attribute invalid, valid attributes: [hw.id, hw.sensor_location]")
+
+	cfg = DefaultMetricsConfig().HwTemperature
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

@@ -75,44 +75,66 @@ var MapAttributeGpuTask = map[string]AttributeGpuTask{
 	"decoder": AttributeGpuTaskDecoder,
 }
 
-// AttributeMemoryState specifies the value memory_state attribute.
-type AttributeMemoryState int
+// AttributeHwType specifies the value hw_type attribute.
+type AttributeHwType int
 
 const (
-	_ AttributeMemoryState = iota
-	AttributeMemoryStateUsed
-	AttributeMemoryStateFree
-	AttributeMemoryStateReserved
+	_ AttributeHwType = iota
+	AttributeHwTypeGpu
 )
 
-// String returns the string representation of the AttributeMemoryState.
-func (av AttributeMemoryState) String() string {
+// String returns the string representation of the AttributeHwType.
+func (av AttributeHwType) String() string {
 	switch av {
-	case AttributeMemoryStateUsed:
-		return "used"
-	case AttributeMemoryStateFree:
-		return "free"
-	case AttributeMemoryStateReserved:
-		return "reserved"
+	case AttributeHwTypeGpu:
+		return "gpu"
 	}
 	return ""
 }
 
-// MapAttributeMemoryState is a helper map of string to AttributeMemoryState attribute value.
-var MapAttributeMemoryState = map[string]AttributeMemoryState{
-	"used":     AttributeMemoryStateUsed,
-	"free":     AttributeMemoryStateFree,
-	"reserved": AttributeMemoryStateReserved,
+// MapAttributeHwType is a helper map of string to AttributeHwType attribute value.
+var MapAttributeHwType = map[string]AttributeHwType{
+	"gpu": AttributeHwTypeGpu,
+}
+
+// AttributeSensorLocation specifies the value sensor_location attribute.
+type AttributeSensorLocation int
+
+const (
+	_ AttributeSensorLocation = iota
+	AttributeSensorLocationGpuDie
+)
+
+// String returns the string representation of the AttributeSensorLocation.
+func (av AttributeSensorLocation) String() string {
+	switch av {
+	case AttributeSensorLocationGpuDie:
+		return "gpu_die"
+	}
+	return ""
+}
+
+// MapAttributeSensorLocation is a helper map of string to AttributeSensorLocation attribute value.
+var MapAttributeSensorLocation = map[string]AttributeSensorLocation{
+	"gpu_die": AttributeSensorLocationGpuDie,
 }
 
 var MetricsInfo = metricsInfo{
+	GpuMemoryReserved: metricInfo{
+		Name:       "gpu.memory.reserved",
+		Attributes: []string{"device_id"},
+	},
 	GpuMigMemoryLimit: metricInfo{
 		Name:       "gpu.mig.memory.limit",
 		Attributes: []string{"mig_device", "mig_instance", "mig_profile"},
 	},
+	GpuMigMemoryReserved: metricInfo{
+		Name:       "gpu.mig.memory.reserved",
+		Attributes: []string{"mig_device", "mig_instance", "mig_profile"},
+	},
 	GpuMigMemoryUsage: metricInfo{
 		Name:       "gpu.mig.memory.usage",
-		Attributes: []string{"mig_device", "mig_instance", "mig_profile", "memory_state"},
+		Attributes: []string{"mig_device", "mig_instance", "mig_profile"},
 	},
 	GpuProcessMemoryGrowthRate: metricInfo{
 		Name:       "gpu.process.memory.growth_rate",
@@ -127,36 +149,43 @@ var MetricsInfo = metricsInfo{
 		Attributes: []string{"device_id"},
 	},
 	HwEnergy: metricInfo{
-		Name: "hw.energy",
+		Name:       "hw.energy",
+		Attributes: []string{"device_id", "hw_type"},
 	},
 	HwErrors: metricInfo{
 		Name:       "hw.errors",
-		Attributes: []string{"error_type"},
+		Attributes: []string{"device_id", "hw_type", "error_type"},
 	},
 	HwGpuMemoryLimit: metricInfo{
-		Name: "hw.gpu.memory.limit",
+		Name:       "hw.gpu.memory.limit",
+		Attributes: []string{"device_id"},
 	},
 	HwGpuMemoryUsage: metricInfo{
 		Name:       "hw.gpu.memory.usage",
-		Attributes: []string{"memory_state"},
+		Attributes: []string{"device_id"},
 	},
 	HwGpuMemoryUtilization: metricInfo{
-		Name: "hw.gpu.memory.utilization",
+		Name:       "hw.gpu.memory.utilization",
+		Attributes: []string{"device_id"},
 	},
 	HwGpuUtilization: metricInfo{
 		Name:       "hw.gpu.utilization",
-		Attributes: []string{"gpu_task"},
+		Attributes: []string{"device_id", "gpu_task"},
 	},
 	HwPower: metricInfo{
-		Name: "hw.power",
+		Name:       "hw.power",
+		Attributes: []string{"device_id", "hw_type"},
 	},
 	HwTemperature: metricInfo{
-		Name: "hw.temperature",
+		Name:       "hw.temperature",
+		Attributes: []string{"device_id", "sensor_location"},
 	},
 }
 
 type metricsInfo struct {
+	GpuMemoryReserved          metricInfo
 	GpuMigMemoryLimit          metricInfo
+	GpuMigMemoryReserved       metricInfo
 	GpuMigMemoryUsage          metricInfo
 	GpuProcessMemoryGrowthRate metricInfo
 	GpuProcessMemoryUsage      metricInfo
@@ -174,6 +203,97 @@ type metricsInfo struct {
 type metricInfo struct {
 	Name       string
 	Attributes []string
+}
+
+type metricGpuMemoryReserved struct {
+	data          pmetric.Metric                // data buffer for generated metric.
+	config        GpuMemoryReservedMetricConfig // metric config provided by user.
+	capacity      int                           // max observed number of data points added to the metric.
+	aggDataPoints []int64                       // slice containing number of aggregated datapoints at each index
+}
+
+// init fills gpu.memory.reserved metric with initial data.
+func (m *metricGpuMemoryReserved) init() {
+	m.data.SetName("gpu.memory.reserved")
+	m.data.SetDescription("GPU framebuffer memory reserved by the driver and firmware (memory info v2 only); free memory is hw.gpu.memory.limit - hw.gpu.memory.usage - gpu.memory.reserved.")
+	m.data.SetUnit("By")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricGpuMemoryReserved) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, deviceIDAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, GpuMemoryReservedMetricAttributeKeyDeviceID) {
+		dp.Attributes().PutStr("hw.id", deviceIDAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricGpuMemoryReserved) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricGpuMemoryReserved) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricGpuMemoryReserved(cfg GpuMemoryReservedMetricConfig) metricGpuMemoryReserved {
+	m := metricGpuMemoryReserved{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
 }
 
 type metricGpuMigMemoryLimit struct {
@@ -273,6 +393,103 @@ func newMetricGpuMigMemoryLimit(cfg GpuMigMemoryLimitMetricConfig) metricGpuMigM
 	return m
 }
 
+type metricGpuMigMemoryReserved struct {
+	data          pmetric.Metric                   // data buffer for generated metric.
+	config        GpuMigMemoryReservedMetricConfig // metric config provided by user.
+	capacity      int                              // max observed number of data points added to the metric.
+	aggDataPoints []int64                          // slice containing number of aggregated datapoints at each index
+}
+
+// init fills gpu.mig.memory.reserved metric with initial data.
+func (m *metricGpuMigMemoryReserved) init() {
+	m.data.SetName("gpu.mig.memory.reserved")
+	m.data.SetDescription("Framebuffer memory of one MIG GPU instance reserved by the driver and firmware (memory info v2 only); free memory is limit - usage - reserved.")
+	m.data.SetUnit("By")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricGpuMigMemoryReserved) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, migDeviceAttributeValue string, migInstanceAttributeValue int64, migProfileAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, GpuMigMemoryReservedMetricAttributeKeyMigDevice) {
+		dp.Attributes().PutStr("gpu.mig.device.id", migDeviceAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, GpuMigMemoryReservedMetricAttributeKeyMigInstance) {
+		dp.Attributes().PutInt("gpu.mig.gpu_instance.id", migInstanceAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, GpuMigMemoryReservedMetricAttributeKeyMigProfile) {
+		dp.Attributes().PutStr("gpu.mig.profile", migProfileAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricGpuMigMemoryReserved) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricGpuMigMemoryReserved) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricGpuMigMemoryReserved(cfg GpuMigMemoryReservedMetricConfig) metricGpuMigMemoryReserved {
+	m := metricGpuMigMemoryReserved{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricGpuMigMemoryUsage struct {
 	data          pmetric.Metric                // data buffer for generated metric.
 	config        GpuMigMemoryUsageMetricConfig // metric config provided by user.
@@ -283,7 +500,7 @@ type metricGpuMigMemoryUsage struct {
 // init fills gpu.mig.memory.usage metric with initial data.
 func (m *metricGpuMigMemoryUsage) init() {
 	m.data.SetName("gpu.mig.memory.usage")
-	m.data.SetDescription("Framebuffer memory of one MIG GPU instance by state.")
+	m.data.SetDescription("Framebuffer memory used on one MIG GPU instance (memory info v2's used, which leaves out what the driver reserves; v1's used where v2 is missing).")
 	m.data.SetUnit("By")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(false)
@@ -292,7 +509,7 @@ func (m *metricGpuMigMemoryUsage) init() {
 	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricGpuMigMemoryUsage) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, migDeviceAttributeValue string, migInstanceAttributeValue int64, migProfileAttributeValue string, memoryStateAttributeValue string) {
+func (m *metricGpuMigMemoryUsage) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, migDeviceAttributeValue string, migInstanceAttributeValue int64, migProfileAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
@@ -308,9 +525,6 @@ func (m *metricGpuMigMemoryUsage) recordDataPoint(start pcommon.Timestamp, ts pc
 	}
 	if slices.Contains(m.config.EnabledAttributes, GpuMigMemoryUsageMetricAttributeKeyMigProfile) {
 		dp.Attributes().PutStr("gpu.mig.profile", migProfileAttributeValue)
-	}
-	if slices.Contains(m.config.EnabledAttributes, GpuMigMemoryUsageMetricAttributeKeyMemoryState) {
-		dp.Attributes().PutStr("gpu.memory.state", memoryStateAttributeValue)
 	}
 
 	var s string
@@ -643,9 +857,10 @@ func newMetricGpuProcessUtilization(cfg GpuProcessUtilizationMetricConfig) metri
 }
 
 type metricHwEnergy struct {
-	data     pmetric.Metric       // data buffer for generated metric.
-	config   HwEnergyMetricConfig // metric config provided by user.
-	capacity int                  // max observed number of data points added to the metric.
+	data          pmetric.Metric       // data buffer for generated metric.
+	config        HwEnergyMetricConfig // metric config provided by user.
+	capacity      int                  // max observed number of data points added to the metric.
+	aggDataPoints []float64            // slice containing number of aggregated datapoints at each index
 }
 
 // init fills hw.energy metric with initial data.
@@ -656,16 +871,52 @@ func (m *metricHwEnergy) init() {
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)
 	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricHwEnergy) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+func (m *metricHwEnergy) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, deviceIDAttributeValue string, hwTypeAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
-	dp := m.data.Sum().DataPoints().AppendEmpty()
+
+	dp := pmetric.NewNumberDataPoint()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, HwEnergyMetricAttributeKeyDeviceID) {
+		dp.Attributes().PutStr("hw.id", deviceIDAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, HwEnergyMetricAttributeKeyHwType) {
+		dp.Attributes().PutStr("hw.type", hwTypeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
 	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -678,6 +929,11 @@ func (m *metricHwEnergy) updateCapacity() {
 // emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
 func (m *metricHwEnergy) emit(metrics pmetric.MetricSlice) {
 	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetDoubleValue(m.data.Sum().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
 		m.updateCapacity()
 		m.data.MoveTo(metrics.AppendEmpty())
 		m.init()
@@ -713,7 +969,7 @@ func (m *metricHwErrors) init() {
 	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricHwErrors) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, errorTypeAttributeValue string) {
+func (m *metricHwErrors) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, deviceIDAttributeValue string, hwTypeAttributeValue string, errorTypeAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
@@ -721,6 +977,12 @@ func (m *metricHwErrors) recordDataPoint(start pcommon.Timestamp, ts pcommon.Tim
 	dp := pmetric.NewNumberDataPoint()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, HwErrorsMetricAttributeKeyDeviceID) {
+		dp.Attributes().PutStr("hw.id", deviceIDAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, HwErrorsMetricAttributeKeyHwType) {
+		dp.Attributes().PutStr("hw.type", hwTypeAttributeValue)
+	}
 	if slices.Contains(m.config.EnabledAttributes, HwErrorsMetricAttributeKeyErrorType) {
 		dp.Attributes().PutStr("error.type", errorTypeAttributeValue)
 	}
@@ -786,29 +1048,63 @@ func newMetricHwErrors(cfg HwErrorsMetricConfig) metricHwErrors {
 }
 
 type metricHwGpuMemoryLimit struct {
-	data     pmetric.Metric               // data buffer for generated metric.
-	config   HwGpuMemoryLimitMetricConfig // metric config provided by user.
-	capacity int                          // max observed number of data points added to the metric.
+	data          pmetric.Metric               // data buffer for generated metric.
+	config        HwGpuMemoryLimitMetricConfig // metric config provided by user.
+	capacity      int                          // max observed number of data points added to the metric.
+	aggDataPoints []int64                      // slice containing number of aggregated datapoints at each index
 }
 
 // init fills hw.gpu.memory.limit metric with initial data.
 func (m *metricHwGpuMemoryLimit) init() {
 	m.data.SetName("hw.gpu.memory.limit")
-	m.data.SetDescription("Total GPU framebuffer memory.")
+	m.data.SetDescription("Size of the GPU's framebuffer memory.")
 	m.data.SetUnit("By")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(false)
 	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricHwGpuMemoryLimit) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+func (m *metricHwGpuMemoryLimit) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, deviceIDAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
-	dp := m.data.Sum().DataPoints().AppendEmpty()
+
+	dp := pmetric.NewNumberDataPoint()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, HwGpuMemoryLimitMetricAttributeKeyDeviceID) {
+		dp.Attributes().PutStr("hw.id", deviceIDAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
 	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -821,6 +1117,11 @@ func (m *metricHwGpuMemoryLimit) updateCapacity() {
 // emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
 func (m *metricHwGpuMemoryLimit) emit(metrics pmetric.MetricSlice) {
 	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
 		m.updateCapacity()
 		m.data.MoveTo(metrics.AppendEmpty())
 		m.init()
@@ -847,7 +1148,7 @@ type metricHwGpuMemoryUsage struct {
 // init fills hw.gpu.memory.usage metric with initial data.
 func (m *metricHwGpuMemoryUsage) init() {
 	m.data.SetName("hw.gpu.memory.usage")
-	m.data.SetDescription("GPU framebuffer memory by state (NVML memory info v2).")
+	m.data.SetDescription("GPU framebuffer memory used (memory info v2's used, what nvidia-smi calls used, which leaves out what the driver reserves; v1's used, which includes it, where v2 is missing).")
 	m.data.SetUnit("By")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(false)
@@ -856,7 +1157,7 @@ func (m *metricHwGpuMemoryUsage) init() {
 	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricHwGpuMemoryUsage) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, memoryStateAttributeValue string) {
+func (m *metricHwGpuMemoryUsage) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, deviceIDAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
@@ -864,8 +1165,8 @@ func (m *metricHwGpuMemoryUsage) recordDataPoint(start pcommon.Timestamp, ts pco
 	dp := pmetric.NewNumberDataPoint()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
-	if slices.Contains(m.config.EnabledAttributes, HwGpuMemoryUsageMetricAttributeKeyMemoryState) {
-		dp.Attributes().PutStr("gpu.memory.state", memoryStateAttributeValue)
+	if slices.Contains(m.config.EnabledAttributes, HwGpuMemoryUsageMetricAttributeKeyDeviceID) {
+		dp.Attributes().PutStr("hw.id", deviceIDAttributeValue)
 	}
 
 	var s string
@@ -929,27 +1230,61 @@ func newMetricHwGpuMemoryUsage(cfg HwGpuMemoryUsageMetricConfig) metricHwGpuMemo
 }
 
 type metricHwGpuMemoryUtilization struct {
-	data     pmetric.Metric                     // data buffer for generated metric.
-	config   HwGpuMemoryUtilizationMetricConfig // metric config provided by user.
-	capacity int                                // max observed number of data points added to the metric.
+	data          pmetric.Metric                     // data buffer for generated metric.
+	config        HwGpuMemoryUtilizationMetricConfig // metric config provided by user.
+	capacity      int                                // max observed number of data points added to the metric.
+	aggDataPoints []float64                          // slice containing number of aggregated datapoints at each index
 }
 
 // init fills hw.gpu.memory.utilization metric with initial data.
 func (m *metricHwGpuMemoryUtilization) init() {
 	m.data.SetName("hw.gpu.memory.utilization")
-	m.data.SetDescription("Fraction of GPU framebuffer memory used (used / total).")
+	m.data.SetDescription("Fraction of GPU framebuffer memory used (hw.gpu.memory.usage / hw.gpu.memory.limit).")
 	m.data.SetUnit("1")
 	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricHwGpuMemoryUtilization) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+func (m *metricHwGpuMemoryUtilization) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, deviceIDAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
-	dp := m.data.Gauge().DataPoints().AppendEmpty()
+
+	dp := pmetric.NewNumberDataPoint()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, HwGpuMemoryUtilizationMetricAttributeKeyDeviceID) {
+		dp.Attributes().PutStr("hw.id", deviceIDAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
 	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -962,6 +1297,11 @@ func (m *metricHwGpuMemoryUtilization) updateCapacity() {
 // emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
 func (m *metricHwGpuMemoryUtilization) emit(metrics pmetric.MetricSlice) {
 	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
 		m.updateCapacity()
 		m.data.MoveTo(metrics.AppendEmpty())
 		m.init()
@@ -995,7 +1335,7 @@ func (m *metricHwGpuUtilization) init() {
 	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricHwGpuUtilization) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, gpuTaskAttributeValue string) {
+func (m *metricHwGpuUtilization) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, deviceIDAttributeValue string, gpuTaskAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
@@ -1003,6 +1343,9 @@ func (m *metricHwGpuUtilization) recordDataPoint(start pcommon.Timestamp, ts pco
 	dp := pmetric.NewNumberDataPoint()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, HwGpuUtilizationMetricAttributeKeyDeviceID) {
+		dp.Attributes().PutStr("hw.id", deviceIDAttributeValue)
+	}
 	if slices.Contains(m.config.EnabledAttributes, HwGpuUtilizationMetricAttributeKeyGpuTask) {
 		dp.Attributes().PutStr("hw.gpu.task", gpuTaskAttributeValue)
 	}
@@ -1068,9 +1411,10 @@ func newMetricHwGpuUtilization(cfg HwGpuUtilizationMetricConfig) metricHwGpuUtil
 }
 
 type metricHwPower struct {
-	data     pmetric.Metric      // data buffer for generated metric.
-	config   HwPowerMetricConfig // metric config provided by user.
-	capacity int                 // max observed number of data points added to the metric.
+	data          pmetric.Metric      // data buffer for generated metric.
+	config        HwPowerMetricConfig // metric config provided by user.
+	capacity      int                 // max observed number of data points added to the metric.
+	aggDataPoints []float64           // slice containing number of aggregated datapoints at each index
 }
 
 // init fills hw.power metric with initial data.
@@ -1079,16 +1423,52 @@ func (m *metricHwPower) init() {
 	m.data.SetDescription("Power drawn by the GPU board.")
 	m.data.SetUnit("W")
 	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricHwPower) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+func (m *metricHwPower) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, deviceIDAttributeValue string, hwTypeAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
-	dp := m.data.Gauge().DataPoints().AppendEmpty()
+
+	dp := pmetric.NewNumberDataPoint()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, HwPowerMetricAttributeKeyDeviceID) {
+		dp.Attributes().PutStr("hw.id", deviceIDAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, HwPowerMetricAttributeKeyHwType) {
+		dp.Attributes().PutStr("hw.type", hwTypeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
 	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -1101,6 +1481,11 @@ func (m *metricHwPower) updateCapacity() {
 // emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
 func (m *metricHwPower) emit(metrics pmetric.MetricSlice) {
 	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
 		m.updateCapacity()
 		m.data.MoveTo(metrics.AppendEmpty())
 		m.init()
@@ -1118,27 +1503,64 @@ func newMetricHwPower(cfg HwPowerMetricConfig) metricHwPower {
 }
 
 type metricHwTemperature struct {
-	data     pmetric.Metric            // data buffer for generated metric.
-	config   HwTemperatureMetricConfig // metric config provided by user.
-	capacity int                       // max observed number of data points added to the metric.
+	data          pmetric.Metric            // data buffer for generated metric.
+	config        HwTemperatureMetricConfig // metric config provided by user.
+	capacity      int                       // max observed number of data points added to the metric.
+	aggDataPoints []float64                 // slice containing number of aggregated datapoints at each index
 }
 
 // init fills hw.temperature metric with initial data.
 func (m *metricHwTemperature) init() {
 	m.data.SetName("hw.temperature")
-	m.data.SetDescription("GPU core temperature.")
+	m.data.SetDescription("GPU core temperature (NVML's GPU die sensor).")
 	m.data.SetUnit("Cel")
 	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricHwTemperature) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+func (m *metricHwTemperature) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, deviceIDAttributeValue string, sensorLocationAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
-	dp := m.data.Gauge().DataPoints().AppendEmpty()
+
+	dp := pmetric.NewNumberDataPoint()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, HwTemperatureMetricAttributeKeyDeviceID) {
+		dp.Attributes().PutStr("hw.id", deviceIDAttributeValue)
+	}
+	if slices.Contains(m.config.EnabledAttributes, HwTemperatureMetricAttributeKeySensorLocation) {
+		dp.Attributes().PutStr("hw.sensor_location", sensorLocationAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
 	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -1151,6 +1573,11 @@ func (m *metricHwTemperature) updateCapacity() {
 // emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
 func (m *metricHwTemperature) emit(metrics pmetric.MetricSlice) {
 	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
 		m.updateCapacity()
 		m.data.MoveTo(metrics.AppendEmpty())
 		m.init()
@@ -1177,7 +1604,9 @@ type MetricsBuilder struct {
 	buildInfo                        component.BuildInfo  // contains version information.
 	resourceAttributeIncludeFilter   map[string]filter.Filter
 	resourceAttributeExcludeFilter   map[string]filter.Filter
+	metricGpuMemoryReserved          metricGpuMemoryReserved
 	metricGpuMigMemoryLimit          metricGpuMigMemoryLimit
+	metricGpuMigMemoryReserved       metricGpuMigMemoryReserved
 	metricGpuMigMemoryUsage          metricGpuMigMemoryUsage
 	metricGpuProcessMemoryGrowthRate metricGpuProcessMemoryGrowthRate
 	metricGpuProcessMemoryUsage      metricGpuProcessMemoryUsage
@@ -1215,7 +1644,9 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		startTime:                        pcommon.NewTimestampFromTime(time.Now()),
 		metricsBuffer:                    pmetric.NewMetrics(),
 		buildInfo:                        settings.BuildInfo,
+		metricGpuMemoryReserved:          newMetricGpuMemoryReserved(mbc.Metrics.GpuMemoryReserved),
 		metricGpuMigMemoryLimit:          newMetricGpuMigMemoryLimit(mbc.Metrics.GpuMigMemoryLimit),
+		metricGpuMigMemoryReserved:       newMetricGpuMigMemoryReserved(mbc.Metrics.GpuMigMemoryReserved),
 		metricGpuMigMemoryUsage:          newMetricGpuMigMemoryUsage(mbc.Metrics.GpuMigMemoryUsage),
 		metricGpuProcessMemoryGrowthRate: newMetricGpuProcessMemoryGrowthRate(mbc.Metrics.GpuProcessMemoryGrowthRate),
 		metricGpuProcessMemoryUsage:      newMetricGpuProcessMemoryUsage(mbc.Metrics.GpuProcessMemoryUsage),
@@ -1420,7 +1851,9 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	ils.Scope().SetName(ScopeName)
 	ils.Scope().SetVersion(mb.buildInfo.Version)
 	ils.Metrics().EnsureCapacity(mb.metricsCapacity)
+	mb.metricGpuMemoryReserved.emit(ils.Metrics())
 	mb.metricGpuMigMemoryLimit.emit(ils.Metrics())
+	mb.metricGpuMigMemoryReserved.emit(ils.Metrics())
 	mb.metricGpuMigMemoryUsage.emit(ils.Metrics())
 	mb.metricGpuProcessMemoryGrowthRate.emit(ils.Metrics())
 	mb.metricGpuProcessMemoryUsage.emit(ils.Metrics())
@@ -1464,14 +1897,24 @@ func (mb *MetricsBuilder) Emit(options ...ResourceMetricsOption) pmetric.Metrics
 	return metrics
 }
 
+// RecordGpuMemoryReservedDataPoint adds a data point to gpu.memory.reserved metric.
+func (mb *MetricsBuilder) RecordGpuMemoryReservedDataPoint(ts pcommon.Timestamp, val int64, deviceIDAttributeValue string) {
+	mb.metricGpuMemoryReserved.recordDataPoint(mb.startTime, ts, val, deviceIDAttributeValue)
+}
+
 // RecordGpuMigMemoryLimitDataPoint adds a data point to gpu.mig.memory.limit metric.
 func (mb *MetricsBuilder) RecordGpuMigMemoryLimitDataPoint(ts pcommon.Timestamp, val int64, migDeviceAttributeValue string, migInstanceAttributeValue int64, migProfileAttributeValue string) {
 	mb.metricGpuMigMemoryLimit.recordDataPoint(mb.startTime, ts, val, migDeviceAttributeValue, migInstanceAttributeValue, migProfileAttributeValue)
 }
 
+// RecordGpuMigMemoryReservedDataPoint adds a data point to gpu.mig.memory.reserved metric.
+func (mb *MetricsBuilder) RecordGpuMigMemoryReservedDataPoint(ts pcommon.Timestamp, val int64, migDeviceAttributeValue string, migInstanceAttributeValue int64, migProfileAttributeValue string) {
+	mb.metricGpuMigMemoryReserved.recordDataPoint(mb.startTime, ts, val, migDeviceAttributeValue, migInstanceAttributeValue, migProfileAttributeValue)
+}
+
 // RecordGpuMigMemoryUsageDataPoint adds a data point to gpu.mig.memory.usage metric.
-func (mb *MetricsBuilder) RecordGpuMigMemoryUsageDataPoint(ts pcommon.Timestamp, val int64, migDeviceAttributeValue string, migInstanceAttributeValue int64, migProfileAttributeValue string, memoryStateAttributeValue AttributeMemoryState) {
-	mb.metricGpuMigMemoryUsage.recordDataPoint(mb.startTime, ts, val, migDeviceAttributeValue, migInstanceAttributeValue, migProfileAttributeValue, memoryStateAttributeValue.String())
+func (mb *MetricsBuilder) RecordGpuMigMemoryUsageDataPoint(ts pcommon.Timestamp, val int64, migDeviceAttributeValue string, migInstanceAttributeValue int64, migProfileAttributeValue string) {
+	mb.metricGpuMigMemoryUsage.recordDataPoint(mb.startTime, ts, val, migDeviceAttributeValue, migInstanceAttributeValue, migProfileAttributeValue)
 }
 
 // RecordGpuProcessMemoryGrowthRateDataPoint adds a data point to gpu.process.memory.growth_rate metric.
@@ -1490,43 +1933,43 @@ func (mb *MetricsBuilder) RecordGpuProcessUtilizationDataPoint(ts pcommon.Timest
 }
 
 // RecordHwEnergyDataPoint adds a data point to hw.energy metric.
-func (mb *MetricsBuilder) RecordHwEnergyDataPoint(ts pcommon.Timestamp, val float64) {
-	mb.metricHwEnergy.recordDataPoint(mb.startTime, ts, val)
+func (mb *MetricsBuilder) RecordHwEnergyDataPoint(ts pcommon.Timestamp, val float64, deviceIDAttributeValue string, hwTypeAttributeValue AttributeHwType) {
+	mb.metricHwEnergy.recordDataPoint(mb.startTime, ts, val, deviceIDAttributeValue, hwTypeAttributeValue.String())
 }
 
 // RecordHwErrorsDataPoint adds a data point to hw.errors metric.
-func (mb *MetricsBuilder) RecordHwErrorsDataPoint(ts pcommon.Timestamp, val int64, errorTypeAttributeValue AttributeErrorType) {
-	mb.metricHwErrors.recordDataPoint(mb.startTime, ts, val, errorTypeAttributeValue.String())
+func (mb *MetricsBuilder) RecordHwErrorsDataPoint(ts pcommon.Timestamp, val int64, deviceIDAttributeValue string, hwTypeAttributeValue AttributeHwType, errorTypeAttributeValue AttributeErrorType) {
+	mb.metricHwErrors.recordDataPoint(mb.startTime, ts, val, deviceIDAttributeValue, hwTypeAttributeValue.String(), errorTypeAttributeValue.String())
 }
 
 // RecordHwGpuMemoryLimitDataPoint adds a data point to hw.gpu.memory.limit metric.
-func (mb *MetricsBuilder) RecordHwGpuMemoryLimitDataPoint(ts pcommon.Timestamp, val int64) {
-	mb.metricHwGpuMemoryLimit.recordDataPoint(mb.startTime, ts, val)
+func (mb *MetricsBuilder) RecordHwGpuMemoryLimitDataPoint(ts pcommon.Timestamp, val int64, deviceIDAttributeValue string) {
+	mb.metricHwGpuMemoryLimit.recordDataPoint(mb.startTime, ts, val, deviceIDAttributeValue)
 }
 
 // RecordHwGpuMemoryUsageDataPoint adds a data point to hw.gpu.memory.usage metric.
-func (mb *MetricsBuilder) RecordHwGpuMemoryUsageDataPoint(ts pcommon.Timestamp, val int64, memoryStateAttributeValue AttributeMemoryState) {
-	mb.metricHwGpuMemoryUsage.recordDataPoint(mb.startTime, ts, val, memoryStateAttributeValue.String())
+func (mb *MetricsBuilder) RecordHwGpuMemoryUsageDataPoint(ts pcommon.Timestamp, val int64, deviceIDAttributeValue string) {
+	mb.metricHwGpuMemoryUsage.recordDataPoint(mb.startTime, ts, val, deviceIDAttributeValue)
 }
 
 // RecordHwGpuMemoryUtilizationDataPoint adds a data point to hw.gpu.memory.utilization metric.
-func (mb *MetricsBuilder) RecordHwGpuMemoryUtilizationDataPoint(ts pcommon.Timestamp, val float64) {
-	mb.metricHwGpuMemoryUtilization.recordDataPoint(mb.startTime, ts, val)
+func (mb *MetricsBuilder) RecordHwGpuMemoryUtilizationDataPoint(ts pcommon.Timestamp, val float64, deviceIDAttributeValue string) {
+	mb.metricHwGpuMemoryUtilization.recordDataPoint(mb.startTime, ts, val, deviceIDAttributeValue)
 }
 
 // RecordHwGpuUtilizationDataPoint adds a data point to hw.gpu.utilization metric.
-func (mb *MetricsBuilder) RecordHwGpuUtilizationDataPoint(ts pcommon.Timestamp, val float64, gpuTaskAttributeValue AttributeGpuTask) {
-	mb.metricHwGpuUtilization.recordDataPoint(mb.startTime, ts, val, gpuTaskAttributeValue.String())
+func (mb *MetricsBuilder) RecordHwGpuUtilizationDataPoint(ts pcommon.Timestamp, val float64, deviceIDAttributeValue string, gpuTaskAttributeValue AttributeGpuTask) {
+	mb.metricHwGpuUtilization.recordDataPoint(mb.startTime, ts, val, deviceIDAttributeValue, gpuTaskAttributeValue.String())
 }
 
 // RecordHwPowerDataPoint adds a data point to hw.power metric.
-func (mb *MetricsBuilder) RecordHwPowerDataPoint(ts pcommon.Timestamp, val float64) {
-	mb.metricHwPower.recordDataPoint(mb.startTime, ts, val)
+func (mb *MetricsBuilder) RecordHwPowerDataPoint(ts pcommon.Timestamp, val float64, deviceIDAttributeValue string, hwTypeAttributeValue AttributeHwType) {
+	mb.metricHwPower.recordDataPoint(mb.startTime, ts, val, deviceIDAttributeValue, hwTypeAttributeValue.String())
 }
 
 // RecordHwTemperatureDataPoint adds a data point to hw.temperature metric.
-func (mb *MetricsBuilder) RecordHwTemperatureDataPoint(ts pcommon.Timestamp, val float64) {
-	mb.metricHwTemperature.recordDataPoint(mb.startTime, ts, val)
+func (mb *MetricsBuilder) RecordHwTemperatureDataPoint(ts pcommon.Timestamp, val float64, deviceIDAttributeValue string, sensorLocationAttributeValue AttributeSensorLocation) {
+	mb.metricHwTemperature.recordDataPoint(mb.startTime, ts, val, deviceIDAttributeValue, sensorLocationAttributeValue.String())
 }
 
 // Reset resets metrics builder to its initial state. It should be used when external metrics source is restarted,

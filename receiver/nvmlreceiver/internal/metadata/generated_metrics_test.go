@@ -67,14 +67,21 @@ func TestMetricsBuilder(t *testing.T) {
 			settings.Logger = zap.New(observedZapCore)
 			mb := NewMetricsBuilder(loadMetricsBuilderConfig(t, tt.name), settings, WithStartTime(start))
 			aggMap := make(map[string]string) // contains the aggregation strategies for each metric name
+			aggMap["gpu.memory.reserved"] = mb.metricGpuMemoryReserved.config.AggregationStrategy
 			aggMap["gpu.mig.memory.limit"] = mb.metricGpuMigMemoryLimit.config.AggregationStrategy
+			aggMap["gpu.mig.memory.reserved"] = mb.metricGpuMigMemoryReserved.config.AggregationStrategy
 			aggMap["gpu.mig.memory.usage"] = mb.metricGpuMigMemoryUsage.config.AggregationStrategy
 			aggMap["gpu.process.memory.growth_rate"] = mb.metricGpuProcessMemoryGrowthRate.config.AggregationStrategy
 			aggMap["gpu.process.memory.usage"] = mb.metricGpuProcessMemoryUsage.config.AggregationStrategy
 			aggMap["gpu.process.utilization"] = mb.metricGpuProcessUtilization.config.AggregationStrategy
+			aggMap["hw.energy"] = mb.metricHwEnergy.config.AggregationStrategy
 			aggMap["hw.errors"] = mb.metricHwErrors.config.AggregationStrategy
+			aggMap["hw.gpu.memory.limit"] = mb.metricHwGpuMemoryLimit.config.AggregationStrategy
 			aggMap["hw.gpu.memory.usage"] = mb.metricHwGpuMemoryUsage.config.AggregationStrategy
+			aggMap["hw.gpu.memory.utilization"] = mb.metricHwGpuMemoryUtilization.config.AggregationStrategy
 			aggMap["hw.gpu.utilization"] = mb.metricHwGpuUtilization.config.AggregationStrategy
+			aggMap["hw.power"] = mb.metricHwPower.config.AggregationStrategy
+			aggMap["hw.temperature"] = mb.metricHwTemperature.config.AggregationStrategy
 
 			expectedWarnings := 0
 			if tt.metricsSet != testDataSetReag {
@@ -85,15 +92,27 @@ func TestMetricsBuilder(t *testing.T) {
 			allMetricsCount := 0
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordGpuMemoryReservedDataPoint(ts, 1, "device_id-val")
+			if tt.name == "reaggregate_set" {
+				mb.RecordGpuMemoryReservedDataPoint(ts, 3, "device_id-val-2")
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordGpuMigMemoryLimitDataPoint(ts, 1, "mig_device-val", 12, "mig_profile-val")
 			if tt.name == "reaggregate_set" {
 				mb.RecordGpuMigMemoryLimitDataPoint(ts, 3, "mig_device-val-2", 13, "mig_profile-val-2")
 			}
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordGpuMigMemoryUsageDataPoint(ts, 1, "mig_device-val", 12, "mig_profile-val", AttributeMemoryStateUsed)
+			mb.RecordGpuMigMemoryReservedDataPoint(ts, 1, "mig_device-val", 12, "mig_profile-val")
 			if tt.name == "reaggregate_set" {
-				mb.RecordGpuMigMemoryUsageDataPoint(ts, 3, "mig_device-val-2", 13, "mig_profile-val-2", AttributeMemoryStateFree)
+				mb.RecordGpuMigMemoryReservedDataPoint(ts, 3, "mig_device-val-2", 13, "mig_profile-val-2")
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordGpuMigMemoryUsageDataPoint(ts, 1, "mig_device-val", 12, "mig_profile-val")
+			if tt.name == "reaggregate_set" {
+				mb.RecordGpuMigMemoryUsageDataPoint(ts, 3, "mig_device-val-2", 13, "mig_profile-val-2")
 			}
 			defaultMetricsCount++
 			allMetricsCount++
@@ -115,37 +134,52 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordHwEnergyDataPoint(ts, 1)
-			defaultMetricsCount++
-			allMetricsCount++
-			mb.RecordHwErrorsDataPoint(ts, 1, AttributeErrorTypeCorrected)
+			mb.RecordHwEnergyDataPoint(ts, 1, "device_id-val", AttributeHwTypeGpu)
 			if tt.name == "reaggregate_set" {
-				mb.RecordHwErrorsDataPoint(ts, 3, AttributeErrorTypeUncorrected)
+				mb.RecordHwEnergyDataPoint(ts, 3, "device_id-val-2", AttributeHwTypeGpu)
 			}
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordHwGpuMemoryLimitDataPoint(ts, 1)
-			defaultMetricsCount++
-			allMetricsCount++
-			mb.RecordHwGpuMemoryUsageDataPoint(ts, 1, AttributeMemoryStateUsed)
+			mb.RecordHwErrorsDataPoint(ts, 1, "device_id-val", AttributeHwTypeGpu, AttributeErrorTypeCorrected)
 			if tt.name == "reaggregate_set" {
-				mb.RecordHwGpuMemoryUsageDataPoint(ts, 3, AttributeMemoryStateFree)
+				mb.RecordHwErrorsDataPoint(ts, 3, "device_id-val-2", AttributeHwTypeGpu, AttributeErrorTypeUncorrected)
 			}
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordHwGpuMemoryUtilizationDataPoint(ts, 1)
-			defaultMetricsCount++
-			allMetricsCount++
-			mb.RecordHwGpuUtilizationDataPoint(ts, 1, AttributeGpuTaskGeneral)
+			mb.RecordHwGpuMemoryLimitDataPoint(ts, 1, "device_id-val")
 			if tt.name == "reaggregate_set" {
-				mb.RecordHwGpuUtilizationDataPoint(ts, 3, AttributeGpuTaskEncoder)
+				mb.RecordHwGpuMemoryLimitDataPoint(ts, 3, "device_id-val-2")
 			}
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordHwPowerDataPoint(ts, 1)
+			mb.RecordHwGpuMemoryUsageDataPoint(ts, 1, "device_id-val")
+			if tt.name == "reaggregate_set" {
+				mb.RecordHwGpuMemoryUsageDataPoint(ts, 3, "device_id-val-2")
+			}
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordHwTemperatureDataPoint(ts, 1)
+			mb.RecordHwGpuMemoryUtilizationDataPoint(ts, 1, "device_id-val")
+			if tt.name == "reaggregate_set" {
+				mb.RecordHwGpuMemoryUtilizationDataPoint(ts, 3, "device_id-val-2")
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordHwGpuUtilizationDataPoint(ts, 1, "device_id-val", AttributeGpuTaskGeneral)
+			if tt.name == "reaggregate_set" {
+				mb.RecordHwGpuUtilizationDataPoint(ts, 3, "device_id-val-2", AttributeGpuTaskEncoder)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordHwPowerDataPoint(ts, 1, "device_id-val", AttributeHwTypeGpu)
+			if tt.name == "reaggregate_set" {
+				mb.RecordHwPowerDataPoint(ts, 3, "device_id-val-2", AttributeHwTypeGpu)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordHwTemperatureDataPoint(ts, 1, "device_id-val", AttributeSensorLocationGpuDie)
+			if tt.name == "reaggregate_set" {
+				mb.RecordHwTemperatureDataPoint(ts, 3, "device_id-val-2", AttributeSensorLocationGpuDie)
+			}
 
 			rb := mb.NewResourceBuilder()
 			rb.SetContainerID("container.id-val")
@@ -171,14 +205,21 @@ func TestMetricsBuilder(t *testing.T) {
 			res := rb.Emit()
 			metrics := mb.Emit(WithResource(res))
 			if tt.name == "reaggregate_set" {
+				assert.Empty(t, mb.metricGpuMemoryReserved.aggDataPoints)
 				assert.Empty(t, mb.metricGpuMigMemoryLimit.aggDataPoints)
+				assert.Empty(t, mb.metricGpuMigMemoryReserved.aggDataPoints)
 				assert.Empty(t, mb.metricGpuMigMemoryUsage.aggDataPoints)
 				assert.Empty(t, mb.metricGpuProcessMemoryGrowthRate.aggDataPoints)
 				assert.Empty(t, mb.metricGpuProcessMemoryUsage.aggDataPoints)
 				assert.Empty(t, mb.metricGpuProcessUtilization.aggDataPoints)
+				assert.Empty(t, mb.metricHwEnergy.aggDataPoints)
 				assert.Empty(t, mb.metricHwErrors.aggDataPoints)
+				assert.Empty(t, mb.metricHwGpuMemoryLimit.aggDataPoints)
 				assert.Empty(t, mb.metricHwGpuMemoryUsage.aggDataPoints)
+				assert.Empty(t, mb.metricHwGpuMemoryUtilization.aggDataPoints)
 				assert.Empty(t, mb.metricHwGpuUtilization.aggDataPoints)
+				assert.Empty(t, mb.metricHwPower.aggDataPoints)
+				assert.Empty(t, mb.metricHwTemperature.aggDataPoints)
 			}
 
 			if tt.expectEmpty {
@@ -206,6 +247,50 @@ func TestMetricsBuilder(t *testing.T) {
 			validatedMetrics := make(map[string]bool)
 			for _, mi := range allMetricsList {
 				switch mi.Name() {
+				case "gpu.memory.reserved":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["gpu.memory.reserved"], "Found a duplicate in the metrics slice: gpu.memory.reserved")
+						validatedMetrics["gpu.memory.reserved"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "GPU framebuffer memory reserved by the driver and firmware (memory info v2 only); free memory is hw.gpu.memory.limit - hw.gpu.memory.usage - gpu.memory.reserved.", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						deviceIDAttrVal, ok := dp.Attributes().Get("hw.id")
+						assert.True(t, ok)
+						assert.Equal(t, "device_id-val", deviceIDAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["gpu.memory.reserved"], "Found a duplicate in the metrics slice: gpu.memory.reserved")
+						validatedMetrics["gpu.memory.reserved"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "GPU framebuffer memory reserved by the driver and firmware (memory info v2 only); free memory is hw.gpu.memory.limit - hw.gpu.memory.usage - gpu.memory.reserved.", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["gpu.memory.reserved"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("hw.id")
+						assert.False(t, ok)
+					}
 				case "gpu.mig.memory.limit":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["gpu.mig.memory.limit"], "Found a duplicate in the metrics slice: gpu.mig.memory.limit")
@@ -260,13 +345,13 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok = dp.Attributes().Get("gpu.mig.profile")
 						assert.False(t, ok)
 					}
-				case "gpu.mig.memory.usage":
+				case "gpu.mig.memory.reserved":
 					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["gpu.mig.memory.usage"], "Found a duplicate in the metrics slice: gpu.mig.memory.usage")
-						validatedMetrics["gpu.mig.memory.usage"] = true
+						assert.False(t, validatedMetrics["gpu.mig.memory.reserved"], "Found a duplicate in the metrics slice: gpu.mig.memory.reserved")
+						validatedMetrics["gpu.mig.memory.reserved"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Framebuffer memory of one MIG GPU instance by state.", mi.Description())
+						assert.Equal(t, "Framebuffer memory of one MIG GPU instance reserved by the driver and firmware (memory info v2 only); free memory is limit - usage - reserved.", mi.Description())
 						assert.Equal(t, "By", mi.Unit())
 						assert.False(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -284,15 +369,66 @@ func TestMetricsBuilder(t *testing.T) {
 						migProfileAttrVal, ok := dp.Attributes().Get("gpu.mig.profile")
 						assert.True(t, ok)
 						assert.Equal(t, "mig_profile-val", migProfileAttrVal.Str())
-						memoryStateAttrVal, ok := dp.Attributes().Get("gpu.memory.state")
+					} else {
+						assert.False(t, validatedMetrics["gpu.mig.memory.reserved"], "Found a duplicate in the metrics slice: gpu.mig.memory.reserved")
+						validatedMetrics["gpu.mig.memory.reserved"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Framebuffer memory of one MIG GPU instance reserved by the driver and firmware (memory info v2 only); free memory is limit - usage - reserved.", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["gpu.mig.memory.reserved"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("gpu.mig.device.id")
+						assert.False(t, ok)
+						_, ok = dp.Attributes().Get("gpu.mig.gpu_instance.id")
+						assert.False(t, ok)
+						_, ok = dp.Attributes().Get("gpu.mig.profile")
+						assert.False(t, ok)
+					}
+				case "gpu.mig.memory.usage":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["gpu.mig.memory.usage"], "Found a duplicate in the metrics slice: gpu.mig.memory.usage")
+						validatedMetrics["gpu.mig.memory.usage"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Framebuffer memory used on one MIG GPU instance (memory info v2's used, which leaves out what the driver reserves; v1's used where v2 is missing).", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						migDeviceAttrVal, ok := dp.Attributes().Get("gpu.mig.device.id")
 						assert.True(t, ok)
-						assert.Equal(t, "used", memoryStateAttrVal.Str())
+						assert.Equal(t, "mig_device-val", migDeviceAttrVal.Str())
+						migInstanceAttrVal, ok := dp.Attributes().Get("gpu.mig.gpu_instance.id")
+						assert.True(t, ok)
+						assert.EqualValues(t, 12, migInstanceAttrVal.Int())
+						migProfileAttrVal, ok := dp.Attributes().Get("gpu.mig.profile")
+						assert.True(t, ok)
+						assert.Equal(t, "mig_profile-val", migProfileAttrVal.Str())
 					} else {
 						assert.False(t, validatedMetrics["gpu.mig.memory.usage"], "Found a duplicate in the metrics slice: gpu.mig.memory.usage")
 						validatedMetrics["gpu.mig.memory.usage"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Framebuffer memory of one MIG GPU instance by state.", mi.Description())
+						assert.Equal(t, "Framebuffer memory used on one MIG GPU instance (memory info v2's used, which leaves out what the driver reserves; v1's used where v2 is missing).", mi.Description())
 						assert.Equal(t, "By", mi.Unit())
 						assert.False(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -315,8 +451,6 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok = dp.Attributes().Get("gpu.mig.gpu_instance.id")
 						assert.False(t, ok)
 						_, ok = dp.Attributes().Get("gpu.mig.profile")
-						assert.False(t, ok)
-						_, ok = dp.Attributes().Get("gpu.memory.state")
 						assert.False(t, ok)
 					}
 				case "gpu.process.memory.growth_rate":
@@ -444,19 +578,54 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.False(t, ok)
 					}
 				case "hw.energy":
-					assert.False(t, validatedMetrics["hw.energy"], "Found a duplicate in the metrics slice: hw.energy")
-					validatedMetrics["hw.energy"] = true
-					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-					assert.Equal(t, "Energy consumed by the GPU since the driver was loaded.", mi.Description())
-					assert.Equal(t, "J", mi.Unit())
-					assert.True(t, mi.Sum().IsMonotonic())
-					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-					dp := mi.Sum().DataPoints().At(0)
-					assert.Equal(t, start, dp.StartTimestamp())
-					assert.Equal(t, ts, dp.Timestamp())
-					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["hw.energy"], "Found a duplicate in the metrics slice: hw.energy")
+						validatedMetrics["hw.energy"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Energy consumed by the GPU since the driver was loaded.", mi.Description())
+						assert.Equal(t, "J", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						deviceIDAttrVal, ok := dp.Attributes().Get("hw.id")
+						assert.True(t, ok)
+						assert.Equal(t, "device_id-val", deviceIDAttrVal.Str())
+						hwTypeAttrVal, ok := dp.Attributes().Get("hw.type")
+						assert.True(t, ok)
+						assert.Equal(t, "gpu", hwTypeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["hw.energy"], "Found a duplicate in the metrics slice: hw.energy")
+						validatedMetrics["hw.energy"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Energy consumed by the GPU since the driver was loaded.", mi.Description())
+						assert.Equal(t, "J", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["hw.energy"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("hw.id")
+						assert.False(t, ok)
+						_, ok = dp.Attributes().Get("hw.type")
+						assert.False(t, ok)
+					}
 				case "hw.errors":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["hw.errors"], "Found a duplicate in the metrics slice: hw.errors")
@@ -472,6 +641,12 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.Equal(t, ts, dp.Timestamp())
 						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 						assert.Equal(t, int64(1), dp.IntValue())
+						deviceIDAttrVal, ok := dp.Attributes().Get("hw.id")
+						assert.True(t, ok)
+						assert.Equal(t, "device_id-val", deviceIDAttrVal.Str())
+						hwTypeAttrVal, ok := dp.Attributes().Get("hw.type")
+						assert.True(t, ok)
+						assert.Equal(t, "gpu", hwTypeAttrVal.Str())
 						errorTypeAttrVal, ok := dp.Attributes().Get("error.type")
 						assert.True(t, ok)
 						assert.Equal(t, "corrected", errorTypeAttrVal.Str())
@@ -498,30 +673,20 @@ func TestMetricsBuilder(t *testing.T) {
 						case "max":
 							assert.Equal(t, int64(3), dp.IntValue())
 						}
-						_, ok := dp.Attributes().Get("error.type")
+						_, ok := dp.Attributes().Get("hw.id")
+						assert.False(t, ok)
+						_, ok = dp.Attributes().Get("hw.type")
+						assert.False(t, ok)
+						_, ok = dp.Attributes().Get("error.type")
 						assert.False(t, ok)
 					}
 				case "hw.gpu.memory.limit":
-					assert.False(t, validatedMetrics["hw.gpu.memory.limit"], "Found a duplicate in the metrics slice: hw.gpu.memory.limit")
-					validatedMetrics["hw.gpu.memory.limit"] = true
-					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-					assert.Equal(t, "Total GPU framebuffer memory.", mi.Description())
-					assert.Equal(t, "By", mi.Unit())
-					assert.False(t, mi.Sum().IsMonotonic())
-					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-					dp := mi.Sum().DataPoints().At(0)
-					assert.Equal(t, start, dp.StartTimestamp())
-					assert.Equal(t, ts, dp.Timestamp())
-					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-					assert.Equal(t, int64(1), dp.IntValue())
-				case "hw.gpu.memory.usage":
 					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["hw.gpu.memory.usage"], "Found a duplicate in the metrics slice: hw.gpu.memory.usage")
-						validatedMetrics["hw.gpu.memory.usage"] = true
+						assert.False(t, validatedMetrics["hw.gpu.memory.limit"], "Found a duplicate in the metrics slice: hw.gpu.memory.limit")
+						validatedMetrics["hw.gpu.memory.limit"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "GPU framebuffer memory by state (NVML memory info v2).", mi.Description())
+						assert.Equal(t, "Size of the GPU's framebuffer memory.", mi.Description())
 						assert.Equal(t, "By", mi.Unit())
 						assert.False(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -530,15 +695,59 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.Equal(t, ts, dp.Timestamp())
 						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 						assert.Equal(t, int64(1), dp.IntValue())
-						memoryStateAttrVal, ok := dp.Attributes().Get("gpu.memory.state")
+						deviceIDAttrVal, ok := dp.Attributes().Get("hw.id")
 						assert.True(t, ok)
-						assert.Equal(t, "used", memoryStateAttrVal.Str())
+						assert.Equal(t, "device_id-val", deviceIDAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["hw.gpu.memory.limit"], "Found a duplicate in the metrics slice: hw.gpu.memory.limit")
+						validatedMetrics["hw.gpu.memory.limit"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Size of the GPU's framebuffer memory.", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["hw.gpu.memory.limit"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("hw.id")
+						assert.False(t, ok)
+					}
+				case "hw.gpu.memory.usage":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["hw.gpu.memory.usage"], "Found a duplicate in the metrics slice: hw.gpu.memory.usage")
+						validatedMetrics["hw.gpu.memory.usage"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "GPU framebuffer memory used (memory info v2's used, what nvidia-smi calls used, which leaves out what the driver reserves; v1's used, which includes it, where v2 is missing).", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						deviceIDAttrVal, ok := dp.Attributes().Get("hw.id")
+						assert.True(t, ok)
+						assert.Equal(t, "device_id-val", deviceIDAttrVal.Str())
 					} else {
 						assert.False(t, validatedMetrics["hw.gpu.memory.usage"], "Found a duplicate in the metrics slice: hw.gpu.memory.usage")
 						validatedMetrics["hw.gpu.memory.usage"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "GPU framebuffer memory by state (NVML memory info v2).", mi.Description())
+						assert.Equal(t, "GPU framebuffer memory used (memory info v2's used, what nvidia-smi calls used, which leaves out what the driver reserves; v1's used, which includes it, where v2 is missing).", mi.Description())
 						assert.Equal(t, "By", mi.Unit())
 						assert.False(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -556,21 +765,49 @@ func TestMetricsBuilder(t *testing.T) {
 						case "max":
 							assert.Equal(t, int64(3), dp.IntValue())
 						}
-						_, ok := dp.Attributes().Get("gpu.memory.state")
+						_, ok := dp.Attributes().Get("hw.id")
 						assert.False(t, ok)
 					}
 				case "hw.gpu.memory.utilization":
-					assert.False(t, validatedMetrics["hw.gpu.memory.utilization"], "Found a duplicate in the metrics slice: hw.gpu.memory.utilization")
-					validatedMetrics["hw.gpu.memory.utilization"] = true
-					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-					assert.Equal(t, "Fraction of GPU framebuffer memory used (used / total).", mi.Description())
-					assert.Equal(t, "1", mi.Unit())
-					dp := mi.Gauge().DataPoints().At(0)
-					assert.Equal(t, start, dp.StartTimestamp())
-					assert.Equal(t, ts, dp.Timestamp())
-					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["hw.gpu.memory.utilization"], "Found a duplicate in the metrics slice: hw.gpu.memory.utilization")
+						validatedMetrics["hw.gpu.memory.utilization"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Fraction of GPU framebuffer memory used (hw.gpu.memory.usage / hw.gpu.memory.limit).", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						deviceIDAttrVal, ok := dp.Attributes().Get("hw.id")
+						assert.True(t, ok)
+						assert.Equal(t, "device_id-val", deviceIDAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["hw.gpu.memory.utilization"], "Found a duplicate in the metrics slice: hw.gpu.memory.utilization")
+						validatedMetrics["hw.gpu.memory.utilization"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Fraction of GPU framebuffer memory used (hw.gpu.memory.usage / hw.gpu.memory.limit).", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["hw.gpu.memory.utilization"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("hw.id")
+						assert.False(t, ok)
+					}
 				case "hw.gpu.utilization":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["hw.gpu.utilization"], "Found a duplicate in the metrics slice: hw.gpu.utilization")
@@ -584,6 +821,9 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.Equal(t, ts, dp.Timestamp())
 						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						deviceIDAttrVal, ok := dp.Attributes().Get("hw.id")
+						assert.True(t, ok)
+						assert.Equal(t, "device_id-val", deviceIDAttrVal.Str())
 						gpuTaskAttrVal, ok := dp.Attributes().Get("hw.gpu.task")
 						assert.True(t, ok)
 						assert.Equal(t, "general", gpuTaskAttrVal.Str())
@@ -608,33 +848,101 @@ func TestMetricsBuilder(t *testing.T) {
 						case "max":
 							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
 						}
-						_, ok := dp.Attributes().Get("hw.gpu.task")
+						_, ok := dp.Attributes().Get("hw.id")
+						assert.False(t, ok)
+						_, ok = dp.Attributes().Get("hw.gpu.task")
 						assert.False(t, ok)
 					}
 				case "hw.power":
-					assert.False(t, validatedMetrics["hw.power"], "Found a duplicate in the metrics slice: hw.power")
-					validatedMetrics["hw.power"] = true
-					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-					assert.Equal(t, "Power drawn by the GPU board.", mi.Description())
-					assert.Equal(t, "W", mi.Unit())
-					dp := mi.Gauge().DataPoints().At(0)
-					assert.Equal(t, start, dp.StartTimestamp())
-					assert.Equal(t, ts, dp.Timestamp())
-					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["hw.power"], "Found a duplicate in the metrics slice: hw.power")
+						validatedMetrics["hw.power"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Power drawn by the GPU board.", mi.Description())
+						assert.Equal(t, "W", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						deviceIDAttrVal, ok := dp.Attributes().Get("hw.id")
+						assert.True(t, ok)
+						assert.Equal(t, "device_id-val", deviceIDAttrVal.Str())
+						hwTypeAttrVal, ok := dp.Attributes().Get("hw.type")
+						assert.True(t, ok)
+						assert.Equal(t, "gpu", hwTypeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["hw.power"], "Found a duplicate in the metrics slice: hw.power")
+						validatedMetrics["hw.power"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Power drawn by the GPU board.", mi.Description())
+						assert.Equal(t, "W", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["hw.power"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("hw.id")
+						assert.False(t, ok)
+						_, ok = dp.Attributes().Get("hw.type")
+						assert.False(t, ok)
+					}
 				case "hw.temperature":
-					assert.False(t, validatedMetrics["hw.temperature"], "Found a duplicate in the metrics slice: hw.temperature")
-					validatedMetrics["hw.temperature"] = true
-					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-					assert.Equal(t, "GPU core temperature.", mi.Description())
-					assert.Equal(t, "Cel", mi.Unit())
-					dp := mi.Gauge().DataPoints().At(0)
-					assert.Equal(t, start, dp.StartTimestamp())
-					assert.Equal(t, ts, dp.Timestamp())
-					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["hw.temperature"], "Found a duplicate in the metrics slice: hw.temperature")
+						validatedMetrics["hw.temperature"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "GPU core temperature (NVML's GPU die sensor).", mi.Description())
+						assert.Equal(t, "Cel", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						deviceIDAttrVal, ok := dp.Attributes().Get("hw.id")
+						assert.True(t, ok)
+						assert.Equal(t, "device_id-val", deviceIDAttrVal.Str())
+						sensorLocationAttrVal, ok := dp.Attributes().Get("hw.sensor_location")
+						assert.True(t, ok)
+						assert.Equal(t, "gpu_die", sensorLocationAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["hw.temperature"], "Found a duplicate in the metrics slice: hw.temperature")
+						validatedMetrics["hw.temperature"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "GPU core temperature (NVML's GPU die sensor).", mi.Description())
+						assert.Equal(t, "Cel", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["hw.temperature"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("hw.id")
+						assert.False(t, ok)
+						_, ok = dp.Attributes().Get("hw.sensor_location")
+						assert.False(t, ok)
+					}
 				}
 			}
 		})
