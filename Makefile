@@ -127,6 +127,7 @@ generate: ## Regenerate the committed eBPF objects for amd64 and arm64 (installs
 	@command -v clang >/dev/null && [ -f /usr/include/bpf/bpf_helpers.h ] && [ -f /usr/aarch64-linux-gnu/include/asm/ptrace.h ] || \
 		{ apt-get update -qq && apt-get install -y -qq clang llvm libbpf-dev linux-libc-dev-arm64-cross; }
 	$(GO) generate ./receiver/pythongilreceiver/...
+	$(GO) generate ./internal/procevents/
 
 gpu-check: ## On a machine with NVIDIA GPUs: compare the nvml receiver with nvidia-smi for a minute.
 	mkdir -p $(CACHE)
