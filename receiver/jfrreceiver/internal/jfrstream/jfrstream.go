@@ -32,20 +32,75 @@ const (
 	AttrSafepointEndSource = jvmevent.AttrSafepointEndSource
 )
 
-// GC actions, the values of jvm.gc.action.
+// GC actions, the values of jvm.gc.action, as the GarbageCollectorMXBeans
+// give them.
 const (
-	ActionMinor = "end of minor GC"
-	ActionMajor = "end of major GC"
+	ActionMinor           = "end of minor GC"
+	ActionMajor           = "end of major GC"
+	ActionCycle           = "end of GC cycle"
+	ActionPause           = "end of GC pause"
+	ActionConcurrentPause = "end of concurrent GC pause"
 )
 
-// Action tells a young (minor) collection from the others by the
-// collector's name, for every collector HotSpot 17–25 names in JFR.
-func Action(gcName string) string {
-	switch gcName {
-	case "G1New", "ParallelScavenge", "DefNew", "ZGC Minor", "Shenandoah Young", "ParNew":
-		return ActionMinor
+// Collector says how the JVM's management interface reports what JFR
+// records for one collector: the GarbageCollectorMXBean names and actions
+// that the OpenTelemetry Java agent and the semantic conventions give as
+// jvm.gc.name and jvm.gc.action. Each collection JFR records
+// (jdk.GarbageCollection) counts once under Name, unless Name is empty;
+// collectors with a bean of their own for pauses also count each pause
+// (jdk.GCPhasePause) of the collection under Pauses.
+type Collector struct {
+	Name, Action string
+	Pauses       string
+	// PauseAction is the pauses' action; empty takes it from the pause's
+	// name (Shenandoah's: "Pause Init Mark (unload classes)" is "Init Mark").
+	PauseAction string
+}
+
+// collectors maps JFR's collector names (jdk.GarbageCollection's name) to
+// the MXBeans of HotSpot 17-25, as the Java agent 2.22.0 reports them on
+// each collector (checked by running it: see README.md).
+var collectors = map[string]Collector{
+	"G1New":  {Name: "G1 Young Generation", Action: ActionMinor},
+	"G1Full": {Name: "G1 Old Generation", Action: ActionMajor},
+	// A concurrent cycle: its Remark and Cleanup pauses are what the
+	// "G1 Concurrent GC" bean (JDK 20+) counts; the cycle itself is not a
+	// collection any bean counts.
+	"G1Old":            {Pauses: "G1 Concurrent GC", PauseAction: ActionConcurrentPause},
+	"ParallelScavenge": {Name: "PS Scavenge", Action: ActionMinor},
+	"ParallelOld":      {Name: "PS MarkSweep", Action: ActionMajor},
+	"DefNew":           {Name: "Copy", Action: ActionMinor},
+	"SerialOld":        {Name: "MarkSweepCompact", Action: ActionMajor},
+	"Z":                {Name: "ZGC Cycles", Action: ActionCycle, Pauses: "ZGC Pauses", PauseAction: ActionPause},
+	"ZGC Minor":        {Name: "ZGC Minor Cycles", Action: ActionCycle, Pauses: "ZGC Minor Pauses", PauseAction: ActionPause},
+	"ZGC Major":        {Name: "ZGC Major Cycles", Action: ActionCycle, Pauses: "ZGC Major Pauses", PauseAction: ActionPause},
+	"Shenandoah":       {Name: "Shenandoah Cycles", Action: ActionCycle, Pauses: "Shenandoah Pauses"},
+}
+
+// CollectorOf returns how the collector JFR calls jfrName is reported. A
+// name it does not know is kept, its action guessed from the name.
+func CollectorOf(jfrName string) Collector {
+	if c, ok := collectors[jfrName]; ok {
+		return c
 	}
-	return ActionMajor
+	action := ActionMajor
+	if strings.Contains(jfrName, "Young") || strings.Contains(jfrName, "Minor") || jfrName == "ParNew" {
+		action = ActionMinor
+	}
+	return Collector{Name: jfrName, Action: action}
+}
+
+// pauseAction is the action a pause named phase ("Pause Init Mark (unload
+// classes)") counts under.
+func (c Collector) pauseAction(phase string) string {
+	if c.PauseAction != "" {
+		return c.PauseAction
+	}
+	a := strings.TrimPrefix(phase, "Pause ")
+	if i := strings.Index(a, " ("); i > 0 {
+		a = a[:i]
+	}
+	return a
 }
 
 // Selected event types; the order of Add calls gives the indexes.
@@ -62,6 +117,11 @@ const (
 	evNMT
 	evNMTTotal
 	evJVMInfo
+	evThreads
+	evClasses
+	evCPULoad
+	evCPUInfo
+	evContainer
 )
 
 func newSelection() *jfr.Selection {
@@ -79,6 +139,11 @@ func newSelection() *jfr.Selection {
 	s.Add("jdk.NativeMemoryUsage", "startTime", "type", "reserved", "committed")
 	s.Add("jdk.NativeMemoryUsageTotal", "startTime", "reserved", "committed")
 	s.Add("jdk.JVMInformation", "jvmVersion", "pid")
+	s.Add("jdk.JavaThreadStatistics", "startTime", "activeCount", "daemonCount")
+	s.Add("jdk.ClassLoadingStatistics", "startTime", "loadedClassCount", "unloadedClassCount")
+	s.Add("jdk.CPULoad", "startTime", "jvmUser", "jvmSystem")
+	s.Add("jdk.CPUInformation", "startTime", "hwThreads")
+	s.Add("jdk.ContainerConfiguration", "startTime", "effectiveCpuCount")
 	return s
 }
 
@@ -94,6 +159,7 @@ const (
 
 type gcInfo struct {
 	name, cause string
+	collector   Collector
 }
 
 type pendingPause struct {
@@ -121,6 +187,9 @@ type Stream struct {
 	version string
 	pid     int64
 	dropped int
+	// cpus is the container's effective CPU count once seen: it wins over
+	// the host's hardware threads.
+	cpus int64
 }
 
 // New returns an empty stream.
@@ -162,8 +231,11 @@ func (s *Stream) scan(sc *jfr.Scanner, b *jvmevent.Batch) error {
 			dur, _ := r.Nanos(1)
 			id := r.Int(2)
 			name, cause := r.Str(3), r.Str(4)
-			s.rememberGC(id, gcInfo{name: name, cause: cause})
-			b.GCs = append(b.GCs, jvmevent.GC{End: start + dur, Duration: time.Duration(dur), Name: name, Action: Action(name), Cause: cause})
+			c := CollectorOf(name)
+			s.rememberGC(id, gcInfo{name: name, cause: cause, collector: c})
+			if c.Name != "" {
+				b.GCs = append(b.GCs, jvmevent.GC{End: start + dur, Duration: time.Duration(dur), Name: c.Name, Action: c.Action, Cause: cause})
+			}
 		case evPhasePause:
 			dur, _ := r.Nanos(1)
 			id := r.Int(2)
@@ -225,6 +297,21 @@ func (s *Stream) scan(sc *jfr.Scanner, b *jvmevent.Batch) error {
 				s.version = v
 			}
 			s.pid = r.Int(1)
+		case evThreads:
+			b.Threads = append(b.Threads, jvmevent.Threads{Time: start, Active: r.Int(1), Daemon: r.Int(2)})
+		case evClasses:
+			b.Classes = append(b.Classes, jvmevent.Classes{Time: start, Loaded: r.Int(1), Unloaded: r.Int(2)})
+		case evCPULoad:
+			b.CPU = append(b.CPU, jvmevent.CPU{Time: start, Utilization: r.Float(1) + r.Float(2), Count: -1})
+		case evCPUInfo:
+			if s.cpus == 0 {
+				b.CPU = append(b.CPU, jvmevent.CPU{Time: start, Utilization: -1, Count: r.Int(1)})
+			}
+		case evContainer:
+			if n := r.Int(1); n > 0 {
+				s.cpus = n
+				b.CPU = append(b.CPU, jvmevent.CPU{Time: start, Utilization: -1, Count: n})
+			}
 		}
 	}
 	s.release(b, false)
@@ -296,10 +383,7 @@ func (s *Stream) release(b *jvmevent.Batch, aging bool) {
 			continue
 		}
 		if named {
-			p.w.Attributes[window.AttrJVMGCName] = g.name
-			if g.cause != "" {
-				p.w.Attributes[window.AttrJVMGCCause] = g.cause
-			}
+			s.namePause(&p, g, b)
 		}
 		b.Windows = append(b.Windows, p.w)
 	}
@@ -316,6 +400,28 @@ func (s *Stream) release(b *jvmevent.Batch, aging bool) {
 		}
 		delete(s.sps, id)
 		s.emitSafepoint(sp, b)
+	}
+}
+
+// namePause names a pause window after its collection: jvm.gc.name is the
+// MXBean the pause counts under (the collector's pause bean, else the
+// collection's), jvm.gc.jfr.name JFR's name. A collector with a pause bean
+// counts the pause as a collection of its own.
+func (s *Stream) namePause(p *pendingPause, g gcInfo, b *jvmevent.Batch) {
+	c := g.collector
+	name := c.Name
+	if c.Pauses != "" {
+		name = c.Pauses
+		phase, _ := p.w.Attributes[AttrGCPhase].(string)
+		b.GCs = append(b.GCs, jvmevent.GC{
+			End: p.w.Start + int64(p.w.Duration), Duration: p.w.Duration,
+			Name: c.Pauses, Action: c.pauseAction(phase), Cause: g.cause,
+		})
+	}
+	p.w.Attributes[window.AttrJVMGCName] = name
+	p.w.Attributes[jvmevent.AttrGCJFRName] = g.name
+	if g.cause != "" {
+		p.w.Attributes[window.AttrJVMGCCause] = g.cause
 	}
 }
 

@@ -70,35 +70,32 @@ func TestStreamMatchesJFRPrint(t *testing.T) {
 			}
 
 			gcs := jfroracle.Events(t, j, path, "jdk.GarbageCollection")
-			if len(b.GCs) != len(gcs) || len(gcs) == 0 {
-				t.Fatalf("%d GCs, jfr print has %d", len(b.GCs), len(gcs))
-			}
+			pauses := jfroracle.Events(t, j, path, "jdk.GCPhasePause")
 			names := map[int64]jfroracle.Event{}
 			for _, e := range gcs {
 				names[e.Int("gcId")] = e
 			}
+			want := wantGCs(t, gcs, pauses, names)
+			if len(b.GCs) != len(want) || len(gcs) == 0 {
+				t.Fatalf("%d GCs, jfr print gives %d (%d collections, %d pauses)", len(b.GCs), len(want), len(gcs), len(pauses))
+			}
+			used := make([]bool, len(want))
 			for i, g := range b.GCs {
 				// GCs arrive in the order the JVM wrote them; jfr print
-				// sorts by time: match on the end time.
-				var e jfroracle.Event
-				for _, o := range gcs {
-					s, _ := o.Time("startTime")
-					d, _ := o.Duration("duration")
-					if near(s+int64(d), g.End) && o.Str("name") == g.Name {
-						e = o
+				// sorts by time: match on the end time and name.
+				found := false
+				for k, w := range want {
+					if !used[k] && near(w.End, g.End) && w.Name == g.Name && w.Action == g.Action &&
+						w.Cause == g.Cause && near(int64(w.Duration), int64(g.Duration)) {
+						used[k], found = true, true
+						break
 					}
 				}
-				start, _ := e.Time("startTime")
-				dur, _ := e.Duration("duration")
-				if g.Name != e.Str("name") || g.Cause != e.Str("cause") || !near(int64(g.Duration), int64(dur)) || !near(g.End, start+int64(dur)) {
-					t.Errorf("GC %d: %+v, jfr print: %v", i, g, e.Values)
-				}
-				if g.Action != Action(g.Name) {
-					t.Errorf("GC %d action %q", i, g.Action)
+				if !found {
+					t.Errorf("GC %d: %+v not in jfr print", i, g)
 				}
 			}
 
-			pauses := jfroracle.Events(t, j, path, "jdk.GCPhasePause")
 			byStart := map[int64]window.Window{}
 			for _, w := range b.Windows {
 				if w.Kind == window.KindJVMGCPause {
@@ -117,8 +114,13 @@ func TestStreamMatchesJFRPrint(t *testing.T) {
 					continue
 				}
 				gc := names[e.Int("gcId")]
+				c := CollectorOf(gc.Str("name"))
+				wantName := c.Name
+				if c.Pauses != "" {
+					wantName = c.Pauses
+				}
 				if !near(w.Start, start) || !near(int64(w.Duration), int64(dur)) ||
-					w.Attributes[window.AttrJVMGCName] != gc.Str("name") || w.Attributes[window.AttrJVMGCCause] != gc.Str("cause") ||
+					w.Attributes[window.AttrJVMGCName] != wantName || w.Attributes[jvmevent.AttrGCJFRName] != gc.Str("name") || w.Attributes[window.AttrJVMGCCause] != gc.Str("cause") ||
 					w.Attributes[AttrGCPhase] != e.Str("name") || w.Attributes[window.AttrJVMGCID] != e.Int("gcId") {
 					t.Errorf("pause window %+v, jfr print: %v (gc %v)", w, e.Values, gc.Values)
 				}
@@ -181,6 +183,42 @@ func TestStreamMatchesJFRPrint(t *testing.T) {
 			if tt.nmt != (len(nmt) > 0) || len(b.NativeMemory) != len(nmt) {
 				t.Fatalf("%d NMT samples, jfr print has %d", len(b.NativeMemory), len(nmt))
 			}
+
+			threads := jfroracle.Events(t, j, path, "jdk.JavaThreadStatistics")
+			if len(b.Threads) != len(threads) || len(threads) == 0 {
+				t.Fatalf("%d thread samples, jfr print has %d", len(b.Threads), len(threads))
+			}
+			for i, e := range threads {
+				if got := b.Threads[i]; got.Active != e.Int("activeCount") || got.Daemon != e.Int("daemonCount") {
+					t.Errorf("thread sample %d %+v, jfr print %v", i, got, e.Values)
+				}
+			}
+			classes := jfroracle.Events(t, j, path, "jdk.ClassLoadingStatistics")
+			if len(b.Classes) != len(classes) || len(classes) == 0 {
+				t.Fatalf("%d class samples, jfr print has %d", len(b.Classes), len(classes))
+			}
+			for i, e := range classes {
+				if got := b.Classes[i]; got.Loaded != e.Int("loadedClassCount") || got.Unloaded != e.Int("unloadedClassCount") {
+					t.Errorf("class sample %d %+v, jfr print %v", i, got, e.Values)
+				}
+			}
+			loads := jfroracle.Events(t, j, path, "jdk.CPULoad")
+			cpuInfo := jfroracle.Events(t, j, path, "jdk.CPUInformation")
+			var utils, counts []jvmevent.CPU
+			for _, c := range b.CPU {
+				if c.Utilization >= 0 {
+					utils = append(utils, c)
+				}
+				if c.Count > 0 {
+					counts = append(counts, c)
+				}
+			}
+			if len(utils) != len(loads) || len(loads) == 0 || len(counts) == 0 || len(cpuInfo) == 0 {
+				t.Fatalf("%d CPU load samples (jfr print %d), %d CPU counts (jfr print %d CPUInformation)", len(utils), len(loads), len(counts), len(cpuInfo))
+			}
+			if got, want := counts[0].Count, cpuInfo[0].Int("hwThreads"); got != want {
+				t.Errorf("CPU count %d, jfr print hwThreads %d", got, want)
+			}
 		})
 	}
 }
@@ -203,10 +241,10 @@ func TestPauseWaitsForItsCollection(t *testing.T) {
 	}
 
 	s.pauses = append(s.pauses, pendingPause{w: window.Window{Kind: window.KindJVMGCPause, Start: 2e18, Attributes: map[string]any{}}, gcID: 8})
-	s.rememberGC(8, gcInfo{name: "G1New", cause: "System.gc()"})
+	s.rememberGC(8, gcInfo{name: "G1New", cause: "System.gc()", collector: CollectorOf("G1New")})
 	b = jvmevent.Batch{}
 	s.Flush(&b, false)
-	if len(b.Windows) != 1 || b.Windows[0].Attributes[window.AttrJVMGCName] != "G1New" || b.Windows[0].Attributes[window.AttrJVMGCCause] != "System.gc()" {
+	if len(b.Windows) != 1 || b.Windows[0].Attributes[window.AttrJVMGCName] != "G1 Young Generation" || b.Windows[0].Attributes[jvmevent.AttrGCJFRName] != "G1New" || b.Windows[0].Attributes[window.AttrJVMGCCause] != "System.gc()" {
 		t.Fatalf("named pause: %+v", b.Windows)
 	}
 }
@@ -236,6 +274,78 @@ func TestSafepointFallbacks(t *testing.T) {
 	}
 	if len(b.Safepoints) != 2 {
 		t.Errorf("measurements %+v", b.Safepoints)
+	}
+}
+
+// wantGCs is what jfr print's collections and pauses should give as
+// measurements: each collection under its MXBean's name, and the pauses of
+// collectors that have a pause bean under that one.
+func wantGCs(t *testing.T, gcs, pauses []jfroracle.Event, names map[int64]jfroracle.Event) []jvmevent.GC {
+	t.Helper()
+	var want []jvmevent.GC
+	for _, e := range gcs {
+		c := CollectorOf(e.Str("name"))
+		if c.Name == "" {
+			continue
+		}
+		start, _ := e.Time("startTime")
+		dur, _ := e.Duration("duration")
+		want = append(want, jvmevent.GC{End: start + int64(dur), Duration: dur, Name: c.Name, Action: c.Action, Cause: e.Str("cause")})
+	}
+	for _, e := range pauses {
+		gc, ok := names[e.Int("gcId")]
+		if !ok {
+			continue
+		}
+		c := CollectorOf(gc.Str("name"))
+		if c.Pauses == "" {
+			continue
+		}
+		start, _ := e.Time("startTime")
+		dur, _ := e.Duration("duration")
+		want = append(want, jvmevent.GC{End: start + int64(dur), Duration: dur, Name: c.Pauses, Action: c.pauseAction(e.Str("name")), Cause: gc.Str("cause")})
+	}
+	return want
+}
+
+// TestCollectorNames checks the names and actions of every collector JFR
+// names against what the OpenTelemetry Java agent 2.22.0 reported for it
+// (its jvm.gc.duration attributes on JDK 17 and 25; see README.md).
+func TestCollectorNames(t *testing.T) {
+	for jfrName, want := range map[string][2]string{
+		"G1New":            {"G1 Young Generation", "end of minor GC"},
+		"G1Full":           {"G1 Old Generation", "end of major GC"},
+		"ParallelScavenge": {"PS Scavenge", "end of minor GC"},
+		"ParallelOld":      {"PS MarkSweep", "end of major GC"},
+		"DefNew":           {"Copy", "end of minor GC"},
+		"SerialOld":        {"MarkSweepCompact", "end of major GC"},
+		"Z":                {"ZGC Cycles", "end of GC cycle"},
+		"ZGC Minor":        {"ZGC Minor Cycles", "end of GC cycle"},
+		"ZGC Major":        {"ZGC Major Cycles", "end of GC cycle"},
+		"Shenandoah":       {"Shenandoah Cycles", "end of GC cycle"},
+		"Something New":    {"Something New", "end of major GC"},
+	} {
+		if c := CollectorOf(jfrName); c.Name != want[0] || c.Action != want[1] {
+			t.Errorf("%s: %q %q, want %q %q", jfrName, c.Name, c.Action, want[0], want[1])
+		}
+	}
+	for _, tt := range []struct{ jfrName, phase, name, action string }{
+		{"G1Old", "Pause Remark", "G1 Concurrent GC", "end of concurrent GC pause"},
+		{"G1Old", "Pause Cleanup", "G1 Concurrent GC", "end of concurrent GC pause"},
+		{"Z", "Pause Mark Start", "ZGC Pauses", "end of GC pause"},
+		{"ZGC Minor", "Pause Relocate Start", "ZGC Minor Pauses", "end of GC pause"},
+		{"ZGC Major", "Pause Mark Start (Major)", "ZGC Major Pauses", "end of GC pause"},
+		{"Shenandoah", "Pause Init Mark (unload classes)", "Shenandoah Pauses", "Init Mark"},
+		{"Shenandoah", "Pause Final Update Refs", "Shenandoah Pauses", "Final Update Refs"},
+		{"Shenandoah", "Pause Degenerated GC (Mark)", "Shenandoah Pauses", "Degenerated GC"},
+	} {
+		c := CollectorOf(tt.jfrName)
+		if c.Pauses != tt.name || c.pauseAction(tt.phase) != tt.action {
+			t.Errorf("%s %q: %q %q, want %q %q", tt.jfrName, tt.phase, c.Pauses, c.pauseAction(tt.phase), tt.name, tt.action)
+		}
+	}
+	if c := CollectorOf("G1Old"); c.Name != "" {
+		t.Errorf("G1Old cycles counted as %q", c.Name)
 	}
 }
 

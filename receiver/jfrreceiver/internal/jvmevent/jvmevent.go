@@ -25,6 +25,10 @@ const (
 	// AttrWindowSource is "xlog" on windows read from unified logging, so
 	// that a reader can tell them from JFR's.
 	AttrWindowSource = "jvm.window.source"
+	// AttrGCJFRName is the collector as JFR names it ("G1New", "ZGC
+	// Major", …) on jvm.gc.pause windows read from JFR; their jvm.gc.name
+	// is the GarbageCollectorMXBean's, as on jvm.gc.duration.
+	AttrGCJFRName = "jvm.gc.jfr.name"
 )
 
 // JVM identifies the process a batch is about.
@@ -46,9 +50,12 @@ type GC struct {
 	End int64
 	// Duration is the collection's length.
 	Duration time.Duration
-	// Name is the collector as the JVM names it ("G1New", "ZGC Major", …).
+	// Name is the collector as the JVM's GarbageCollectorMXBean names it
+	// ("G1 Young Generation", "ZGC Major Pauses", …: the semantic
+	// conventions' and the Java agent's jvm.gc.name).
 	Name string
-	// Action is "end of minor GC" or "end of major GC".
+	// Action is the MXBean's GC action ("end of minor GC", "end of GC
+	// cycle", "Init Mark", …).
 	Action string
 	// Cause is why it ran ("G1 Evacuation Pause", "System.gc()", …).
 	Cause string
@@ -112,6 +119,36 @@ type NativeMemory struct {
 	Reserved, Committed int64
 }
 
+// Threads is a sample of the JVM's live platform threads
+// (jdk.JavaThreadStatistics).
+type Threads struct {
+	// Time is when it was sampled, Unix epoch ns.
+	Time int64
+	// Active counts every live thread, Daemon the daemon threads among them.
+	Active, Daemon int64
+}
+
+// Classes is a sample of class loading (jdk.ClassLoadingStatistics).
+type Classes struct {
+	// Time is when it was sampled, Unix epoch ns.
+	Time int64
+	// Loaded and Unloaded count classes since the JVM started.
+	Loaded, Unloaded int64
+}
+
+// CPU is a sample of the JVM's processor use. Negative fields are not known.
+type CPU struct {
+	// Time is when it was sampled, Unix epoch ns.
+	Time int64
+	// Utilization is the JVM's recent CPU use, user and system, as a
+	// fraction of all the processors it may use (jdk.CPULoad).
+	Utilization float64
+	// Count is the processors available to the JVM
+	// (jdk.ContainerConfiguration's effectiveCpuCount, else
+	// jdk.CPUInformation's hwThreads).
+	Count int64
+}
+
 // Batch is what a source learned about one JVM in one poll.
 type Batch struct {
 	JVM JVM
@@ -123,6 +160,9 @@ type Batch struct {
 	Memory         []Memory
 	Buffers        []Buffers
 	NativeMemory   []NativeMemory
+	Threads        []Threads
+	Classes        []Classes
+	CPU            []CPU
 	// Ended says the JVM is gone (or its recording over) and everything it
 	// left has been delivered: the receiver forgets it after this batch.
 	Ended bool
@@ -131,7 +171,8 @@ type Batch struct {
 // Empty reports whether the batch carries nothing.
 func (b *Batch) Empty() bool {
 	return len(b.Windows) == 0 && len(b.GCs) == 0 && len(b.Safepoints) == 0 &&
-		len(b.Memory) == 0 && len(b.Buffers) == 0 && len(b.NativeMemory) == 0
+		len(b.Memory) == 0 && len(b.Buffers) == 0 && len(b.NativeMemory) == 0 &&
+		len(b.Threads) == 0 && len(b.Classes) == 0 && len(b.CPU) == 0
 }
 
 // Source is one kind of input the receiver reads. The receiver calls Poll
