@@ -61,7 +61,7 @@ def load_metrics(path):
                                 names[res["process.pid"]] = res.get("process.executable.name", "")
                             elif "hw.id" in res:
                                 key = m["name"]
-                                for extra in ("gpu.memory.state", "hw.gpu.task", "error.type"):
+                                for extra in ("hw.gpu.task", "error.type"):
                                     if extra in a:
                                         key += "{" + a[extra] + "}"
                                 gpu.setdefault((res["hw.id"], key), []).append((t, v))
@@ -119,8 +119,8 @@ def main(out):
         # Drivers before R535 count reserved memory in nvidia-smi's "used";
         # later ones do not. Compare with whichever of used and
         # used+reserved the driver means.
-        used = gpu.get((uuid, "hw.gpu.memory.usage{used}")) or []
-        reserved = dict(gpu.get((uuid, "hw.gpu.memory.usage{reserved}")) or [])
+        used = gpu.get((uuid, "hw.gpu.memory.usage")) or []
+        reserved = dict(gpu.get((uuid, "gpu.memory.reserved")) or [])
         with_reserved = [(t, v + reserved.get(t, 0)) for t, v in used]
         pairs_used, pairs_both = [], []
         for r in rows:
