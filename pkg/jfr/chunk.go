@@ -15,6 +15,7 @@ type Chunk struct {
 	Offset   int64 // absolute offset of the chunk in the file
 
 	buf       []byte
+	base      *Clock // the file's first chunk's clock, when loaded by a Reader
 	pools     poolSet
 	perm      arena    // pool values and kept events
 	strs      interner // short strings shared by events
@@ -52,6 +53,19 @@ func newChunk(buf []byte, index int, offset int64, mc *metadataCache) (*Chunk, e
 		return nil, err
 	}
 	return c, nil
+}
+
+// Clock returns the clock that converts this chunk's ticks. For a chunk
+// loaded by a [Reader] it is the clock of the file's first chunk: the JDK's
+// reader keeps the first chunk's time base for every later chunk of a file,
+// so its times for those chunks differ from their own headers' by the drift
+// between the JVM's tick counter and the wall clock (tens of ns). A chunk
+// parsed alone ([NewChunk], [LiveChunk]) uses its own header.
+func (c *Chunk) Clock() Clock {
+	if c.base != nil {
+		return *c.base
+	}
+	return c.Header.Clock()
 }
 
 // Bytes returns the chunk's bytes (header included); callers must not

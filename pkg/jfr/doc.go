@@ -40,10 +40,13 @@
 // its disk repository): it takes consistent header snapshots and delivers the
 // events of each flushed segment once.
 //
-// Times: event timestamps are ticks of the recording JVM's clock.
-// [Header.EpochNanos] and [Header.Nanos] convert them to Unix epoch
-// nanoseconds and to durations using the chunk header's startNanos,
-// startTicks and ticksPerSecond.
+// Times: event timestamps are ticks of the recording JVM's clock. A
+// [Clock] (from a chunk header's startNanos, startTicks and ticksPerSecond)
+// converts them to Unix epoch nanoseconds and to durations with the JDK's
+// own arithmetic, and [Chunk.Clock] picks the one the JDK would use: every
+// chunk of a file is converted with its first chunk's clock. [Event.Time]
+// and [Record.Nanos] go through it, so pkg/jfr's times equal, to the
+// nanosecond, those JDK 25's jfr print writes.
 //
 // Nothing in this package panics on malformed input: errors are [*FormatError]
 // values that name the chunk and byte offset, and wrap one of the sentinel

@@ -51,7 +51,7 @@ func (e *Event) Time(name string) (ns int64, ok bool) {
 	if i < 0 || i >= len(e.Fields) {
 		return 0, false
 	}
-	return fieldNanos(&e.chunk.Header, &e.Type.Fields[i], e.Fields[i].Int())
+	return fieldNanos(e.chunk.Clock(), &e.Type.Fields[i], e.Fields[i].Int())
 }
 
 // StartNanos returns the event's startTime as Unix epoch ns (0 if absent).
@@ -60,10 +60,10 @@ func (e *Event) StartNanos() int64 { ns, _ := e.Time("startTime"); return ns }
 // DurationNanos returns the event's duration in ns (0 if absent).
 func (e *Event) DurationNanos() int64 { ns, _ := e.Time("duration"); return ns }
 
-func fieldNanos(h *Header, f *Field, v int64) (int64, bool) {
+func fieldNanos(c Clock, f *Field, v int64) (int64, bool) {
 	switch f.Timestamp {
 	case "TICKS":
-		return h.EpochNanos(v), true
+		return c.EpochNanos(v), true
 	case "NANOSECONDS_SINCE_EPOCH":
 		return v, true
 	case "MILLISECONDS_SINCE_EPOCH":
@@ -71,7 +71,7 @@ func fieldNanos(h *Header, f *Field, v int64) (int64, bool) {
 	}
 	switch f.Timespan {
 	case "TICKS":
-		return h.Nanos(v), true
+		return c.Nanos(v), true
 	case "NANOSECONDS":
 		return v, true
 	case "MICROSECONDS":

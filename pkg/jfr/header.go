@@ -2,7 +2,7 @@ package jfr
 
 import (
 	"encoding/binary"
-	"math/bits"
+	"math"
 )
 
 // HeaderSize is the size in bytes of a chunk header.
@@ -78,35 +78,46 @@ func (h *Header) Final() bool { return h.Flags&flagFinalChunk != 0 }
 // Finished reports whether the chunk is complete (file state 0).
 func (h *Header) Finished() bool { return h.State == StateFinished }
 
-// EpochNanos converts a tick timestamp of this chunk to Unix epoch
-// nanoseconds: startNanos + (ticks - startTicks) * 1e9 / ticksPerSecond,
-// computed exactly (128-bit intermediate, truncated toward zero).
-func (h *Header) EpochNanos(ticks int64) int64 {
-	return h.StartNanos + h.Nanos(ticks-h.StartTicks)
+// Clock returns the tick clock this header defines.
+func (h *Header) Clock() Clock {
+	return Clock{StartNanos: h.StartNanos, StartTicks: h.StartTicks, TicksPerSecond: h.TicksPerSecond}
 }
 
-// Nanos converts a tick duration to nanoseconds, exactly and without
-// overflow for any duration that fits in int64 nanoseconds.
-func (h *Header) Nanos(ticks int64) int64 {
-	tps := h.TicksPerSecond
-	if tps == 1_000_000_000 || tps <= 0 {
-		return ticks
+// Clock converts tick values to Unix epoch nanoseconds and to durations in
+// nanoseconds with the arithmetic of the JDK's own reader (jfr print, the
+// jdk.jfr.consumer API): ticks are divided, in double precision, by
+// ticksPerSecond/1e9, and the quotient is truncated toward zero, saturating
+// as Java's (long) cast does. That differs from exact integer arithmetic
+// only by rounding, and only for clocks other than 1 GHz, but it is what the
+// JDK prints, to the nanosecond.
+type Clock struct {
+	StartNanos     int64 // Unix epoch ns at StartTicks
+	StartTicks     int64
+	TicksPerSecond int64
+}
+
+// EpochNanos converts a tick timestamp to Unix epoch nanoseconds:
+// StartNanos + Nanos(ticks - StartTicks), wrapping on overflow as Java's
+// long arithmetic does.
+func (c Clock) EpochNanos(ticks int64) int64 {
+	return c.StartNanos + c.Nanos(ticks-c.StartTicks)
+}
+
+// Nanos converts a tick duration to nanoseconds.
+func (c Clock) Nanos(ticks int64) int64 {
+	return javaLong(float64(ticks) / (float64(c.TicksPerSecond) / 1e9))
+}
+
+// javaLong is Java's (long) cast of a double: truncation toward zero,
+// saturating at the int64 limits, NaN → 0.
+func javaLong(x float64) int64 {
+	switch {
+	case math.IsNaN(x):
+		return 0
+	case x >= math.MaxInt64:
+		return math.MaxInt64
+	case x <= math.MinInt64:
+		return math.MinInt64
 	}
-	neg := ticks < 0
-	u := uint64(ticks)
-	if neg {
-		u = -u
-	}
-	hi, lo := bits.Mul64(u, 1_000_000_000)
-	if hi >= uint64(tps) { // quotient would not fit in 64 bits
-		if neg {
-			return -1 << 63
-		}
-		return 1<<63 - 1
-	}
-	q, _ := bits.Div64(hi, lo, uint64(tps))
-	if neg {
-		return -int64(q)
-	}
-	return int64(q)
+	return int64(x)
 }

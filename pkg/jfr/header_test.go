@@ -68,29 +68,36 @@ func TestParseHeader(t *testing.T) {
 func TestTickConversion(t *testing.T) {
 	tests := []struct {
 		name      string
-		h         Header
+		c         Clock
 		ticks     int64
 		wantEpoch int64
 		wantSpan  int64
 	}{
-		{"nanosecond ticks", Header{StartNanos: 1_000_000_000_000, StartTicks: 500, TicksPerSecond: 1e9}, 1500, 1_000_000_001_000, 1500},
-		{"2.8 GHz TSC", Header{StartNanos: 1e18, StartTicks: 0, TicksPerSecond: 2_800_000_000}, 2_800_000_000, 1e18 + 1e9, 1e9},
-		{"1.8 GHz, fraction truncated", Header{StartNanos: 0, StartTicks: 0, TicksPerSecond: 1_800_000_000}, 1, 0, 0},
-		{"before chunk start", Header{StartNanos: 1e12, StartTicks: 2_300_000_000, TicksPerSecond: 2_300_000_000}, 0, 1e12 - 1e9, 0},
-		{"huge tick count does not overflow", Header{StartNanos: 0, StartTicks: 0, TicksPerSecond: 2_000_000_000}, math.MaxInt64, math.MaxInt64 / 2, math.MaxInt64 / 2},
+		{"nanosecond ticks", Clock{StartNanos: 1_000_000_000_000, StartTicks: 500, TicksPerSecond: 1e9}, 1500, 1_000_000_001_000, 1500},
+		{"2.8 GHz TSC", Clock{StartNanos: 1e18, StartTicks: 0, TicksPerSecond: 2_800_000_000}, 2_800_000_000, 1e18 + 1e9, 1e9},
+		{"1.8 GHz, fraction truncated", Clock{StartNanos: 0, StartTicks: 0, TicksPerSecond: 1_800_000_000}, 1, 0, 0},
+		{"before chunk start, truncated toward zero", Clock{StartNanos: 1e12, StartTicks: 2_300_000_000, TicksPerSecond: 2_300_000_000}, 1, 1e12 - 999_999_999, 0},
+		// The JDK divides in double precision: past 2^53 ticks the tick
+		// count itself rounds (2^53+1 → 2^53), and so does the quotient.
+		{"past 2^53 ticks at 1 GHz, rounded as a double", Clock{TicksPerSecond: 1e9}, 1<<53 + 1, 1 << 53, 1 << 53},
+		{"past 2^53 ticks at 3 GHz, not the exact quotient", Clock{TicksPerSecond: 3e9}, 1<<53 + 1, 3002399751580330, 3002399751580330},
+		{"huge tick count saturates instead of overflowing", Clock{TicksPerSecond: 1000}, math.MaxInt64, math.MaxInt64, math.MaxInt64},
+		{"huge tick count at 2 GHz", Clock{TicksPerSecond: 2_000_000_000}, math.MaxInt64, 1 << 62, 1 << 62},
+		{"no clock rate: infinite, saturated", Clock{StartTicks: 0}, 100, math.MaxInt64, math.MaxInt64},
+		{"no clock rate, no ticks: NaN is 0", Clock{StartNanos: 7}, 0, 7, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.h.EpochNanos(tt.ticks); got != tt.wantEpoch {
+			if got := tt.c.EpochNanos(tt.ticks); got != tt.wantEpoch {
 				t.Errorf("EpochNanos(%d) = %d, want %d", tt.ticks, got, tt.wantEpoch)
 			}
-			if got := tt.h.Nanos(tt.ticks); got != tt.wantSpan {
+			if got := tt.c.Nanos(tt.ticks); got != tt.wantSpan {
 				t.Errorf("Nanos(%d) = %d, want %d", tt.ticks, got, tt.wantSpan)
 			}
 		})
 	}
-	slow := Header{TicksPerSecond: 1000}
-	if got := slow.Nanos(math.MaxInt64); got != math.MaxInt64 {
-		t.Errorf("1 kHz clock, MaxInt64 ticks: Nanos = %d, want saturation at MaxInt64", got)
+	h := Header{StartNanos: 5, StartTicks: 6, TicksPerSecond: 7}
+	if got := h.Clock(); got != (Clock{StartNanos: 5, StartTicks: 6, TicksPerSecond: 7}) {
+		t.Errorf("Header.Clock() = %+v", got)
 	}
 }

@@ -34,6 +34,7 @@ type oracleCase struct {
 	flags     []string
 	mustHave  []string // event types the recording must contain
 	fullPrint bool     // also compare the JSON of every event in the file
+	rotate    bool     // several chunks: later ones are converted with the first's clock
 }
 
 var oracleCases = []oracleCase{
@@ -48,16 +49,19 @@ var oracleCases = []oracleCase{
 	{name: "shenandoah-25", major: 25, settings: "default", flags: []string{"-XX:+UseShenandoahGC"}, mustHave: []string{"jdk.GarbageCollection"}},
 	{name: "shenandoah-generational-25", major: 25, settings: "default", flags: []string{"-XX:+UseShenandoahGC", "-XX:ShenandoahGCMode=generational"}, mustHave: []string{"jdk.GarbageCollection"}},
 	{name: "parallel-profile-25", major: 25, settings: "profile", flags: []string{"-XX:+UseParallelGC"}, mustHave: []string{"jdk.GarbageCollection", "jdk.ExecuteVMOperation"}},
+	{name: "g1-profile-multichunk-25", major: 25, settings: "profile", flags: []string{"-XX:+UseG1GC"}, mustHave: []string{"jdk.GarbageCollection", "jdk.ExecutionSample"}, fullPrint: true, rotate: true},
 }
 
 func (oc oracleCase) spec(j jdktest.JDK) jdktest.Spec {
-	return jdktest.Spec{Name: oc.name, JDK: j, Settings: oc.settings, Millis: 1500, Flags: oc.flags}
+	return jdktest.Spec{Name: oc.name, JDK: j, Settings: oc.settings, Millis: 1500, Flags: oc.flags, Rotate: oc.rotate}
 }
 
 // TestJDKOracle records with every collector on the installed JDKs and
 // compares pkg/jfr with the JDK's own tool: every event type's count with
 // `jfr summary`, and the values of the GC, safepoint, VM-operation, heap,
-// buffer and NMT events with `jfr print --json`.
+// buffer and NMT events with `jfr print --json`. The JSON must be identical,
+// so every time (startTime, duration, any Timestamp or Timespan field) is
+// compared to the nanosecond, in multi-chunk files too.
 func TestJDKOracle(t *testing.T) {
 	for _, oc := range oracleCases {
 		t.Run(oc.name, func(t *testing.T) {
@@ -69,6 +73,9 @@ func TestJDKOracle(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
+			if oc.rotate {
+				checkSeveralClocks(t, r)
+			}
 
 			summary := jdktest.Tool(t, j, "summary", path)
 			got := countAll(t, r)
@@ -115,6 +122,33 @@ func TestJDKOracle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkSeveralClocks makes sure a multi-chunk recording tests the clock
+// choice: it has several chunks, and converting a later chunk's events with
+// that chunk's own header gives other times than the first chunk's clock,
+// which is what the JDK uses (and jfr print's JSON then tells which is right).
+// Not a failure when they agree: the header's startNanos and startTicks are
+// sampled a few ns apart, and now and then the drift rounds to zero.
+func checkSeveralClocks(t *testing.T, r *jfr.Reader) {
+	t.Helper()
+	chunks := r.Chunks()
+	if len(chunks) < 2 {
+		t.Fatalf("%d chunks, want several", len(chunks))
+	}
+	first := chunks[0].Header.Clock()
+	var drift int64
+	for _, ci := range chunks[1:] {
+		own := ci.Header.Clock()
+		if d := own.EpochNanos(ci.Header.StartTicks) - first.EpochNanos(ci.Header.StartTicks); d != 0 {
+			drift = d
+		}
+	}
+	if drift == 0 { // sampling jitter makes this rare; TestReaderClock covers the choice without it
+		t.Logf("%d chunks, all on the first chunk's clock to the ns: this run does not tell the clocks apart", len(chunks))
+		return
+	}
+	t.Logf("%d chunks; a later chunk's own header is %d ns off the first chunk's clock", len(chunks), drift)
 }
 
 // firstDiff describes the first differing line, or returns "".

@@ -150,7 +150,13 @@ func (r *Reader) Chunk(i int) (*Chunk, error) {
 	if _, err := r.r.ReadAt(buf, ci.Offset); err != nil && !(errors.Is(err, io.EOF)) {
 		return nil, &FormatError{Chunk: i, Offset: ci.Offset, What: "chunk", Err: err}
 	}
-	return newChunk(buf, i, ci.Offset, &r.mds)
+	c, err := newChunk(buf, i, ci.Offset, &r.mds)
+	if err != nil {
+		return nil, err
+	}
+	base := r.chunks[0].Header.Clock()
+	c.base = &base
+	return c, nil
 }
 
 // ForEachChunk loads the chunks on up to workers goroutines (0 means

@@ -405,6 +405,52 @@ func TestMultiChunkFile(t *testing.T) {
 	}
 }
 
+// TestReaderClock checks the time base of a file's later chunks: a Reader
+// converts them with the first chunk's clock, as the JDK's reader does,
+// while the same chunk parsed alone uses its own header. The second chunk
+// here is the first one again with a header whose clock starts 1234 ns
+// later, so the two conversions differ by exactly that.
+func TestReaderClock(t *testing.T) {
+	a := readFixture(t, fixtures[0]+".jfr")
+	b := append([]byte{}, a...)
+	h, err := jfr.ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const shift = 1234
+	setUint64(b[32:], uint64(h.StartNanos+shift))
+	r := openBytes(t, append(append([]byte{}, a...), b...))
+	second, err := r.Chunk(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := second.Clock(), h.Clock(); got != want {
+		t.Errorf("chunk 1 of the file converts with %+v, want the first chunk's %+v", got, want)
+	}
+	alone, err := jfr.NewChunk(b, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := alone.Clock().StartNanos; got != h.StartNanos+shift {
+		t.Errorf("the chunk parsed alone starts its clock at %d, want its own header's %d", got, h.StartNanos+shift)
+	}
+	inFile, single := second.Events(), alone.Events()
+	n := 0
+	for inFile.Next() && single.Next() {
+		e, s := inFile.Event(), single.Event()
+		if d := s.StartNanos() - e.StartNanos(); d != shift {
+			t.Fatalf("event %d (%s): alone %d, in the file %d: %d ns apart, want %d", n, e.Type.Name, s.StartNanos(), e.StartNanos(), d, shift)
+		}
+		if e.DurationNanos() != s.DurationNanos() {
+			t.Fatalf("event %d (%s): duration %d in the file, %d alone", n, e.Type.Name, e.DurationNanos(), s.DurationNanos())
+		}
+		n++
+	}
+	if inFile.Err() != nil || single.Err() != nil || n == 0 {
+		t.Fatalf("%d events compared; errors %v, %v", n, inFile.Err(), single.Err())
+	}
+}
+
 func TestDamagedInput(t *testing.T) {
 	good := readFixture(t, fixtures[0]+".jfr")
 	two := append(append([]byte{}, good...), good...)

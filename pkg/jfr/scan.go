@@ -279,5 +279,5 @@ func (r *Record) Nanos(i int) (ns int64, ok bool) {
 	if !r.Has(i) {
 		return 0, false
 	}
-	return fieldNanos(&r.chunk.Header, r.plan.leaves[i], r.Value(i).Int())
+	return fieldNanos(r.chunk.Clock(), r.plan.leaves[i], r.Value(i).Int())
 }

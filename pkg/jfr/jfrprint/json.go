@@ -103,15 +103,17 @@ type jsonWriter struct {
 	b          []byte
 	indent     int
 	stackDepth int
-	hdr        *jfr.Header
+	clock      jfr.Clock
 	zoneSec    int64
 	depth      int // nesting of objects; bounded because pools can form cycles
 	err        error
 }
 
 func (j *jsonWriter) setChunk(c *jfr.Chunk) {
-	j.hdr = &c.Header
-	j.zoneSec = c.Metadata.GMTOffset / 1000
+	j.clock = c.Clock()
+	// The JDK's zone is int(gmtOffset) + int(dst) milliseconds, in Java's
+	// 32-bit int arithmetic.
+	j.zoneSec = int64(int32(c.Metadata.GMTOffset)+int32(c.Metadata.DST)) / 1000
 	if j.zoneSec < -18*3600 || j.zoneSec > 18*3600 {
 		j.zoneSec = 0 // ZoneOffset rejects it; the JDK falls back to UTC
 	}
@@ -279,26 +281,6 @@ func (j *jsonWriter) scalar(f *jfr.Field, v jfr.Value) {
 	}
 }
 
-// ticksToNanos converts like the JDK's TimeConverter, which divides by
-// ticksPerSecond/1e9 truncated to an integer (exact for 1 GHz clocks).
-func (j *jsonWriter) ticksToNanos(ticks int64) int64 {
-	div := float64(j.hdr.TicksPerSecond / 1_000_000_000)
-	return javaLong(float64(ticks) / div)
-}
-
-// javaLong is Java's (long) cast of a double: saturating, NaN → 0.
-func javaLong(x float64) int64 {
-	switch {
-	case math.IsNaN(x):
-		return 0
-	case x >= math.MaxInt64:
-		return math.MaxInt64
-	case x <= math.MinInt64:
-		return math.MinInt64
-	}
-	return int64(x)
-}
-
 func (j *jsonWriter) duration(unit string, v int64) string {
 	switch v {
 	case 0:
@@ -321,7 +303,7 @@ func (j *jsonWriter) duration(unit string, v int64) string {
 	case "NANOSECONDS":
 		s, n = durationOfNanos(v)
 	default: // TICKS
-		s, n = durationOfNanos(j.ticksToNanos(v))
+		s, n = durationOfNanos(j.clock.Nanos(v))
 	}
 	return javaDuration(s, n)
 }
@@ -349,7 +331,7 @@ func (j *jsonWriter) timestamp(unit string, v int64) string {
 	case "NANOSECONDS_SINCE_EPOCH":
 		s, n = durationOfNanos(v)
 	default: // TICKS
-		s, n = durationOfNanos(j.hdr.StartNanos + j.ticksToNanos(v-j.hdr.StartTicks))
+		s, n = durationOfNanos(j.clock.EpochNanos(v))
 	}
 	return javaOffsetDateTime(s, n, j.zoneSec)
 }

@@ -62,6 +62,14 @@ public class Workload {
                 nextGC = System.currentTimeMillis() + 700;
             }
         }
+        if (rotate) { // a loaded machine can end the loop before the rotation's times came
+            if (second == null) {
+                second = new jdk.jfr.Recording();
+                second.start();
+            }
+            second.stop();
+            second.close();
+        }
         churn.join();
         parker.join();
         System.out.println("buffers " + direct.size());
