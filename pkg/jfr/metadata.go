@@ -207,22 +207,31 @@ func parseMetadata(d *decoder) (*Metadata, error) {
 	d2.u64() // start time
 	d2.u64() // duration
 	d2.u64() // metadata id
-	n := d2.count(len(d2.buf) - d2.pos)
-	if n < 0 {
-		return nil, decodeErr(d2, "metadata string table")
-	}
-	strs := make([]string, n)
-	for i := range strs {
-		strs[i], _ = d2.str(nil)
-		if d2.failed() {
-			return nil, decodeErr(d2, "metadata string table")
-		}
+	strs, err := parseStringTable(d2)
+	if err != nil {
+		return nil, err
 	}
 	root, err := parseElement(d2, strs, 0)
 	if err != nil {
 		return nil, err
 	}
 	return buildMetadata(root)
+}
+
+// parseStringTable decodes the strings that metadata elements name by index.
+func parseStringTable(d *decoder) ([]string, error) {
+	n := d.count(len(d.buf) - d.pos)
+	if n < 0 {
+		return nil, decodeErr(d, "metadata string table")
+	}
+	strs := make([]string, n)
+	for i := range strs {
+		strs[i], _ = d.str(nil)
+		if d.failed() {
+			return nil, decodeErr(d, "metadata string table")
+		}
+	}
+	return strs, nil
 }
 
 func decodeErr(d *decoder, what string) error {
@@ -273,8 +282,33 @@ func parseElement(d *decoder, strs []string, depth int) (*element, error) {
 	return e, nil
 }
 
+// buildMetadata turns the element tree into a Metadata in four steps: find
+// the classes and the region, declare a Type per class (so that members can
+// reference classes declared after them), resolve each class's members, and
+// size the types.
 func buildMetadata(root *element) (*Metadata, error) {
 	m := &Metadata{sparse: map[int64]*Type{}, byName: map[string]*Type{}}
+	classes := m.readRoot(root)
+	if len(classes) > maxClasses {
+		return nil, detail(ErrTooLarge, "metadata declares %d classes, limit is %d", len(classes), maxClasses)
+	}
+	if err := m.declare(classes); err != nil {
+		return nil, err
+	}
+	for i, cl := range classes {
+		if err := m.resolve(m.Types[i], cl); err != nil {
+			return nil, err
+		}
+	}
+	if err := sizeTypes(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// readRoot returns the class elements under the root's "metadata" element,
+// and reads the "region" element into m.
+func (m *Metadata) readRoot(root *element) []*element {
 	var classes []*element
 	for _, c := range root.children {
 		switch c.name {
@@ -290,14 +324,17 @@ func buildMetadata(root *element) (*Metadata, error) {
 			m.DST, _ = strconv.ParseInt(c.attr("dst"), 10, 64)
 		}
 	}
-	if len(classes) > maxClasses {
-		return nil, detail(ErrTooLarge, "metadata declares %d classes, limit is %d", len(classes), maxClasses)
-	}
+	return classes
+}
+
+// declare adds a Type, without members, for every class and indexes them by
+// ID and name (the first of a name wins).
+func (m *Metadata) declare(classes []*element) error {
 	var maxID int64
 	for _, cl := range classes {
 		id, err := strconv.ParseInt(cl.attr("id"), 10, 64)
 		if err != nil {
-			return nil, detail(ErrCorrupt, "class %q has id %q", cl.attr("name"), cl.attr("id"))
+			return detail(ErrCorrupt, "class %q has id %q", cl.attr("name"), cl.attr("id"))
 		}
 		t := &Type{ID: id, Name: cl.attr("name"), SuperType: cl.attr("superType"), SimpleType: cl.attr("simpleType") == "true"}
 		if k, ok := primitiveKinds[t.Name]; ok {
@@ -308,9 +345,7 @@ func buildMetadata(root *element) (*Metadata, error) {
 		if _, dup := m.byName[t.Name]; !dup {
 			m.byName[t.Name] = t
 		}
-		if id > maxID {
-			maxID = id
-		}
+		maxID = max(maxID, id)
 	}
 	if maxID < 1<<16 {
 		m.dense = make([]*Type, maxID+1)
@@ -320,87 +355,111 @@ func buildMetadata(root *element) (*Metadata, error) {
 			}
 		}
 	}
-	ref := func(owner, what, attr string) (*Type, error) {
-		id, err := strconv.ParseInt(attr, 10, 64)
-		t := m.TypeByID(id)
-		if err != nil || t == nil {
-			return nil, detail(ErrCorrupt, "%s of %s references missing class %q", what, owner, attr)
-		}
-		return t, nil
+	return nil
+}
+
+// resolve fills in t's annotations, fields and settings from its class
+// element cl.
+func (m *Metadata) resolve(t *Type, cl *element) error {
+	var err error
+	if t.Annotations, err = m.annotations(t.Name, cl.children); err != nil {
+		return err
 	}
-	annotations := func(owner string, els []*element) ([]Annotation, error) {
-		var as []Annotation
-		for _, a := range els {
-			if a.name != "annotation" {
-				continue
-			}
-			at, err := ref(owner, "annotation", a.attr("class"))
+	for _, c := range cl.children {
+		switch c.name {
+		case "field":
+			f, err := m.field(t.Name, c)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			an := Annotation{Type: at}
-			for _, kv := range a.attrs {
-				if kv.Key != "class" {
-					an.Values = append(an.Values, kv)
-				}
+			t.Fields = append(t.Fields, f)
+		case "setting":
+			s, err := m.setting(t.Name, c)
+			if err != nil {
+				return err
 			}
-			as = append(as, an)
+			t.Settings = append(t.Settings, s)
 		}
-		return as, nil
 	}
-	for i, cl := range classes {
-		t := m.Types[i]
-		var err error
-		if t.Annotations, err = annotations(t.Name, cl.children); err != nil {
+	if t.Kind != KindStruct && len(t.Fields) > 0 {
+		return detail(ErrCorrupt, "primitive class %s declares fields", t.Name)
+	}
+	if t.IsEvent() {
+		m.EventTypes = append(m.EventTypes, t)
+	}
+	return nil
+}
+
+// field builds the field that element c of class owner declares, with the
+// units its well-known annotations give.
+func (m *Metadata) field(owner string, c *element) (Field, error) {
+	ft, err := m.ref(owner, "field "+c.attr("name"), c.attr("class"))
+	if err != nil {
+		return Field{}, err
+	}
+	f := Field{Name: c.attr("name"), Type: ft, ConstantPool: c.attr("constantPool") == "true", Array: c.attr("dimension") == "1"}
+	if f.Annotations, err = m.annotations(owner, c.children); err != nil {
+		return Field{}, err
+	}
+	for _, a := range f.Annotations {
+		switch a.Type.Name {
+		case "jdk.jfr.Unsigned":
+			f.Unsigned = true
+		case "jdk.jfr.Timestamp":
+			f.Timestamp = a.Value("value")
+		case "jdk.jfr.Timespan":
+			f.Timespan = a.Value("value")
+		case "jdk.jfr.DataAmount":
+			f.DataAmount = a.Value("value")
+		}
+	}
+	return f, nil
+}
+
+// setting builds the setting that element c of class owner declares.
+func (m *Metadata) setting(owner string, c *element) (Setting, error) {
+	st, err := m.ref(owner, "setting "+c.attr("name"), c.attr("class"))
+	if err != nil {
+		return Setting{}, err
+	}
+	s := Setting{Name: c.attr("name"), Type: st, DefaultValue: c.attr("defaultValue")}
+	if s.Annotations, err = m.annotations(owner, c.children); err != nil {
+		return Setting{}, err
+	}
+	return s, nil
+}
+
+// annotations builds the annotations among els, children of an element of
+// class owner.
+func (m *Metadata) annotations(owner string, els []*element) ([]Annotation, error) {
+	var as []Annotation
+	for _, a := range els {
+		if a.name != "annotation" {
+			continue
+		}
+		at, err := m.ref(owner, "annotation", a.attr("class"))
+		if err != nil {
 			return nil, err
 		}
-		for _, c := range cl.children {
-			switch c.name {
-			case "field":
-				ft, err := ref(t.Name, "field "+c.attr("name"), c.attr("class"))
-				if err != nil {
-					return nil, err
-				}
-				f := Field{Name: c.attr("name"), Type: ft, ConstantPool: c.attr("constantPool") == "true", Array: c.attr("dimension") == "1"}
-				if f.Annotations, err = annotations(t.Name, c.children); err != nil {
-					return nil, err
-				}
-				for _, a := range f.Annotations {
-					switch a.Type.Name {
-					case "jdk.jfr.Unsigned":
-						f.Unsigned = true
-					case "jdk.jfr.Timestamp":
-						f.Timestamp = a.Value("value")
-					case "jdk.jfr.Timespan":
-						f.Timespan = a.Value("value")
-					case "jdk.jfr.DataAmount":
-						f.DataAmount = a.Value("value")
-					}
-				}
-				t.Fields = append(t.Fields, f)
-			case "setting":
-				st, err := ref(t.Name, "setting "+c.attr("name"), c.attr("class"))
-				if err != nil {
-					return nil, err
-				}
-				s := Setting{Name: c.attr("name"), Type: st, DefaultValue: c.attr("defaultValue")}
-				if s.Annotations, err = annotations(t.Name, c.children); err != nil {
-					return nil, err
-				}
-				t.Settings = append(t.Settings, s)
+		an := Annotation{Type: at}
+		for _, kv := range a.attrs {
+			if kv.Key != "class" {
+				an.Values = append(an.Values, kv)
 			}
 		}
-		if t.Kind != KindStruct && len(t.Fields) > 0 {
-			return nil, detail(ErrCorrupt, "primitive class %s declares fields", t.Name)
-		}
-		if t.IsEvent() {
-			m.EventTypes = append(m.EventTypes, t)
-		}
+		as = append(as, an)
 	}
-	if err := sizeTypes(m); err != nil {
-		return nil, err
+	return as, nil
+}
+
+// ref resolves the class ID attr that what (a member of class owner) names.
+func (m *Metadata) ref(owner, what, attr string) (*Type, error) {
+	id, err := strconv.ParseInt(attr, 10, 64)
+	t := m.TypeByID(id)
+	if err != nil || t == nil {
+		return nil, detail(ErrCorrupt, "%s of %s references missing class %q", what, owner, attr)
 	}
-	return m, nil
+	return t, nil
 }
 
 // sizeTypes sets every type's nodes, and rejects metadata in which a
