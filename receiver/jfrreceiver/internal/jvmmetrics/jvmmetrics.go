@@ -1,9 +1,13 @@
 // Package jvmmetrics accumulates the measurements of many JVMs and writes
 // them as OTel metrics: cumulative histograms for GC and safepoint
-// durations, the latest value for memory, buffers and native memory. Names
-// follow the OTel semantic conventions where they exist (jvm.gc.duration,
-// jvm.memory.*, jvm.buffer.*) and the project's jvm.safepoint.* and
-// jvm.native_memory.* namespace where they do not.
+// durations, the latest value for memory, buffers, native memory, threads,
+// classes and CPU. Names follow the OTel semantic conventions where they
+// exist (jvm.gc.duration, jvm.memory.*, jvm.buffer.*, jvm.thread.count,
+// jvm.class.*, jvm.cpu.*) and the project's jvm.safepoint.* and
+// jvm.native_memory.* namespace where they do not. Every metric but the
+// histograms is declared in the receiver's metadata.yaml and written by
+// the generated MetricsBuilder; the histograms, which mdatagen cannot
+// generate, are declared here (Histograms) and written beside them.
 package jvmmetrics // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmmetrics"
 
 import (
@@ -14,9 +18,11 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
 )
 
 // Metric names.
@@ -34,7 +40,56 @@ const (
 	BufferCount              = "jvm.buffer.count"
 	NativeMemoryCommitted    = "jvm.native_memory.committed"
 	NativeMemoryReserved     = "jvm.native_memory.reserved"
+	ThreadCount              = "jvm.thread.count"
+	ClassLoaded              = "jvm.class.loaded"
+	ClassUnloaded            = "jvm.class.unloaded"
+	ClassCount               = "jvm.class.count"
+	CPUCount                 = "jvm.cpu.count"
+	CPURecentUtilization     = "jvm.cpu.recent_utilization"
 )
+
+// HistogramConfig switches one histogram on or off (metrics::<name>::enabled).
+type HistogramConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+}
+
+// MetricsConfig is the receiver's metrics key: the generated switches of
+// the metrics in metadata.yaml and those of the histograms.
+type MetricsConfig struct {
+	metadata.MetricsConfig      `mapstructure:",squash"`
+	JvmGcDuration               HistogramConfig `mapstructure:"jvm.gc.duration"`
+	JvmSafepointDuration        HistogramConfig `mapstructure:"jvm.safepoint.duration"`
+	JvmSafepointTimeToSafepoint HistogramConfig `mapstructure:"jvm.safepoint.time_to_safepoint"`
+}
+
+// DefaultMetricsConfig turns every metric on but those metadata.yaml
+// turns off.
+func DefaultMetricsConfig() MetricsConfig {
+	on := HistogramConfig{Enabled: true}
+	return MetricsConfig{MetricsConfig: metadata.DefaultMetricsConfig(), JvmGcDuration: on, JvmSafepointDuration: on, JvmSafepointTimeToSafepoint: on}
+}
+
+// Config is what the aggregator emits.
+type Config struct {
+	Metrics            MetricsConfig
+	ResourceAttributes metadata.ResourceAttributesConfig
+}
+
+// Histogram declares one of the histograms this package builds, as
+// metadata.yaml declares the other metrics.
+type Histogram struct {
+	Name, Description, Unit string
+	Stability               string
+	Attributes              []string
+	Bounds                  []float64
+}
+
+// Histograms are the histograms the receiver emits.
+var Histograms = []Histogram{
+	{GCDuration, "Duration of JVM garbage collection actions.", "s", "stable", []string{AttrGCName, AttrGCAction, AttrGCCause}, GCBuckets},
+	{SafepointDuration, "Duration of stop-the-world safepoints, from the start of synchronization to the end.", "s", "development", []string{AttrVMOperation}, SafepointBuckets},
+	{SafepointTimeToSafepoint, "Time from a safepoint's start until every thread stopped (JFR: SafepointBegin's duration, which includes cleanup; -Xlog: Reaching safepoint).", "s", "development", []string{AttrVMOperation}, SafepointBuckets},
+}
 
 // Attribute names (those windows carry too come from package window).
 const (
@@ -46,6 +101,7 @@ const (
 	AttrMemoryPool           = "jvm.memory.pool.name"
 	AttrBufferPool           = "jvm.buffer.pool.name"
 	AttrNativeMemoryCategory = "jvm.native_memory.category"
+	AttrThreadDaemon         = "jvm.thread.daemon"
 )
 
 // GCBuckets are the semantic conventions' jvm.gc.duration boundaries (s).
@@ -98,18 +154,37 @@ type jvmState struct {
 	bufCount map[string]sample
 	nmtComm  map[string]sample
 	nmtRes   map[string]sample
+	threads  map[bool]sample
+	loaded   sample
+	unloaded sample
+	cpuUtil  fsample
+	cpuCount sample
 	ended    bool
 }
+
+type fsample struct {
+	t     int64
+	value float64
+}
+
+// unset marks a sample not seen yet.
+var unset = sample{t: -1}
 
 // Aggregator holds the state of every JVM it has been told about. It is
 // not safe for concurrent use.
 type Aggregator struct {
+	cfg     Config
+	version string
+	mb      *metadata.MetricsBuilder
 	jvms  map[jvmevent.JVM]*jvmState
 	order []jvmevent.JVM
 }
 
-// New returns an empty aggregator.
-func New() *Aggregator { return &Aggregator{jvms: map[jvmevent.JVM]*jvmState{}} }
+// New returns an empty aggregator that emits what cfg turns on.
+func New(cfg Config, set receiver.Settings) *Aggregator {
+	mb := metadata.NewMetricsBuilder(metadata.MetricsBuilderConfig{Metrics: cfg.Metrics.MetricsConfig, ResourceAttributes: cfg.ResourceAttributes}, set)
+	return &Aggregator{cfg: cfg, version: set.BuildInfo.Version, mb: mb, jvms: map[jvmevent.JVM]*jvmState{}}
+}
 
 // Len returns the number of JVMs held.
 func (a *Aggregator) Len() int { return len(a.jvms) }
@@ -127,6 +202,7 @@ func (a *Aggregator) Add(b *jvmevent.Batch, res pcommon.Resource, start time.Tim
 			memUsed: map[memKey]sample{}, memComm: map[memKey]sample{}, memLimit: map[memKey]sample{}, memAfter: map[memKey]sample{},
 			bufUsed: map[string]sample{}, bufLimit: map[string]sample{}, bufCount: map[string]sample{},
 			nmtComm: map[string]sample{}, nmtRes: map[string]sample{},
+			threads: map[bool]sample{}, loaded: unset, unloaded: unset, cpuCount: unset, cpuUtil: fsample{t: -1},
 		}
 		a.jvms[key] = s
 		a.order = append(a.order, key)
@@ -173,8 +249,29 @@ func (a *Aggregator) Add(b *jvmevent.Batch, res pcommon.Resource, start time.Tim
 		latest(s.nmtComm, n.Category, n.Time, n.Committed)
 		latest(s.nmtRes, n.Category, n.Time, n.Reserved)
 	}
+	for _, th := range b.Threads {
+		latest(s.threads, true, th.Time, th.Daemon)
+		latest(s.threads, false, th.Time, th.Active-th.Daemon)
+	}
+	for _, c := range b.Classes {
+		newer(&s.loaded, c.Time, c.Loaded)
+		newer(&s.unloaded, c.Time, c.Unloaded)
+	}
+	for _, c := range b.CPU {
+		if c.Utilization >= 0 && c.Time >= s.cpuUtil.t {
+			s.cpuUtil = fsample{t: c.Time, value: c.Utilization}
+		}
+		newer(&s.cpuCount, c.Time, c.Count)
+	}
 	if b.Ended {
 		s.ended = true
+	}
+}
+
+// newer keeps v in s when it is known and not older than s.
+func newer(s *sample, t, v int64) {
+	if v >= 0 && t >= s.t {
+		*s = sample{t: t, value: v}
 	}
 }
 
@@ -201,19 +298,14 @@ func latest[K comparable](m map[K]sample, k K, t, v int64) {
 
 // Emit writes every JVM's metrics, one ResourceMetrics per JVM, stamped
 // now, and forgets JVMs that ended.
-func (a *Aggregator) Emit(now time.Time, scope string, version string) pmetric.Metrics {
+func (a *Aggregator) Emit(now time.Time) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	ts := pcommon.NewTimestampFromTime(now)
 	kept := a.order[:0]
 	for _, key := range a.order {
 		s := a.jvms[key]
 		if !s.empty() {
-			rm := md.ResourceMetrics().AppendEmpty()
-			s.resource.CopyTo(rm.Resource())
-			sm := rm.ScopeMetrics().AppendEmpty()
-			sm.Scope().SetName(scope)
-			sm.Scope().SetVersion(version)
-			s.write(sm.Metrics(), ts)
+			a.emitJVM(s, ts).ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())
 		}
 		if s.ended {
 			delete(a.jvms, key)
@@ -228,68 +320,152 @@ func (a *Aggregator) Emit(now time.Time, scope string, version string) pmetric.M
 
 func (s *jvmState) empty() bool {
 	return len(s.gc)+len(s.sp)+len(s.memUsed)+len(s.memComm)+len(s.memLimit)+len(s.memAfter)+
-		len(s.bufUsed)+len(s.nmtComm) == 0
+		len(s.bufUsed)+len(s.nmtComm)+len(s.threads) == 0 && s.loaded.t < 0 && s.cpuUtil.t < 0 && s.cpuCount.t < 0
 }
 
-func (s *jvmState) write(ms pmetric.MetricSlice, now pcommon.Timestamp) {
-	histograms(ms, GCDuration, "Duration of JVM garbage collection actions.", GCBuckets, s.start, now, s.gc,
-		func(k gcKey, attrs pcommon.Map) {
+// emitJVM writes one JVM's metrics: the generated builder's, under the
+// resource attributes turned on, then the histograms in the same scope.
+func (a *Aggregator) emitJVM(s *jvmState, now pcommon.Timestamp) pmetric.Metrics {
+	s.record(a.mb, now)
+	md := a.mb.Emit(metadata.WithResource(a.resource(s.resource)), metadata.WithStartTimeOverride(s.start))
+	var sm pmetric.ScopeMetrics
+	if md.ResourceMetrics().Len() == 0 {
+		if !s.hasHistograms(a.cfg.Metrics) {
+			return md
+		}
+		rm := md.ResourceMetrics().AppendEmpty()
+		a.resource(s.resource).CopyTo(rm.Resource())
+		sm = rm.ScopeMetrics().AppendEmpty()
+		sm.Scope().SetName(metadata.ScopeName)
+		sm.Scope().SetVersion(a.version)
+	} else {
+		sm = md.ResourceMetrics().At(0).ScopeMetrics().At(0)
+	}
+	s.writeHistograms(sm.Metrics(), a.cfg.Metrics, now)
+	return md
+}
+// resource is the JVM's resource with the attributes metadata.yaml declares
+// and resource_attributes turns on.
+func (a *Aggregator) resource(res pcommon.Resource) pcommon.Resource {
+	rb := a.mb.NewResourceBuilder()
+	attrs := res.Attributes()
+	str := func(key string, set func(string)) {
+		if v, ok := attrs.Get(key); ok {
+			set(v.AsString())
+		}
+	}
+	num := func(key string, set func(int64)) {
+		if v, ok := attrs.Get(key); ok && v.Type() == pcommon.ValueTypeInt {
+			set(v.Int())
+		}
+	}
+	str(window.ResourceContainerID, rb.SetContainerID)
+	str(window.ResourceHostName, rb.SetHostName)
+	str(window.ResourceNodeName, rb.SetK8sNodeName)
+	str(window.ResourceK8sPodUID, rb.SetK8sPodUID)
+	str(ResourceExecutableName, rb.SetProcessExecutableName)
+	num(window.ResourcePID, rb.SetProcessPid)
+	str(window.ResourceRuntimeName, rb.SetProcessRuntimeName)
+	str(window.ResourceRuntimeVersion, rb.SetProcessRuntimeVersion)
+	num(window.ResourceVPID, rb.SetProcessVpid)
+	return rb.Emit()
+}
+
+// ResourceExecutableName is the resource attribute naming the JVM's
+// executable.
+const ResourceExecutableName = "process.executable.name"
+
+// record hands the builder the latest value of every series; counters
+// accumulated here are stamped now.
+func (s *jvmState) record(mb *metadata.MetricsBuilder, now pcommon.Timestamp) {
+	for _, op := range sortedKeys(s.sp) {
+		var opts []metadata.MetricAttributeOption
+		if op != "" {
+			opts = append(opts, metadata.WithJvmVMOperationMetricAttribute(op))
+		}
+		mb.RecordJvmSafepointCountDataPoint(now, int64(s.sp[op].count), opts...)
+	}
+	memory := func(samples map[memKey]sample, rec func(pcommon.Timestamp, int64, string, ...metadata.MetricAttributeOption)) {
+		for _, k := range sortedKeys(samples) {
+			v := samples[k]
+			var opts []metadata.MetricAttributeOption
+			if k.pool != "" {
+				opts = append(opts, metadata.WithJvmMemoryPoolNameMetricAttribute(k.pool))
+			}
+			rec(pcommon.Timestamp(v.t), v.value, k.typ, opts...)
+		}
+	}
+	memory(s.memUsed, mb.RecordJvmMemoryUsedDataPoint)
+	memory(s.memComm, mb.RecordJvmMemoryCommittedDataPoint)
+	memory(s.memLimit, mb.RecordJvmMemoryLimitDataPoint)
+	memory(s.memAfter, mb.RecordJvmMemoryUsedAfterLastGcDataPoint)
+	byName := func(samples map[string]sample, rec func(pcommon.Timestamp, int64, string)) {
+		for _, k := range sortedKeys(samples) {
+			rec(pcommon.Timestamp(samples[k].t), samples[k].value, k)
+		}
+	}
+	byName(s.bufUsed, mb.RecordJvmBufferMemoryUsedDataPoint)
+	byName(s.bufLimit, mb.RecordJvmBufferMemoryLimitDataPoint)
+	byName(s.bufCount, mb.RecordJvmBufferCountDataPoint)
+	byName(s.nmtComm, mb.RecordJvmNativeMemoryCommittedDataPoint)
+	byName(s.nmtRes, mb.RecordJvmNativeMemoryReservedDataPoint)
+	for _, daemon := range []bool{false, true} {
+		if v, ok := s.threads[daemon]; ok {
+			mb.RecordJvmThreadCountDataPoint(pcommon.Timestamp(v.t), v.value, daemon)
+		}
+	}
+	if s.loaded.t >= 0 {
+		mb.RecordJvmClassLoadedDataPoint(pcommon.Timestamp(s.loaded.t), s.loaded.value)
+		if s.unloaded.t >= 0 {
+			mb.RecordJvmClassUnloadedDataPoint(pcommon.Timestamp(s.unloaded.t), s.unloaded.value)
+			mb.RecordJvmClassCountDataPoint(pcommon.Timestamp(s.loaded.t), s.loaded.value-s.unloaded.value)
+		}
+	}
+	if s.cpuCount.t >= 0 {
+		mb.RecordJvmCPUCountDataPoint(pcommon.Timestamp(s.cpuCount.t), s.cpuCount.value)
+	}
+	if s.cpuUtil.t >= 0 {
+		mb.RecordJvmCPURecentUtilizationDataPoint(pcommon.Timestamp(s.cpuUtil.t), s.cpuUtil.value)
+	}
+}
+
+func (s *jvmState) hasHistograms(cfg MetricsConfig) bool {
+	return (cfg.JvmGcDuration.Enabled && len(s.gc) > 0) || ((cfg.JvmSafepointDuration.Enabled || cfg.JvmSafepointTimeToSafepoint.Enabled) && len(s.sp) > 0)
+}
+
+// writeHistograms appends the histograms cfg turns on.
+func (s *jvmState) writeHistograms(ms pmetric.MetricSlice, cfg MetricsConfig, now pcommon.Timestamp) {
+	if cfg.JvmGcDuration.Enabled {
+		histograms(ms, Histograms[0], s.start, now, s.gc, func(k gcKey, attrs pcommon.Map) {
 			attrs.PutStr(AttrGCName, k.name)
 			attrs.PutStr(AttrGCAction, k.action)
 			if k.cause != "" {
 				attrs.PutStr(AttrGCCause, k.cause)
 			}
 		})
+	}
 	opAttr := func(op string, attrs pcommon.Map) {
 		if op != "" {
 			attrs.PutStr(AttrVMOperation, op)
 		}
 	}
-	histograms(ms, SafepointDuration, "Duration of stop-the-world safepoints, from the start of synchronization to the end.", SafepointBuckets, s.start, now, s.sp, opAttr)
-	histograms(ms, SafepointTimeToSafepoint, "Time from a safepoint's start until every thread stopped (JFR: SafepointBegin's duration, which includes cleanup; -Xlog: Reaching safepoint).", SafepointBuckets, s.start, now, s.ttsp, opAttr)
-	if len(s.sp) > 0 {
-		m := ms.AppendEmpty()
-		m.SetName(SafepointCount)
-		m.SetDescription("Number of stop-the-world safepoints.")
-		m.SetUnit("{safepoint}")
-		sum := m.SetEmptySum()
-		sum.SetIsMonotonic(true)
-		sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-		for _, op := range sortedKeys(s.sp) {
-			dp := sum.DataPoints().AppendEmpty()
-			dp.SetStartTimestamp(s.start)
-			dp.SetTimestamp(now)
-			dp.SetIntValue(int64(s.sp[op].count))
-			opAttr(op, dp.Attributes())
-		}
+	if cfg.JvmSafepointDuration.Enabled {
+		histograms(ms, Histograms[1], s.start, now, s.sp, opAttr)
 	}
-	memAttrs := func(k memKey, attrs pcommon.Map) {
-		attrs.PutStr(AttrMemoryType, k.typ)
-		if k.pool != "" {
-			attrs.PutStr(AttrMemoryPool, k.pool)
-		}
+	if cfg.JvmSafepointTimeToSafepoint.Enabled {
+		histograms(ms, Histograms[2], s.start, now, s.ttsp, opAttr)
 	}
-	gauges(ms, MemoryUsed, "Measure of memory used.", "By", s.memUsed, memAttrs)
-	gauges(ms, MemoryCommitted, "Measure of memory committed.", "By", s.memComm, memAttrs)
-	gauges(ms, MemoryLimit, "Measure of max obtainable memory.", "By", s.memLimit, memAttrs)
-	gauges(ms, MemoryUsedAfterLastGC, "Measure of memory used, as measured after the most recent garbage collection event on this pool.", "By", s.memAfter, memAttrs)
-	poolAttr := func(p string, attrs pcommon.Map) { attrs.PutStr(AttrBufferPool, p) }
-	gauges(ms, BufferMemoryUsed, "Measure of memory used by buffers.", "By", s.bufUsed, poolAttr)
-	gauges(ms, BufferMemoryLimit, "Measure of total memory capacity of buffers.", "By", s.bufLimit, poolAttr)
-	gauges(ms, BufferCount, "Number of buffers in the pool.", "{buffer}", s.bufCount, poolAttr)
-	catAttr := func(c string, attrs pcommon.Map) { attrs.PutStr(AttrNativeMemoryCategory, c) }
-	gauges(ms, NativeMemoryCommitted, "Native memory committed, by Native Memory Tracking category.", "By", s.nmtComm, catAttr)
-	gauges(ms, NativeMemoryReserved, "Native memory reserved, by Native Memory Tracking category.", "By", s.nmtRes, catAttr)
 }
 
-func histograms[K comparable](ms pmetric.MetricSlice, name, desc string, bounds []float64, start, now pcommon.Timestamp, hs map[K]*histogram, attrs func(K, pcommon.Map)) {
+func histograms[K comparable](ms pmetric.MetricSlice, decl Histogram, start, now pcommon.Timestamp, hs map[K]*histogram, attrs func(K, pcommon.Map)) {
 	if len(hs) == 0 {
 		return
 	}
+	bounds := decl.Bounds
 	m := ms.AppendEmpty()
-	m.SetName(name)
-	m.SetDescription(desc)
-	m.SetUnit("s")
+	m.SetName(decl.Name)
+	m.SetDescription(decl.Description)
+	m.SetUnit(decl.Unit)
 	h := m.SetEmptyHistogram()
 	h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
 	for _, k := range sortedKeys(hs) {
@@ -303,28 +479,6 @@ func histograms[K comparable](ms pmetric.MetricSlice, name, desc string, bounds 
 		dp.SetMax(v.max)
 		dp.ExplicitBounds().FromRaw(bounds)
 		dp.BucketCounts().FromRaw(v.counts)
-		attrs(k, dp.Attributes())
-	}
-}
-
-// gauges writes the latest samples as a non-monotonic cumulative sum, as
-// the semantic conventions' UpDownCounters are written.
-func gauges[K comparable](ms pmetric.MetricSlice, name, desc, unit string, samples map[K]sample, attrs func(K, pcommon.Map)) {
-	if len(samples) == 0 {
-		return
-	}
-	m := ms.AppendEmpty()
-	m.SetName(name)
-	m.SetDescription(desc)
-	m.SetUnit(unit)
-	sum := m.SetEmptySum()
-	sum.SetIsMonotonic(false)
-	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-	for _, k := range sortedKeys(samples) {
-		v := samples[k]
-		dp := sum.DataPoints().AppendEmpty()
-		dp.SetTimestamp(pcommon.Timestamp(v.t))
-		dp.SetIntValue(v.value)
 		attrs(k, dp.Attributes())
 	}
 }

@@ -6,9 +6,99 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
 )
+
+func defaultConfig() Config {
+	return Config{Metrics: DefaultMetricsConfig(), ResourceAttributes: metadata.DefaultResourceAttributesConfig()}
+}
+
+func settings() receiver.Settings { return receivertest.NewNopSettings(metadata.Type) }
+
+func has(md pmetric.Metrics, rm int, name string) bool {
+	ms := md.ResourceMetrics().At(rm).ScopeMetrics().At(0).Metrics()
+	for i := range ms.Len() {
+		if ms.At(i).Name() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRuntimeSamples: threads by daemon, classes loaded/unloaded/count and
+// the CPU's count and utilization keep their newest samples; the
+// container's CPU count is not replaced by an older host one.
+func TestRuntimeSamples(t *testing.T) {
+	a := New(defaultConfig(), settings())
+	res := pcommon.NewResource()
+	res.Attributes().PutInt("process.pid", 42)
+	jvm := jvmevent.JVM{PID: 42}
+	a.Add(&jvmevent.Batch{JVM: jvm,
+		Threads: []jvmevent.Threads{{Time: 10, Active: 12, Daemon: 9}, {Time: 5, Active: 100, Daemon: 1}},
+		Classes: []jvmevent.Classes{{Time: 10, Loaded: 1500, Unloaded: 20}},
+		CPU:     []jvmevent.CPU{{Time: 10, Utilization: 0.25, Count: -1}, {Time: 11, Utilization: -1, Count: 4}, {Time: 3, Utilization: -1, Count: 64}},
+	}, res, time.Unix(1, 0))
+	md := a.Emit(time.Unix(2, 0))
+	threads := map[bool]int64{}
+	dps := find(t, md, 0, ThreadCount).Sum().DataPoints()
+	for i := range dps.Len() {
+		v, _ := dps.At(i).Attributes().Get(AttrThreadDaemon)
+		threads[v.Bool()] = dps.At(i).IntValue()
+	}
+	if threads[true] != 9 || threads[false] != 3 || dps.Len() != 2 {
+		t.Errorf("threads %v", threads)
+	}
+	for name, want := range map[string]int64{ClassLoaded: 1500, ClassUnloaded: 20, ClassCount: 1480, CPUCount: 4} {
+		if got := find(t, md, 0, name).Sum().DataPoints().At(0).IntValue(); got != want {
+			t.Errorf("%s = %d, want %d", name, got, want)
+		}
+	}
+	if got := find(t, md, 0, CPURecentUtilization).Gauge().DataPoints().At(0).DoubleValue(); got != 0.25 {
+		t.Errorf("utilization %v", got)
+	}
+	if m := find(t, md, 0, ClassLoaded); !m.Sum().IsMonotonic() || m.Sum().DataPoints().At(0).StartTimestamp() != pcommon.NewTimestampFromTime(time.Unix(1, 0)) {
+		t.Errorf("jvm.class.loaded monotonic %v from %v", m.Sum().IsMonotonic(), m.Sum().DataPoints().At(0).StartTimestamp())
+	}
+}
+
+// TestSwitches: a metric, a histogram and a resource attribute turned off
+// are not emitted; the others are.
+func TestSwitches(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Metrics.JvmGcDuration.Enabled = false
+	cfg.Metrics.JvmMemoryUsed.Enabled = false
+	cfg.ResourceAttributes.ProcessPid.Enabled = false
+	a := New(cfg, settings())
+	res := pcommon.NewResource()
+	res.Attributes().PutInt("process.pid", 42)
+	res.Attributes().PutStr("process.runtime.name", "java")
+	a.Add(&jvmevent.Batch{JVM: jvmevent.JVM{PID: 42},
+		GCs:        []jvmevent.GC{{Name: "PS Scavenge", Action: "end of minor GC", Duration: time.Millisecond}},
+		Safepoints: []jvmevent.Safepoint{{Operation: "ParallelGCFailedAllocation", Duration: time.Millisecond, TimeToSafepoint: -1}},
+		Memory:     []jvmevent.Memory{{Time: 1, Type: jvmevent.MemoryHeap, Used: 1, Committed: 2, Limit: 3, UsedAfterGC: -1}},
+	}, res, time.Unix(1, 0))
+	md := a.Emit(time.Unix(2, 0))
+	if has(md, 0, GCDuration) || has(md, 0, MemoryUsed) {
+		t.Error("a metric turned off was emitted")
+	}
+	if !has(md, 0, SafepointDuration) || !has(md, 0, MemoryCommitted) {
+		t.Error("a metric turned on was not emitted")
+	}
+	attrs := md.ResourceMetrics().At(0).Resource().Attributes()
+	if _, ok := attrs.Get("process.pid"); ok {
+		t.Error("process.pid turned off but emitted")
+	}
+	if v, _ := attrs.Get("process.runtime.name"); v.Str() != "java" {
+		t.Errorf("process.runtime.name %q", v.Str())
+	}
+	if sc := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Scope(); sc.Name() != metadata.ScopeName {
+		t.Errorf("scope %q", sc.Name())
+	}
+}
 
 func find(t *testing.T, md pmetric.Metrics, rm int, name string) pmetric.Metric {
 	t.Helper()
@@ -27,26 +117,26 @@ func find(t *testing.T, md pmetric.Metrics, rm int, name string) pmetric.Metric 
 // an older one arrives later, and a JVM that ended is emitted once more,
 // then forgotten.
 func TestAggregatorValues(t *testing.T) {
-	a := New()
+	a := New(defaultConfig(), settings())
 	res := pcommon.NewResource()
 	res.Attributes().PutInt("process.pid", 42)
 	jvm := jvmevent.JVM{PID: 42, Source: "test"}
 	start := time.Unix(1000, 0)
 	a.Add(&jvmevent.Batch{JVM: jvm,
 		GCs: []jvmevent.GC{
-			{Name: "G1New", Action: "end of minor GC", Cause: "G1 Evacuation Pause", Duration: 5 * time.Millisecond},
-			{Name: "G1New", Action: "end of minor GC", Cause: "G1 Evacuation Pause", Duration: 50 * time.Millisecond},
+			{Name: "G1 Young Generation", Action: "end of minor GC", Cause: "G1 Evacuation Pause", Duration: 5 * time.Millisecond},
+			{Name: "G1 Young Generation", Action: "end of minor GC", Cause: "G1 Evacuation Pause", Duration: 50 * time.Millisecond},
 		},
 		Safepoints: []jvmevent.Safepoint{{Operation: "G1CollectForAllocation", Duration: 300 * time.Microsecond, TimeToSafepoint: 20 * time.Microsecond}},
 		Memory:     []jvmevent.Memory{{Time: 200, Type: jvmevent.MemoryHeap, Used: 100, Committed: 256, Limit: 512, UsedAfterGC: -1}},
 		Buffers:    []jvmevent.Buffers{{Time: 200, Pool: "direct", Count: 3, Used: 24576, Capacity: 24576}},
 	}, res, start)
 	a.Add(&jvmevent.Batch{JVM: jvm,
-		GCs:    []jvmevent.GC{{Name: "G1New", Action: "end of minor GC", Cause: "G1 Evacuation Pause", Duration: 2 * time.Second}},
+		GCs:    []jvmevent.GC{{Name: "G1 Young Generation", Action: "end of minor GC", Cause: "G1 Evacuation Pause", Duration: 2 * time.Second}},
 		Memory: []jvmevent.Memory{{Time: 100, Type: jvmevent.MemoryHeap, Used: 7, Committed: 7, Limit: 7, UsedAfterGC: 7}},
 	}, res, start)
 
-	md := a.Emit(time.Unix(2000, 0), "scope", "v1")
+	md := a.Emit(time.Unix(2000, 0))
 	if md.ResourceMetrics().Len() != 1 {
 		t.Fatalf("%d resources", md.ResourceMetrics().Len())
 	}
@@ -80,13 +170,13 @@ func TestAggregatorValues(t *testing.T) {
 	}
 
 	a.Add(&jvmevent.Batch{JVM: jvm, Ended: true}, res, start)
-	if md := a.Emit(time.Unix(3000, 0), "scope", "v1"); md.ResourceMetrics().Len() != 1 {
+	if md := a.Emit(time.Unix(3000, 0)); md.ResourceMetrics().Len() != 1 {
 		t.Fatalf("an ended JVM's last metrics were not emitted")
 	}
 	if a.Len() != 0 {
 		t.Fatalf("an ended JVM is still held")
 	}
-	if md := a.Emit(time.Unix(4000, 0), "scope", "v1"); md.ResourceMetrics().Len() != 0 {
+	if md := a.Emit(time.Unix(4000, 0)); md.ResourceMetrics().Len() != 0 {
 		t.Fatalf("an ended JVM emitted again")
 	}
 }
@@ -106,7 +196,7 @@ func equal(a, b []uint64) bool {
 // TestForget: a forgotten JVM's series are no longer emitted, other JVMs'
 // are, and a later batch of it starts its series afresh.
 func TestForget(t *testing.T) {
-	a := New()
+	a := New(defaultConfig(), settings())
 	res := pcommon.NewResource()
 	res.Attributes().PutInt("process.pid", 42)
 	log := jvmevent.JVM{PID: 42, Source: "/var/log/gc.log"}
@@ -116,7 +206,7 @@ func TestForget(t *testing.T) {
 	a.Add(&jvmevent.Batch{JVM: repo, Safepoints: append(sp, sp...)}, res, time.Unix(1000, 0))
 	a.Forget(log)
 	a.Forget(jvmevent.JVM{PID: 7}) // unknown: nothing happens
-	md := a.Emit(time.Unix(2000, 0), "scope", "v1")
+	md := a.Emit(time.Unix(2000, 0))
 	if md.ResourceMetrics().Len() != 1 || a.Len() != 1 {
 		t.Fatalf("%d resources emitted, %d JVMs held, want 1 and 1", md.ResourceMetrics().Len(), a.Len())
 	}
@@ -124,7 +214,7 @@ func TestForget(t *testing.T) {
 		t.Errorf("the remaining series counts %d safepoints, want the repository's 2", n)
 	}
 	a.Add(&jvmevent.Batch{JVM: log, Safepoints: sp}, res, time.Unix(3000, 0))
-	md = a.Emit(time.Unix(4000, 0), "scope", "v1")
+	md = a.Emit(time.Unix(4000, 0))
 	if md.ResourceMetrics().Len() != 2 {
 		t.Fatalf("%d resources after the log came back, want 2", md.ResourceMetrics().Len())
 	}
