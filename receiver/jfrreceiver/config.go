@@ -74,6 +74,11 @@ type AttachConfig struct {
 	Settings string `mapstructure:"settings"`
 	// Timeout bounds one attach exchange with a JVM.
 	Timeout time.Duration `mapstructure:"timeout"`
+	// KubernetesAuth is how the Kubernetes API is reached for the pod and
+	// namespace opt-outs: "serviceAccount" (in a pod; off a cluster the
+	// check is skipped), "kubeConfig" ($KUBECONFIG, else ~/.kube/config)
+	// or "none" (not checked).
+	KubernetesAuth string `mapstructure:"kubernetes_auth"`
 }
 
 // XLogConfig configures tailing JVM unified-logging files.
@@ -130,6 +135,12 @@ func (cfg *Config) Validate() error {
 	}
 	if a := cfg.Repositories.Attach; a.Enabled {
 		positive("repositories::attach::timeout", a.Timeout)
+		switch a.KubernetesAuth {
+		case kubernetesAuthServiceAccount, kubernetesAuthKubeConfig, kubernetesAuthNone:
+		default:
+			errs = append(errs, fmt.Errorf("repositories::attach::kubernetes_auth must be %q, %q or %q, got %q",
+				kubernetesAuthServiceAccount, kubernetesAuthKubeConfig, kubernetesAuthNone, a.KubernetesAuth))
+		}
 		if !cfg.Repositories.Discover {
 			errs = append(errs, errors.New("repositories::attach::enabled needs repositories::discover"))
 		}

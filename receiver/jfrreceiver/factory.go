@@ -54,7 +54,7 @@ func createDefaultConfig() component.Config {
 			Enabled:           true,
 			Discover:          true,
 			DiscoveryInterval: defaultDiscoveryInterval,
-			Attach:            AttachConfig{Timeout: defaultAttachTimeout},
+			Attach:            AttachConfig{Timeout: defaultAttachTimeout, KubernetesAuth: kubernetesAuthServiceAccount},
 			MaxChunkSizeMiB:   defaultMaxChunkSizeMiB,
 			MaxMemoryMiB:      defaultMaxMemoryMiB,
 		},

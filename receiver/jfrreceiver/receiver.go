@@ -23,6 +23,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmmetrics"
@@ -55,6 +56,7 @@ type jfrReceiver struct {
 	storage  storage.Client
 	sources  []jvmevent.Source
 	repos    *repository.Source // the live repository source, nil when off
+	pods     *attach.PodWatcher // pod and namespace opt-outs, nil when not checked
 	xlogs    *xlog.Source       // the -Xlog source, nil when off
 	prefer   *preference        // nil unless both are on and xlog::prefer_jfr
 	lastErrs []string           // per source, the last error reported
@@ -90,6 +92,13 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 		}
 		return fmt.Errorf("jfr receiver: telemetry: %w", err)
 	}
+	if r.pods, err = newPodWatcher(r.cfg.Repositories.Attach, r.set.Logger); err != nil {
+		tb.Shutdown()
+		if client != nil {
+			_ = client.Close(ctx)
+		}
+		return err
+	}
 	r.telemetry = tb
 	r.storage = client
 	r.sources = r.newSources()
@@ -112,6 +121,7 @@ func (r *jfrReceiver) shutdown(ctx context.Context) error {
 	r.cancel()
 	select {
 	case <-r.done:
+		r.closePods()
 		r.telemetry.Shutdown()
 		return nil
 	case <-ctx.Done():
@@ -129,7 +139,7 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 		r.repos = repository.New(repository.Config{
 			Include: rc.Include, Discover: rc.Discover, ProcRoot: r.cfg.ProcRoot,
 			DiscoveryInterval: rc.DiscoveryInterval, Logger: logger,
-			Attach:       repository.AttachConfig{Enabled: rc.Attach.Enabled, Settings: rc.Attach.Settings, Timeout: rc.Attach.Timeout},
+			Attach:       repository.AttachConfig{Enabled: rc.Attach.Enabled, Settings: rc.Attach.Settings, Timeout: rc.Attach.Timeout, Pods: r.podPolicy(), Only: attachOnly},
 			MaxChunkSize: rc.MaxChunkSizeMiB << 20, MaxMemory: rc.MaxMemoryMiB << 20,
 			Refused: func(reason string) { r.countRefused("repository", reason) },
 		})
@@ -206,6 +216,9 @@ func (r *jfrReceiver) pollOnce(ctx context.Context, host component.Host) {
 	}
 	if r.repos != nil {
 		r.telemetry.ReceiverJfrRepositoryMemoryHeld.Record(ctx, r.repos.HeldBytes())
+		for state, n := range r.repos.JVMStates() {
+			r.telemetry.ReceiverJfrJvms.Record(ctx, n, otelmetric.WithAttributeSet(attribute.NewSet(attribute.String("state", string(state)))))
+		}
 	}
 	r.cache.Sweep()
 	if logs.LogRecordCount() == 0 {

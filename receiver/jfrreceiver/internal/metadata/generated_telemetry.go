@@ -26,6 +26,7 @@ type TelemetryBuilder struct {
 	meter                           metric.Meter
 	mu                              sync.Mutex
 	registrations                   []metric.Registration
+	ReceiverJfrJvms                 metric.Int64Gauge
 	ReceiverJfrRefused              metric.Int64Counter
 	ReceiverJfrRepositoryMemoryHeld metric.Int64Gauge
 }
@@ -59,6 +60,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ReceiverJfrJvms, err = builder.meter.Int64Gauge(
+		"otelcol_receiver_jfr_jvms",
+		metric.WithDescription("Discovered JVMs by state - found (nothing read yet), recording_ours (read from the recording the receiver started), recording_theirs (its own recording is read), opted_out (by property, environment, pod or namespace), refused (attaching failed). [Development]"),
+		metric.WithUnit("{jvm}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverJfrRefused, err = builder.meter.Int64Counter(
 		"otelcol_receiver_jfr_refused",
 		metric.WithDescription("What a source refused as hostile or over a bound, each counted once - JFR chunk files (and, for too_many and panic, repository folders) and -Xlog files or overlong lines - by source and reason. [Development]"),

@@ -19,8 +19,12 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	tb.ReceiverJfrJvms.Record(context.Background(), 1)
 	tb.ReceiverJfrRefused.Add(context.Background(), 1)
 	tb.ReceiverJfrRepositoryMemoryHeld.Record(context.Background(), 1)
+	AssertEqualReceiverJfrJvms(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverJfrRefused(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())

@@ -42,6 +42,8 @@ type AttachConfig struct {
 	Timeout time.Duration
 	// Pods, when set, says which pods opted out (Kubernetes).
 	Pods attach.PodPolicy
+	// Only, when set (tests), limits attaching to the pids it accepts.
+	Only func(pid int) bool
 }
 
 type jvmKey struct {
@@ -75,7 +77,7 @@ func newStarter(cfg AttachConfig, procRoot string, logger *zap.Logger) *starter 
 // it has one or its owner opted out. It returns an error only for a failure
 // worth reporting (once per JVM).
 func (s *starter) consider(j discovery.JVM, hasRepository bool) error {
-	if s.only != nil && !s.only(j) {
+	if (s.only != nil && !s.only(j)) || (s.cfg.Only != nil && !s.cfg.Only(j.PID)) {
 		return nil
 	}
 	return s.recorder.Consider(attach.JVM{PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, StartsRecording: j.StartsRecording}, hasRepository)
