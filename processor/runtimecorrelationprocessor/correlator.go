@@ -18,6 +18,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procsocket"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/windowindex"
 )
@@ -68,6 +69,11 @@ type correlator struct {
 	// give windows, and the node of processes found in its /proc.
 	node procresource.Node
 	ids  *identities
+	// name is the component ID the timeline page finds this state by;
+	// timeline is what it records for the page (snapshot.go).
+	name       string
+	timeline   *timelineState
+	unregister func()
 
 	mu       sync.RWMutex
 	windows  *windowindex.Index[scopeKey]
@@ -109,12 +115,15 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 		released: windowindex.NewCoverage[scopeKey](bounds),
 		procs:    newProcesses(cfg.Identity.MaxProcesses),
 		totals:   map[pairKey]*pairTotal{},
+		name:     set.ID.String(),
+		timeline: newTimelineState(cfg),
 	}
 	var sockets socketOwners
 	if cfg.Identity.Connection {
 		sockets = procsocket.NewResolver(cfg.Identity.ProcRoot)
 	}
 	c.ids = newIdentities(c, newIndexTable(cfg.Identity.ProcRoot), sockets, cfg.Identity.CacheTTL)
+	c.unregister = timeline.Register(c.name, c)
 	for a := range numKinds {
 		for b := range numKinds {
 			if c.pairs[a][b] {
@@ -125,7 +134,10 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 	return c, nil
 }
 
-func (c *correlator) close() { c.tel.Shutdown() }
+func (c *correlator) close() {
+	c.unregister()
+	c.tel.Shutdown()
+}
 
 // isNode reports whether a span's host.name names a node: this one, or
 // one whose windows are indexed.
@@ -247,7 +259,9 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 		batch                       []pending
 		sources                     []source
 		malformed, unscoped, future int64
+		notes                       []timelineNote
 	)
+	watching := c.watched()
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
@@ -255,6 +269,9 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 		key, scoped := c.scopeOf(src)
 		src.maxStart = math.MinInt64
 		srcIndex := len(sources)
+		if watching && scoped {
+			c.timeline.noteResource(key, rl.Resource())
+		}
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
 			lrs := sls.At(j).LogRecords()
@@ -283,6 +300,9 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 					continue
 				}
 				src.maxStart = max(src.maxStart, w.Start)
+				if watching {
+					notes = append(notes, noteWindow(key, src.proc.pid, kind, w))
+				}
 				batch = append(batch, pending{scope: key, src: srcIndex, entry: windowindex.Entry{
 					Start: w.Start, End: end, ThreadID: w.ThreadID, PID: src.proc.pid, Kind: kind,
 				}})
@@ -294,6 +314,12 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 		if n > 0 {
 			c.tel.ProcessorRuntimecorrelationWindowsDropped.Add(ctx, n, reasonOpt(r))
 		}
+	}
+	if len(notes) > 0 {
+		c.mu.RLock()
+		horizon := c.windows.Horizon()
+		c.mu.RUnlock()
+		c.timeline.noteWindows(notes, horizon)
 	}
 	if len(batch) == 0 {
 		return nil

@@ -42,6 +42,9 @@ func newMetricsProcessor(ref *sharedcomponent.Ref[*correlator], next consumer.Me
 }
 
 func (p *metricsProcessor) processMetrics(_ context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
+	if p.c.watched() {
+		p.c.noteMetrics(md)
+	}
 	return md, nil
 }
 

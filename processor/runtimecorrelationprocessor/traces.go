@@ -305,8 +305,17 @@ func (p *tracesProcessor) annotate(ctx context.Context, td ptrace.Traces, ids []
 		released  []pending
 		matches   []windowindex.Entry
 		annotated int64
+		recorded  []tlSpan
 	)
+	watching := c.watched()
 	rss := td.ResourceSpans()
+	if watching {
+		for i := 0; i < min(rss.Len(), len(ids)); i++ {
+			if ids[i].unmatched == "" {
+				c.timeline.noteResource(ids[i].scope, rss.At(i).Resource())
+			}
+		}
+	}
 	c.mu.RLock()
 	for i := 0; i < min(rss.Len(), len(ids)); i++ {
 		rs := rss.At(i)
@@ -331,10 +340,16 @@ func (p *tracesProcessor) annotate(ctx context.Context, td ptrace.Traces, ids []
 				}
 				matches = c.windows.AppendOverlapping(matches[:0], key, start, end)
 				if len(matches) == 0 {
+					if watching {
+						recorded = append(recorded, recordSpan(key, span, start, end))
+					}
 					continue
 				}
 				annotated++
 				putTotals(span, matches, start, end)
+				if watching {
+					recorded = append(recorded, recordSpan(key, span, start, end))
+				}
 				placements := matches[:min(len(matches), cfg.MaxPlacements)]
 				if cfg.Events {
 					putEvents(span, placements, start, end)
@@ -355,6 +370,9 @@ func (p *tracesProcessor) annotate(ctx context.Context, td ptrace.Traces, ids []
 	}
 	c.mu.RUnlock()
 	c.recordReleased(released)
+	if len(recorded) > 0 {
+		c.timeline.addSpans(recorded)
+	}
 	if annotated > 0 {
 		c.tel.ProcessorRuntimecorrelationSpansAnnotated.Add(ctx, annotated)
 	}
