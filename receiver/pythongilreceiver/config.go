@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
 )
 
 // Config configures the pythongil receiver. Every key and its default is
@@ -43,6 +45,12 @@ type Config struct {
 	RetryInterval time.Duration `mapstructure:"retry_interval"`
 	// Overhead bounds what probing costs the probed processes.
 	Overhead OverheadConfig `mapstructure:"overhead"`
+	// Metrics turns each metric on or off (metrics::<name>::enabled).
+	Metrics MetricsConfig `mapstructure:"metrics"`
+	// ResourceAttributes turns each resource attribute of the metrics on
+	// or off (the windows' resource always carries the whole identity:
+	// the correlator matches on it).
+	ResourceAttributes metadata.ResourceAttributesConfig `mapstructure:"resource_attributes"`
 }
 
 // IncludeConfig selects processes by name, command line or pid; a process

@@ -61,7 +61,16 @@ func TestCustomConfig(t *testing.T) {
 		PerThread:          true,
 		RetryInterval:      5 * time.Minute,
 		Overhead:           OverheadConfig{Budget: 0.05, Period: 5 * time.Second, CostPerHit: time.Microsecond},
+		Metrics:            defaultMetricsConfig(),
+		ResourceAttributes: metadata.DefaultResourceAttributesConfig(),
 	}
+	want.Metrics.PythonGilSwitches.Enabled = false
+	want.Metrics.PythonGilWaitDuration.Enabled = false
+	want.ResourceAttributes.ProcessExecutableName.Enabled = false
+	assert.Equal(t, want.Metrics.PythonGilSwitches.Enabled, cfg.Metrics.PythonGilSwitches.Enabled)
+	assert.Equal(t, want.ResourceAttributes.ProcessExecutableName.Enabled, cfg.ResourceAttributes.ProcessExecutableName.Enabled)
+	want.Metrics.PythonGilSwitches = cfg.Metrics.PythonGilSwitches // enabledSetByUser is unexported
+	want.ResourceAttributes.ProcessExecutableName = cfg.ResourceAttributes.ProcessExecutableName
 	assert.Equal(t, want, cfg)
 	assert.True(t, cfg.filtered())
 	require.NoError(t, confmap.Validate(cfg))

@@ -53,6 +53,8 @@ func createDefaultConfig() component.Config {
 			Period:     defaultBudgetPeriod,
 			CostPerHit: defaultCostPerHit,
 		},
+		Metrics:            defaultMetricsConfig(),
+		ResourceAttributes: metadata.DefaultResourceAttributesConfig(),
 	}
 }
 

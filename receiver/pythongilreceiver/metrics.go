@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
@@ -13,18 +14,72 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
 )
 
-// Metric names (README.md documents each).
+// Histograms: mdatagen (v0.159) generates sums and gauges, not histograms
+// (its builder would set a number on a histogram point), so these three
+// are built here; metadata.yaml declares every other metric and the
+// resource attributes. Each has its switch under metrics:, as the
+// generated ones do, and README.md documents them with the others.
 const (
 	metricReleasedDuration = "python.gil.released.duration"
 	metricWaitDuration     = "python.gil.wait.duration"
 	metricGCDuration       = "python.gc.pause.duration"
-	metricHeldTime         = "python.gil.held.time"
-	metricWaitTime         = "python.gil.wait.time"
-	metricSwitches         = "python.gil.switches"
-	metricSamplingRatio    = "python.gil.probe.sampling_ratio"
-	metricDropped          = "python.gil.probe.dropped"
-	metricHits             = "python.gil.probe.hits"
 )
+
+// Names of generated metrics that tests and the duty cycle's checks look up.
+const (
+	metricSamplingRatio = "python.gil.probe.sampling_ratio"
+	metricWaitTime      = "python.gil.wait.time"
+	metricGCCollections = "cpython.gc.collections"
+)
+
+// scaledNote ends the histograms' descriptions.
+const scaledNote = "; while the probes are duty-cycled, counts and sum are estimates, scaled by the inverse of the sampling ratio."
+
+// histogramMetric is one hand-built histogram: its name, description and
+// whether the configuration turns it on.
+type histogramMetric struct {
+	name, description string
+	enabled           func(MetricsConfig) bool
+}
+
+// histogramMetrics are the histograms by the kind of window they measure.
+var histogramMetrics = map[gil.Kind]histogramMetric{
+	gil.KindReleased: {metricReleasedDuration, "How long Python threads ran without the GIL (PyEval_SaveThread to PyEval_RestoreThread)" + scaledNote,
+		func(c MetricsConfig) bool { return c.PythonGilReleasedDuration.Enabled }},
+	gil.KindWait: {metricWaitDuration, "How long Python threads waited to take the GIL" + scaledNote,
+		func(c MetricsConfig) bool { return c.PythonGilWaitDuration.Enabled }},
+	gil.KindGC: {metricGCDuration, "How long CPython's cyclic garbage collector ran (cpython.gc.generation on pauses at least min_duration long)" + scaledNote,
+		func(c MetricsConfig) bool { return c.PythonGcPauseDuration.Enabled }},
+}
+
+// MetricsConfig is metrics::<name>::enabled for every metric: the
+// generated ones and the histograms.
+type MetricsConfig struct {
+	metadata.MetricsConfig `mapstructure:",squash"`
+
+	PythonGilReleasedDuration HistogramConfig `mapstructure:"python.gil.released.duration"`
+	PythonGilWaitDuration     HistogramConfig `mapstructure:"python.gil.wait.duration"`
+	PythonGcPauseDuration     HistogramConfig `mapstructure:"python.gc.pause.duration"`
+}
+
+// HistogramConfig turns one histogram on or off.
+type HistogramConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+}
+
+func defaultMetricsConfig() MetricsConfig {
+	return MetricsConfig{
+		MetricsConfig:             metadata.DefaultMetricsConfig(),
+		PythonGilReleasedDuration: HistogramConfig{Enabled: true},
+		PythonGilWaitDuration:     HistogramConfig{Enabled: true},
+		PythonGcPauseDuration:     HistogramConfig{Enabled: true},
+	}
+}
+
+// newMetricsBuilder makes the generated builder for cfg's switches.
+func newMetricsBuilder(cfg *Config, set receiver.Settings) *metadata.MetricsBuilder {
+	return metadata.NewMetricsBuilder(metadata.MetricsBuilderConfig{Metrics: cfg.Metrics.MetricsConfig, ResourceAttributes: cfg.ResourceAttributes}, set)
+}
 
 // histogramBounds are the explicit bucket bounds in seconds above the first
 // one, which is the configured min_duration: windows shorter than it are
@@ -78,17 +133,14 @@ func (h *histogram) bucketCounts() ([]uint64, uint64) {
 	return out, total
 }
 
-// scaledNote ends the histograms' descriptions.
-const scaledNote = "; while the probes are duty-cycled, counts and sum are estimates, scaled by the inverse of the sampling ratio."
-
 // aggEstimate is the scaled count and sum of a kernel aggregate.
 type aggEstimate struct {
 	count, sum float64
 }
 
-// metrics builds every process's metrics: histograms of the windows that
-// came as events plus the kernel's aggregates of the short ones, scaled time
-// and switch counters, and the probe's own health.
+// metrics builds every process's metrics (histograms of its windows plus
+// the kernel's aggregates of the short ones, scaled time, switch and
+// collection counters) and the probes' own health.
 func (st *runState) metrics(now pcommon.Timestamp) (pmetric.Metrics, error) {
 	md := pmetric.NewMetrics()
 	aggs, err := st.probe.Aggregates()
@@ -99,19 +151,7 @@ func (st *runState) metrics(now pcommon.Timestamp) (pmetric.Metrics, error) {
 	if err != nil {
 		return md, err
 	}
-	byPID := map[uint32]map[gil.AggregateKey]gil.Aggregate{}
-	for k, v := range aggs {
-		m, ok := byPID[k.PID]
-		if !ok {
-			m = map[gil.AggregateKey]gil.Aggregate{}
-			byPID[k.PID] = m
-		}
-		if !st.cfg.PerThread {
-			k.TID = 0
-		}
-		prev := m[k]
-		m[k] = gil.Aggregate{Count: prev.Count + v.Count, Sum: prev.Sum + v.Sum}
-	}
+	byPID := st.aggregatesByPID(aggs)
 	for pid := range byPID {
 		st.process(pid)
 	}
@@ -129,30 +169,57 @@ func (st *runState) metrics(now pcommon.Timestamp) (pmetric.Metrics, error) {
 	return md, nil
 }
 
+// aggregatesByPID groups the kernel's aggregates by process, merging
+// threads when metrics are not per thread.
+func (st *runState) aggregatesByPID(aggs map[gil.AggregateKey]gil.Aggregate) map[uint32]map[gil.AggregateKey]gil.Aggregate {
+	byPID := map[uint32]map[gil.AggregateKey]gil.Aggregate{}
+	for k, v := range aggs {
+		m, ok := byPID[k.PID]
+		if !ok {
+			m = map[gil.AggregateKey]gil.Aggregate{}
+			byPID[k.PID] = m
+		}
+		if !st.cfg.PerThread {
+			k.TID = 0
+		}
+		prev := m[k]
+		m[k] = gil.Aggregate{Count: prev.Count + v.Count, Sum: prev.Sum + v.Sum}
+	}
+	return byPID
+}
+
+// ratio is the sampling ratio that scales what grew since the last
+// collection, bounded so that one window never weighs more than 1/minScaleRatio.
+func (st *runState) ratio() float64 { return max(min(st.sampling, 1), minScaleRatio) }
+
+// processMetrics records one process's metrics on its own resource.
 func (st *runState) processMetrics(md pmetric.Metrics, p *process, aggs map[gil.AggregateKey]gil.Aggregate, now pcommon.Timestamp) {
 	if len(p.hists) == 0 && len(aggs) == 0 {
 		return
 	}
-	rm := md.ResourceMetrics().AppendEmpty()
-	st.putResource(rm.Resource(), p)
-	sm := rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName(metadata.ScopeName)
-	ms := sm.Metrics()
+	hists := st.mergeHistograms(p, aggs)
+	st.updateEstimates(p, aggs)
+	st.recordCounters(p, now)
+	st.emit(md, st.metricsResource(p), func(ms pmetric.MetricSlice) {
+		appendHistograms(ms, st.cfg.Metrics, hists, p.startTime, now)
+	}, metadata.WithStartTimeOverride(p.startTime))
+}
 
-	// Histograms: events plus, in the first bucket, the kernel's short
-	// windows of the same kind and thread.
-	// The kernel's aggregates are raw cumulative totals: what they grew by
-	// since the last collection is scaled by the sampling ratio, as the
-	// windows that came one by one were.
-	ratio := max(min(st.sampling, 1), minScaleRatio)
-	merged := map[histKey]*histogram{}
+// mergeHistograms returns the process's histograms of the windows that
+// came as events plus, in the first bucket, the kernel's short windows of
+// the same kind and thread. The kernel's aggregates are raw cumulative
+// totals: what they grew by since the last collection is scaled by the
+// sampling ratio, as the windows that came one by one were.
+func (st *runState) mergeHistograms(p *process, aggs map[gil.AggregateKey]gil.Aggregate) map[histKey]*histogram {
+	ratio := st.ratio()
+	merged := make(map[histKey]*histogram, len(p.hists))
 	for k, h := range p.hists {
 		c := *h
 		c.counts = append([]float64(nil), h.counts...)
 		merged[k] = &c
 	}
 	for k, a := range aggs {
-		if k.Kind != gil.KindReleased && k.Kind != gil.KindWait && k.Kind != gil.KindGC {
+		if _, ok := histogramMetrics[k.Kind]; !ok {
 			continue
 		}
 		// The kernel does not keep the GC generation of short pauses.
@@ -175,46 +242,14 @@ func (st *runState) processMetrics(md pmetric.Metrics, p *process, aggs map[gil.
 		h.counts[0] += e.count
 		h.sum += e.sum
 	}
-	hists := map[gil.Kind]pmetric.HistogramDataPointSlice{}
-	for k, h := range merged {
-		dps, ok := hists[k.kind]
-		if !ok {
-			m := ms.AppendEmpty()
-			switch k.kind {
-			case gil.KindReleased:
-				m.SetName(metricReleasedDuration)
-				m.SetDescription("How long Python threads ran without the GIL (PyEval_SaveThread to PyEval_RestoreThread)" + scaledNote)
-			case gil.KindWait:
-				m.SetName(metricWaitDuration)
-				m.SetDescription("How long Python threads waited to take the GIL" + scaledNote)
-			case gil.KindGC:
-				m.SetName(metricGCDuration)
-				m.SetDescription("How long CPython's cyclic garbage collector ran" + scaledNote)
-			}
-			m.SetUnit("s")
-			hist := m.SetEmptyHistogram()
-			hist.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-			dps = hist.DataPoints()
-			hists[k.kind] = dps
-		}
-		dp := dps.AppendEmpty()
-		dp.SetStartTimestamp(p.startTime)
-		dp.SetTimestamp(now)
-		counts, total := h.bucketCounts()
-		dp.SetCount(total)
-		dp.SetSum(h.sum)
-		dp.ExplicitBounds().FromRaw(h.bounds)
-		dp.BucketCounts().FromRaw(counts)
-		if k.tid != 0 {
-			dp.Attributes().PutInt(window.AttrThreadID, int64(k.tid))
-		}
-		if k.gen >= 0 {
-			dp.Attributes().PutInt(window.AttrPythonGCGeneration, int64(k.gen))
-		}
-	}
+	return merged
+}
 
-	// Counters: raw totals now, scaled by the sampling ratio since the last
-	// collection, accumulated.
+// updateEstimates brings the time and switch counters up to date: the
+// raw totals now, scaled by the sampling ratio since the last collection,
+// accumulated.
+func (st *runState) updateEstimates(p *process, aggs map[gil.AggregateKey]gil.Aggregate) {
+	ratio := st.ratio()
 	raw := map[counterKey]float64{}
 	for k, h := range p.hists {
 		if k.kind == gil.KindWait {
@@ -223,10 +258,8 @@ func (st *runState) processMetrics(md pmetric.Metrics, p *process, aggs map[gil.
 	}
 	for k, a := range aggs {
 		switch k.Kind {
-		case gil.KindWait:
-			raw[counterKey{kind: gil.KindWait, tid: k.TID}] += a.Sum.Seconds()
-		case gil.KindHeld:
-			raw[counterKey{kind: gil.KindHeld, tid: k.TID}] += a.Sum.Seconds()
+		case gil.KindWait, gil.KindHeld:
+			raw[counterKey{kind: k.Kind, tid: k.TID}] += a.Sum.Seconds()
 		case gil.KindSwitch:
 			raw[counterKey{kind: gil.KindSwitch, tid: k.TID}] += float64(a.Count)
 		}
@@ -237,83 +270,125 @@ func (st *runState) processMetrics(md pmetric.Metrics, p *process, aggs map[gil.
 		}
 		p.raw[k] = v
 	}
-	sums := map[gil.Kind]pmetric.NumberDataPointSlice{}
+}
+
+// recordCounters records the process's counters in the generated builder:
+// held and wait time, switches, and collections per GC generation (the
+// scaled counts of the GC pauses that came with their generation).
+func (st *runState) recordCounters(p *process, now pcommon.Timestamp) {
 	for k, v := range p.estimates {
-		dps, ok := sums[k.kind]
+		opts := threadOption(k.tid)
+		switch k.kind {
+		case gil.KindHeld:
+			st.mb.RecordPythonGilHeldTimeDataPoint(now, v, opts...)
+		case gil.KindWait:
+			st.mb.RecordPythonGilWaitTimeDataPoint(now, v, opts...)
+		case gil.KindSwitch:
+			st.mb.RecordPythonGilSwitchesDataPoint(now, v, opts...)
+		}
+	}
+	for k, h := range p.hists {
+		if k.kind != gil.KindGC || k.gen < 0 {
+			continue
+		}
+		_, total := h.bucketCounts()
+		st.mb.RecordCpythonGcCollectionsDataPoint(now, int64(total), int64(k.gen), threadOption(k.tid)...)
+	}
+}
+
+// threadOption adds thread.id to a point of a per-thread series.
+func threadOption(tid uint32) []metadata.MetricAttributeOption {
+	if tid == 0 {
+		return nil
+	}
+	return []metadata.MetricAttributeOption{metadata.WithThreadIDMetricAttribute(int64(tid))}
+}
+
+// appendHistograms adds the enabled histograms, one metric per kind and a
+// point per thread (and GC generation).
+func appendHistograms(ms pmetric.MetricSlice, cfg MetricsConfig, hists map[histKey]*histogram, start, now pcommon.Timestamp) {
+	dpsByKind := map[gil.Kind]pmetric.HistogramDataPointSlice{}
+	for k, h := range hists {
+		def, ok := histogramMetrics[k.kind]
+		if !ok || !def.enabled(cfg) {
+			continue
+		}
+		dps, ok := dpsByKind[k.kind]
 		if !ok {
 			m := ms.AppendEmpty()
-			switch k.kind {
-			case gil.KindHeld:
-				m.SetName(metricHeldTime)
-				m.SetDescription("Time Python threads held the GIL (take_gil to drop_gil; needs those symbols), scaled by the sampling ratio.")
-				m.SetUnit("s")
-			case gil.KindWait:
-				m.SetName(metricWaitTime)
-				m.SetDescription("Time Python threads waited for the GIL, scaled by the sampling ratio.")
-				m.SetUnit("s")
-			case gil.KindSwitch:
-				m.SetName(metricSwitches)
-				m.SetDescription("Times the switch interval forced a thread to drop the GIL (needs take_gil/drop_gil), scaled by the sampling ratio.")
-				m.SetUnit("{switch}")
-			}
-			sum := m.SetEmptySum()
-			sum.SetIsMonotonic(true)
-			sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-			dps = sum.DataPoints()
-			sums[k.kind] = dps
+			m.SetName(def.name)
+			m.SetDescription(def.description)
+			m.SetUnit("s")
+			hist := m.SetEmptyHistogram()
+			hist.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			dps = hist.DataPoints()
+			dpsByKind[k.kind] = dps
 		}
 		dp := dps.AppendEmpty()
-		dp.SetStartTimestamp(p.startTime)
+		dp.SetStartTimestamp(start)
 		dp.SetTimestamp(now)
-		dp.SetDoubleValue(v)
+		counts, total := h.bucketCounts()
+		dp.SetCount(total)
+		dp.SetSum(h.sum)
+		dp.ExplicitBounds().FromRaw(h.bounds)
+		dp.BucketCounts().FromRaw(counts)
 		if k.tid != 0 {
 			dp.Attributes().PutInt(window.AttrThreadID, int64(k.tid))
 		}
+		if k.gen >= 0 {
+			dp.Attributes().PutInt(attrCPythonGCGeneration, int64(k.gen))
+		}
 	}
+}
+
+// attrCPythonGCGeneration is the conventions' name of the GC generation on
+// metrics (the windows keep internal/window's python.gc.generation).
+const attrCPythonGCGeneration = "cpython.gc.generation"
+
+// metricsResource is a process's resource on metrics: its identity
+// (procresource.SetIdentity), runtime and executable, each attribute with
+// its resource_attributes switch.
+func (st *runState) metricsResource(p *process) pcommon.Resource {
+	rb := st.mb.NewResourceBuilder()
+	id := p.res.Identity()
+	id.PID = int(p.pid)
+	procresource.SetIdentity(rb, id, st.node)
+	rb.SetProcessRuntimeName(window.RuntimeCPython)
+	if p.version != "" {
+		rb.SetProcessRuntimeVersion(p.version)
+	}
+	if p.res.ExecutableName != "" {
+		rb.SetProcessExecutableName(p.res.ExecutableName)
+	}
+	return rb.Emit()
+}
+
+// emit moves what the builder recorded onto one resource, adds the
+// hand-built metrics, and appends the resource to md unless it has none.
+func (st *runState) emit(md pmetric.Metrics, res pcommon.Resource, add func(pmetric.MetricSlice), opts ...metadata.ResourceMetricsOption) {
+	got := st.mb.Emit(append([]metadata.ResourceMetricsOption{metadata.WithResource(res)}, opts...)...)
+	if got.ResourceMetrics().Len() == 0 {
+		rm := got.ResourceMetrics().AppendEmpty()
+		res.CopyTo(rm.Resource())
+		rm.ScopeMetrics().AppendEmpty().Scope().SetName(metadata.ScopeName)
+	}
+	rm := got.ResourceMetrics().At(0)
+	add(rm.ScopeMetrics().At(0).Metrics())
+	if rm.ScopeMetrics().At(0).Metrics().Len() == 0 {
+		return
+	}
+	got.ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())
 }
 
 // probeMetrics reports the probes' own state on a resource that names only
 // the host.
 func (st *runState) probeMetrics(md pmetric.Metrics, c gil.Counters, now pcommon.Timestamp) {
-	rm := md.ResourceMetrics().AppendEmpty()
-	procresource.PutIdentity(rm.Resource().Attributes(), procresource.Identity{}, st.node)
-	sm := rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName(metadata.ScopeName)
-	ms := sm.Metrics()
-
-	m := ms.AppendEmpty()
-	m.SetName(metricSamplingRatio)
-	m.SetDescription("Fraction of time the probes are attached under the overhead budget; counters are scaled by its inverse and so are estimates when it is below 1.")
-	m.SetUnit("1")
-	dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
-	dp.SetTimestamp(now)
-	dp.SetDoubleValue(st.sampling)
-
-	m = ms.AppendEmpty()
-	m.SetName(metricDropped)
-	m.SetDescription("Windows the kernel side could not send one by one (ring buffer full: summed instead) or lost (aggregate map full), or discarded as stale after a detached period.")
-	m.SetUnit("{window}")
-	sum := m.SetEmptySum()
-	sum.SetIsMonotonic(true)
-	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-	for _, r := range []struct {
-		reason string
-		v      uint64
-	}{{"ring_buffer_full", c.RingBufferFull}, {"aggregate_map_full", c.AggregateMapFull}, {"stale", c.Stale}} {
-		dp := sum.DataPoints().AppendEmpty()
-		dp.SetTimestamp(now)
-		dp.SetIntValue(int64(r.v))
-		dp.Attributes().PutStr("reason", r.reason)
-	}
-
-	m = ms.AppendEmpty()
-	m.SetName(metricHits)
-	m.SetDescription("Probe hits, the basis of the overhead estimate.")
-	m.SetUnit("{hit}")
-	sum = m.SetEmptySum()
-	sum.SetIsMonotonic(true)
-	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-	dp = sum.DataPoints().AppendEmpty()
-	dp.SetTimestamp(now)
-	dp.SetIntValue(int64(c.Hits))
+	st.mb.RecordPythonGilProbeSamplingRatioDataPoint(now, st.sampling)
+	st.mb.RecordPythonGilProbeDroppedDataPoint(now, int64(c.RingBufferFull), metadata.AttributeDropReasonRingBufferFull)
+	st.mb.RecordPythonGilProbeDroppedDataPoint(now, int64(c.AggregateMapFull), metadata.AttributeDropReasonAggregateMapFull)
+	st.mb.RecordPythonGilProbeDroppedDataPoint(now, int64(c.Stale), metadata.AttributeDropReasonStale)
+	st.mb.RecordPythonGilProbeHitsDataPoint(now, int64(c.Hits))
+	rb := st.mb.NewResourceBuilder()
+	procresource.SetIdentity(rb, procresource.Identity{}, st.node)
+	st.emit(md, rb.Emit(), func(pmetric.MetricSlice) {})
 }

@@ -8,9 +8,39 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
 )
+
+// newTestRunState is a run state without probes, for the metric-building
+// phases.
+func newTestRunState(t testing.TB, cfg *Config) *runState {
+	t.Helper()
+	return &runState{cfg: cfg, sampling: 1, processes: map[uint32]*process{},
+		mb: newMetricsBuilder(cfg, receivertest.NewNopSettings(metadata.Type))}
+}
+
+func newTestProcess(pid uint32) *process {
+	return &process{pid: pid, hists: map[histKey]*histogram{}, estimates: map[counterKey]float64{}, raw: map[counterKey]float64{},
+		aggEst: map[histKey]aggEstimate{}, aggRaw: map[histKey]gil.Aggregate{}}
+}
+
+// findMetric returns the metric called name in md's first resource.
+func findMetric(md pmetric.Metrics, name string) (pmetric.Metric, bool) {
+	if md.ResourceMetrics().Len() == 0 {
+		return pmetric.Metric{}, false
+	}
+	for _, sm := range md.ResourceMetrics().At(0).ScopeMetrics().All() {
+		for _, m := range sm.Metrics().All() {
+			if m.Name() == name {
+				return m, true
+			}
+		}
+	}
+	return pmetric.Metric{}, false
+}
 
 // TestHistogramsScaledBySampling: a window seen while the probes were
 // attached a quarter of the time stands for four, in the histogram's
@@ -18,9 +48,8 @@ import (
 // by what they grew since the last collection; the wait-time counter is
 // scaled once, not twice.
 func TestHistogramsScaledBySampling(t *testing.T) {
-	st := &runState{cfg: createDefaultConfig().(*Config), sampling: 1}
-	p := &process{pid: 7, hists: map[histKey]*histogram{}, estimates: map[counterKey]float64{}, raw: map[counterKey]float64{},
-		aggEst: map[histKey]aggEstimate{}, aggRaw: map[histKey]gil.Aggregate{}}
+	st := newTestRunState(t, createDefaultConfig().(*Config))
+	p := newTestProcess(7)
 	wait := histKey{kind: gil.KindWait, gen: -1}
 	h := newHistogram(st.cfg.MinDuration)
 	p.hists[wait] = h
@@ -30,18 +59,11 @@ func TestHistogramsScaledBySampling(t *testing.T) {
 	collect := func(aggs map[gil.AggregateKey]gil.Aggregate) (pmetric.HistogramDataPoint, float64) {
 		md := pmetric.NewMetrics()
 		st.processMetrics(md, p, aggs, pcommon.NewTimestampFromTime(time.Now()))
-		var hist pmetric.HistogramDataPoint
-		var waitTime float64
-		ms := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
-		for i := range ms.Len() {
-			switch m := ms.At(i); m.Name() {
-			case metricWaitDuration:
-				hist = m.Histogram().DataPoints().At(0)
-			case metricWaitTime:
-				waitTime = m.Sum().DataPoints().At(0).DoubleValue()
-			}
-		}
-		return hist, waitTime
+		hist, ok := findMetric(md, metricWaitDuration)
+		require.True(t, ok)
+		waitTime, ok := findMetric(md, metricWaitTime)
+		require.True(t, ok)
+		return hist.Histogram().DataPoints().At(0), waitTime.Sum().DataPoints().At(0).DoubleValue()
 	}
 
 	// 10 short waits (5 µs each) counted in the kernel at ratio 1.
@@ -59,4 +81,74 @@ func TestHistogramsScaledBySampling(t *testing.T) {
 	assert.Equal(t, uint64(35), dp.Count())
 	assert.InDelta(t, 150e-6+200e-6+4*2e-3, dp.Sum(), 1e-12)
 	assert.InDelta(t, 50e-6+200e-6+2e-3+2*50e-6, waitTime, 1e-12, "the counter's growth scaled once")
+}
+
+// TestGCCollectionsPerGeneration: cpython.gc.collections counts, per
+// generation, the pauses that came with their generation (scaled like the
+// histograms); the kernel's short pauses, which have none, are counted in
+// the pause histogram only.
+func TestGCCollectionsPerGeneration(t *testing.T) {
+	st := newTestRunState(t, createDefaultConfig().(*Config))
+	p := newTestProcess(9)
+	for gen, n := range map[int]int{0: 3, 2: 2} {
+		h := newHistogram(st.cfg.MinDuration)
+		for range n {
+			h.record(time.Millisecond, 1)
+		}
+		p.hists[histKey{kind: gil.KindGC, gen: gen}] = h
+	}
+	p.hists[histKey{kind: gil.KindGC, gen: 1}] = newHistogram(st.cfg.MinDuration)
+	p.hists[histKey{kind: gil.KindGC, gen: 1}].record(time.Millisecond, 0.5) // stands for 2
+	md := pmetric.NewMetrics()
+	short := map[gil.AggregateKey]gil.Aggregate{{PID: 9, Kind: gil.KindGC}: {Count: 40, Sum: 2 * time.Millisecond}}
+	st.processMetrics(md, p, short, pcommon.NewTimestampFromTime(time.Now()))
+
+	m, ok := findMetric(md, metricGCCollections)
+	require.True(t, ok)
+	assert.True(t, m.Sum().IsMonotonic())
+	got := map[int64]int64{}
+	for _, dp := range m.Sum().DataPoints().All() {
+		gen, ok := dp.Attributes().Get("cpython.gc.generation")
+		require.True(t, ok)
+		got[gen.Int()] = dp.IntValue()
+	}
+	assert.Equal(t, map[int64]int64{0: 3, 1: 2, 2: 2}, got)
+
+	pauses, ok := findMetric(md, metricGCDuration)
+	require.True(t, ok)
+	var total uint64
+	for _, dp := range pauses.Histogram().DataPoints().All() {
+		total += dp.Count()
+	}
+	assert.Equal(t, uint64(3+2+2+40), total, "the pause histogram counts every collection")
+}
+
+// TestMetricSwitches: metrics::<name>::enabled turns a generated metric and
+// a histogram off; resource_attributes::<name>::enabled drops an attribute
+// from the metrics' resource.
+func TestMetricSwitches(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Metrics.PythonGilWaitTime.Enabled = false
+	cfg.Metrics.PythonGilWaitDuration.Enabled = false
+	cfg.ResourceAttributes.ProcessExecutableName.Enabled = false
+	st := newTestRunState(t, cfg)
+	p := newTestProcess(11)
+	p.res.ExecutableName = "python3.12"
+	h := newHistogram(cfg.MinDuration)
+	h.record(time.Millisecond, 1)
+	p.hists[histKey{kind: gil.KindWait, gen: -1}] = h
+	p.hists[histKey{kind: gil.KindReleased, gen: -1}] = h
+	md := pmetric.NewMetrics()
+	st.processMetrics(md, p, nil, pcommon.NewTimestampFromTime(time.Now()))
+
+	_, ok := findMetric(md, metricWaitTime)
+	assert.False(t, ok)
+	_, ok = findMetric(md, metricWaitDuration)
+	assert.False(t, ok)
+	_, ok = findMetric(md, metricReleasedDuration)
+	assert.True(t, ok)
+	_, ok = md.ResourceMetrics().At(0).Resource().Attributes().Get("process.executable.name")
+	assert.False(t, ok)
+	pid, _ := md.ResourceMetrics().At(0).Resource().Attributes().Get("process.pid")
+	assert.Equal(t, int64(11), pid.Int())
 }

@@ -157,6 +157,7 @@ func (r *gilReceiver) serve(ctx context.Context, host component.Host, probe *gil
 		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
 	}}
 	st := newRunState(r.cfg, probe, clock, discovery.NewScanner(procresource.NewReader(r.cfg.ProcRoot, 0), filter), procresource.LocalNode(), r.set.Logger, refused)
+	st.mb = newMetricsBuilder(r.cfg, r.set)
 	r.stateMu.Lock()
 	r.state = st
 	r.stateMu.Unlock()

@@ -21,7 +21,8 @@ func TestResourceIdentity(t *testing.T) {
 		podUID      = "1a2b3c4d-5e6f-4a1b-8c9d-0e1f2a3b4c5d"
 	)
 	node := procresource.Node{HostName: "gpu-node-3", K8sNodeName: "gpu-node-3"}
-	st := &runState{node: node, sampling: 1}
+	st := newTestRunState(t, createDefaultConfig().(*Config))
+	st.node = node
 	tests := []struct {
 		name string
 		p    *process
@@ -56,6 +57,7 @@ func TestResourceIdentity(t *testing.T) {
 			res := pcommon.NewResource()
 			st.putResource(res, tt.p)
 			assert.Equal(t, tt.want, res.Attributes().AsRaw())
+			assert.Equal(t, tt.want, st.metricsResource(tt.p).Attributes().AsRaw(), "metrics carry the same resource")
 		})
 	}
 

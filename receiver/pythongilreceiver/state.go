@@ -18,6 +18,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
 )
 
 // runState is what the receiver knows while its probes are loaded.
@@ -41,6 +42,9 @@ type runState struct {
 	// sampling is the fraction of time the probes were attached in the
 	// current duty cycle (1 without duty cycling).
 	sampling float64
+
+	// mb builds the metrics metadata.yaml declares.
+	mb *metadata.MetricsBuilder
 
 	pending      plog.Logs
 	pendingByPID map[uint32]plog.LogRecordSlice

@@ -19,7 +19,17 @@ func TestLogsBuilderAppendLogRecord(t *testing.T) {
 	settings.Logger = zap.New(observedZapCore)
 	lb := NewLogsBuilder(settings)
 
-	res := pcommon.NewResource()
+	rb := lb.NewResourceBuilder()
+	rb.SetContainerID("container.id-val")
+	rb.SetHostName("host.name-val")
+	rb.SetK8sNodeName("k8s.node.name-val")
+	rb.SetK8sPodUID("k8s.pod.uid-val")
+	rb.SetProcessExecutableName("process.executable.name-val")
+	rb.SetProcessPid(11)
+	rb.SetProcessRuntimeName("process.runtime.name-val")
+	rb.SetProcessRuntimeVersion("process.runtime.version-val")
+	rb.SetProcessVpid(12)
+	res := rb.Emit()
 
 	// append the first log record
 	lr := plog.NewLogRecord()
