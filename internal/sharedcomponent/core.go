@@ -187,5 +187,41 @@ func (cs *Cores[K, C]) Acquire(key K, create func() (*Core[C], error), hooks fun
 	return f, nil
 }
 
+// Lifecycle is how a core's value runs: Start when the first face starts,
+// Stop when the last started face shuts down. A component gives its own
+// methods as method expressions, e.g.
+// Lifecycle[*rcv]{Start: (*rcv).start, Stop: (*rcv).shutdown}.
+type Lifecycle[C any] struct {
+	Start func(C, context.Context, component.Host) error
+	Stop  func(C, context.Context) error
+}
+
+// Core returns a core around value that runs value's lifecycle.
+func (l Lifecycle[C]) Core(value C) *Core[C] {
+	var start func(context.Context, component.Host) error
+	var stop func(context.Context) error
+	if l.Start != nil {
+		start = func(ctx context.Context, host component.Host) error { return l.Start(value, ctx, host) }
+	}
+	if l.Stop != nil {
+		stop = func(ctx context.Context) error { return l.Stop(value, ctx) }
+	}
+	return NewCore(value, start, stop)
+}
+
+// Share is what a factory's create functions call: it returns a new face
+// of the core under key, whose value create makes, run by lc, when there is
+// none. hooks, which may be nil, connects the face's pipeline. An error from
+// create is returned as is and nothing is kept.
+func (cs *Cores[K, C]) Share(key K, create func() (C, error), lc Lifecycle[C], hooks func(C) Hooks) (*Face[C], error) {
+	return cs.Acquire(key, func() (*Core[C], error) {
+		v, err := create()
+		if err != nil {
+			return nil, err
+		}
+		return lc.Core(v), nil
+	}, hooks)
+}
+
 // Len returns the number of cores held.
 func (cs *Cores[K, C]) Len() int { return cs.m.Len() }

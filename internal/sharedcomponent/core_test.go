@@ -330,3 +330,74 @@ func TestConcurrentFaces(t *testing.T) {
 		t.Errorf("running %d, started faces %d, starts %d", running, core.Started(), starts)
 	}
 }
+
+// runner is a component value with its own start and shutdown methods, as
+// the receivers have.
+type runner struct {
+	j       *journal
+	name    string
+	running bool
+}
+
+func (r *runner) start(context.Context, component.Host) error {
+	r.j.add("start:%s", r.name)
+	r.running = true
+	return nil
+}
+
+func (r *runner) shutdown(context.Context) error {
+	r.j.add("stop:%s", r.name)
+	r.running = false
+	return nil
+}
+
+var runnerLifecycle = Lifecycle[*runner]{Start: (*runner).start, Stop: (*runner).shutdown}
+
+func TestShareRunsTheValuesOwnLifecycle(t *testing.T) {
+	var cs Cores[string, *runner]
+	var j journal
+	made := 0
+	create := func() (*runner, error) {
+		made++
+		return &runner{j: &j, name: fmt.Sprintf("r%d", made)}, nil
+	}
+	hooks := func(name string) func(*runner) Hooks {
+		return func(r *runner) Hooks {
+			return Hooks{Open: func() { j.add("open:%s:%s", name, r.name) }, Close: func() { j.add("close:%s:%s", name, r.name) }}
+		}
+	}
+	ctx, host := context.Background(), componenttest.NewNopHost()
+	logs, err := cs.Share("a", create, runnerLifecycle, hooks("logs"))
+	must(t, err)
+	metrics, err := cs.Share("a", create, runnerLifecycle, hooks("metrics"))
+	must(t, err)
+	if logs.Value() != metrics.Value() || made != 1 || cs.Len() != 1 {
+		t.Fatalf("two faces of key a: same value %v, %d made, %d cores", logs.Value() == metrics.Value(), made, cs.Len())
+	}
+	must(t, logs.Start(ctx, host))
+	must(t, metrics.Start(ctx, host))
+	must(t, logs.Shutdown(ctx))
+	if !metrics.Value().running {
+		t.Error("the value stopped while the metrics face still runs")
+	}
+	must(t, metrics.Shutdown(ctx))
+	if got, want := j.take(), "open:logs:r1 start:r1 open:metrics:r1 close:logs:r1 stop:r1 close:metrics:r1"; got != want {
+		t.Errorf("calls %q, want %q", got, want)
+	}
+	if cs.Len() != 0 {
+		t.Errorf("%d cores held after every face shut down", cs.Len())
+	}
+
+	fail := errors.New("no device")
+	if _, err := cs.Share("b", func() (*runner, error) { return nil, fail }, runnerLifecycle, nil); !errors.Is(err, fail) || cs.Len() != 0 {
+		t.Errorf("create error: got %v with %d cores held, want %v and none", err, cs.Len(), fail)
+	}
+
+	// A lifecycle without a stop (or start) runs what it has.
+	bare := Lifecycle[*runner]{Start: (*runner).start}.Core(&runner{j: &j, name: "bare"}).NewFace(Hooks{})
+	must(t, bare.Start(ctx, host))
+	must(t, bare.Shutdown(ctx))
+	if got := j.take(); got != "start:bare" {
+		t.Errorf("start-only lifecycle: calls %q, want %q", got, "start:bare")
+	}
+}
