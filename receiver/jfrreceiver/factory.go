@@ -75,23 +75,17 @@ type factory struct {
 	receivers sharedcomponent.Cores[component.ID, *jfrReceiver]
 }
 
-// face returns a new face of set.ID's receiver, made from cfg when there
-// is none; hooks connect the face's pipeline.
-func (f *factory) face(set receiver.Settings, cfg *Config, hooks func(*jfrReceiver) sharedcomponent.Hooks) (*sharedcomponent.Face[*jfrReceiver], error) {
-	return f.receivers.Acquire(set.ID, func() (*sharedcomponent.Core[*jfrReceiver], error) {
-		r := newReceiver(set, cfg)
-		return sharedcomponent.NewCore(r, r.start, r.shutdown), nil
-	}, hooks)
-}
+// lifecycle runs a shared receiver while any of its pipelines runs.
+var lifecycle = sharedcomponent.Lifecycle[*jfrReceiver]{Start: (*jfrReceiver).start, Stop: (*jfrReceiver).shutdown}
 
 func (f *factory) createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
-	return f.face(set, cfg.(*Config), func(r *jfrReceiver) sharedcomponent.Hooks {
+	return f.receivers.Share(set.ID, func() (*jfrReceiver, error) { return newReceiver(set, cfg.(*Config)), nil }, lifecycle, func(r *jfrReceiver) sharedcomponent.Hooks {
 		return sharedcomponent.Hooks{Open: func() { r.metrics.Open(next) }, Close: r.metrics.Close}
 	})
 }
 
 func (f *factory) createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-	return f.face(set, cfg.(*Config), func(r *jfrReceiver) sharedcomponent.Hooks {
+	return f.receivers.Share(set.ID, func() (*jfrReceiver, error) { return newReceiver(set, cfg.(*Config)), nil }, lifecycle, func(r *jfrReceiver) sharedcomponent.Hooks {
 		return sharedcomponent.Hooks{Open: func() { r.logs.Open(next) }, Close: r.logs.Close}
 	})
 }

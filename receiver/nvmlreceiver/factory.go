@@ -79,16 +79,12 @@ type factory struct {
 	receivers sharedcomponent.Cores[component.ID, *nvmlReceiver]
 }
 
-// face returns a new face of set.ID's receiver, made from cfg when there
-// is none; hooks, which may be nil, connect the face's pipeline.
-func (f *factory) face(set receiver.Settings, cfg *Config, hooks func(*nvmlReceiver) sharedcomponent.Hooks) (*sharedcomponent.Face[*nvmlReceiver], error) {
-	return f.receivers.Acquire(set.ID, func() (*sharedcomponent.Core[*nvmlReceiver], error) {
-		r, err := newNVMLReceiver(set, cfg, f.open)
-		if err != nil {
-			return nil, err
-		}
-		return sharedcomponent.NewCore(r, r.start, r.shutdown), nil
-	}, hooks)
+// lifecycle runs a shared receiver while any of its pipelines runs.
+var lifecycle = sharedcomponent.Lifecycle[*nvmlReceiver]{Start: (*nvmlReceiver).start, Stop: (*nvmlReceiver).shutdown}
+
+// create returns the function that makes set.ID's receiver from cfg.
+func (f *factory) create(set receiver.Settings, cfg *Config) func() (*nvmlReceiver, error) {
+	return func() (*nvmlReceiver, error) { return newNVMLReceiver(set, cfg, f.open) }
 }
 
 // createMetrics returns a scraper controller whose scraper is the metrics
@@ -96,7 +92,7 @@ func (f *factory) face(set receiver.Settings, cfg *Config, hooks func(*nvmlRecei
 // and stop the face.
 func (f *factory) createMetrics(ctx context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
 	oCfg := cfg.(*Config)
-	face, err := f.face(set, oCfg, nil)
+	face, err := f.receivers.Share(set.ID, f.create(set, oCfg), lifecycle, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +126,7 @@ func (m *metricsReceiver) Shutdown(ctx context.Context) error {
 // createLogs returns the logs face of the shared receiver: XID/ECC events
 // and leak records.
 func (f *factory) createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-	face, err := f.face(set, cfg.(*Config), func(r *nvmlReceiver) sharedcomponent.Hooks {
+	face, err := f.receivers.Share(set.ID, f.create(set, cfg.(*Config)), lifecycle, func(r *nvmlReceiver) sharedcomponent.Hooks {
 		return sharedcomponent.Hooks{Open: func() { r.setLogsConsumer(next) }, Close: r.logs.Close}
 	})
 	if err != nil {

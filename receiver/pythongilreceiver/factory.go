@@ -64,31 +64,24 @@ type factory struct {
 	receivers sharedcomponent.Cores[component.ID, *gilReceiver]
 }
 
-// face returns a new face of set.ID's receiver, made from cfg when there
-// is none; hooks connect the face's pipeline.
-func (f *factory) face(set receiver.Settings, cfg *Config, hooks func(*gilReceiver) sharedcomponent.Hooks) (*sharedcomponent.Face[*gilReceiver], error) {
-	return f.receivers.Acquire(set.ID, func() (*sharedcomponent.Core[*gilReceiver], error) {
-		return newCore(newReceiver(set, cfg)), nil
-	}, hooks)
-}
+// lifecycle runs a shared receiver, so its probes, while any of its
+// pipelines runs.
+var lifecycle = sharedcomponent.Lifecycle[*gilReceiver]{Start: (*gilReceiver).start, Stop: (*gilReceiver).shutdown}
 
-// newCore makes r the shared core of its faces: the probes live while any
-// pipeline uses them.
-func newCore(r *gilReceiver) *sharedcomponent.Core[*gilReceiver] {
-	return sharedcomponent.NewCore(r, r.start, r.shutdown)
-}
+// newCore makes r the shared core of its faces.
+func newCore(r *gilReceiver) *sharedcomponent.Core[*gilReceiver] { return lifecycle.Core(r) }
 
 // createLogs's face, shut down while the metrics pipeline keeps the
 // receiver running, flushes the pending windows first (its Final hook);
 // createMetrics's sends the metrics collected so far.
 func (f *factory) createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-	return f.face(set, cfg.(*Config), func(r *gilReceiver) sharedcomponent.Hooks {
+	return f.receivers.Share(set.ID, func() (*gilReceiver, error) { return newReceiver(set, cfg.(*Config)), nil }, lifecycle, func(r *gilReceiver) sharedcomponent.Hooks {
 		return sharedcomponent.Hooks{Open: func() { r.logs.Open(next) }, Final: r.flush, Close: r.logs.Close}
 	})
 }
 
 func (f *factory) createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
-	return f.face(set, cfg.(*Config), func(r *gilReceiver) sharedcomponent.Hooks {
+	return f.receivers.Share(set.ID, func() (*gilReceiver, error) { return newReceiver(set, cfg.(*Config)), nil }, lifecycle, func(r *gilReceiver) sharedcomponent.Hooks {
 		return sharedcomponent.Hooks{Open: func() { r.metrics.Open(next) }, Final: r.collect, Close: r.metrics.Close}
 	})
 }
