@@ -52,6 +52,7 @@ const (
 	EnvOTLPHTTP      = "OTELCOL_AI_OTLP_HTTP_ENDPOINT"
 	EnvPrometheus    = "OTELCOL_AI_PROMETHEUS_ENDPOINT"
 	EnvHealth        = "OTELCOL_AI_HEALTH_ENDPOINT"
+	EnvTimeline      = "OTELCOL_AI_TIMELINE_ENDPOINT"
 	EnvTelemetryHost = "OTELCOL_AI_TELEMETRY_HOST"
 	EnvTelemetryPort = "OTELCOL_AI_TELEMETRY_PORT"
 	EnvOutputDir     = "OTELCOL_AI_OUTPUT_DIR"
@@ -181,7 +182,7 @@ type Options struct {
 
 // Endpoints are the loopback addresses the harness gave the collector.
 type Endpoints struct {
-	OTLPGRPC, OTLPHTTP, Prometheus, Health, Telemetry string
+	OTLPGRPC, OTLPHTTP, Prometheus, Health, Telemetry, Timeline string
 }
 
 // Collector is a running otelcol-ai process.
@@ -204,7 +205,7 @@ type Collector struct {
 func Start(t testing.TB, opts Options) *Collector {
 	t.Helper()
 	bin := Binary(t)
-	ports := FreePorts(t, 5)
+	ports := FreePorts(t, 6)
 	c := &Collector{
 		t: t,
 		Endpoints: Endpoints{
@@ -213,6 +214,7 @@ func Start(t testing.TB, opts Options) *Collector {
 			Prometheus: fmt.Sprintf("127.0.0.1:%d", ports[2]),
 			Health:     fmt.Sprintf("127.0.0.1:%d", ports[3]),
 			Telemetry:  fmt.Sprintf("127.0.0.1:%d", ports[4]),
+			Timeline:   fmt.Sprintf("127.0.0.1:%d", ports[5]),
 		},
 		OutputDir: t.TempDir(),
 		log:       &lockedBuffer{},
@@ -223,6 +225,7 @@ func Start(t testing.TB, opts Options) *Collector {
 		EnvOTLPHTTP:      c.Endpoints.OTLPHTTP,
 		EnvPrometheus:    c.Endpoints.Prometheus,
 		EnvHealth:        c.Endpoints.Health,
+		EnvTimeline:      c.Endpoints.Timeline,
 		EnvTelemetryHost: "127.0.0.1",
 		EnvTelemetryPort: strconv.Itoa(ports[4]),
 		EnvOutputDir:     c.OutputDir,
