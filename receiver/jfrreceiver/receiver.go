@@ -151,13 +151,13 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 		}))
 	}
 	if xc := r.cfg.XLog; len(xc.Include) > 0 || xc.Discover {
-		var finder *discovery.Finder
+		var scanner *discovery.Scanner
 		if xc.Discover {
-			finder = discovery.NewFinder(r.cfg.ProcRoot)
+			scanner = discovery.NewScanner(r.cfg.ProcRoot)
 		}
 		r.xlogs = xlog.NewSource(xlog.Config{
 			Include: xc.Include, FromStart: xc.StartAt == "beginning",
-			DiscoveryInterval: xc.DiscoveryInterval, Finder: finder, Logger: logger,
+			DiscoveryInterval: xc.DiscoveryInterval, Scanner: scanner, Logger: logger,
 			Refused: func(reason string) { r.countRefused("xlog", reason) },
 		})
 		out = append(out, r.xlogs)

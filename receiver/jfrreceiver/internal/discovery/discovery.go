@@ -12,12 +12,14 @@ package discovery // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiv
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
@@ -97,62 +99,121 @@ const (
 	maxStatus  = 64 << 10
 )
 
-// Finder lists JVMs under one proc root.
-type Finder struct {
+// Scanner finds JVMs under one proc root: all of them (Scan, the periodic
+// safety net) or one process a process event names (Candidate). It is
+// safe for concurrent use.
+type Scanner struct {
 	reader *procresource.Reader
 	root   string
+
+	mu sync.Mutex
+	// refused remembers the processes refused (by pid, with their start
+	// time against pid reuse), so that each is reported once.
+	refused map[int]uint64
 }
 
-// NewFinder returns a Finder for the proc filesystem at procRoot.
-func NewFinder(procRoot string) *Finder {
+// NewScanner returns a Scanner for the proc filesystem at procRoot.
+func NewScanner(procRoot string) *Scanner {
 	r := procresource.NewReader(procRoot, 0)
-	return &Finder{reader: r, root: r.Root()}
+	return &Scanner{reader: r, root: r.Root(), refused: map[int]uint64{}}
 }
 
-// JVMs lists the running JVMs. Processes that vanish while being read are
-// left out; only an unreadable proc root is an error.
-func (f *Finder) JVMs() ([]JVM, error) {
-	entries, err := os.ReadDir(f.root)
+// Refusal is a process that could not be inspected safely.
+type Refusal struct {
+	PID int
+	Err error
+}
+
+// Scan returns the running JVMs, and the processes this scan refused
+// (each once). Processes that vanish while being read are left out; only
+// an unreadable proc root is an error.
+func (s *Scanner) Scan() ([]JVM, []Refusal, error) {
+	entries, err := os.ReadDir(s.root)
 	if err != nil {
-		return nil, fmt.Errorf("discovery: list %s: %w", f.root, err)
+		return nil, nil, fmt.Errorf("discovery: list %s: %w", s.root, err)
 	}
-	var out []JVM
+	var (
+		out     []JVM
+		refused []Refusal
+	)
+	seen := map[int]bool{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid <= 0 {
 			continue
 		}
-		if j, ok := f.inspect(pid); ok {
+		seen[pid] = true
+		j, ok, err := s.Candidate(pid)
+		if err != nil {
+			refused = append(refused, Refusal{PID: pid, Err: err})
+		}
+		if ok {
 			out = append(out, j)
 		}
 	}
-	return out, nil
+	s.mu.Lock()
+	for pid := range s.refused {
+		if !seen[pid] {
+			delete(s.refused, pid)
+		}
+	}
+	s.mu.Unlock()
+	return out, refused, nil
+}
+
+// Candidate reports whether pid is a JVM, and which: the path for a
+// process event (exec) or an announcement (Watch). A process refused (its
+// command line past the cap) gives an error the first time, nothing after.
+func (s *Scanner) Candidate(pid int) (JVM, bool, error) {
+	s.mu.Lock()
+	start, refused := s.refused[pid]
+	s.mu.Unlock()
+	if refused {
+		if now, err := s.reader.StartTicks(pid); err == nil && now == start {
+			return JVM{}, false, nil
+		}
+		s.mu.Lock()
+		delete(s.refused, pid)
+		s.mu.Unlock()
+	}
+	j, ok, err := s.inspect(pid)
+	if err != nil {
+		if start, serr := s.reader.StartTicks(pid); serr == nil {
+			s.mu.Lock()
+			s.refused[pid] = start
+			s.mu.Unlock()
+		}
+	}
+	return j, ok, err
 }
 
 // Alive reports whether the process pid with the given start time still runs.
-func (f *Finder) Alive(pid int, startTicks uint64) bool {
-	st, err := f.reader.StartTicks(pid)
+func (s *Scanner) Alive(pid int, startTicks uint64) bool {
+	st, err := s.reader.StartTicks(pid)
 	return err == nil && (startTicks == 0 || st == startTicks)
 }
 
-func (f *Finder) inspect(pid int) (JVM, bool) {
-	dir := filepath.Join(f.root, strconv.Itoa(pid))
-	if !f.isJava(dir) {
-		return JVM{}, false
+func (s *Scanner) inspect(pid int) (JVM, bool, error) {
+	dir := filepath.Join(s.root, strconv.Itoa(pid))
+	if !s.isJava(dir) {
+		return JVM{}, false, nil
 	}
-	start, err := f.reader.StartTicks(pid)
+	start, err := s.reader.StartTicks(pid)
 	if err != nil {
-		return JVM{}, false
+		return JVM{}, false, nil
 	}
 	raw, err := procroot.ReadProcFile(filepath.Join(dir, "cmdline"), maxCmdline)
 	if err != nil {
-		return JVM{}, false
+		if errors.Is(err, procroot.ErrTooLarge) {
+			return JVM{}, false, fmt.Errorf("discovery: pid %d: command line: %w", pid, err)
+		}
+		return JVM{}, false, nil
 	}
 	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
 	// JAVA_TOOL_OPTIONS and JDK_JAVA_OPTIONS come before the command line.
 	var opts []string
 	for _, env := range []string{"JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"} {
-		if v, ok := f.reader.Getenv(pid, env); ok {
+		if v, ok := s.reader.Getenv(pid, env); ok {
 			opts = append(opts, strings.Fields(v)...)
 		}
 	}
@@ -161,7 +222,7 @@ func (f *Finder) inspect(pid int) (JVM, bool) {
 		PID:            pid,
 		StartTicks:     start,
 		NSPID:          nsPID(dir, pid),
-		ProcRoot:       f.root,
+		ProcRoot:       s.root,
 		RepositoryBase: RepositoryBase(opts),
 	}
 	for _, a := range opts {
@@ -174,7 +235,7 @@ func (f *Finder) inspect(pid int) (JVM, bool) {
 		if !filepath.IsAbs(p) {
 			// Relative to the JVM's working directory, as it names it.
 			if cwd == "" {
-				if cwd, err = procroot.Cwd(f.root, pid); err != nil {
+				if cwd, err = procroot.Cwd(s.root, pid); err != nil {
 					continue
 				}
 			}
@@ -182,10 +243,10 @@ func (f *Finder) inspect(pid int) (JVM, bool) {
 		}
 		j.XLogFiles = append(j.XLogFiles, filepath.Clean(p))
 	}
-	return j, true
+	return j, true, nil
 }
 
-func (f *Finder) isJava(dir string) bool {
+func (s *Scanner) isJava(dir string) bool {
 	if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil {
 		return procresource.RuntimeOf(filepath.Base(strings.TrimSuffix(exe, " (deleted)"))) == procresource.RuntimeJava
 	}

@@ -74,18 +74,18 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// TestFinderFindsContainerizedJVM: a JVM in a container (pid 1 inside,
+// TestScannerFindsContainerizedJVM: a JVM in a container (pid 1 inside,
 // 4321 on the host) with its repository in the container's /tmp is found
 // through /proc/<pid>/root; a python process beside it is not.
-func TestFinderFindsContainerizedJVM(t *testing.T) {
+func TestScannerFindsContainerizedJVM(t *testing.T) {
 	proc := t.TempDir()
 	root := fakeProcess(t, proc, 4321, 1, "/usr/lib/jvm/java-17/bin/java", "java", "-XX:StartFlightRecording", "-jar", "app.jar")
 	fakeProcess(t, proc, 4400, 4400, "/usr/bin/python3.11", "python3", "x.py")
 	must(t, os.MkdirAll(filepath.Join(root, "tmp", "2026_11_29_10_00_00_1"), 0o755))
 	must(t, os.MkdirAll(filepath.Join(root, "tmp", "2026_11_29_10_00_00_77"), 0o755)) // another JVM's
 
-	f := NewFinder(proc)
-	jvms, err := f.JVMs()
+	f := NewScanner(proc)
+	jvms, _, err := f.Scan()
 	if err != nil {
 		t.Fatal(err)
 	}

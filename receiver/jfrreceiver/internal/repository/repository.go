@@ -86,13 +86,14 @@ const maxSegmentsPerPoll = 8
 // excepted).
 type Source struct {
 	cfg       Config
-	finder    *discovery.Finder
+	scanner   *discovery.Scanner
 	starter   *starter
 	followers map[string]*follower // by repository folder
 	ended     map[string]bool      // repositories read to the end (or disabled), while they exist
 	watcher   *watcher             // nil before the first scan, or without inotify
 	noWatcher bool                 // inotify could not be used: poll only
 	started   bool
+	rescan    bool // Rescan was called since the last scan
 	lastScan  time.Time
 	now       func() time.Time
 	memory    budget
@@ -116,7 +117,7 @@ func New(cfg Config) *Source {
 	s := &Source{cfg: cfg, followers: map[string]*follower{}, ended: map[string]bool{}, tooMany: map[jvmKey]bool{}, now: time.Now}
 	s.memory.max = cfg.MaxMemory
 	if cfg.Discover {
-		s.finder = discovery.NewFinder(cfg.ProcRoot)
+		s.scanner = discovery.NewScanner(cfg.ProcRoot)
 		// Off, it only keeps each JVM's status.
 		s.starter = newStarter(cfg.Attach, cfg.ProcRoot, cfg.Logger)
 	}
@@ -172,17 +173,22 @@ func (s *Source) Followed() []Followed {
 	return out
 }
 
+// Rescan makes the next Poll look for new repositories whatever the
+// discovery interval: a process event or an announcement says a JVM or its
+// repository appeared.
+func (s *Source) Rescan() { s.rescan = true }
+
 // Poll looks for new repositories when the discovery interval has passed,
 // then reads what every followed repository has flushed since the last
 // poll and emits one batch per JVM.
 func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 	var errs []error
-	if !s.started || s.now().Sub(s.lastScan) >= s.cfg.DiscoveryInterval {
+	if !s.started || s.rescan || s.now().Sub(s.lastScan) >= s.cfg.DiscoveryInterval {
 		if err := s.scan(); err != nil {
 			errs = append(errs, err)
 		}
 		s.lastScan = s.now()
-		s.started = true
+		s.started, s.rescan = true, false
 	}
 	for _, dir := range s.Following() {
 		if ctx.Err() != nil {
@@ -287,7 +293,7 @@ func (s *Source) count(reason string) {
 // started.
 func (s *Source) Close() error {
 	if s.starter != nil {
-		s.starter.stopAll(s.finder)
+		s.starter.stopAll(s.scanner)
 	}
 	for dir, f := range s.followers {
 		delete(s.followers, dir)
@@ -347,7 +353,7 @@ type scanState struct {
 func (s *Source) scan() error {
 	st := &scanState{found: map[string]bool{}}
 	var errs []error
-	if s.finder != nil {
+	if s.scanner != nil {
 		if err := s.scanDiscovered(st); err != nil {
 			errs = append(errs, err)
 		}
@@ -370,9 +376,12 @@ func (s *Source) scan() error {
 // root, each inside the JVM's own root.
 func (s *Source) scanDiscovered(st *scanState) error {
 	var errs []error
-	jvms, err := s.finder.JVMs()
+	jvms, refused, err := s.scanner.Scan()
 	if err != nil {
 		errs = append(errs, err)
+	}
+	for _, r := range refused {
+		errs = append(errs, r.Err)
 	}
 	alive := map[jvmKey]bool{}
 	for _, j := range jvms {
@@ -417,7 +426,7 @@ func (s *Source) addDiscovered(st *scanState, j discovery.JVM, k jvmKey) (int, e
 		}
 		repos = repos[len(repos)-maxRepositoriesPerJVM:]
 	}
-	finder, pid, start := s.finder, j.PID, j.StartTicks
+	scanner, pid, start := s.scanner, j.PID, j.StartTicks
 	for _, inside := range repos {
 		info, err := root.Stat(inside)
 		if err != nil || !info.IsDir() {
@@ -426,7 +435,7 @@ func (s *Source) addDiscovered(st *scanState, j discovery.JVM, k jvmKey) (int, e
 		dir := root.Display(inside)
 		c := candidate{inside: inside, dir: dir, info: info, discovered: true,
 			jvm:   jvmevent.JVM{PID: pid, StartTicks: start, Source: dir},
-			alive: func() bool { return finder.Alive(pid, start) }}
+			alive: func() bool { return scanner.Alive(pid, start) }}
 		s.add(st, c, func() (*procroot.Root, error) { return j.OpenRoot() })
 	}
 	return len(repos), err2

@@ -170,4 +170,4 @@ func (s *starter) forget(alive map[jvmKey]bool) {
 
 // stopAll stops the recordings this receiver started in JVMs still running
 // with the start time they had.
-func (s *starter) stopAll(*discovery.Finder) { s.recorder.StopAll() }
+func (s *starter) stopAll(*discovery.Scanner) { s.recorder.StopAll() }

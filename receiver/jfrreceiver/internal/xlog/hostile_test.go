@@ -214,7 +214,7 @@ func TestDiscoveredLogsStayInsideTheContainer(t *testing.T) {
 	appendFile(t, own, safepointLine("Container1"))
 
 	refused := map[string]int{}
-	s := NewSource(Config{Finder: discovery.NewFinder(p.dir), FromStart: true, DiscoveryInterval: 0, Clock: window.NewFixedClock(0),
+	s := NewSource(Config{Scanner: discovery.NewScanner(p.dir), FromStart: true, DiscoveryInterval: 0, Clock: window.NewFixedClock(0),
 		Refused: func(reason string) { refused[reason]++ }})
 	defer s.Close()
 	got := operations{}
@@ -323,7 +323,7 @@ func TestLongLinesBetweenLines(t *testing.T) {
 func TestTailsReleaseTheirRoots(t *testing.T) {
 	p := newFakeProc(t)
 	patterns := t.TempDir()
-	s := NewSource(Config{Include: []string{filepath.Join(patterns, "*.log")}, Finder: discovery.NewFinder(p.dir),
+	s := NewSource(Config{Include: []string{filepath.Join(patterns, "*.log")}, Scanner: discovery.NewScanner(p.dir),
 		FromStart: true, DiscoveryInterval: 0, Clock: window.NewFixedClock(0)})
 	defer s.Close()
 	fds := func() int {

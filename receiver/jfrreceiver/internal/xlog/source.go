@@ -34,9 +34,9 @@ type Config struct {
 	// Clock converts timenanos (CLOCK_MONOTONIC) to Unix time; nil measures
 	// one.
 	Clock *window.Clock
-	// Finder, when set, adds the files that discovered JVMs without a JFR
+	// Scanner, when set, adds the files that discovered JVMs without a JFR
 	// repository write their -Xlog output to.
-	Finder *discovery.Finder
+	Scanner *discovery.Scanner
 	// Logger receives debug messages about files coming and going.
 	Logger *zap.Logger
 	// Refused, when set, is called with the reason (Refused* constants)
@@ -82,6 +82,7 @@ type Source struct {
 	refused  map[string]bool // paths refused at the last scan, reported already
 	buf      []byte          // the tails' read buffer
 	started  bool
+	rescan   bool // Rescan was called since the last scan
 	lastScan time.Time
 	lastSync time.Time
 }
@@ -98,6 +99,10 @@ func NewSource(cfg Config) *Source {
 		refused: map[string]bool{}, buf: make([]byte, 64<<10)}
 }
 
+// Rescan makes the next Poll look for new files whatever the discovery
+// interval: a process event or an announcement says a JVM appeared.
+func (s *Source) Rescan() { s.rescan = true }
+
 // Poll matches the patterns when due, then reads what every file gained.
 func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 	var errs []error
@@ -113,10 +118,10 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 			s.lastSync = time.Now()
 		}
 	}
-	if !s.started || time.Since(s.lastScan) >= s.cfg.DiscoveryInterval {
+	if !s.started || s.rescan || time.Since(s.lastScan) >= s.cfg.DiscoveryInterval {
 		errs = append(errs, s.scan())
 		s.lastScan = time.Now()
-		s.started = true
+		s.started, s.rescan = true, false
 	}
 	paths := make([]string, 0, len(s.files))
 	for p := range s.files {
@@ -227,10 +232,13 @@ func (s *Source) scan() error {
 	if len(s.cfg.Include) > 0 {
 		errs = append(errs, s.scanPatterns(refused))
 	}
-	if s.cfg.Finder != nil {
-		jvms, err := s.cfg.Finder.JVMs()
+	if s.cfg.Scanner != nil {
+		jvms, refusals, err := s.cfg.Scanner.Scan()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("xlog: %w", err))
+		}
+		for _, r := range refusals {
+			errs = append(errs, fmt.Errorf("xlog: %w", r.Err))
 		}
 		for _, j := range jvms {
 			if len(j.XLogFiles) > 0 {
@@ -287,12 +295,12 @@ func (s *Source) scanJVM(j discovery.JVM, refused map[string]bool) error {
 		return nil
 	}
 	var errs []error
-	finder, pid, start := s.cfg.Finder, j.PID, j.StartTicks
+	scanner, pid, start := s.cfg.Scanner, j.PID, j.StartTicks
 	for _, pattern := range j.XLogFiles {
 		matches, _ := root.Glob(pattern)
 		for _, name := range matches {
 			id := &jvmevent.JVM{PID: pid, StartTicks: start, Source: root.Display(name)}
-			errs = append(errs, s.follow(root, name, id, func() bool { return finder.Alive(pid, start) }, refused))
+			errs = append(errs, s.follow(root, name, id, func() bool { return scanner.Alive(pid, start) }, refused))
 		}
 	}
 	return errors.Join(errs...)

@@ -312,7 +312,7 @@ func TestDiscoversLogsOfJVMsWithoutJFR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewSource(Config{Finder: discovery.NewFinder("/proc"), DiscoveryInterval: 100 * time.Millisecond})
+	s := NewSource(Config{Scanner: discovery.NewScanner("/proc"), DiscoveryInterval: 100 * time.Millisecond})
 	defer s.Close()
 	pid := cmd.Process.Pid
 	var got jvmevent.Batch
