@@ -131,8 +131,8 @@ generate: ## Regenerate the committed eBPF objects for amd64 and arm64 (installs
 
 gpu-check: ## On a machine with NVIDIA GPUs: compare the nvml receiver with nvidia-smi for a minute.
 	mkdir -p $(CACHE)
-	$(GO) build -o $(CACHE)/gpucheck ./receiver/nvmlreceiver/gpucheck
-	receiver/nvmlreceiver/gpucheck/gpu-check.sh $(CACHE)/gpucheck $(CURDIR)/out/gpu-check
+	$(GO) build -o $(CACHE)/gpucheck ./cmd/gpucheck
+	cmd/gpucheck/gpu-check.sh $(CACHE)/gpucheck $(CURDIR)/out/gpu-check
 
 lint: $(GOLANGCI) ## gofmt, go vet and golangci-lint.
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './dist/*' -not -path './.*')); \

@@ -2,7 +2,7 @@
 # gpu-check.sh — check the nvml receiver against nvidia-smi on a machine with
 # an NVIDIA GPU (needs the driver, nvidia-smi and python3; nothing else).
 #
-#   receiver/nvmlreceiver/gpucheck/gpu-check.sh [GPUCHECK_BINARY] [OUT_DIR]
+#   cmd/gpucheck/gpu-check.sh [GPUCHECK_BINARY] [OUT_DIR]
 #
 # For about a minute it runs, side by side:
 #   - workload.py: allocates 256 MiB of device memory every 2 s through the
@@ -15,16 +15,16 @@
 # compute app), whether the workload's leak was flagged, and the time spent in
 # each NVML call. Exit status 0 means every figure was within tolerance.
 #
-# GPUCHECK_BINARY defaults to building ./receiver/nvmlreceiver/gpucheck with
+# GPUCHECK_BINARY defaults to building ./cmd/gpucheck with
 # Go (cgo) when Go is available; on a machine without Go or network, build it
-# elsewhere (`go build -o gpucheck ./receiver/nvmlreceiver/gpucheck`, ~25 MB)
+# elsewhere (`go build -o gpucheck ./cmd/gpucheck`, ~25 MB)
 # and pass its path. Environment: GPU_CHECK_DEVICE (default 0),
 # GPU_CHECK_CHUNK_MIB (256), GPU_CHECK_STEP_S (2), GPU_CHECK_LEAK_S (36),
 # GPU_CHECK_HOLD_S (14).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../../.." && pwd)
+repo=$(cd "$here/../.." && pwd)
 bin=${1:-}
 out=${2:-$repo/out/gpu-check}
 
@@ -36,7 +36,7 @@ if [[ -z "$bin" ]]; then
 	command -v go >/dev/null || { echo "gpu-check: no gpucheck binary given and no Go to build one" >&2; exit 2; }
 	bin="$out/gpucheck"
 	mkdir -p "$out"
-	(cd "$repo" && CGO_ENABLED=1 go build -o "$bin" ./receiver/nvmlreceiver/gpucheck)
+	(cd "$repo" && CGO_ENABLED=1 go build -o "$bin" ./cmd/gpucheck)
 fi
 
 rm -f "$out"/*.jsonl "$out"/*.csv "$out"/nvml-calls.txt
