@@ -308,6 +308,9 @@ func (e *onnxExtension) scan() {
 	}
 }
 
+// reconcile brings one model's served versions in line with its policy and
+// its files: it loads the wanted versions not served, unloads the served
+// ones no longer wanted, and reloads those whose file changed in place.
 func (e *onnxExtension) reconcile(repo *repository.Repository, name string) {
 	e.mu.RLock()
 	m := e.models[name]
@@ -324,13 +327,20 @@ func (e *onnxExtension) reconcile(repo *repository.Repository, name string) {
 		e.reportFailure(name, 0, err, false)
 		candidates = nil
 	}
-	// Versions eligible for the policy: those served, whatever their file
-	// is doing now (a change in place is handled below, and never unloads
-	// them), and those on disk that are complete and have not failed with
-	// the same file. A newer version that failed therefore leaves the
-	// older one serving.
-	var eligible []int64
-	present := map[int64]bool{}
+	eligible, present := m.eligible(candidates)
+	eligible = e.loadWanted(repo, m, policy, candidates, eligible)
+	e.unloadUnwanted(m, policy, eligible, present)
+	e.reloadChanged(repo, m, candidates)
+}
+
+// eligible returns the versions the policy may choose from: those served,
+// whatever their file is doing now (a change in place is handled by
+// reloadChanged, and never unloads them), and those on disk that are
+// complete and have not failed with the same file. A newer version that
+// failed therefore leaves the older one serving. present holds every
+// version on disk; failures of versions no longer there are forgotten.
+func (m *model) eligible(candidates []repository.Candidate) (eligible []int64, present map[int64]bool) {
+	present = map[int64]bool{}
 	for _, c := range candidates {
 		present[c.Version] = true
 		switch {
@@ -347,8 +357,27 @@ func (e *onnxExtension) reconcile(repo *repository.Repository, name string) {
 			delete(m.failed, v)
 		}
 	}
-	for i := 0; i < len(candidates); i++ {
-		c := candidates[i]
+	return eligible, present
+}
+
+// loadWanted loads the eligible versions the policy wants that are not
+// served, and returns eligible without those that failed. After a failure
+// the policy is asked again from the first candidate: its choice may now
+// reach an older version. Each failure shrinks eligible, so this ends.
+func (e *onnxExtension) loadWanted(repo *repository.Repository, m *model, policy repository.Policy, candidates []repository.Candidate, eligible []int64) []int64 {
+	for {
+		failed, ok := e.loadFirstWanted(repo, m, policy, candidates, eligible)
+		if ok {
+			return eligible
+		}
+		eligible = slices.DeleteFunc(eligible, func(v int64) bool { return v == failed })
+	}
+}
+
+// loadFirstWanted loads, in candidate order, the wanted versions not served
+// until one fails; it returns that version, or ok when none failed.
+func (e *onnxExtension) loadFirstWanted(repo *repository.Repository, m *model, policy repository.Policy, candidates []repository.Candidate, eligible []int64) (failed int64, ok bool) {
+	for _, c := range candidates {
 		if !slices.Contains(eligible, c.Version) || m.isServed(c.Version) || !policy.Wants(c.Version, eligible) {
 			continue
 		}
@@ -357,14 +386,18 @@ func (e *onnxExtension) reconcile(repo *repository.Repository, name string) {
 				// A file that changed while being read is still being
 				// written: no failure, it is taken once it settles.
 				m.failed[c.Version] = c.Fingerprint()
-				e.reportFailure(name, c.Version, err, false)
+				e.reportFailure(m.name, c.Version, err, false)
 			}
-			eligible = slices.DeleteFunc(eligible, func(v int64) bool { return v == c.Version })
-			i = -1 // the policy's choice may now reach an older version
+			return c.Version, false
 		}
 	}
-	// Unload what the policy no longer wants, once something it wants is
-	// serving (or the version directory is gone).
+	return 0, true
+}
+
+// unloadUnwanted unloads what the policy no longer wants, once something it
+// wants is serving (or the version directory is gone), after the runs in
+// flight on it finish.
+func (e *onnxExtension) unloadUnwanted(m *model, policy repository.Policy, eligible []int64, present map[int64]bool) {
 	m.mu.Lock()
 	var drop []*version
 	for num, v := range m.served {
@@ -375,16 +408,18 @@ func (e *onnxExtension) reconcile(repo *repository.Repository, name string) {
 	}
 	m.mu.Unlock()
 	for _, v := range drop {
-		e.logger.Info("model version unloaded", zap.String("model", name), zap.Int64("version", v.sig.Version))
+		e.logger.Info("model version unloaded", zap.String("model", m.name), zap.Int64("version", v.sig.Version))
 		v.inflight.Wait()
 		v.destroy()
 	}
+}
 
-	// A served version whose file changed in place (written again, or
-	// another file renamed over it) is reloaded as a new version is
-	// loaded: once the file has settled, read, validated, warmed up and
-	// checked, then swapped in. Until then, and if the new content
-	// fails, the previous content keeps serving.
+// reloadChanged reloads a served version whose file changed in place
+// (written again, or another file renamed over it) as a new version is
+// loaded: once the file has settled, read, validated, warmed up and
+// checked, then swapped in. Until then, and if the new content fails, the
+// previous content keeps serving.
+func (e *onnxExtension) reloadChanged(repo *repository.Repository, m *model, candidates []repository.Candidate) {
 	for _, c := range candidates {
 		old := m.get(c.Version)
 		if old == nil || errors.Is(c.Err, repository.ErrUnsettled) {
@@ -399,7 +434,7 @@ func (e *onnxExtension) reconcile(repo *repository.Repository, name string) {
 		}
 		if err := e.load(repo, m, c, old); err != nil && !errors.Is(err, repository.ErrUnsettled) {
 			m.failed[c.Version] = c.Fingerprint()
-			e.reportFailure(name, c.Version, err, true)
+			e.reportFailure(m.name, c.Version, err, true)
 		}
 	}
 }
