@@ -1,0 +1,262 @@
+package timeline_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/cdptest"
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
+)
+
+// drawn is what the page reports having drawn, read from its SVG.
+type drawn struct {
+	FromMs  float64 `json:"fromMs"`
+	ToMs    float64 `json:"toMs"`
+	PlotX   float64 `json:"plotX"`
+	PlotW   float64 `json:"plotW"`
+	Mode    string  `json:"mode"`
+	Lanes   []string
+	Windows []drawnRect
+	Spans   []drawnRect
+	Buckets int
+	Overlap int
+}
+
+type drawnRect struct {
+	Kind string  `json:"kind"`
+	Span string  `json:"span"`
+	X    float64 `json:"x"`
+	W    float64 `json:"w"`
+	Y    float64 `json:"y"`
+	T0   float64 `json:"t0"`
+	T1   float64 `json:"t1"`
+	CX   float64 `json:"cx"`
+	CY   float64 `json:"cy"`
+}
+
+// readDrawnJS collects the chart's lanes, windows, spans and buckets with
+// their SVG geometry and viewport centres.
+const readDrawnJS = `(() => {
+  const c = document.getElementById("chart");
+  const rect = (e) => { const b = e.getBoundingClientRect(); return {
+    kind: e.dataset.kind || "", span: e.dataset.span || "",
+    x: Number(e.getAttribute("x")), w: Number(e.getAttribute("width")), y: Number(e.getAttribute("y")),
+    t0: Number(e.dataset.t0), t1: Number(e.dataset.t1), cx: b.left + b.width / 2, cy: b.top + b.height / 2 }; };
+  return {
+    fromMs: Number(c.dataset.fromMs), toMs: Number(c.dataset.toMs), plotX: Number(c.dataset.plotX), plotW: Number(c.dataset.plotW),
+    mode: c.dataset.mode,
+    Lanes: [...c.querySelectorAll("g.lane")].map((g) => g.dataset.name),
+    Windows: [...c.querySelectorAll("rect.win")].map(rect),
+    Spans: [...c.querySelectorAll("rect.span")].map(rect),
+    Buckets: c.querySelectorAll("rect.bucket").length,
+    Overlap: c.querySelectorAll("rect.overlap").length,
+  };
+})()`
+
+// xOf is where the page should draw Unix-ns t.
+func (d drawn) xOf(t int64) float64 {
+	ms := float64(t/1e6) + float64(t%1e6)/1e6
+	return d.PlotX + (ms-d.FromMs)/(d.ToMs-d.FromMs)*d.PlotW
+}
+
+func readDrawn(t *testing.T, b *cdptest.Browser) drawn {
+	t.Helper()
+	var d drawn
+	if err := b.Eval(readDrawnJS, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// syntheticRecording is two processes: a JVM embedding CPython (safepoints,
+// a GC pause, GIL waits on two named threads, Python GC) with spans, and a
+// plain CPython process.
+func syntheticRecording(t *testing.T, base int64) (*timeline.Recording, plog.Logs, ptrace.Traces) {
+	t.Helper()
+	ld := plog.NewLogs()
+	add := func(res pcommon.Map, ws ...window.Window) {
+		rl := ld.ResourceLogs().AppendEmpty()
+		res.CopyTo(rl.Resource().Attributes())
+		lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
+		for _, w := range ws {
+			if err := window.Encode(w, lrs.AppendEmpty()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	jvm := pcommon.NewMap()
+	jvm.PutStr("host.name", "node-a")
+	jvm.PutInt("process.pid", 4242)
+	jvm.PutStr("process.executable.name", "java")
+	jvm.PutStr("k8s.pod.name", "inference-0")
+	jvm.PutStr("k8s.container.name", "server")
+	ms := int64(time.Millisecond)
+	add(jvm,
+		window.Window{Kind: window.KindJVMSafepoint, Start: base + 100*ms, Duration: 20 * time.Millisecond, Attributes: map[string]any{window.AttrJVMVMOperation: "G1CollectForAllocation"}},
+		window.Window{Kind: window.KindJVMGCPause, Start: base + 102*ms, Duration: 15 * time.Millisecond, Attributes: map[string]any{window.AttrJVMGCName: "G1 Young", window.AttrJVMGCCause: "G1 Evacuation Pause"}},
+		window.Window{Kind: window.KindJVMSafepoint, Start: base + 600*ms, Duration: 5 * time.Millisecond, Attributes: map[string]any{window.AttrJVMVMOperation: "Cleanup"}},
+		window.Window{Kind: window.KindPythonGILWait, Start: base + 90*ms, Duration: 40 * time.Millisecond, ThreadID: 11, ThreadName: "jep-worker-0"},
+		window.Window{Kind: window.KindPythonGILWait, Start: base + 300*ms, Duration: 10 * time.Millisecond, ThreadID: 12, ThreadName: "jep-worker-1"},
+		window.Window{Kind: window.KindPythonGILReleased, Start: base + 400*ms, Duration: 50 * time.Millisecond, ThreadID: 12, ThreadName: "jep-worker-1"},
+		window.Window{Kind: window.KindPythonGCPause, Start: base + 700*ms, Duration: 3 * time.Millisecond, Attributes: map[string]any{window.AttrPythonGCGeneration: int64(2)}},
+	)
+	py := pcommon.NewMap()
+	py.PutStr("host.name", "node-a")
+	py.PutInt("process.pid", 777)
+	py.PutStr("process.executable.name", "python3.12")
+	add(py, window.Window{Kind: window.KindPythonGILWait, Start: base + 500*ms, Duration: 30 * time.Millisecond, ThreadID: 777, ThreadName: "MainThread"})
+
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutInt("process.pid", 4242)
+	rs.Resource().Attributes().PutStr("host.name", "node-a")
+	rs.Resource().Attributes().PutStr("service.name", "inference")
+	spans := rs.ScopeSpans().AppendEmpty().Spans()
+	for i, r := range [][2]int64{{80, 250}, {200, 320}, {550, 900}} {
+		sp := spans.AppendEmpty()
+		sp.SetName(fmt.Sprintf("POST /predict %d", i))
+		sp.SetTraceID(pcommon.TraceID{byte(i + 1)})
+		sp.SetSpanID(pcommon.SpanID{byte(i + 1)})
+		sp.SetStartTimestamp(pcommon.Timestamp(base + r[0]*ms))
+		sp.SetEndTimestamp(pcommon.Timestamp(base + r[1]*ms))
+		if i == 0 {
+			sp.Attributes().PutInt("runtime.overlap.jvm.safepoint.duration", 20*ms)
+			sp.Attributes().PutInt("runtime.overlap.jvm.safepoint.count", 1)
+			sp.Attributes().PutInt("runtime.overlap.python.gil.wait.duration", 40*ms)
+			sp.Attributes().PutInt("runtime.overlap.python.gil.wait.count", 1)
+			sp.Attributes().PutDouble("inference.anomaly_score", 0.8125)
+		}
+	}
+	rec := timeline.NewRecording()
+	rec.AddLogs(ld)
+	rec.AddTraces(td)
+	return rec, ld, td
+}
+
+// TestStaticPageDrawsTheRecording renders a recording into a static page
+// and loads it in headless Chromium: lanes, windows and spans as recorded,
+// each within a pixel of its time, overlaps highlighted, a span's hover
+// showing its overlap totals and score, a window's its VM operation, and
+// no console error; at two zoom levels.
+func TestStaticPageDrawsTheRecording(t *testing.T) {
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	rec, _, _ := syntheticRecording(t, base)
+	snap := rec.Snapshot("synthetic", 0, 0)
+	var page bytes.Buffer
+	if err := timeline.Render(&page, timeline.PageOptions{Title: "synthetic", Data: snap}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ext := range []string{"http://", "https://", "//fonts", "<link"} {
+		if strings.Contains(page.String(), ext) && ext != "http://" {
+			t.Errorf("page refers to %q: it must be self-contained", ext)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "timeline.html")
+	if err := os.WriteFile(path, page.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	b := cdptest.Start(t, 1400, 900)
+	if err := b.Navigate(ctx, "file://"+path); err != nil {
+		t.Fatal(err)
+	}
+	d := readDrawn(t, b)
+	if len(d.Lanes) != 2 || !strings.Contains(d.Lanes[0], "inference-0/server/java pid 4242") || !strings.Contains(d.Lanes[1], "python3.12 pid 777") {
+		t.Errorf("lanes = %q, want the JVM's (pod/container/executable) and the CPython process's", d.Lanes)
+	}
+	checkGeometry(t, d, 8, 3, base)
+	if d.Overlap != 1 {
+		t.Errorf("%d overlap bands, want one: the safepoint and GC pause (merged) over jep-worker-0's GIL wait", d.Overlap)
+	}
+	hover := func(r drawnRect) string {
+		if err := b.MoveMouse(r.CX, r.CY); err != nil {
+			t.Fatal(err)
+		}
+		var tip string
+		if err := b.Eval(`document.getElementById("tip").textContent`, &tip); err != nil {
+			t.Fatal(err)
+		}
+		return tip
+	}
+	for _, s := range d.Spans {
+		if s.Span == (pcommon.SpanID{1}).String() {
+			tip := hover(s)
+			for _, want := range []string{"POST /predict 0", "jvm.safepoint: 1 ×", "20.000 ms", "python.gil.wait: 1 ×", "40.000 ms", "inference.anomaly_score = 0.8125"} {
+				if !strings.Contains(tip, want) {
+					t.Errorf("span hover %q lacks %q", tip, want)
+				}
+			}
+		}
+	}
+	hovered := map[string]bool{}
+	for _, w := range d.Windows {
+		tip := hover(w)
+		kind, _, _ := strings.Cut(tip, " ")
+		hovered[kind] = true
+		want := map[string]string{"jvm.safepoint": "VM operation: ", "jvm.gc.pause": "GC: G1 Young\ncause: G1 Evacuation Pause",
+			"python.gil.wait": "thread jep-worker-", "python.gc.pause": "generation 2"}[kind]
+		if kind == "python.gil.wait" && strings.Contains(tip, "python3.12") {
+			want = "thread MainThread (777)"
+		}
+		if !strings.Contains(tip, want) {
+			t.Errorf("hover over a %s window: %q lacks %q", kind, tip, want)
+		}
+	}
+	for _, k := range []string{"jvm.safepoint", "jvm.gc.pause", "python.gil.wait", "python.gil.released", "python.gc.pause"} {
+		if !hovered[k] {
+			t.Errorf("no %s window could be hovered", k)
+		}
+	}
+	shot1, err := b.Screenshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Zoom in on the first 300 ms: fewer windows in view, still each where
+	// its time is.
+	if err := b.Eval(fmt.Sprintf("timeline.setView(%d, %d, false)", base/1e6+50, base/1e6+350), nil); err != nil {
+		t.Fatal(err)
+	}
+	d = readDrawn(t, b)
+	checkGeometry(t, d, 4, 2, base)
+	shot2, err := b.Screenshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shot1) < 1000 || len(shot2) < 1000 || bytes.Equal(shot1, shot2) {
+		t.Errorf("screenshots: %d and %d bytes, want two different PNGs", len(shot1), len(shot2))
+	}
+	if p := b.Problems(); len(p) > 0 {
+		t.Errorf("console: %q", p)
+	}
+}
+
+// checkGeometry: the drawn windows and spans are wantWindows and
+// wantSpans, each within a pixel of where its own time says.
+func checkGeometry(t *testing.T, d drawn, wantWindows, wantSpans int, base int64) {
+	t.Helper()
+	if len(d.Windows) != wantWindows || len(d.Spans) != wantSpans {
+		t.Errorf("drew %d windows and %d spans, want %d and %d", len(d.Windows), len(d.Spans), wantWindows, wantSpans)
+	}
+	for _, r := range append(append([]drawnRect{}, d.Windows...), d.Spans...) {
+		t0, t1 := int64(r.T0*1e6), int64(r.T1*1e6)
+		x0 := d.xOf(t0)
+		if diff := r.X - x0; diff > 1 || diff < -1 {
+			t.Errorf("%s%s at x=%.1f, its start says %.1f", r.Kind, r.Span, r.X, x0)
+		}
+		if w := max(1, d.xOf(t1)-x0); r.W-w > 1 || r.W-w < -1 {
+			t.Errorf("%s%s %.1f wide, its duration says %.1f", r.Kind, r.Span, r.W, w)
+		}
+	}
+}
