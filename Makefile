@@ -129,6 +129,74 @@ generate: ## Regenerate the committed eBPF objects for amd64 and arm64 (installs
 	$(GO) generate ./receiver/pythongilreceiver/...
 	$(GO) generate ./internal/procevents/
 
+# Release artifacts: slow, so not part of `make test`. The image and the
+# chart are built from the same VERSION as the binary.
+IMAGE_DIR    := $(DIST)/image
+IMAGE_OCI    := $(IMAGE_DIR)/oci
+IMAGE_ARCHES ?= amd64 arm64
+IMAGETOOL    := $(CACHE)/imagetool
+# Every mtime in the image and its creation time: the commit's time, so that
+# one commit builds one image digest (`make image` twice: the same index).
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+ARM64_DIR    := $(DIST)/linux-arm64
+ARM64_BIN    := $(ARM64_DIR)/otelcol-ai
+ARM64_CC     ?= aarch64-linux-gnu-gcc
+# ONNX Runtime's arm64 library, from the same checksum-pinned npm package.
+ORT_LIB_MEMBER_ARM64 := package/bin/napi-v6/linux/arm64/libonnxruntime.so.1
+ORT_LIB_SHA256_ARM64 := 7954e8bdedb497f830c6a679e818d98399b7f4d81ade1126c3e0be74d28111ab
+ORT_LIB_ARM64        := $(ARM64_DIR)/libonnxruntime.so.1
+CHART_DIR    := $(DIST)/chart
+
+.PHONY: image image-test arm64 arm64-smoke chart
+
+arm64: $(ARM64_BIN) $(ORT_LIB_ARM64) ## Cross-build dist/linux-arm64/otelcol-ai with cgo, and ONNX Runtime's arm64 library beside it.
+
+# The sources ocb generated for the host build, compiled again for arm64 with
+# Debian's cross compiler (ocb's own flags: -trimpath, -ldflags=-s -w).
+$(ARM64_BIN): $(BIN)
+	@command -v $(ARM64_CC) >/dev/null || { apt-get update -qq && apt-get install -y -qq gcc-aarch64-linux-gnu libc6-dev-arm64-cross; }
+	mkdir -p $(ARM64_DIR)
+	cd $(DIST) && CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=$(ARM64_CC) \
+		$(GO) build -trimpath -ldflags="-s -w" -o $@ .
+
+$(ORT_LIB_ARM64): $(ORT_TGZ)
+	mkdir -p $(ARM64_DIR) $(CACHE)/ort
+	tar -xzf $(ORT_TGZ) -C $(CACHE)/ort $(ORT_LIB_MEMBER_ARM64)
+	echo "$(ORT_LIB_SHA256_ARM64)  $(CACHE)/ort/$(ORT_LIB_MEMBER_ARM64)" | sha256sum --check --quiet
+	install -m 0644 $(CACHE)/ort/$(ORT_LIB_MEMBER_ARM64) $@
+
+arm64-smoke: arm64 $(DIST)/models ## Run the arm64 binary under qemu-user-static: version, components, validate, a model.
+	@command -v qemu-aarch64-static >/dev/null || { apt-get update -qq && apt-get install -y -qq qemu-user-static; }
+	ARM64_BIN=$(ARM64_BIN) ARM64_ORT_LIB=$(ORT_LIB_ARM64) ARM64_SYSROOT=/usr/aarch64-linux-gnu VERSION=$(VERSION) \
+		$(GO) test -count=1 -tags arm64smoke -v -run . ./distribution/image/arm64smoke
+
+$(IMAGETOOL): $(shell find distribution/image/imagetool -name '*.go')
+	mkdir -p $(CACHE)
+	$(GO) build -o $@ ./distribution/image/imagetool
+
+image: build $(if $(filter arm64,$(IMAGE_ARCHES)),arm64) $(IMAGETOOL) ## Build the OCI image (amd64 + arm64 index) into dist/image/oci, with SPDX SBOMs, without a container daemon.
+	@command -v mmdebstrap >/dev/null && command -v umoci >/dev/null || { apt-get update -qq && apt-get install -y -qq mmdebstrap umoci; }
+	rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)
+	for arch in $(IMAGE_ARCHES); do \
+		if [ $$arch = arm64 ]; then bin=$(ARM64_BIN) ort=$(ORT_LIB_ARM64); else bin=$(BIN) ort=$(ORT_LIB); fi; \
+		SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) IMAGETOOL=$(IMAGETOOL) ORT_VERSION=$(ORT_VERSION) DEB_CACHE=$(CACHE)/debs \
+			distribution/image/build.sh $$arch $$bin $$ort $(DIST)/models $(VERSION) $(IMAGE_OCI) $(CACHE)/image-work; \
+		cp $(CACHE)/image-work/otelcol-ai-$(VERSION)-linux-$$arch.spdx.json $(IMAGE_DIR)/; \
+	done
+	$(IMAGETOOL) index -layout $(IMAGE_OCI) -tag $(VERSION) -refs $$(for a in $(IMAGE_ARCHES); do printf '%s,' $(VERSION)-$$a; done | sed 's/,$$//') > $(IMAGE_DIR)/digest
+	umoci gc --layout $(IMAGE_OCI)
+	@echo "image $(IMAGE_OCI):$(VERSION) index $$(cat $(IMAGE_DIR)/digest), $$(du -sh $(IMAGE_OCI) | cut -f1) on disk"
+
+image-test: ## Run the amd64 image under runc as the DaemonSet would (read-only root, the chart's capabilities, seccomp) and send it OTLP.
+	@command -v runc >/dev/null && command -v umoci >/dev/null || { apt-get update -qq && apt-get install -y -qq runc umoci; }
+	[ -f $(IMAGE_OCI)/index.json ] || $(MAKE) --no-print-directory image
+	OTELCOL_AI_IMAGE_LAYOUT=$(IMAGE_OCI) OTELCOL_AI_IMAGE_REF=$(VERSION)-amd64 OTELCOL_AI_IMAGE_VERSION=$(VERSION) \
+		$(GO) test -count=1 -tags imagetest -v -run . ./distribution/image/imagetest
+
+chart: $(IMAGETOOL) ## Package the Helm chart (version and appVersion = VERSION) with a repository index into dist/chart.
+	rm -rf $(CHART_DIR) && mkdir -p $(CHART_DIR)
+	$(IMAGETOOL) chart -chart distribution/helm/otelcol-ai -version $(VERSION) -o $(CHART_DIR)
+
 gpu-check: ## On a machine with NVIDIA GPUs: compare the nvml receiver with nvidia-smi for a minute.
 	mkdir -p $(CACHE)
 	$(GO) build -o $(CACHE)/gpucheck ./cmd/gpucheck

@@ -1,13 +1,15 @@
-// Command imagetool is the part of `make image` that the Debian tools do not
-// do: it writes the image's SBOM (SPDX 2.3 JSON) from the root filesystem
-// that went into it, and joins the per-architecture images of an OCI layout
-// into one multi-platform image index.
+// Command imagetool is the part of `make image` and `make chart` that the
+// Debian tools do not do: it writes the image's SBOM (SPDX 2.3 JSON) from the
+// root filesystem that went into it, joins the per-architecture images of an
+// OCI layout into one multi-platform image index, and packages the Helm
+// chart with a repository index.
 //
 //	imagetool sbom -rootfs DIR -debs FILE -arch ARCH -version V -o FILE
 //	imagetool index -layout DIR -tag V -refs V-amd64,V-arm64
+//	imagetool chart -chart DIR -version V -o DIR [-url URL]
 //
-// Both outputs are functions of their inputs only (no clock, no random
-// document namespace, sorted), so that two builds give the same bytes.
+// The SBOM and the index are functions of their inputs only (no clock, no
+// random document namespace, sorted), so that two builds give the same bytes.
 package main
 
 import (
@@ -34,7 +36,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: imagetool sbom|index [flags]")
+		fmt.Fprintln(os.Stderr, "usage: imagetool sbom|index|chart [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -43,8 +45,10 @@ func main() {
 		err = sbomCmd(os.Args[2:])
 	case "index":
 		err = indexCmd(os.Args[2:])
+	case "chart":
+		err = chartCmd(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (want sbom or index)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (want sbom, index or chart)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "imagetool:", err)

@@ -60,8 +60,13 @@ needs it; agent.automountServiceAccountToken asks for it otherwise.
 {{- or .Values.agent.k8sAttributes.enabled .Values.agent.automountServiceAccountToken -}}
 {{- end -}}
 
+{{/* The image: repository@digest when image.digest is set, else repository:tag. */}}
 {{- define "otelcol-ai.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
