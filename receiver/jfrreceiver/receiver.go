@@ -172,6 +172,15 @@ func (r *jfrReceiver) loop(ctx context.Context, host component.Host, done chan s
 	collect := time.NewTicker(r.cfg.CollectionInterval)
 	defer collect.Stop()
 	r.pollOnce(ctx, host)
+	var (
+		events  *discovery.Events
+		arrived <-chan struct{}
+	)
+	if (r.cfg.Repositories.Enabled && r.cfg.Repositories.Discover) || r.cfg.XLog.Discover {
+		events = discovery.NewEvents(r.cfg.ProcRoot, r.set.Logger)
+		defer events.Close()
+		arrived = events.Ready()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -190,10 +199,33 @@ func (r *jfrReceiver) loop(ctx context.Context, host component.Host, done chan s
 			return
 		case <-poll.C:
 			r.pollOnce(ctx, host)
+		case <-arrived:
+			r.arrived(ctx, host, events.Take())
 		case <-collect.C:
 			r.emitMetrics(ctx)
 		}
 	}
+}
+
+// arrived discovers at once when process events found a JVM (at its exec,
+// or announcing itself) or a watched JVM exited, whatever the discovery
+// interval: a JVM that lives less than it is followed from its start, and
+// its last chunks are read before its repository is gone.
+func (r *jfrReceiver) arrived(ctx context.Context, host component.Host, a discovery.Arrivals) {
+	for _, ref := range a.Refused {
+		// The sources' scans report it too, once.
+		r.set.Logger.Debug("JVM refused at its exec", zap.Int("pid", ref.PID), zap.Error(ref.Err))
+	}
+	if len(a.JVMs) == 0 && len(a.Exited) == 0 && !a.Overflow {
+		return
+	}
+	if r.repos != nil {
+		r.repos.Rescan()
+	}
+	if r.xlogs != nil {
+		r.xlogs.Rescan()
+	}
+	r.pollOnce(ctx, host)
 }
 
 // pollOnce reads every source and sends the windows found.

@@ -1,0 +1,155 @@
+package discovery
+
+import (
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procevents"
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+)
+
+// Events is the event-fed path of discovery: the node's process events
+// (package procevents) turned into JVM arrivals, so that a JVM is seen at
+// its exec and again when it announces itself (Watch), and its exit is
+// known at once, however long the discovery interval. A goroutine does the
+// work; the receiver takes what it found when Ready fires.
+type Events struct {
+	scanner *Scanner
+	sub     *procevents.Subscription
+	watch   *Watch // nil without inotify
+	logger  *zap.Logger
+	stop    chan struct{}
+	done    chan struct{}
+	ready   chan struct{}
+
+	mu      sync.Mutex
+	arrival Arrivals
+}
+
+// Arrivals is what Events found since the last Take.
+type Arrivals struct {
+	// JVMs found at their exec or announced since (hsperfdata file or
+	// repository folder made); a JVM may come more than once.
+	JVMs []JVM
+	// Refused are processes Candidate refused.
+	Refused []Refusal
+	// Exited are the pids of watched JVMs that exited: read their last
+	// chunks now.
+	Exited []int
+	// Overflow says process events were lost: scan.
+	Overflow bool
+}
+
+// Empty reports whether there is nothing in a.
+func (a Arrivals) Empty() bool {
+	return len(a.JVMs) == 0 && len(a.Refused) == 0 && len(a.Exited) == 0 && !a.Overflow
+}
+
+// NewEvents subscribes to the node's process events and inspects each
+// exec under the proc root. Close it.
+func NewEvents(procRoot string, logger *zap.Logger) *Events {
+	e := &Events{scanner: NewScanner(procRoot), sub: procevents.Subscribe(logger), logger: logger,
+		stop: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{}, 1)}
+	if w, err := NewWatch(); err == nil {
+		e.watch = w
+	} else {
+		logger.Debug("no inotify: JVMs are seen at their exec only, not when they announce themselves", zap.Error(err))
+	}
+	go e.run()
+	return e
+}
+
+// Mechanism says where the process events come from.
+func (e *Events) Mechanism() procevents.Mechanism { return e.sub.Mechanism() }
+
+// Ready fires when Take has something.
+func (e *Events) Ready() <-chan struct{} { return e.ready }
+
+// Take returns what was found since the last Take.
+func (e *Events) Take() Arrivals {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	a := e.arrival
+	e.arrival = Arrivals{}
+	return a
+}
+
+// Close stops the goroutine and releases the subscription and watches.
+func (e *Events) Close() {
+	close(e.stop)
+	<-e.done
+	e.sub.Close()
+	if e.watch != nil {
+		e.watch.Close()
+	}
+}
+
+func (e *Events) run() {
+	defer close(e.done)
+	var announced <-chan struct{}
+	if e.watch != nil {
+		announced = e.watch.Ready()
+	}
+	for {
+		var a Arrivals
+		select {
+		case <-e.stop:
+			return
+		case <-e.sub.Ready():
+			a = e.processEvents(e.sub.Take())
+		case <-announced:
+			a.JVMs = e.watch.Take()
+		}
+		if !a.Empty() {
+			e.add(a)
+		}
+	}
+}
+
+// processEvents inspects the execs that may be JVMs and notes the exits of
+// watched ones.
+func (e *Events) processEvents(b procevents.Batch) Arrivals {
+	a := Arrivals{Overflow: b.Overflow}
+	for _, ev := range b.Events {
+		switch ev.Kind {
+		case procevents.Exec:
+			// The command name is the executable's (eBPF gives it): only
+			// a java launcher's exec is worth reading /proc for. Without
+			// it (the proc connector) Candidate reads the exe link.
+			if ev.Comm != "" && procresource.RuntimeOf(ev.Comm) != procresource.RuntimeJava {
+				continue
+			}
+			j, ok, err := e.scanner.Candidate(ev.PID)
+			if err != nil {
+				a.Refused = append(a.Refused, Refusal{PID: ev.PID, Err: err})
+			}
+			if !ok {
+				continue
+			}
+			a.JVMs = append(a.JVMs, j)
+			if e.watch != nil {
+				e.watch.Add(j)
+			}
+		case procevents.Exit:
+			if e.watch != nil && e.watch.watched(ev.PID) {
+				e.watch.Remove(ev.PID)
+				a.Exited = append(a.Exited, ev.PID)
+			}
+		}
+	}
+	return a
+}
+
+func (e *Events) add(a Arrivals) {
+	e.mu.Lock()
+	e.arrival.JVMs = append(e.arrival.JVMs, a.JVMs...)
+	e.arrival.Refused = append(e.arrival.Refused, a.Refused...)
+	e.arrival.Exited = append(e.arrival.Exited, a.Exited...)
+	e.arrival.Overflow = e.arrival.Overflow || a.Overflow
+	e.mu.Unlock()
+	select {
+	case e.ready <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,225 @@
+package discovery
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
+)
+
+// MaxWatched bounds the JVMs a Watch follows at once; past it, a JVM is
+// found by the periodic scan only.
+const MaxWatched = 1024
+
+// Watch tells, within milliseconds, when a JVM found at its exec announces
+// itself: its hsperfdata file (/tmp/hsperfdata_<user>/<pid>, made early in
+// its start) or its JFR repository folder (yyyy_MM_dd_HH_mm_ss_<pid> in
+// its repository base) appears. Folders are watched with inotify through
+// descriptors opened inside the JVM's root (package procroot), never by a
+// path the collector would resolve in its own namespace; JVMs sharing a
+// root share the watches. Use Add and Remove from one goroutine; Ready and
+// Take from any.
+type Watch struct {
+	fd   int
+	file *os.File // fd, non-blocking, read by loop
+	done chan struct{}
+
+	mu       sync.Mutex
+	byWatch  map[int32]map[int]*watched // inotify watch -> interested JVMs by pid
+	jvms     map[int]*watched
+	pending  map[int]JVM
+	ready    chan struct{}
+	disabled bool
+}
+
+// watched is one JVM a Watch follows.
+type watched struct {
+	jvm     JVM
+	nspid   string
+	watches []int32
+}
+
+// NewWatch starts an inotify instance and its reader. It fails where
+// inotify cannot be used; the scans still find every JVM then.
+func NewWatch() (*Watch, error) {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("inotify_init1", err)
+	}
+	w := &Watch{fd: fd, file: os.NewFile(uintptr(fd), "inotify"), done: make(chan struct{}),
+		byWatch: map[int32]map[int]*watched{}, jvms: map[int]*watched{}, pending: map[int]JVM{}, ready: make(chan struct{}, 1)}
+	go w.loop()
+	return w, nil
+}
+
+// Add starts watching for j's announcements: /tmp (where hsperfdata_<user>
+// folders are made), each /tmp/hsperfdata_* folder, and j's repository
+// base, inside j's root. It reports whether any folder is watched.
+func (w *Watch) Add(j JVM) bool {
+	w.mu.Lock()
+	old := w.jvms[j.PID]
+	full := len(w.jvms) >= MaxWatched
+	w.mu.Unlock()
+	switch {
+	case old != nil && old.jvm.StartTicks == j.StartTicks:
+		return true
+	case old != nil:
+		// The pid was reused; the exit of the old JVM was missed.
+		w.Remove(j.PID)
+	case full:
+		return false
+	}
+	root, err := j.OpenRoot()
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	dirs := []string{"/tmp", filepath.Join("/", j.RepositoryBase)}
+	if perf, err := root.Glob("/tmp/hsperfdata_*"); err == nil {
+		dirs = append(dirs, perf...)
+	}
+	e := &watched{jvm: j, nspid: strconv.Itoa(j.NSPID)}
+	for _, d := range dirs {
+		if wd, ok := w.addDir(root, d); ok {
+			e.watches = append(e.watches, wd)
+		}
+	}
+	if len(e.watches) == 0 {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.jvms[j.PID] = e
+	for _, wd := range e.watches {
+		if w.byWatch[wd] == nil {
+			w.byWatch[wd] = map[int]*watched{}
+		}
+		w.byWatch[wd][j.PID] = e
+	}
+	return true
+}
+
+// addDir watches the folder inside root for entries created in it.
+func (w *Watch) addDir(root *procroot.Root, inside string) (int32, bool) {
+	d, err := root.OpenDirectory(inside)
+	if err != nil {
+		return 0, false
+	}
+	defer d.Close()
+	wd, err := unix.InotifyAddWatch(w.fd, procroot.FDPath(int(d.Fd())), unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_ONLYDIR)
+	if err != nil {
+		return 0, false
+	}
+	return int32(wd), true
+}
+
+// Remove stops watching for the JVM pid (it exited, or it was followed).
+func (w *Watch) Remove(pid int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.jvms[pid]
+	if e == nil {
+		return
+	}
+	delete(w.jvms, pid)
+	delete(w.pending, pid)
+	for _, wd := range e.watches {
+		if set := w.byWatch[wd]; set != nil {
+			delete(set, pid)
+			if len(set) == 0 {
+				delete(w.byWatch, wd)
+				// The folder may be gone already (the kernel then
+				// dropped the watch itself).
+				_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
+			}
+		}
+	}
+}
+
+// Watching reports how many JVMs are watched.
+func (w *Watch) Watching() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.jvms)
+}
+
+// Ready fires when a JVM announced itself.
+func (w *Watch) Ready() <-chan struct{} { return w.ready }
+
+// Take returns the JVMs that announced themselves since the last Take.
+func (w *Watch) Take() []JVM {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]JVM, 0, len(w.pending))
+	for pid, j := range w.pending {
+		out = append(out, j)
+		delete(w.pending, pid)
+	}
+	return out
+}
+
+// Close stops the reader and closes the inotify instance.
+func (w *Watch) Close() {
+	_ = w.file.Close()
+	<-w.done
+}
+
+func (w *Watch) loop() {
+	defer close(w.done)
+	buf := make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
+	for {
+		n, err := w.file.Read(buf)
+		if err != nil {
+			// Closed; the poller retries EINTR and EAGAIN itself.
+			return
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			// struct inotify_event: wd, mask, cookie, len, name[len].
+			wd := int32(binary.NativeEndian.Uint32(buf[off:]))
+			nameStart := off + unix.SizeofInotifyEvent
+			nameEnd := min(nameStart+int(binary.NativeEndian.Uint32(buf[off+12:])), n)
+			name := strings.TrimRight(string(buf[nameStart:nameEnd]), "\x00")
+			off = nameEnd
+			w.announced(wd, name)
+		}
+	}
+}
+
+// announced handles one entry created in a watched folder: a JVM's own
+// hsperfdata file or repository folder announces it, and so does a new
+// hsperfdata_<user> folder in /tmp (the first JVM of that user makes it,
+// its pid file inside follows at once).
+func (w *Watch) announced(wd int32, name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	hit := false
+	for pid, e := range w.byWatch[wd] {
+		own := name == e.nspid || (strings.HasSuffix(name, "_"+e.nspid) && IsRepositoryName(name))
+		if own {
+			w.pending[pid] = e.jvm
+			hit = true
+		}
+		if strings.HasPrefix(name, "hsperfdata_") {
+			w.pending[pid] = e.jvm
+			hit = true
+		}
+	}
+	if hit {
+		select {
+		case w.ready <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (w *Watch) watched(pid int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.jvms[pid] != nil
+}
