@@ -3,6 +3,7 @@ package attach
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -195,7 +196,10 @@ func (r *Recorder) start(e *jvmEntry) error {
 		r.set(e, StateRecordingOurs, "started by the receiver ("+RecordingName+")")
 		return nil
 	}
-	if NotYet(err) && e.tries < maxTries {
+	// The first JFR command initializes JFR in the JVM, which can take
+	// longer than the timeout in a busy JVM: the JVM goes on with it, and
+	// the next try finds it done.
+	if (NotYet(err) || errors.Is(err, os.ErrDeadlineExceeded)) && e.tries < maxTries {
 		r.set(e, StateFound, "JFR not ready in the JVM yet")
 		return nil
 	}
