@@ -9,5 +9,5 @@ package gil
 // linux-libc-dev-arm64-cross for arm64 (/usr/aarch64-linux-gnu/include).
 // bpf2go defines __TARGET_ARCH_x86 or __TARGET_ARCH_arm64 itself, which
 // selects PT_REGS_PARM* in bpf_tracing.h.
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -tags linux -target amd64 -type event -type agg_key -type agg_value -type control gil gil.bpf.c -- -I/usr/include/x86_64-linux-gnu -O2 -g -Wall -Werror
-//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -tags linux -target arm64 -type event -type agg_key -type agg_value -type control gil gil.bpf.c -- -I/usr/aarch64-linux-gnu/include -O2 -g -Wall -Werror
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -tags linux -target amd64 -type event -type thread -type agg_value -type control gil gil.bpf.c -- -I/usr/include/x86_64-linux-gnu -O2 -g -Wall -Werror
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -tags linux -target arm64 -type event -type thread -type agg_value -type control gil gil.bpf.c -- -I/usr/aarch64-linux-gnu/include -O2 -g -Wall -Werror

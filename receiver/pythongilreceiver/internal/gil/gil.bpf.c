@@ -25,6 +25,7 @@ enum kind {
 	KIND_GC = 2,       // gc_collect_main entry -> return, or USDT gc__start -> gc__done
 	KIND_HELD = 3,     // take_gil return -> drop_gil (aggregate only)
 	KIND_SWITCH = 4,   // forced drops by the switch interval (count only)
+	KIND_MAX = 5,
 };
 
 // Why a thread waited.
@@ -38,7 +39,7 @@ enum cause {
 // Indexes into the counters array.
 enum counter {
 	COUNTER_RINGBUF_FULL = 0, // window aggregated because the ring buffer was full
-	COUNTER_AGG_FULL = 1,     // window lost because the aggregate map was full
+	COUNTER_AGG_FULL = 1,     // thread not tracked because the thread map was full
 	COUNTER_STALE = 2,        // window discarded: it began before the current attach
 	COUNTER_HITS = 3,         // probe hits, for the overhead budget
 	COUNTER_MAX = 4,
@@ -55,21 +56,36 @@ struct event {
 	__u8 _pad[5];
 };
 
-// Referenced so that the type reaches BTF and bpf2go generates it.
+// Referenced so that the types reach BTF and bpf2go generates them.
 const struct event *unused_event __attribute__((unused));
-
-struct agg_key {
-	__u32 pid;
-	__u32 tid;
-	__u32 kind;
-};
+const struct thread *unused_thread __attribute__((unused));
+const struct gil_info *unused_gil_info __attribute__((unused));
 
 struct agg_value {
 	__u64 count;
 	__u64 sum;
 };
 
+// A thread's state and its short windows' counts and sums, in one map entry
+// keyed by tid, so that a hit costs one hash lookup: only the thread itself
+// writes its entry (no atomics); user space iterates the map to read the
+// sums (Aggregates) and deletes a process's entries once it has exited
+// (Forget).
 struct thread {
+	__u32 pid;
+	__u32 _pad0;
+	struct agg_value agg[KIND_MAX];
+	// Futex mechanism: the GIL this thread blocks on (its base address),
+	// the switch_number read when it asked for the GIL, whether it is
+	// blocked now.
+	__u64 futex_gil;
+	__u64 restore_switch;
+	// woke_at: when the blocked thread last left a futex wait with the GIL
+	// still taken; if its next GIL event is not another wait, it took the
+	// GIL then.
+	__u64 woke_at;
+	__u8 blocked;
+	__u8 _pad1[7];
 	__u64 released_at;
 	__u64 wait_at;
 	__u64 held_at;
@@ -85,12 +101,57 @@ struct thread {
 // Set by user space before loading.
 volatile const __u64 min_duration_ns = 100000;
 volatile const __u8 filter_pids = 0;
+// futex_waits: waits come from the futex syscalls of threads blocked on
+// the GIL (sys_enter_futex/sys_exit_futex tracepoints) instead of
+// take_gil's or PyEval_RestoreThread's return; held time is derived from
+// the windows around it.
+volatile const __u8 futex_waits = 0;
+
+// struct _gil_runtime_state of CPython 3.9-3.13 (default builds): interval
+// (unsigned long), last_holder, locked (int), switch_number, then cond,
+// mutex, switch_cond, switch_mutex (pthread types, 48 + 40 + 48 + 40 bytes
+// on x86-64 glibc, 48 + 48 + 48 + 48 on arm64).
+#define GIL_LOCKED 16
+#define GIL_SWITCH_NUMBER 24
+#define GIL_COND 32
+#if defined(__TARGET_ARCH_arm64)
+#define GIL_MUTEX 80
+#define GIL_SWITCH_COND 128
+#define GIL_END 224
+#else
+#define GIL_MUTEX 80
+#define GIL_SWITCH_COND 120
+#define GIL_END 208
+#endif
+
+// thread.blocked: not blocked, blocked in a wait that began at a uprobe,
+// blocked in a wait that began at the tracepoint.
+#define BLOCKED 1
+#define BLOCKED_SEEN 2
+
+// What was learned of one process's GIL: where it is, and the switch
+// interval read there (µs), which user space compares with the
+// interpreter's.
+struct gil_info {
+	__u64 base;
+	__u64 interval;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct gil_info);
+} gils SEC(".maps");
 
 // attached_since is when the probes were last attached (bpf_ktime_get_ns),
 // set by user space through the control map: state recorded before it may
 // have lost its closing probe during a detached period and is discarded.
+// active is 0 while the uprobes are detached (duty cycling); the futex
+// tracepoints stay attached and then time waits from their own start.
 struct control {
 	__u64 attached_since;
+	__u64 active;
 };
 
 struct {
@@ -106,18 +167,11 @@ struct {
 } events SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 32768);
 	__type(key, __u32);
 	__type(value, struct thread);
 } threads SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct agg_key);
-	__type(value, struct agg_value);
-} aggregates SEC(".maps");
 
 // pids selected by user space when filter_pids is set.
 struct {
@@ -142,20 +196,26 @@ static __always_inline void count(__u32 which)
 }
 
 // current returns the calling thread's state, creating it, or NULL when the
-// process is not selected.
+// process is not selected. A thread with an entry was selected when the
+// entry was made (Forget deletes a process's entries), so the pid filter is
+// consulted only for a thread seen the first time.
 static __always_inline struct thread *current(__u32 *pid, __u32 *tid)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	*pid = id >> 32;
 	*tid = (__u32)id;
 	count(COUNTER_HITS);
+	struct thread *t = bpf_map_lookup_elem(&threads, tid);
+	if (t && t->pid == *pid)
+		return t;
 	if (filter_pids && !bpf_map_lookup_elem(&pids, pid))
 		return 0;
-	struct thread *t = bpf_map_lookup_elem(&threads, tid);
-	if (t)
-		return t;
-	struct thread zero = {};
-	bpf_map_update_elem(&threads, tid, &zero, BPF_NOEXIST);
+	// New, or a tid reused by another process: start afresh.
+	struct thread zero = {.pid = *pid};
+	if (bpf_map_update_elem(&threads, tid, &zero, BPF_ANY)) {
+		count(COUNTER_AGG_FULL);
+		return 0;
+	}
 	return bpf_map_lookup_elem(&threads, tid);
 }
 
@@ -173,35 +233,34 @@ static __always_inline int valid(__u64 start)
 	return 1;
 }
 
-static __always_inline void aggregate(__u32 pid, __u32 tid, __u32 kind, __u64 duration)
+// uprobes_active reports whether the uprobes are attached now.
+static __always_inline int uprobes_active(void)
 {
-	struct agg_key key = {.pid = pid, .tid = tid, .kind = kind};
-	struct agg_value *v = bpf_map_lookup_elem(&aggregates, &key);
-	if (!v) {
-		struct agg_value zero = {};
-		bpf_map_update_elem(&aggregates, &key, &zero, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&aggregates, &key);
-		if (!v) {
-			count(COUNTER_AGG_FULL);
-			return;
-		}
-	}
-	__sync_fetch_and_add(&v->count, 1);
-	__sync_fetch_and_add(&v->sum, duration);
+	__u32 zero = 0;
+	struct control *c = bpf_map_lookup_elem(&control_map, &zero);
+	return !c || c->active;
 }
 
-static __always_inline void emit(__u32 pid, __u32 tid, __u8 kind, __u8 cause, __u8 generation, __u64 start, __u64 end)
+static __always_inline void aggregate(struct thread *t, __u32 kind, __u64 duration)
+{
+	if (kind >= KIND_MAX)
+		return;
+	t->agg[kind].count++;
+	t->agg[kind].sum += duration;
+}
+
+static __always_inline void emit(struct thread *t, __u32 pid, __u32 tid, __u8 kind, __u8 cause, __u8 generation, __u64 start, __u64 end)
 {
 	__u64 duration = end - start;
 	if (duration < min_duration_ns) {
-		aggregate(pid, tid, kind, duration);
+		aggregate(t, kind, duration);
 		return;
 	}
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		// Keep the totals right even when the window itself is lost.
 		count(COUNTER_RINGBUF_FULL);
-		aggregate(pid, tid, kind, duration);
+		aggregate(t, kind, duration);
 		return;
 	}
 	e->start = start;
@@ -215,6 +274,33 @@ static __always_inline void emit(__u32 pid, __u32 tid, __u8 kind, __u8 cause, __
 	bpf_ringbuf_submit(e, 0);
 }
 
+// switch_number of pid's GIL, ~0 while it is not known.
+static __always_inline __u64 read_switch_number(__u32 pid)
+{
+	struct gil_info *g = bpf_map_lookup_elem(&gils, &pid);
+	__u64 n = ~0ULL;
+	if (g && bpf_probe_read_user(&n, sizeof(n), (void *)(g->base + GIL_SWITCH_NUMBER)))
+		n = ~0ULL;
+	return n;
+}
+
+// settle ends the wait of a thread still marked blocked when it does
+// something that needs the GIL (releases it, or asks for it again): it took
+// the GIL when it last woke.
+static __always_inline void settle(struct thread *t, __u32 pid, __u32 tid)
+{
+	if (!t->blocked)
+		return;
+	if (t->woke_at && (t->blocked == BLOCKED_SEEN ? t->wait_at != 0 : valid(t->wait_at)) && t->woke_at >= t->wait_at) {
+		emit(t, pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_at, t->woke_at);
+		t->held_at = t->woke_at;
+	}
+	t->blocked = 0;
+	t->woke_at = 0;
+	t->wait_at = 0;
+	t->in_restore = 0;
+}
+
 // The thread is about to run without the GIL.
 static __always_inline int save_thread(struct pt_regs *ctx)
 {
@@ -222,8 +308,17 @@ static __always_inline int save_thread(struct pt_regs *ctx)
 	struct thread *t = current(&pid, &tid);
 	if (!t)
 		return 0;
-	t->released_at = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_ns();
+	t->released_at = now;
 	t->in_save = 1;
+	if (futex_waits) {
+		settle(t, pid, tid);
+		if (valid(t->held_at))
+			aggregate(t, KIND_HELD, now - t->held_at);
+		t->held_at = 0;
+		t->in_restore = 0;
+		t->blocked = 0;
+	}
 	return 0;
 }
 
@@ -235,13 +330,22 @@ static __always_inline int restore_thread(struct pt_regs *ctx)
 	if (!t)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
+	if (futex_waits)
+		settle(t, pid, tid);
 	if (valid(t->released_at))
-		emit(pid, tid, KIND_RELEASED, 0, 0, t->released_at, now);
+		emit(t, pid, tid, KIND_RELEASED, 0, 0, t->released_at, now);
 	t->released_at = 0;
 	t->in_save = 0;
 	t->wait_at = now;
 	t->wait_cause = t->in_ensure ? CAUSE_ENSURE : CAUSE_RESTORE;
 	t->in_restore = 1;
+	if (futex_waits) {
+		// Held time runs from the end of the wait (or, when the take
+		// did not block, from here) to the next release.
+		t->held_at = now;
+		t->blocked = 0;
+		t->restore_switch = read_switch_number(pid);
+	}
 	return 0;
 }
 
@@ -254,7 +358,7 @@ static __always_inline int restore_thread_return(struct pt_regs *ctx)
 	if (!t)
 		return 0;
 	if (valid(t->wait_at))
-		emit(pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_at, bpf_ktime_get_ns());
+		emit(t, pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_at, bpf_ktime_get_ns());
 	t->wait_at = 0;
 	t->in_restore = 0;
 	return 0;
@@ -288,7 +392,7 @@ static __always_inline int drop_gil(struct pt_regs *ctx)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	if (valid(t->held_at))
-		aggregate(pid, tid, KIND_HELD, now - t->held_at);
+		aggregate(t, KIND_HELD, now - t->held_at);
 	t->held_at = 0;
 	if (t->in_save) {
 		t->in_save = 0;
@@ -311,7 +415,7 @@ static __always_inline int take_gil(struct pt_regs *ctx)
 	if (!t)
 		return 0;
 	if (t->wait_at && t->wait_cause == CAUSE_SWITCH) {
-		aggregate(pid, tid, KIND_SWITCH, 0);
+		aggregate(t, KIND_SWITCH, 0);
 		return 0;
 	}
 	t->wait_at = bpf_ktime_get_ns();
@@ -328,7 +432,7 @@ static __always_inline int take_gil_return(struct pt_regs *ctx)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	if (valid(t->wait_at))
-		emit(pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_at, now);
+		emit(t, pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_at, now);
 	t->wait_at = 0;
 	t->in_restore = 0;
 	t->held_at = now;
@@ -415,7 +519,7 @@ static __always_inline int gc_collect_return(struct pt_regs *ctx)
 	if (!t)
 		return 0;
 	if (valid(t->gc_at))
-		emit(pid, tid, KIND_GC, 0, t->gc_generation, t->gc_at, bpf_ktime_get_ns());
+		emit(t, pid, tid, KIND_GC, 0, t->gc_generation, t->gc_at, bpf_ktime_get_ns());
 	t->gc_at = 0;
 	return 0;
 }
@@ -516,5 +620,174 @@ SEC("uretprobe")
 int count_return_single(struct pt_regs *ctx)
 {
 	count(COUNTER_HITS);
+	return 0;
+}
+
+// The futex mechanism. A thread that asks for the GIL while another holds
+// it blocks in the kernel on a futex inside the GIL's struct (the cond's
+// sequence words, the mutex, or, when the switch interval forced it off,
+// switch_cond): these tracepoints fire for every futex syscall of the
+// host, and do work only for a thread the uprobes know waiting on a word
+// of its process's GIL. Uncontended releases cost nothing here.
+struct futex_enter_args {
+	__u64 common;
+	__s32 nr;
+	__u32 _pad;
+	__u64 uaddr;
+	__u64 op;
+	__u64 val;
+	__u64 utime;
+	__u64 uaddr2;
+	__u64 val3;
+};
+
+struct futex_exit_args {
+	__u64 common;
+	__s32 nr;
+	__u32 _pad;
+	__s64 ret;
+};
+
+#define FUTEX_WAIT 0
+#define FUTEX_WAIT_BITSET 9
+#define FUTEX_CMD_MASK 127
+
+// learn finds the GIL a thread waiting in PyEval_RestoreThread blocks on:
+// uaddr lies in the cond (glibc's futex words sit 40-47 bytes in) or is the
+// mutex's lock word; the struct's start is where the interval is plausible
+// and locked is 0 or 1.
+static __always_inline __u64 learn(__u32 pid, __u64 uaddr)
+{
+	// Offsets of uaddr from the GIL's start, most likely first.
+	const __u16 offs[] = {72, 76, 80, 64, 68, 56, 60, 48, 52, 40, 44, 32, 36};
+	for (int i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		__u64 base = uaddr - offs[i];
+		if (base & 7)
+			continue;
+		__u64 head[3];
+		if (bpf_probe_read_user(head, sizeof(head), (void *)base))
+			continue;
+		__u32 locked = (__u32)head[2];
+		if (head[0] < 1 || head[0] > 1000000000 || locked > 1)
+			continue;
+		// last_holder is NULL or a pointer.
+		if (head[1] && head[1] < 4096)
+			continue;
+		struct gil_info g = {.base = base, .interval = head[0]};
+		bpf_map_update_elem(&gils, &pid, &g, BPF_NOEXIST);
+		return base;
+	}
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_futex")
+int futex_enter(struct futex_enter_args *ctx)
+{
+	__u32 cmd = ctx->op & FUTEX_CMD_MASK;
+	if (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET)
+		return 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+	struct gil_info *g = 0;
+	if (!t || t->pid != pid) {
+		// A thread the uprobes have not seen (a pure-Python thread that
+		// never released the GIL) of a process whose GIL is known.
+		g = bpf_map_lookup_elem(&gils, &pid);
+		if (!g)
+			return 0;
+		struct thread zero = {.pid = pid};
+		if (bpf_map_update_elem(&threads, &tid, &zero, BPF_ANY))
+			return 0;
+		t = bpf_map_lookup_elem(&threads, &tid);
+		if (!t)
+			return 0;
+	}
+	count(COUNTER_HITS);
+	__u64 uaddr = ctx->uaddr;
+	__u64 base = 0;
+	if (!g)
+		g = bpf_map_lookup_elem(&gils, &pid);
+	if (g)
+		base = g->base;
+	else if (t->in_restore)
+		base = learn(pid, uaddr);
+	if (!base || uaddr < base + GIL_COND || uaddr >= base + GIL_END)
+		return 0;
+	if (t->blocked && t->woke_at && uaddr >= base + GIL_SWITCH_COND) {
+		// Woken with the GIL taken, and now dropping it by force: it
+		// took the GIL when it woke, and ran.
+		settle(t, pid, tid);
+	}
+	if (t->blocked) {
+		// Woken before, and waiting again: the same wait.
+		t->woke_at = 0;
+		return 0;
+	}
+	// A thread holding the GIL that blocks on the mutex (glibc re-locking
+	// it as a cond wait returns, drop_gil taking it): no wait for the GIL.
+	if (!t->in_restore && uaddr >= base + GIL_MUTEX && uaddr < base + GIL_SWITCH_COND)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	t->blocked = BLOCKED;
+	t->futex_gil = base;
+	if (!uprobes_active() || (t->in_restore && !valid(t->wait_at))) {
+		// The uprobes are detached, or were since the thread asked: what
+		// it did before is not known, its wait is timed from here.
+		t->blocked = BLOCKED_SEEN;
+		t->in_restore = 1;
+		t->wait_at = now;
+		t->wait_cause = CAUSE_UNKNOWN;
+		t->held_at = 0;
+		return 0;
+	}
+	__u64 sw = ~0ULL;
+	bpf_probe_read_user(&sw, sizeof(sw), (void *)(base + GIL_SWITCH_NUMBER));
+	if (uaddr < base + GIL_SWITCH_COND && t->in_restore &&
+	    (t->restore_switch == sw || t->restore_switch == ~0ULL)) {
+		// Asked for the GIL in PyEval_RestoreThread and found it held:
+		// the wait began there.
+		t->held_at = 0;
+		return 0;
+	}
+	// Otherwise the thread held the GIL and was made to drop it (it waits
+	// on switch_cond for another thread to take it, or took it after its
+	// last RestoreThread and now asks again): a forced switch.
+	if (valid(t->held_at))
+		aggregate(t, KIND_HELD, now - t->held_at);
+	t->held_at = 0;
+	aggregate(t, KIND_SWITCH, 0);
+	t->in_restore = 1;
+	t->wait_at = now;
+	t->wait_cause = CAUSE_SWITCH;
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_futex")
+int futex_exit(struct futex_exit_args *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t || t->pid != pid || !t->blocked)
+		return 0;
+	count(COUNTER_HITS);
+	// Woken (or timed out): the wait is over once the GIL is free, which
+	// the thread, now holding the mutex or about to, takes next.
+	__s32 locked = 1;
+	__u64 now = bpf_ktime_get_ns();
+	if (bpf_probe_read_user(&locked, sizeof(locked), (void *)(t->futex_gil + GIL_LOCKED)) || locked != 0) {
+		t->woke_at = now;
+		return 0;
+	}
+	// A wait whose start the tracepoint saw is whole even if it began
+	// while the uprobes were detached.
+	if (t->blocked == BLOCKED_SEEN ? t->wait_at != 0 : valid(t->wait_at))
+		emit(t, pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_at, now);
+	t->wait_at = 0;
+	t->blocked = 0;
+	t->woke_at = 0;
+	t->in_restore = 0;
+	t->held_at = now;
 	return 0;
 }

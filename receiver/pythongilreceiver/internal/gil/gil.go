@@ -48,9 +48,23 @@ type Options struct {
 	// GC attaches gc_collect_main (or collect) where present, else the
 	// gc__start/gc__done USDT probes where the file has them, for GC pauses.
 	GC bool
+	// Futex takes waits from the futex syscalls of threads blocked on the
+	// GIL (tracepoints syscalls:sys_enter_futex/sys_exit_futex, attached
+	// from Load to Close) instead of take_gil/drop_gil or
+	// PyEval_RestoreThread's return: a release cycle that does not block
+	// costs two uprobe hits (PyEval_SaveThread, PyEval_RestoreThread),
+	// forced switches are seen where the dropping thread blocks, held time
+	// is derived from the windows around it, and while duty cycling
+	// detaches the uprobes every wait that blocks is still timed. It
+	// overrides SwitchProbes.
+	Futex bool
 	// Bare replaces every program, entry and return, with one that only
 	// counts hits: the baseline of the overhead benchmark.
 	Bare bool
+	// Points, when set, limits the probe points to these symbols (of
+	// those the other options select): the benchmark's floor is a
+	// count-only probe on PyEval_SaveThread alone.
+	Points []string
 }
 
 // Kind is what a window or aggregate measures.
@@ -108,8 +122,8 @@ type Counters struct {
 	// RingBufferFull counts windows summed instead of sent because the
 	// ring buffer was full.
 	RingBufferFull uint64
-	// AggregateMapFull counts windows lost because the aggregate map was
-	// full.
+	// AggregateMapFull counts probe hits of threads left untracked because
+	// the thread map (which holds the aggregates) was full.
 	AggregateMapFull uint64
 	// Stale counts windows discarded because they began before the probes
 	// were last attached (duty cycling).

@@ -13,13 +13,6 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type gilAggKey struct {
-	_    structs.HostLayout
-	Pid  uint32
-	Tid  uint32
-	Kind uint32
-}
-
 type gilAggValue struct {
 	_     structs.HostLayout
 	Count uint64
@@ -29,6 +22,7 @@ type gilAggValue struct {
 type gilControl struct {
 	_             structs.HostLayout
 	AttachedSince uint64
+	Active        uint64
 }
 
 type gilEvent struct {
@@ -43,18 +37,32 @@ type gilEvent struct {
 	Pad        [5]uint8
 }
 
+type gilGilInfo struct {
+	_        structs.HostLayout
+	Base     uint64
+	Interval uint64
+}
+
 type gilThread struct {
-	_            structs.HostLayout
-	ReleasedAt   uint64
-	WaitAt       uint64
-	HeldAt       uint64
-	GcAt         uint64
-	WaitCause    uint8
-	InSave       uint8
-	InRestore    uint8
-	InEnsure     uint8
-	GcGeneration uint8
-	Pad          [3]uint8
+	_             structs.HostLayout
+	Pid           uint32
+	Pad0          uint32
+	Agg           [5]gilAggValue
+	FutexGil      uint64
+	RestoreSwitch uint64
+	WokeAt        uint64
+	Blocked       uint8
+	Pad1          [7]uint8
+	ReleasedAt    uint64
+	WaitAt        uint64
+	HeldAt        uint64
+	GcAt          uint64
+	WaitCause     uint8
+	InSave        uint8
+	InRestore     uint8
+	InEnsure      uint8
+	GcGeneration  uint8
+	Pad           [3]uint8
 }
 
 // loadGil returns the embedded CollectionSpec for gil.
@@ -105,6 +113,8 @@ type gilProgramSpecs struct {
 	CountSingle       *ebpf.ProgramSpec `ebpf:"count_single"`
 	EntryMulti        *ebpf.ProgramSpec `ebpf:"entry_multi"`
 	EntrySingle       *ebpf.ProgramSpec `ebpf:"entry_single"`
+	FutexEnter        *ebpf.ProgramSpec `ebpf:"futex_enter"`
+	FutexExit         *ebpf.ProgramSpec `ebpf:"futex_exit"`
 	ReturnMulti       *ebpf.ProgramSpec `ebpf:"return_multi"`
 	ReturnSingle      *ebpf.ProgramSpec `ebpf:"return_single"`
 }
@@ -113,10 +123,10 @@ type gilProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type gilMapSpecs struct {
-	Aggregates *ebpf.MapSpec `ebpf:"aggregates"`
 	ControlMap *ebpf.MapSpec `ebpf:"control_map"`
 	Counters   *ebpf.MapSpec `ebpf:"counters"`
 	Events     *ebpf.MapSpec `ebpf:"events"`
+	Gils       *ebpf.MapSpec `ebpf:"gils"`
 	Pids       *ebpf.MapSpec `ebpf:"pids"`
 	Threads    *ebpf.MapSpec `ebpf:"threads"`
 }
@@ -126,8 +136,11 @@ type gilMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type gilVariableSpecs struct {
 	FilterPids    *ebpf.VariableSpec `ebpf:"filter_pids"`
+	FutexWaits    *ebpf.VariableSpec `ebpf:"futex_waits"`
 	MinDurationNs *ebpf.VariableSpec `ebpf:"min_duration_ns"`
 	UnusedEvent   *ebpf.VariableSpec `ebpf:"unused_event"`
+	UnusedGilInfo *ebpf.VariableSpec `ebpf:"unused_gil_info"`
+	UnusedThread  *ebpf.VariableSpec `ebpf:"unused_thread"`
 }
 
 // gilObjects contains all objects after they have been loaded into the kernel.
@@ -150,20 +163,20 @@ func (o *gilObjects) Close() error {
 //
 // It can be passed to loadGilObjects or ebpf.CollectionSpec.LoadAndAssign.
 type gilMaps struct {
-	Aggregates *ebpf.Map `ebpf:"aggregates"`
 	ControlMap *ebpf.Map `ebpf:"control_map"`
 	Counters   *ebpf.Map `ebpf:"counters"`
 	Events     *ebpf.Map `ebpf:"events"`
+	Gils       *ebpf.Map `ebpf:"gils"`
 	Pids       *ebpf.Map `ebpf:"pids"`
 	Threads    *ebpf.Map `ebpf:"threads"`
 }
 
 func (m *gilMaps) Close() error {
 	return _GilClose(
-		m.Aggregates,
 		m.ControlMap,
 		m.Counters,
 		m.Events,
+		m.Gils,
 		m.Pids,
 		m.Threads,
 	)
@@ -174,8 +187,11 @@ func (m *gilMaps) Close() error {
 // It can be passed to loadGilObjects or ebpf.CollectionSpec.LoadAndAssign.
 type gilVariables struct {
 	FilterPids    *ebpf.Variable `ebpf:"filter_pids"`
+	FutexWaits    *ebpf.Variable `ebpf:"futex_waits"`
 	MinDurationNs *ebpf.Variable `ebpf:"min_duration_ns"`
 	UnusedEvent   *ebpf.Variable `ebpf:"unused_event"`
+	UnusedGilInfo *ebpf.Variable `ebpf:"unused_gil_info"`
+	UnusedThread  *ebpf.Variable `ebpf:"unused_thread"`
 }
 
 // gilPrograms contains all programs after they have been loaded into the kernel.
@@ -188,6 +204,8 @@ type gilPrograms struct {
 	CountSingle       *ebpf.Program `ebpf:"count_single"`
 	EntryMulti        *ebpf.Program `ebpf:"entry_multi"`
 	EntrySingle       *ebpf.Program `ebpf:"entry_single"`
+	FutexEnter        *ebpf.Program `ebpf:"futex_enter"`
+	FutexExit         *ebpf.Program `ebpf:"futex_exit"`
 	ReturnMulti       *ebpf.Program `ebpf:"return_multi"`
 	ReturnSingle      *ebpf.Program `ebpf:"return_single"`
 }
@@ -200,6 +218,8 @@ func (p *gilPrograms) Close() error {
 		p.CountSingle,
 		p.EntryMulti,
 		p.EntrySingle,
+		p.FutexEnter,
+		p.FutexExit,
 		p.ReturnMulti,
 		p.ReturnSingle,
 	)

@@ -5,6 +5,7 @@ package gil
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -27,6 +28,10 @@ type Probe struct {
 	opts   Options
 	objs   gilObjects
 	reader *ringbuf.Reader
+
+	// futex are the futex tracepoints' links (Options.Futex): attached
+	// from Load to Close, not duty-cycled.
+	futex []link.Link
 
 	mu        sync.Mutex
 	libraries map[*Library]struct{}
@@ -59,6 +64,13 @@ func Load(opts Options) (*Probe, error) {
 	if err := spec.Variables["filter_pids"].Set(filter); err != nil {
 		return nil, fmt.Errorf("gil: set filter_pids: %w", err)
 	}
+	futex := uint8(0)
+	if opts.Futex {
+		futex = 1
+	}
+	if err := spec.Variables["futex_waits"].Set(futex); err != nil {
+		return nil, fmt.Errorf("gil: set futex_waits: %w", err)
+	}
 	p := &Probe{opts: opts, libraries: map[*Library]struct{}{}, active: true}
 	if err := spec.LoadAndAssign(&p.objs, nil); err != nil {
 		if memlockErr != nil {
@@ -74,6 +86,19 @@ func Load(opts Options) (*Probe, error) {
 	if err := p.setAttachedSince(); err != nil {
 		_ = p.Close()
 		return nil, err
+	}
+	if opts.Futex && !opts.Bare {
+		for _, tp := range []struct {
+			name string
+			prog *ebpf.Program
+		}{{"sys_enter_futex", p.objs.FutexEnter}, {"sys_exit_futex", p.objs.FutexExit}} {
+			lk, err := link.Tracepoint("syscalls", tp.name, tp.prog, nil)
+			if err != nil {
+				_ = p.Close()
+				return nil, unavailable("attach tracepoint syscalls:"+tp.name, err)
+			}
+			p.futex = append(p.futex, lk)
+		}
 	}
 	return p, nil
 }
@@ -98,6 +123,9 @@ func (p *Probe) Close() error {
 	for l := range libs {
 		errs = append(errs, l.close())
 	}
+	for _, lk := range p.futex {
+		errs = append(errs, lk.Close())
+	}
 	errs = append(errs, p.reader.Close(), p.objs.Close())
 	return errors.Join(errs...)
 }
@@ -109,10 +137,35 @@ func (p *Probe) setAttachedSince() error {
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		return fmt.Errorf("gil: read CLOCK_MONOTONIC: %w", err)
 	}
-	if err := p.objs.ControlMap.Put(uint32(0), gilControl{AttachedSince: uint64(ts.Nano())}); err != nil {
+	if err := p.objs.ControlMap.Put(uint32(0), gilControl{AttachedSince: uint64(ts.Nano()), Active: 1}); err != nil {
 		return fmt.Errorf("gil: write control map: %w", err)
 	}
 	return nil
+}
+
+// setDetached tells the BPF side that the uprobes are detached: the futex
+// tracepoints then time waits from their own start.
+func (p *Probe) setDetached() error {
+	var c gilControl
+	if err := p.objs.ControlMap.Lookup(uint32(0), &c); err != nil {
+		return fmt.Errorf("gil: read control map: %w", err)
+	}
+	c.Active = 0
+	if err := p.objs.ControlMap.Put(uint32(0), c); err != nil {
+		return fmt.Errorf("gil: write control map: %w", err)
+	}
+	return nil
+}
+
+// GIL returns where the futex mechanism found pid's GIL (its struct's
+// address in the process) and the switch interval read there, once a
+// thread of pid has blocked on it; ok is false before.
+func (p *Probe) GIL(pid uint32) (base uint64, interval time.Duration, ok bool) {
+	var g gilGilInfo
+	if err := p.objs.Gils.Lookup(pid, &g); err != nil {
+		return 0, 0, false
+	}
+	return g.Base, time.Duration(g.Interval) * time.Microsecond, true
 }
 
 // Probe points, the attach cookies of gil.bpf.c's enum point.
@@ -145,9 +198,10 @@ var probePoints = []probePoint{
 	{SymReleaseThread, false, pointSave, always},
 	{SymRestoreThread, false, pointRestore, always},
 	{SymAcquireThread, false, pointRestore, always},
-	// Without take_gil the wait ends when RestoreThread returns.
-	{SymRestoreThread, true, pointRestore, withoutSwitch},
-	{SymAcquireThread, true, pointRestore, withoutSwitch},
+	// Without take_gil (or the futex tracepoints) the wait ends when
+	// RestoreThread returns.
+	{SymRestoreThread, true, pointRestore, withRestoreReturn},
+	{SymAcquireThread, true, pointRestore, withRestoreReturn},
 	{SymGILStateEnsure, false, pointEnsure, always},
 	{SymGILStateEnsure, true, pointEnsure, always},
 	{SymDropGIL, false, pointDrop, withSwitch},
@@ -159,9 +213,9 @@ var probePoints = []probePoint{
 	{SymGCCollectLegacy, true, pointGC, withLegacyGC},
 }
 
-func withSwitch(s Symbols, o Options) bool { return o.SwitchProbes && s.Switch() }
+func withSwitch(s Symbols, o Options) bool { return !o.Futex && o.SwitchProbes && s.Switch() }
 
-func withoutSwitch(s Symbols, o Options) bool { return !withSwitch(s, o) }
+func withRestoreReturn(s Symbols, o Options) bool { return !o.Futex && !withSwitch(s, o) }
 
 func withGC(s Symbols, o Options) bool { return o.GC && s.GC() == SymGCCollectMain }
 
@@ -338,6 +392,9 @@ func (l *Library) link() error {
 		if !l.symbols.Has(pp.symbol) || !pp.when(l.symbols, l.probe.opts) {
 			continue
 		}
+		if pts := l.probe.opts.Points; pts != nil && !slices.Contains(pts, pp.symbol) {
+			continue
+		}
 		t := target{symbol: pp.symbol, offset: l.symbols[pp.symbol], ret: pp.ret, cookie: pp.point}
 		if pp.ret {
 			returns = append(returns, t)
@@ -492,6 +549,7 @@ func (p *Probe) SetActive(active bool) error {
 		for l := range p.libraries {
 			errs = append(errs, l.unlink())
 		}
+		errs = append(errs, p.setDetached())
 		return errors.Join(errs...)
 	}
 	if err := p.setAttachedSince(); err != nil {
@@ -554,15 +612,23 @@ func (p *Probe) ReadEvent() (Event, error) {
 
 // Aggregates returns the in-kernel counts and sums of short windows, held
 // time and forced switches, cumulative since each thread was first seen.
+// They are kept in each thread's entry of the thread map (one lookup per
+// probe hit); a thread's counts are written only by that thread, so a read
+// may see one window's count without its sum, never a torn total.
 func (p *Probe) Aggregates() (map[AggregateKey]Aggregate, error) {
 	out := map[AggregateKey]Aggregate{}
 	var (
-		k gilAggKey
-		v gilAggValue
+		tid uint32
+		t   gilThread
 	)
-	it := p.objs.Aggregates.Iterate()
-	for it.Next(&k, &v) {
-		out[AggregateKey{PID: k.Pid, TID: k.Tid, Kind: Kind(k.Kind)}] = Aggregate{Count: v.Count, Sum: time.Duration(v.Sum)}
+	it := p.objs.Threads.Iterate()
+	for it.Next(&tid, &t) {
+		for kind, a := range t.Agg {
+			if a.Count == 0 {
+				continue
+			}
+			out[AggregateKey{PID: t.Pid, TID: tid, Kind: Kind(kind)}] = Aggregate{Count: a.Count, Sum: time.Duration(a.Sum)}
+		}
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("gil: read aggregates: %w", err)
@@ -574,22 +640,22 @@ func (p *Probe) Aggregates() (map[AggregateKey]Aggregate, error) {
 // process has exited and its totals have been reported.
 func (p *Probe) Forget(pid uint32) error {
 	var (
-		k    gilAggKey
-		v    gilAggValue
-		keys []gilAggKey
+		tid  uint32
+		t    gilThread
+		tids []uint32
 	)
-	it := p.objs.Aggregates.Iterate()
-	for it.Next(&k, &v) {
-		if k.Pid == pid {
-			keys = append(keys, k)
+	it := p.objs.Threads.Iterate()
+	for it.Next(&tid, &t) {
+		if t.Pid == pid {
+			tids = append(tids, tid)
 		}
 	}
 	var errs []error
 	if err := it.Err(); err != nil {
 		errs = append(errs, err)
 	}
-	for _, key := range keys {
-		if err := p.objs.Aggregates.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	for _, tid := range tids {
+		if err := p.objs.Threads.Delete(tid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -638,4 +704,39 @@ func (p *Probe) Counters() (Counters, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// ProgramStats is how often one BPF program ran and for how long in all,
+// as the kernel counts it while EnableProgramStats is in effect.
+type ProgramStats struct {
+	Runs    uint64
+	RunTime time.Duration
+}
+
+// EnableProgramStats makes the kernel count the run time of every BPF
+// program (kernel.bpf_stats_enabled) until the returned closer is closed;
+// it costs two clock reads per program run, so only benchmarks use it.
+func EnableProgramStats() (io.Closer, error) {
+	return ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+}
+
+// ProgramStats returns the kernel's run counts and times of the entry and
+// return programs (uprobe-multi and single-link variants summed), for the
+// benchmark's share of each probe in a release cycle's cost.
+func (p *Probe) ProgramStats() (entry, ret ProgramStats, err error) {
+	progs := &p.objs.gilPrograms
+	add := func(into *ProgramStats, ps ...*ebpf.Program) {
+		for _, prog := range ps {
+			st, e := prog.Stats()
+			if e != nil {
+				err = errors.Join(err, e)
+				continue
+			}
+			into.Runs += st.RunCount
+			into.RunTime += st.Runtime
+		}
+	}
+	add(&entry, progs.EntryMulti, progs.EntrySingle)
+	add(&ret, progs.ReturnMulti, progs.ReturnSingle)
+	return entry, ret, err
 }

@@ -15,6 +15,9 @@ Modes:
   spin T SECONDS      T pure-Python threads count in a loop: they contend
                       for the GIL and are switched by the switch interval
   gc N                N explicit gc.collect(2) calls over a heap of cycles
+  contend N D_MS      one thread calls time.sleep(D_MS/1000) N times while
+                      another spins in pure Python: each wake-up waits for
+                      the spinner to be forced off by the switch interval
   churn RATE N        N hashlib calls on 4 KB buffers, paced at RATE a
                       second (0: as fast as possible); reports the time
                       spent inside the calls
@@ -102,6 +105,24 @@ def mode_gc(n):
     return {"tid": tid, "n": n, "calls": calls}
 
 
+def mode_contend(n, d_ms):
+    done = threading.Event()
+    def spin():
+        while not done.is_set():
+            pass
+    spinner = threading.Thread(target=spin, name="spinner")
+    spinner.start()
+    tid = threading.get_native_id()
+    calls = []
+    for _ in range(n):
+        m0 = time.monotonic_ns()
+        time.sleep(d_ms / 1000)
+        calls.append([m0, time.monotonic_ns()])
+    done.set()
+    spinner.join()
+    return {"tid": tid, "n": n, "calls": calls, "switch_interval_s": sys.getswitchinterval()}
+
+
 def mode_churn(rate, n):
     """n hashlib calls on 4 KB buffers (one GIL release each), as fast as
     possible (rate 0) or paced at rate calls a second. busy_s is the thread's
@@ -152,6 +173,8 @@ def main():
         res = mode_spin(int(rest[0]), float(rest[1]))
     elif mode == "gc":
         res = mode_gc(int(rest[0]))
+    elif mode == "contend":
+        res = mode_contend(int(rest[0]), int(rest[1]))
     elif mode == "churn":
         res = mode_churn(int(rest[0]), int(rest[1]))
     else:
