@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmmetrics"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
 )
 
 // Config configures the jfr receiver. Every key and its default is listed
@@ -26,6 +29,12 @@ type Config struct {
 	XLog XLogConfig `mapstructure:"xlog"`
 	// Recordings configures the finished-recording-files source.
 	Recordings RecordingsConfig `mapstructure:"recordings"`
+	// Metrics switches each metric (metrics::<name>::enabled), as
+	// metadata.yaml and the histograms' declarations list them.
+	Metrics jvmmetrics.MetricsConfig `mapstructure:"metrics"`
+	// ResourceAttributes switches each resource attribute of the metrics
+	// (resource_attributes::<name>::enabled).
+	ResourceAttributes metadata.ResourceAttributesConfig `mapstructure:"resource_attributes"`
 }
 
 // RecordingsConfig configures reading finished .jfr files.

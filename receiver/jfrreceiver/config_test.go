@@ -103,3 +103,19 @@ func TestConfigPreferJFRIsABool(t *testing.T) {
 		t.Errorf("prefer_jfr: sometimes accepted: %v", err)
 	}
 }
+
+// TestConfigSwitches: metrics:: turns off a generated metric and a
+// histogram alike, resource_attributes:: a resource attribute; the others
+// keep their defaults.
+func TestConfigSwitches(t *testing.T) {
+	cfg := loadConfig(t, "switches")
+	if cfg.Metrics.JvmGcDuration.Enabled || cfg.Metrics.JvmMemoryUsed.Enabled || cfg.ResourceAttributes.ProcessPid.Enabled {
+		t.Errorf("switches not applied: %+v", cfg.Metrics)
+	}
+	if !cfg.Metrics.JvmSafepointDuration.Enabled || !cfg.Metrics.JvmMemoryCommitted.Enabled || !cfg.ResourceAttributes.ContainerID.Enabled {
+		t.Errorf("defaults lost: %+v", cfg.Metrics)
+	}
+	if def := createDefaultConfig().(*Config); !def.Metrics.JvmGcDuration.Enabled || !def.Metrics.JvmThreadCount.Enabled || !def.ResourceAttributes.ProcessPid.Enabled {
+		t.Errorf("default switches %+v", def.Metrics)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmmetrics"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
 )
 
@@ -66,6 +67,8 @@ func createDefaultConfig() component.Config {
 		Recordings: RecordingsConfig{
 			DiscoveryInterval: defaultDiscoveryInterval,
 		},
+		Metrics:            jvmmetrics.DefaultMetricsConfig(),
+		ResourceAttributes: metadata.DefaultResourceAttributesConfig(),
 	}
 }
 

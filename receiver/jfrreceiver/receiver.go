@@ -109,7 +109,7 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 	r.lastErrs = make([]string, len(r.sources))
 	r.cache = procresource.NewCache(procresource.NewReader(r.cfg.ProcRoot, 0))
 	r.jvms = map[jvmevent.JVM]*jvmInfo{}
-	r.agg = jvmmetrics.New()
+	r.agg = jvmmetrics.New(jvmmetrics.Config{Metrics: r.cfg.Metrics, ResourceAttributes: r.cfg.ResourceAttributes}, r.set)
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan struct{})
 	go r.loop(ctx, host, r.done)
@@ -337,7 +337,7 @@ func (r *jfrReceiver) putResource(info *jvmInfo, jvm jvmevent.JVM) {
 		if res, err := r.cache.Get(jvm.PID); err == nil && res.StartTicks == jvm.StartTicks {
 			id = res.Identity()
 			if res.ExecutableName != "" {
-				attrs.PutStr("process.executable.name", res.ExecutableName)
+				attrs.PutStr(jvmmetrics.ResourceExecutableName, res.ExecutableName)
 			}
 			if v := releaseVersion(r.cfg.ProcRoot, jvm.PID, res.ExecutablePath); v != "" {
 				info.version = v
@@ -385,7 +385,7 @@ func releaseVersion(procRoot string, pid int, exe string) string {
 }
 
 func (r *jfrReceiver) emitMetrics(ctx context.Context) {
-	md := r.agg.Emit(time.Now(), metadata.ScopeName, r.set.BuildInfo.Version)
+	md := r.agg.Emit(time.Now())
 	if md.ResourceMetrics().Len() == 0 {
 		return
 	}

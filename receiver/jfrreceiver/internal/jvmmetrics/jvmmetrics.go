@@ -176,8 +176,8 @@ type Aggregator struct {
 	cfg     Config
 	version string
 	mb      *metadata.MetricsBuilder
-	jvms  map[jvmevent.JVM]*jvmState
-	order []jvmevent.JVM
+	jvms    map[jvmevent.JVM]*jvmState
+	order   []jvmevent.JVM
 }
 
 // New returns an empty aggregator that emits what cfg turns on.
@@ -344,6 +344,7 @@ func (a *Aggregator) emitJVM(s *jvmState, now pcommon.Timestamp) pmetric.Metrics
 	s.writeHistograms(sm.Metrics(), a.cfg.Metrics, now)
 	return md
 }
+
 // resource is the JVM's resource with the attributes metadata.yaml declares
 // and resource_attributes turns on.
 func (a *Aggregator) resource(res pcommon.Resource) pcommon.Resource {

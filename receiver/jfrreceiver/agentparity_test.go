@@ -1,0 +1,433 @@
+package jfrreceiver
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/repository"
+)
+
+// javaAgentVersion is the OpenTelemetry Java agent the parity test runs
+// (the Makefile's OTEL_JAVAAGENT_VERSION, fetched by make test-deps).
+const javaAgentVersion = "2.22.0"
+
+// parityWorkload allocates for the given milliseconds with a live set that
+// survives young collections and a System.gc() every 700 ms (old/full
+// collections), prints "idle" and sleeps until killed, so that both sides
+// can report their final values while the JVM still runs.
+const parityWorkload = `
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+
+public class Parity {
+    public static void main(String[] args) throws Exception {
+        long end = System.nanoTime() + Long.parseLong(args[0]) * 1_000_000L;
+        long nextFull = System.nanoTime() + 700_000_000L;
+        List<byte[]> live = new ArrayList<>();
+        Random r = new Random(1);
+        long sink = 0;
+        while (System.nanoTime() < end) {
+            byte[] b = new byte[512 + r.nextInt(4096)];
+            sink += b.length;
+            if (r.nextInt(8) == 0) live.add(b);
+            if (live.size() > 6000) live.subList(0, 3000).clear();
+            if (System.nanoTime() > nextFull) {
+                System.gc();
+                nextFull = System.nanoTime() + 700_000_000L;
+            }
+        }
+        System.out.println("idle " + sink);
+        System.out.flush();
+        Thread.sleep(600_000);
+    }
+}
+`
+
+// parityCase is one JVM of the parity test.
+type parityCase struct {
+	name  string
+	major int
+	flags []string
+}
+
+// TestAgentParity runs, per collector, one JVM with the real OpenTelemetry
+// Java agent exporting its runtime metrics over OTLP/HTTP to this test and
+// the jfr receiver following the same JVM's JFR repository, and compares
+// the final cumulative values: per metric and attribute set both emit, the
+// same names and attribute values, collection counts equal, sums within
+// 1% (or within the agent's 1 ms resolution per collection, for pauses
+// shorter than that). The receiver's jvm.gc.cause (which the agent leaves
+// out by default) is summed away, as is the agent's jvm.thread.state
+// (which JFR does not give); jvm.cpu.recent_utilization samples different
+// moments, and jvm.thread.count, where the agent counted one daemon and one
+// other thread more than JFR in every run (README.md), are printed, not
+// compared. It prints the parity table.
+// About 15 s per JVM on an idle 2-core machine.
+func TestAgentParity(t *testing.T) {
+	agent := javaAgent(t)
+	cases := []parityCase{
+		// Heaps large enough that the agent's own start-up allocations
+		// trigger no collection before JFR starts (see README.md).
+		{"G1/JDK17", 17, []string{"-XX:+UseG1GC", "-Xms256m", "-Xmx256m", "-Xmn128m"}},
+		{"Parallel/JDK17", 17, []string{"-XX:+UseParallelGC", "-Xms256m", "-Xmx256m", "-Xmn128m"}},
+		{"ZGC/JDK17", 17, []string{"-XX:+UseZGC", "-Xms1g", "-Xmx1g"}},
+		{"generational ZGC/JDK25", 25, []string{"-XX:+UseZGC", "-Xms1g", "-Xmx1g"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			j := jfrtest.Find(t, c.major)
+			runParity(t, j, agent, c)
+		})
+	}
+}
+
+func javaAgent(t *testing.T) string {
+	t.Helper()
+	home, _ := os.UserHomeDir()
+	jar := filepath.Join(home, ".m2", "repository", "io", "opentelemetry", "javaagent", "opentelemetry-javaagent",
+		javaAgentVersion, "opentelemetry-javaagent-"+javaAgentVersion+".jar")
+	if _, err := os.Stat(jar); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the OpenTelemetry Java agent %s is missing (make test-deps fetches it): %v", javaAgentVersion, err)
+		}
+		t.Skipf("the OpenTelemetry Java agent %s is missing (make test-deps fetches it): %v", javaAgentVersion, err)
+	}
+	return jar
+}
+
+func runParity(t *testing.T, j jfrtest.JDK, agent string, c parityCase) {
+	dir := t.TempDir()
+	bin := filepath.Dir(j.Java())
+	if err := os.WriteFile(filepath.Join(dir, "Parity.java"), []byte(parityWorkload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(filepath.Join(bin, "javac"), "-d", dir, filepath.Join(dir, "Parity.java")).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	jfc := filepath.Join(dir, "otelcol-ai.jfc")
+	if err := os.WriteFile(jfc, repository.Settings, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(dir, "repo")
+	if err := os.Mkdir(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	sink := newOTLPSink(t)
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	cfg.PollInterval = 200 * time.Millisecond
+	cfg.CollectionInterval = 500 * time.Millisecond
+	cfg.Repositories.Discover = false
+	cfg.Repositories.Include = []string{filepath.Join(repo, "*")}
+	cfg.Repositories.DiscoveryInterval = 200 * time.Millisecond
+	metrics := new(consumertest.MetricsSink)
+	rcv, err := NewFactory().CreateMetrics(context.Background(), receivertest.NewNopSettings(metadata.Type), cfg, metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rcv.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := rcv.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+
+	args := append([]string{"-javaagent:" + agent, "-Xlog:disable"}, c.flags...)
+	args = append(args, "-XX:FlightRecorderOptions:repository="+repo,
+		"-XX:StartFlightRecording:settings="+jfc, "-cp", dir, "Parity", "4000")
+	cmd := exec.Command(j.Java(), args...)
+	cmd.Env = append(os.Environ(),
+		"OTEL_SERVICE_NAME=parity", "OTEL_TRACES_EXPORTER=none", "OTEL_LOGS_EXPORTER=none",
+		"OTEL_METRICS_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="+sink.url, "OTEL_METRIC_EXPORT_INTERVAL=500",
+		"OTEL_JAVAAGENT_LOGGING=none")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	idle := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "idle") {
+				close(idle)
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case <-idle:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the workload did not finish in 90 s")
+	}
+
+	// Both sides report cumulative values: wait until their collection
+	// counts agree and hold for a second, or 20 s.
+	var agentPts, rcvPts map[string]point
+	deadline := time.Now().Add(20 * time.Second)
+	stable := 0
+	for time.Now().Before(deadline) && stable < 2 {
+		time.Sleep(500 * time.Millisecond)
+		a, r := finalPoints(sink.batches(), agentDrop), finalPoints(metrics.AllMetrics(), receiverDrop)
+		if gcTotal(a) > 0 && gcTotal(a) == gcTotal(r) && gcTotal(a) == gcTotal(agentPts) && gcTotal(r) == gcTotal(rcvPts) {
+			stable++
+		} else {
+			stable = 0
+		}
+		agentPts, rcvPts = a, r
+	}
+	compareParity(t, c.name, agentPts, rcvPts)
+}
+
+// point is a series' final value: a histogram's count and sum, or a
+// number.
+type point struct {
+	metric    string
+	histogram bool
+	count     uint64
+	value     float64
+}
+
+// Attributes summed away on each side before comparing: the receiver's
+// jvm.gc.cause (the agent captures no cause by default), the agent's
+// jvm.thread.state (JFR gives thread counts by daemon only).
+var (
+	receiverDrop = map[string]bool{"jvm.gc.cause": true}
+	agentDrop    = map[string]bool{"jvm.thread.state": true}
+)
+
+// finalPoints returns the newest point of every series in batches, keyed
+// by metric name and attributes (without those in drop, whose series are
+// summed), for the runtime metrics only (jvm.*).
+func finalPoints(batches []pmetric.Metrics, drop map[string]bool) map[string]point {
+	type series struct {
+		ts  pcommon.Timestamp
+		key string
+		p   point
+	}
+	latest := map[string]series{} // by full attributes
+	for _, md := range batches {
+		for i := range md.ResourceMetrics().Len() {
+			sms := md.ResourceMetrics().At(i).ScopeMetrics()
+			for k := range sms.Len() {
+				ms := sms.At(k).Metrics()
+				for m := range ms.Len() {
+					metric := ms.At(m)
+					if !strings.HasPrefix(metric.Name(), "jvm.") {
+						continue
+					}
+					add := func(ts pcommon.Timestamp, attrs pcommon.Map, p point) {
+						full := metric.Name() + attrKey(attrs, nil)
+						if old, ok := latest[full]; ok && old.ts > ts {
+							return
+						}
+						p.metric = metric.Name()
+						latest[full] = series{ts: ts, key: metric.Name() + attrKey(attrs, drop), p: p}
+					}
+					switch metric.Type() {
+					case pmetric.MetricTypeHistogram:
+						dps := metric.Histogram().DataPoints()
+						for d := range dps.Len() {
+							dp := dps.At(d)
+							add(dp.Timestamp(), dp.Attributes(), point{histogram: true, count: dp.Count(), value: dp.Sum()})
+						}
+					case pmetric.MetricTypeSum, pmetric.MetricTypeGauge:
+						var dps pmetric.NumberDataPointSlice
+						if metric.Type() == pmetric.MetricTypeGauge {
+							dps = metric.Gauge().DataPoints()
+						} else {
+							dps = metric.Sum().DataPoints()
+						}
+						for d := range dps.Len() {
+							dp := dps.At(d)
+							v := dp.DoubleValue()
+							if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+								v = float64(dp.IntValue())
+							}
+							add(dp.Timestamp(), dp.Attributes(), point{value: v})
+						}
+					}
+				}
+			}
+		}
+	}
+	out := map[string]point{}
+	for _, s := range latest {
+		p := out[s.key]
+		p.metric, p.histogram = s.p.metric, s.p.histogram
+		p.count += s.p.count
+		p.value += s.p.value
+		out[s.key] = p
+	}
+	return out
+}
+
+func attrKey(attrs pcommon.Map, drop map[string]bool) string {
+	var kv []string
+	for k, v := range attrs.All() {
+		if !drop[k] {
+			kv = append(kv, k+"="+v.AsString())
+		}
+	}
+	slices.Sort(kv)
+	return "{" + strings.Join(kv, ", ") + "}"
+}
+
+func gcTotal(pts map[string]point) uint64 {
+	var n uint64
+	for _, p := range pts {
+		if p.metric == "jvm.gc.duration" {
+			n += p.count
+		}
+	}
+	return n
+}
+
+// compareParity checks and prints every series both sides emit; every
+// collector series the agent reports must be among them.
+func compareParity(t *testing.T, name string, agent, rcv map[string]point) {
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range agent {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "parity %s:\n%-100s %16s %16s %10s\n", name, "metric {attributes}", "agent", "receiver", "difference")
+	shared := 0
+	for _, k := range keys {
+		a := agent[k]
+		r, ok := rcv[k]
+		if !ok {
+			if a.metric == "jvm.gc.duration" {
+				t.Errorf("%s: the agent reports %s (%d collections), the receiver does not", name, k, a.count)
+			}
+			continue
+		}
+		shared++
+		if a.histogram {
+			fmt.Fprintf(&b, "%-100s %16s %16s %10s\n", k+" count", fmt.Sprint(a.count), fmt.Sprint(r.count), fmt.Sprint(int64(r.count)-int64(a.count)))
+			fmt.Fprintf(&b, "%-100s %16.4f %16.4f %9.2f%%\n", k+" sum (s)", a.value, r.value, pct(r.value, a.value))
+			if a.count != r.count {
+				t.Errorf("%s: %s counts %d (agent) and %d (receiver)", name, k, a.count, r.count)
+			}
+			// The agent's durations are whole milliseconds (GcInfo): pauses
+			// shorter than that sum to 0 there.
+			if d := math.Abs(r.value - a.value); d > 0.01*a.value && d > 0.001*float64(a.count) {
+				t.Errorf("%s: %s sums %.4f s (agent) and %.4f s (receiver)", name, k, a.value, r.value)
+			}
+			continue
+		}
+		fmt.Fprintf(&b, "%-100s %16.4g %16.4g %9.2f%%\n", k, a.value, r.value, pct(r.value, a.value))
+		if a.metric == "jvm.cpu.recent_utilization" || a.metric == "jvm.thread.count" {
+			continue
+		}
+		if math.Abs(r.value-a.value) > 0.01*math.Abs(a.value) {
+			t.Errorf("%s: %s is %v (agent) and %v (receiver)", name, k, a.value, r.value)
+		}
+	}
+	var only []string
+	for k := range rcv {
+		if _, ok := agent[k]; !ok {
+			only = append(only, k)
+		}
+	}
+	slices.Sort(only)
+	fmt.Fprintf(&b, "receiver only: %s\n", strings.Join(only, "; "))
+	var agentOnly []string
+	for _, k := range keys {
+		if _, ok := rcv[k]; !ok {
+			agentOnly = append(agentOnly, k)
+		}
+	}
+	fmt.Fprintf(&b, "agent only: %s\n", strings.Join(agentOnly, "; "))
+	t.Log(b.String())
+	if shared == 0 || gcTotal(agent) == 0 {
+		t.Fatalf("%s: nothing to compare (%d shared series, %d collections from the agent)", name, shared, gcTotal(agent))
+	}
+}
+
+func pct(got, want float64) float64 {
+	if want == 0 {
+		if got == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return 100 * (got - want) / want
+}
+
+// otlpSink is an OTLP/HTTP metrics endpoint on loopback keeping what the
+// agent exports.
+type otlpSink struct {
+	url string
+	mu  sync.Mutex
+	got []pmetric.Metrics
+}
+
+func newOTLPSink(t *testing.T) *otlpSink {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &otlpSink{url: "http://" + ln.Addr().String() + "/v1/metrics"}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		req := pmetricotlp.NewExportRequest()
+		if err := req.UnmarshalProto(body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.got = append(s.got, req.Metrics())
+		s.mu.Unlock()
+		resp, _ := pmetricotlp.NewExportResponse().MarshalProto()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(resp)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return s
+}
+
+func (s *otlpSink) batches() []pmetric.Metrics {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.got)
+}
