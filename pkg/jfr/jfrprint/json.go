@@ -111,8 +111,9 @@ type jsonWriter struct {
 
 func (j *jsonWriter) setChunk(c *jfr.Chunk) {
 	j.clock = c.Clock()
-	// The JDK's zone is int(gmtOffset) + int(dst) milliseconds, in Java's
-	// 32-bit int arithmetic.
+	// JDK 25's zone is int(gmtOffset) + int(dst) milliseconds, in Java's
+	// 32-bit int arithmetic (JDK 17 leaves dst out). The JDK takes it from
+	// the first chunk; every chunk of a recording carries the JVM's zone.
 	j.zoneSec = int64(int32(c.Metadata.GMTOffset)+int32(c.Metadata.DST)) / 1000
 	if j.zoneSec < -18*3600 || j.zoneSec > 18*3600 {
 		j.zoneSec = 0 // ZoneOffset rejects it; the JDK falls back to UTC
