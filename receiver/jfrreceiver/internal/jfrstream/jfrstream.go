@@ -12,6 +12,14 @@
 //     VM operation (jdk.ExecuteVMOperation) ended, or, failing that, where
 //     SafepointBegin ended. The attribute AttrSafepointEndSource says which.
 //
+// Collections are measured under the names the JVM's GarbageCollectorMXBeans
+// give them (CollectorOf: the semantic conventions' and the Java agent's
+// jvm.gc.name and jvm.gc.action), and a pause window's jvm.gc.name is the
+// bean its pause counts under. It also reads the samples behind the
+// thread, class and CPU metrics (jdk.JavaThreadStatistics,
+// jdk.ClassLoadingStatistics, jdk.CPULoad, jdk.CPUInformation,
+// jdk.ContainerConfiguration).
+//
 // Events of one collection or safepoint may arrive in different segments, so
 // a window whose partner has not arrived waits for one more Flush; Flush with
 // final set (the recording ended) lets everything out.
