@@ -154,7 +154,9 @@ created=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y-%m-%dT%H:%M:%SZ)
 tag=$version-$arch
 [ -f "$layout/index.json" ] || umoci init --layout "$layout"
 umoci new --image "$layout:$tag"
-umoci raw add-layer --no-history --image "$layout:$tag" "$layer"
+umoci raw add-layer --image "$layout:$tag" --history.created="$created" \
+	--history.created_by="distribution/image/build.sh $arch" \
+	--history.comment="Debian $suite packages (packages.txt), otelcol-ai $version, ONNX Runtime ${ORT_VERSION:-}, models" "$layer"
 umoci config --no-history --image "$layout:$tag" \
 	--created="$created" --author="otelcol-ai" --architecture="$arch" --os=linux \
 	--config.entrypoint=/otelcol-ai/otelcol-ai --config.cmd=--config=embedded:default \
