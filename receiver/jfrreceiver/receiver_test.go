@@ -75,6 +75,36 @@ func startJVM(t *testing.T, j jfrtest.JDK, dir string, millis int, flags ...stri
 	return cmd.Process.Pid, exited, out
 }
 
+// measuredGCs is how many collections jvm.gc.duration counts for jfr
+// print's collections and pauses: a collection once under its MXBean, and
+// each pause of a collector with a pause bean (jfrstream.CollectorOf).
+func measuredGCs(gcs, pauses []jfroracle.Event) int {
+	n, _ := measured(gcs, pauses)
+	return n
+}
+
+// measured returns measuredGCs and the sum of their durations in seconds.
+func measured(gcs, pauses []jfroracle.Event) (n int, seconds float64) {
+	withPauses := map[int64]bool{}
+	for _, e := range gcs {
+		c := jfrstream.CollectorOf(e.Str("name"))
+		if c.Name != "" {
+			d, _ := e.Duration("duration")
+			n, seconds = n+1, seconds+d.Seconds()
+		}
+		if c.Pauses != "" {
+			withPauses[e.Int("gcId")] = true
+		}
+	}
+	for _, e := range pauses {
+		if withPauses[e.Int("gcId")] {
+			d, _ := e.Duration("duration")
+			n, seconds = n+1, seconds+d.Seconds()
+		}
+	}
+	return n, seconds
+}
+
 // startLogs creates a logs receiver with cfg feeding a sink and starts it;
 // the caller shuts it down.
 func startLogs(t *testing.T, cfg *Config) (receiver.Logs, *consumertest.LogsSink) {
@@ -166,12 +196,12 @@ func TestReceiverFollowsLiveJVM(t *testing.T) {
 	for {
 		if rm, ok := lastForPID(metrics.AllMetrics(), int64(pid)); ok {
 			last = rm
-			if h, ok := metric(rm, "jvm.gc.duration"); ok && histCount(h) == uint64(len(gcs)) {
+			if h, ok := metric(rm, "jvm.gc.duration"); ok && histCount(h) == uint64(measuredGCs(gcs, pauses)) {
 				break
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("jvm.gc.duration never counted the %d collections of the recording", len(gcs))
+			t.Fatalf("jvm.gc.duration never counted the %d collections of the recording", measuredGCs(gcs, pauses))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -208,11 +238,7 @@ func TestReceiverFollowsLiveJVM(t *testing.T) {
 	// Metrics.
 	checkJVMResource(t, last.Resource(), "17.")
 	h, _ := metric(last, "jvm.gc.duration")
-	var sum float64
-	for _, e := range gcs {
-		d, _ := e.Duration("duration")
-		sum += d.Seconds()
-	}
+	_, sum := measured(gcs, pauses)
 	if got := histSum(h); math.Abs(got-sum) > 1e-6 {
 		t.Errorf("jvm.gc.duration sum %v s, jfr print %v s", got, sum)
 	}
