@@ -80,7 +80,7 @@ E2E_VENV                        := $(CACHE)/e2e-containers/venv
 PROBE_PKGS := ./receiver/pythongilreceiver/...
 
 test: build test-deps ## Build the binary once, then run every test against it.
-	OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
+	OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) OTELCOL_AI_VERSION=$$(cat $(DIST)/.version) \
 		$(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -v /receiver/pythongilreceiver)
 	OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
 		$(GO) test -count=1 -timeout 30m -p 1 $(PROBE_PKGS)
