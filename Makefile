@@ -87,6 +87,8 @@ test: build test-deps ## Build the binary once, then run every test against it.
 	@$(MAKE) --no-print-directory fuzz
 
 test-deps: ## Install what the tests' workloads need (idempotent).
+	@# the timeline page's tests: headless Chromium (Debian's package).
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 	@python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('jep') is None)" || \
 		JAVA_HOME=$$(dirname $$(dirname $$(readlink -f $$(command -v javac)))) \
 		python3 -m pip install --quiet jep==$(JEP_VERSION)
