@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,7 +103,7 @@ func seccompProfile() map[string]any {
 	}
 	return map[string]any{
 		"defaultAction": "SCMP_ACT_ALLOW",
-		"architectures": []string{"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_AARCH64"},
+		"architectures": map[string][]string{"amd64": {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"}, "arm64": {"SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM"}}[runtime.GOARCH],
 		"syscalls": []map[string]any{{
 			"names": denied, "action": "SCMP_ACT_ERRNO", "errnoRet": 1,
 		}},
