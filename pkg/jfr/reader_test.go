@@ -449,6 +449,31 @@ func TestReaderClock(t *testing.T) {
 	if inFile.Err() != nil || single.Err() != nil || n == 0 {
 		t.Fatalf("%d events compared; errors %v, %v", n, inFile.Err(), single.Err())
 	}
+
+	// The Scanner (the jfr receiver's reader) converts through the same clock.
+	scanStarts := func(c *jfr.Chunk) []int64 {
+		sel := jfr.NewSelection()
+		sel.Add("jdk.GarbageCollection", "startTime")
+		var out []int64
+		sc := c.Scan(sel)
+		for sc.Next() {
+			ns, _ := sc.Record().Nanos(0)
+			out = append(out, ns)
+		}
+		if sc.Err() != nil {
+			t.Fatal(sc.Err())
+		}
+		return out
+	}
+	a1, a2 := scanStarts(second), scanStarts(alone)
+	if len(a1) == 0 || len(a1) != len(a2) {
+		t.Fatalf("scanned %d and %d GCs", len(a1), len(a2))
+	}
+	for i := range a1 {
+		if a2[i]-a1[i] != shift {
+			t.Errorf("GC %d: scanned at %d in the file, %d alone; want %d ns apart", i, a1[i], a2[i], shift)
+		}
+	}
 }
 
 func TestDamagedInput(t *testing.T) {
