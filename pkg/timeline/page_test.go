@@ -17,67 +17,8 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/cdptest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
+	"github.com/otelcol-ai/otelcol-ai/pkg/timeline/timelinetest"
 )
-
-// drawn is what the page reports having drawn, read from its SVG.
-type drawn struct {
-	FromMs  float64 `json:"fromMs"`
-	ToMs    float64 `json:"toMs"`
-	PlotX   float64 `json:"plotX"`
-	PlotW   float64 `json:"plotW"`
-	Mode    string  `json:"mode"`
-	Lanes   []string
-	Windows []drawnRect
-	Spans   []drawnRect
-	Buckets int
-	Overlap int
-}
-
-type drawnRect struct {
-	Kind string  `json:"kind"`
-	Span string  `json:"span"`
-	X    float64 `json:"x"`
-	W    float64 `json:"w"`
-	Y    float64 `json:"y"`
-	T0   float64 `json:"t0"`
-	T1   float64 `json:"t1"`
-	CX   float64 `json:"cx"`
-	CY   float64 `json:"cy"`
-}
-
-// readDrawnJS collects the chart's lanes, windows, spans and buckets with
-// their SVG geometry and viewport centres.
-const readDrawnJS = `(() => {
-  const c = document.getElementById("chart");
-  const rect = (e) => { const b = e.getBoundingClientRect(); return {
-    kind: e.dataset.kind || "", span: e.dataset.span || "",
-    x: Number(e.getAttribute("x")), w: Number(e.getAttribute("width")), y: Number(e.getAttribute("y")),
-    t0: Number(e.dataset.t0), t1: Number(e.dataset.t1), cx: b.left + b.width / 2, cy: b.top + b.height / 2 }; };
-  return {
-    fromMs: Number(c.dataset.fromMs), toMs: Number(c.dataset.toMs), plotX: Number(c.dataset.plotX), plotW: Number(c.dataset.plotW),
-    mode: c.dataset.mode,
-    Lanes: [...c.querySelectorAll("g.lane")].map((g) => g.dataset.name),
-    Windows: [...c.querySelectorAll("rect.win")].map(rect),
-    Spans: [...c.querySelectorAll("rect.span")].map(rect),
-    Buckets: c.querySelectorAll("rect.bucket").length,
-    Overlap: c.querySelectorAll("rect.overlap").length,
-  };
-})()`
-
-// xOf is where the page should draw Unix-ns t.
-func (d drawn) xOf(t int64) float64 {
-	ms := float64(t/1e6) + float64(t%1e6)/1e6
-	return d.PlotX + (ms-d.FromMs)/(d.ToMs-d.FromMs)*d.PlotW
-}
-
-func readDrawn(t *testing.T, b *cdptest.Browser) drawn {
-	t.Helper()
-	var d drawn
-	if err := b.Eval(readDrawnJS, &d); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 // syntheticRecording is two processes: a JVM embedding CPython (safepoints,
 // a GC pause, GIL waits on two named threads, Python GC) with spans, and a
@@ -172,7 +113,7 @@ func TestStaticPageDrawsTheRecording(t *testing.T) {
 	if err := b.Navigate(ctx, "file://"+path); err != nil {
 		t.Fatal(err)
 	}
-	d := readDrawn(t, b)
+	d := timelinetest.ReadDrawn(t, b)
 	if len(d.Lanes) != 2 || !strings.Contains(d.Lanes[0], "inference-0/server/java pid 4242") || !strings.Contains(d.Lanes[1], "python3.12 pid 777") {
 		t.Errorf("lanes = %q, want the JVM's (pod/container/executable) and the CPython process's", d.Lanes)
 	}
@@ -180,7 +121,7 @@ func TestStaticPageDrawsTheRecording(t *testing.T) {
 	if d.Overlap != 1 {
 		t.Errorf("%d overlap bands, want one: the safepoint and GC pause (merged) over jep-worker-0's GIL wait", d.Overlap)
 	}
-	hover := func(r drawnRect) string {
+	hover := func(r timelinetest.Rect) string {
 		if err := b.MoveMouse(r.CX, r.CY); err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +169,7 @@ func TestStaticPageDrawsTheRecording(t *testing.T) {
 	if err := b.Eval(fmt.Sprintf("timeline.setView(%d, %d, false)", base/1e6+50, base/1e6+350), nil); err != nil {
 		t.Fatal(err)
 	}
-	d = readDrawn(t, b)
+	d = timelinetest.ReadDrawn(t, b)
 	checkGeometry(t, d, 4, 2, base)
 	shot2, err := b.Screenshot()
 	if err != nil {
@@ -244,18 +185,18 @@ func TestStaticPageDrawsTheRecording(t *testing.T) {
 
 // checkGeometry: the drawn windows and spans are wantWindows and
 // wantSpans, each within a pixel of where its own time says.
-func checkGeometry(t *testing.T, d drawn, wantWindows, wantSpans int, base int64) {
+func checkGeometry(t *testing.T, d timelinetest.Drawn, wantWindows, wantSpans int, base int64) {
 	t.Helper()
 	if len(d.Windows) != wantWindows || len(d.Spans) != wantSpans {
 		t.Errorf("drew %d windows and %d spans, want %d and %d", len(d.Windows), len(d.Spans), wantWindows, wantSpans)
 	}
-	for _, r := range append(append([]drawnRect{}, d.Windows...), d.Spans...) {
+	for _, r := range append(append([]timelinetest.Rect{}, d.Windows...), d.Spans...) {
 		t0, t1 := int64(r.T0*1e6), int64(r.T1*1e6)
-		x0 := d.xOf(t0)
+		x0 := d.XOf(t0)
 		if diff := r.X - x0; diff > 1 || diff < -1 {
 			t.Errorf("%s%s at x=%.1f, its start says %.1f", r.Kind, r.Span, r.X, x0)
 		}
-		if w := max(1, d.xOf(t1)-x0); r.W-w > 1 || r.W-w < -1 {
+		if w := max(1, d.XOf(t1)-x0); r.W-w > 1 || r.W-w < -1 {
 			t.Errorf("%s%s %.1f wide, its duration says %.1f", r.Kind, r.Span, r.W, w)
 		}
 	}

@@ -1,0 +1,452 @@
+package timelineextension_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/cdptest"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
+	"github.com/otelcol-ai/otelcol-ai/pkg/timeline/timelinetest"
+)
+
+// skipOrFail skips, or fails under CI, where everything must be present.
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// jepWorkload compiles and starts internal/e2e's JepOverlap: one JVM
+// embedding CPython through Jep, its young GCs and safepoints overlapping
+// three Python threads' GIL waits. It returns the JVM's pid.
+func jepWorkload(t *testing.T) int64 {
+	t.Helper()
+	out, err := exec.Command("python3", "-c", "import importlib.util, os, sysconfig, sys; print(os.path.dirname(importlib.util.find_spec('jep').origin)); print(sysconfig.get_config_var('LIBDIR')); print(sys.base_prefix)").Output()
+	if err != nil {
+		skipOrFail(t, "timeline e2e: Jep is not installed for python3 (make test-deps): %v", err)
+	}
+	dirs := strings.Fields(string(out))
+	if len(dirs) != 3 {
+		t.Fatalf("jep, libpython and prefix folders: %q", out)
+	}
+	jars, _ := filepath.Glob(filepath.Join(dirs[0], "jep-*.jar"))
+	if len(jars) != 1 {
+		t.Fatalf("want one jep jar in %s, found %v", dirs[0], jars)
+	}
+	root, err := e2e.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	classes := t.TempDir()
+	src := filepath.Join(root, "internal", "e2e", "testdata", "containers", "JepOverlap.java")
+	if out, err := exec.Command("javac", "-d", classes, "-cp", jars[0], src).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	cmd := exec.Command("java", "-Xmx64m", "-XX:+UseG1GC", "-XX:StartFlightRecording:settings=profile",
+		"-Djava.library.path="+dirs[0], "-cp", classes+":"+jars[0], "JepOverlap")
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+dirs[1], "PYTHONHOME="+dirs[2], "PYTHONPATH="+filepath.Dir(dirs[0]))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = io.WriteString(stdin, "stop\n")
+		_ = stdin.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("JepOverlap: %v\n%s", err, stderr.String())
+	}
+	var hello struct{ PID int64 }
+	if err := json.Unmarshal([]byte(line), &hello); err != nil || hello.PID == 0 {
+		t.Fatalf("JepOverlap said %q", line)
+	}
+	return hello.PID
+}
+
+// spansOf builds one request span of pid ending now, as an SDK in the JVM
+// would send it (process.pid and the node's host.name).
+func spansOf(pid int64, host string, i int, dur time.Duration) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutInt("process.pid", pid)
+	rs.Resource().Attributes().PutStr("host.name", host)
+	rs.Resource().Attributes().PutStr("service.name", "jep-overlap")
+	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	end := time.Now()
+	sp.SetName("POST /predict")
+	sp.SetTraceID(pcommon.TraceID{0xe2, byte(i >> 8), byte(i)})
+	sp.SetSpanID(pcommon.SpanID{0xe2, byte(i >> 8), byte(i)})
+	sp.SetStartTimestamp(pcommon.NewTimestampFromTime(end.Add(-dur)))
+	sp.SetEndTimestamp(pcommon.NewTimestampFromTime(end))
+	return td
+}
+
+// exportedInRange is what the collector exported for pid in [from, to):
+// windows by kind and spans by id.
+type exportedInRange struct {
+	windows map[string][]window.Window
+	spans   map[string]ptrace.Span
+}
+
+func exported(t *testing.T, c *e2e.Collector, pid int64, from, to int64) exportedInRange {
+	t.Helper()
+	logs, err := c.Logs("logs.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := exportedInRange{windows: map[string][]window.Window{}, spans: map[string]ptrace.Span{}}
+	for _, w := range e2e.WindowsOf(logs, pid) {
+		if w.End() > from && w.Start < to && w.Duration > 0 {
+			ex.windows[string(w.Kind)] = append(ex.windows[string(w.Kind)], w)
+		}
+	}
+	traces, err := c.Traces("traces.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, td := range traces {
+		for _, rs := range td.ResourceSpans().All() {
+			if p, _ := timeline.IntAttr(rs.Resource().Attributes(), "process.pid"); p != pid {
+				continue
+			}
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, sp := range ss.Spans().All() {
+					if int64(sp.EndTimestamp()) > from && int64(sp.StartTimestamp()) < to {
+						ex.spans[sp.SpanID().String()] = sp
+					}
+				}
+			}
+		}
+	}
+	return ex
+}
+
+// checkAgainstExport: the page drew, in pid's lane, exactly the exported
+// windows and spans of its view, each within a pixel of its exported time.
+func checkAgainstExport(t *testing.T, what string, d timelinetest.Drawn, lane int, ex exportedInRange) {
+	t.Helper()
+	drawnKinds := map[string]int{}
+	for _, r := range d.Windows {
+		if r.Lane != lane {
+			continue
+		}
+		drawnKinds[r.Kind]++
+		var match *window.Window
+		for i, w := range ex.windows[r.Kind] {
+			if x := d.XOf(w.Start); x-r.X < 1 && r.X-x < 1 {
+				match = &ex.windows[r.Kind][i]
+				break
+			}
+		}
+		if match == nil {
+			t.Errorf("%s: drew a %s at x=%.1f where no exported window starts", what, r.Kind, r.X)
+		}
+	}
+	for kind, ws := range ex.windows {
+		if drawnKinds[kind] != len(ws) {
+			t.Errorf("%s: drew %d %s windows, the collector exported %d in view", what, drawnKinds[kind], kind, len(ws))
+		}
+	}
+	spans := 0
+	for _, r := range d.Spans {
+		if r.Lane != lane {
+			continue
+		}
+		spans++
+		sp, ok := ex.spans[r.Span]
+		if !ok {
+			t.Errorf("%s: drew span %s, not exported", what, r.Span)
+			continue
+		}
+		if x := d.XOf(int64(sp.StartTimestamp())); x-r.X > 1 || r.X-x > 1 {
+			t.Errorf("%s: span %s at x=%.1f, its start says %.1f", what, r.Span, r.X, x)
+		}
+	}
+	if spans != len(ex.spans) {
+		t.Errorf("%s: drew %d spans, the collector exported %d in view", what, spans, len(ex.spans))
+	}
+}
+
+// hoverOverlapped hovers the first drawn span of lane that windows
+// overlapped and checks that the tooltip gives its exported totals.
+func hoverOverlapped(t *testing.T, b *cdptest.Browser, d timelinetest.Drawn, lane int, ex exportedInRange) {
+	t.Helper()
+	for _, r := range d.Spans {
+		sp, ok := ex.spans[r.Span]
+		if r.Lane != lane || !ok {
+			continue
+		}
+		var wants []string
+		for k, v := range sp.Attributes().All() {
+			if kind, found := strings.CutSuffix(strings.TrimPrefix(k, "runtime.overlap."), ".count"); found && strings.HasPrefix(k, "runtime.overlap.") {
+				wants = append(wants, fmt.Sprintf("%s: %d ×", kind, v.Int()))
+			}
+		}
+		if len(wants) == 0 {
+			continue
+		}
+		if err := b.MoveMouse(r.CX, r.CY); err != nil {
+			t.Fatal(err)
+		}
+		var tip string
+		if err := b.Eval(`document.getElementById("tip").textContent`, &tip); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(tip, "overlapped by:") {
+			t.Errorf("hover over span %s: %q, want its overlap totals", r.Span, tip)
+		}
+		for _, w := range wants {
+			if !strings.Contains(tip, w) {
+				t.Errorf("hover over span %s: %q lacks %q", r.Span, tip, w)
+			}
+		}
+		return
+	}
+	t.Errorf("no drawn span had overlap totals to hover")
+}
+
+func laneOf(t *testing.T, b *cdptest.Browser, pid int64) int {
+	t.Helper()
+	var lane int
+	if err := b.Eval(fmt.Sprintf(`(timeline.snapshot.lanes.find((l) => l.pid === %d) || {id: -1}).id`, pid), &lane); err != nil {
+		t.Fatal(err)
+	}
+	if lane < 0 {
+		t.Fatalf("no lane for pid %d", pid)
+	}
+	return lane
+}
+
+// cpuTicks is the collector's user+system CPU time in clock ticks.
+func cpuTicks(t *testing.T, pid int) int64 {
+	t.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
+}
+
+// TestLivePageAndStaticFileDrawWhatTheCollectorExported runs the built
+// collector on its embedded default configuration (timeline on loopback)
+// beside a real JVM embedding CPython (JFR, eBPF GIL probes), sends it
+// request spans of that process, and loads the page in headless Chromium
+// while they run: the lanes, windows and spans drawn are the exported ones
+// (counts, and positions within a pixel), a span's hover gives its overlap
+// totals, screenshots at two zoom levels, no console errors. Then the same
+// checks on the static file cmd/timeline's renderer makes of the output.
+// It logs the page's weight, its first paint and the collector's CPU with
+// the page polling and without.
+func TestLivePageAndStaticFileDrawWhatTheCollectorExported(t *testing.T) {
+	e2e.RequireComponents(t, "timeline", "runtimecorrelation", "jfr", "pythongil")
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "timeline e2e: the pythongil receiver's probes need root")
+	}
+	for _, tool := range []string{"java", "javac", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			skipOrFail(t, "timeline e2e: %s not found", tool)
+		}
+	}
+	cdptest.Binary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := e2e.Start(t, e2e.Options{Configs: []string{"embedded:default"}})
+	if err := c.WaitHealthy(60 * time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, c.Log())
+	}
+	pid := jepWorkload(t)
+	host, _ := os.Hostname()
+	url := "http://" + c.Endpoints.Timeline + "/"
+
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	t.Logf("figure: page weight %d bytes (uncompressed, everything inline)", len(page))
+
+	// Idle: nobody looks.
+	idle0 := cpuTicks(t, c.Pid())
+	time.Sleep(5 * time.Second)
+	idle := cpuTicks(t, c.Pid()) - idle0
+
+	b := cdptest.Start(t, 1400, 1000)
+	if err := b.Navigate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	var fcp float64
+	if err := b.Eval(`(performance.getEntriesByName("first-contentful-paint")[0] || {startTime: -1}).startTime`, &fcp); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("figure: first contentful paint %.0f ms after navigation (headless Chromium, live page)", fcp)
+
+	watched0 := cpuTicks(t, c.Pid())
+	sendStart := time.Now()
+	for i := 0; time.Since(sendStart) < 8*time.Second; i++ {
+		if err := c.SendTraces(ctx, spansOf(pid, host, i, 150*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	sendEnd := time.Now()
+	// Spans wait up to 2 s for their windows, JFR flushes once a second.
+	if err := b.Until(ctx, `timeline.snapshot && timeline.snapshot.spans.some((s) => s.overlap)`); err != nil {
+		t.Fatalf("%v\n%s", err, c.Log())
+	}
+	time.Sleep(4 * time.Second)
+	watched := cpuTicks(t, c.Pid()) - watched0
+	t.Logf("figure: collector CPU %.2f%% of a core idle, %.2f%% with the page polling once a second (and 10 spans/s)",
+		float64(idle)/5, float64(watched)/float64(time.Since(sendStart).Seconds()))
+
+	// A fixed view of the middle of the sending, every window of which has
+	// long arrived.
+	from, to := sendStart.Add(2*time.Second), sendEnd.Add(-time.Second)
+	setView := fmt.Sprintf(`timeline.setView(%d, %d, false)`, from.UnixMilli(), to.UnixMilli())
+	if err := b.Eval(setView, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Until(ctx, fmt.Sprintf(`timeline.snapshot && Math.abs(timeline.snapshot.from - %d) < 1 && document.getElementById("chart").dataset.fromMs == "%d"`, from.UnixMilli(), from.UnixMilli())); err != nil {
+		t.Fatal(err)
+	}
+	d := timelinetest.ReadDrawn(t, b)
+	lane := laneOf(t, b, pid)
+	// Stop the collector's file exporters catching up: its flush interval is 1 s.
+	time.Sleep(2 * time.Second)
+	ex := exported(t, c, pid, from.UnixNano(), to.UnixNano())
+	t.Logf("in view: %v windows and %d spans exported; drawn %d windows, %d spans, %d overlap bands, mode %s",
+		counts(ex.windows), len(ex.spans), len(d.Windows), len(d.Spans), d.Overlap, d.Mode)
+	if len(ex.windows["jvm.gc.pause"])+len(ex.windows["jvm.safepoint"]) == 0 || len(ex.windows["python.gil.wait"]) == 0 || len(ex.spans) == 0 {
+		t.Fatalf("the workload exported too little to check: %v, %d spans", counts(ex.windows), len(ex.spans))
+	}
+	checkAgainstExport(t, "live", d, lane, ex)
+	hoverOverlapped(t, b, d, lane, ex)
+	if d.Overlap == 0 {
+		t.Errorf("no overlap drawn, though JepOverlap's pauses overlap its GIL waits")
+	}
+	shots := map[string][]byte{}
+	shots["live"], err = b.Screenshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := (from.UnixMilli() + to.UnixMilli()) / 2
+	if err := b.Eval(fmt.Sprintf(`timeline.setView(%d, %d, false)`, mid-400, mid+400), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Until(ctx, fmt.Sprintf(`document.getElementById("chart").dataset.fromMs == "%d"`, mid-400)); err != nil {
+		t.Fatal(err)
+	}
+	zoomed := timelinetest.ReadDrawn(t, b)
+	checkAgainstExport(t, "live zoomed", zoomed, laneOf(t, b, pid), exported(t, c, pid, (mid-400)*1e6, (mid+400)*1e6))
+	if shots["live-zoomed"], err = b.Screenshot(); err != nil {
+		t.Fatal(err)
+	}
+	if p := b.Problems(); len(p) > 0 {
+		t.Errorf("live page console: %q", p)
+	}
+
+	// The same output as a static file.
+	rec := timeline.NewRecording()
+	for _, name := range []string{"logs.jsonl", "traces.jsonl", "metrics.jsonl"} {
+		f, err := os.Open(filepath.Join(c.OutputDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch name {
+		case "logs.jsonl":
+			err = rec.ReadLogs(f)
+		case "traces.jsonl":
+			err = rec.ReadTraces(f)
+		default:
+			err = rec.ReadMetrics(f)
+		}
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var static bytes.Buffer
+	if err := timeline.Render(&static, timeline.PageOptions{Title: "recorded", Data: rec.Snapshot("recorded", 0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "timeline.html")
+	if err := os.WriteFile(file, static.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := cdptest.Start(t, 1400, 1000)
+	if err := s.Navigate(ctx, "file://"+file); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Eval(setView, nil); err != nil {
+		t.Fatal(err)
+	}
+	sd := timelinetest.ReadDrawn(t, s)
+	checkAgainstExport(t, "static", sd, laneOf(t, s, pid), ex)
+	hoverOverlapped(t, s, sd, laneOf(t, s, pid), ex)
+	if shots["static"], err = s.Screenshot(); err != nil {
+		t.Fatal(err)
+	}
+	if p := s.Problems(); len(p) > 0 {
+		t.Errorf("static page console: %q", p)
+	}
+	if dir := os.Getenv("TIMELINE_SCREENSHOT_DIR"); dir != "" {
+		for name, png := range shots {
+			if err := os.WriteFile(filepath.Join(dir, "timeline-"+name+".png"), png, 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	for name, png := range shots {
+		if len(png) < 2000 {
+			t.Errorf("screenshot %s: %d bytes", name, len(png))
+		}
+	}
+}
+
+func counts(m map[string][]window.Window) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		out[k] = len(v)
+	}
+	return out
+}
