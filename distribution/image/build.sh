@@ -31,7 +31,7 @@ for f in "$bin" "$ort"; do [ -f "$f" ] || { echo "build.sh: $f: not found" >&2; 
 [ -d "$models" ] || { echo "build.sh: $models: not a folder" >&2; exit 1; }
 case $arch in
 amd64) elf="x86-64" ;;
-arm64) elf="aarch64" ;;
+arm64) elf="ARM aarch64" ;;
 *) echo "build.sh: architecture $arch: want amd64 or arm64" >&2; exit 1 ;;
 esac
 # An image for arm64 with an amd64 binary in it would start nowhere.
