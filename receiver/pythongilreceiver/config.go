@@ -27,6 +27,10 @@ type Config struct {
 	MinDuration time.Duration `mapstructure:"min_duration"`
 	// SwitchProbes probes take_gil/drop_gil where the symbol table has them.
 	SwitchProbes bool `mapstructure:"switch_probes"`
+	// WaitSource is where waits come from: waitSourceFutex (the futex
+	// syscalls of threads blocked on the GIL) or waitSourceUprobes
+	// (take_gil's or PyEval_RestoreThread's return).
+	WaitSource string `mapstructure:"wait_source"`
 	// GC emits python.gc.pause windows from gc_collect_main (collect on 3.9)
 	// or, where the symbol table has neither, the gc__start/gc__done USDT
 	// probes.
@@ -75,6 +79,12 @@ type OverheadConfig struct {
 	CostPerHit time.Duration `mapstructure:"cost_per_hit"`
 }
 
+// Values of wait_source.
+const (
+	waitSourceFutex   = "futex"
+	waitSourceUprobes = "uprobes"
+)
+
 var _ component.Config = (*Config)(nil)
 
 // Validate checks every key and names the one that is wrong.
@@ -94,6 +104,9 @@ func (cfg *Config) Validate() error {
 	positive("retry_interval", cfg.RetryInterval)
 	if cfg.MinDuration < 0 {
 		errs = append(errs, fmt.Errorf("min_duration must not be negative, got %s", cfg.MinDuration))
+	}
+	if cfg.WaitSource != waitSourceFutex && cfg.WaitSource != waitSourceUprobes {
+		errs = append(errs, fmt.Errorf("wait_source must be %q or %q, got %q", waitSourceFutex, waitSourceUprobes, cfg.WaitSource))
 	}
 	if cfg.MaxBatchSize <= 0 {
 		errs = append(errs, fmt.Errorf("max_batch_size must be positive, got %d", cfg.MaxBatchSize))

@@ -33,6 +33,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, 5*time.Second, cfg.DiscoveryInterval)
 	assert.Equal(t, 100*time.Microsecond, cfg.MinDuration)
 	assert.True(t, cfg.SwitchProbes)
+	assert.Equal(t, waitSourceFutex, cfg.WaitSource)
 	assert.True(t, cfg.GC)
 	assert.Equal(t, 10*time.Second, cfg.CollectionInterval)
 	assert.Equal(t, time.Second, cfg.FlushInterval)
@@ -55,6 +56,7 @@ func TestCustomConfig(t *testing.T) {
 			PIDs:         []int{4242},
 		},
 		MinDuration:        250 * time.Microsecond,
+		WaitSource:         waitSourceUprobes,
 		CollectionInterval: 30 * time.Second,
 		FlushInterval:      500 * time.Millisecond,
 		MaxBatchSize:       256,
@@ -95,6 +97,7 @@ func TestValidateEachKey(t *testing.T) {
 		{"retry_interval", func(c *Config) { c.RetryInterval = 0 }},
 		{"min_duration", func(c *Config) { c.MinDuration = -1 }},
 		{"max_batch_size", func(c *Config) { c.MaxBatchSize = 0 }},
+		{"wait_source", func(c *Config) { c.WaitSource = "take_gil" }},
 		{"include.command_lines[0]", func(c *Config) { c.Include.CommandLines = []string{"[a"} }},
 		{"overhead.period", func(c *Config) { c.Overhead.Period = 0 }},
 		{"overhead.cost_per_hit", func(c *Config) { c.Overhead.CostPerHit = 0 }},

@@ -185,3 +185,21 @@ func ratioCost(cfg OverheadConfig, hits, attached float64, processes int) float6
 	}
 	return hits / attached * cfg.CostPerHit.Seconds() / float64(max(processes, 1))
 }
+
+// withoutFutex is opts with waits from the uprobes.
+func withoutFutex(opts gil.Options) gil.Options {
+	opts.Futex = false
+	return opts
+}
+
+// keptRatio is the share of kind's windows and short-window totals that
+// reach the receiver while the duty cycle attaches the uprobes for
+// sampling of the time. With wait_source futex the tracepoints stay
+// attached: every wait that blocked, and every forced switch seen, is
+// kept (1), however long the uprobes were detached; the rest is sampled.
+func keptRatio(cfg *Config, kind gil.Kind, sampling float64) float64 {
+	if cfg.WaitSource == waitSourceFutex && (kind == gil.KindWait || kind == gil.KindSwitch) {
+		return 1
+	}
+	return sampling
+}

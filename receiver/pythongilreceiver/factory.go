@@ -43,6 +43,7 @@ func createDefaultConfig() component.Config {
 		DiscoveryInterval:  defaultDiscoveryInterval,
 		MinDuration:        defaultMinDuration,
 		SwitchProbes:       true,
+		WaitSource:         waitSourceFutex,
 		GC:                 true,
 		CollectionInterval: defaultCollectionInterval,
 		FlushInterval:      defaultFlushInterval,

@@ -121,10 +121,18 @@ func (r *gilReceiver) run(ctx context.Context, host component.Host, filter disco
 		FilterPIDs:   !filter.Empty(),
 		SwitchProbes: r.cfg.SwitchProbes,
 		GC:           r.cfg.GC,
+		Futex:        r.cfg.WaitSource == waitSourceFutex,
 	}
 	logged := false
 	for {
 		probe, err := r.load(opts)
+		if err != nil && opts.Futex {
+			// No syscall tracepoints here: waits from the uprobes instead.
+			if p, uerr := r.load(withoutFutex(opts)); uerr == nil {
+				r.set.Logger.Warn("futex tracepoints unavailable; GIL waits come from uprobes (wait_source: uprobes)", zap.Error(err))
+				probe, err = p, nil
+			}
+		}
 		if err == nil {
 			componentstatus.ReportStatus(host, componentstatus.NewEvent(componentstatus.StatusOK))
 			r.serve(ctx, host, probe, filter)
