@@ -151,7 +151,7 @@ ORT_LIB_SHA256_ARM64 := 7954e8bdedb497f830c6a679e818d98399b7f4d81ade1126c3e0be74
 ORT_LIB_ARM64        := $(ARM64_DIR)/libonnxruntime.so.1
 CHART_DIR    := $(DIST)/chart
 
-.PHONY: image image-test arm64 arm64-smoke chart
+.PHONY: image image-reproducible image-test arm64 arm64-smoke chart
 
 arm64: $(ARM64_BIN) $(ORT_LIB_ARM64) ## Cross-build dist/linux-arm64/otelcol-ai with cgo, and ONNX Runtime's arm64 library beside it.
 
@@ -190,6 +190,10 @@ image: build $(if $(filter arm64,$(IMAGE_ARCHES)),arm64) $(IMAGETOOL) ## Build t
 	$(IMAGETOOL) index -layout $(IMAGE_OCI) -tag $(VERSION) -refs $$(for a in $(IMAGE_ARCHES); do printf '%s,' $(VERSION)-$$a; done | sed 's/,$$//') > $(IMAGE_DIR)/digest
 	umoci gc --layout $(IMAGE_OCI)
 	@echo "image $(IMAGE_OCI):$(VERSION) index $$(cat $(IMAGE_DIR)/digest), $$(du -sh $(IMAGE_OCI) | cut -f1) on disk"
+
+image-reproducible: image ## Build the image again into dist/image-again; fail unless the index digest is the same.
+	$(MAKE) --no-print-directory image IMAGE_DIR=$(DIST)/image-again
+	cmp $(IMAGE_DIR)/digest $(DIST)/image-again/digest && echo "reproducible: $$(cat $(IMAGE_DIR)/digest)"
 
 image-test: ## Run the amd64 image under runc as the DaemonSet would (read-only root, the chart's capabilities, seccomp) and send it OTLP.
 	@command -v runc >/dev/null && command -v umoci >/dev/null || { apt-get update -qq && apt-get install -y -qq runc umoci; }
