@@ -35,6 +35,7 @@ type oracleCase struct {
 	mustHave  []string // event types the recording must contain
 	fullPrint bool     // also compare the JSON of every event in the file
 	rotate    bool     // several chunks: later ones are converted with the first's clock
+	env       []string // the JVM's extra environment
 }
 
 var oracleCases = []oracleCase{
@@ -50,10 +51,22 @@ var oracleCases = []oracleCase{
 	{name: "shenandoah-generational-25", major: 25, settings: "default", flags: []string{"-XX:+UseShenandoahGC", "-XX:ShenandoahGCMode=generational"}, mustHave: []string{"jdk.GarbageCollection"}},
 	{name: "parallel-profile-25", major: 25, settings: "profile", flags: []string{"-XX:+UseParallelGC"}, mustHave: []string{"jdk.GarbageCollection", "jdk.ExecuteVMOperation"}},
 	{name: "g1-profile-multichunk-25", major: 25, settings: "profile", flags: []string{"-XX:+UseG1GC"}, mustHave: []string{"jdk.GarbageCollection", "jdk.ExecutionSample"}, fullPrint: true, rotate: true},
+	// A zone in daylight saving time for half the year, either half: JDK 25
+	// prints times at gmtOffset + dst.
+	{name: "g1-zone-dst-25", major: 25, settings: "default", flags: []string{"-XX:+UseG1GC"}, mustHave: []string{"jdk.GarbageCollection"}, env: []string{"TZ=" + dstZone()}},
+}
+
+// dstZone returns a zone in daylight saving time today: Sydney from
+// November to March, Berlin from April to October.
+func dstZone() string {
+	if m := time.Now().UTC().Month(); m >= time.November || m <= time.March {
+		return "Australia/Sydney"
+	}
+	return "Europe/Berlin"
 }
 
 func (oc oracleCase) spec(j jdktest.JDK) jdktest.Spec {
-	return jdktest.Spec{Name: oc.name, JDK: j, Settings: oc.settings, Millis: 1500, Flags: oc.flags, Rotate: oc.rotate}
+	return jdktest.Spec{Name: oc.name, JDK: j, Settings: oc.settings, Millis: 1500, Flags: oc.flags, Rotate: oc.rotate, Env: oc.env}
 }
 
 // TestJDKOracle records with every collector on the installed JDKs and
@@ -75,6 +88,15 @@ func TestJDKOracle(t *testing.T) {
 			defer r.Close()
 			if oc.rotate {
 				checkSeveralClocks(t, r)
+			}
+			if oc.env != nil {
+				c, err := r.Chunk(0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Metadata.DST == 0 {
+					t.Fatalf("recorded with %v: no daylight saving offset in the metadata (gmtOffset %d ms)", oc.env, c.Metadata.GMTOffset)
+				}
 			}
 
 			summary := jdktest.Tool(t, j, "summary", path)

@@ -150,6 +150,7 @@ type Spec struct {
 	Millis   int      // how long the workload runs
 	Flags    []string // JVM flags, e.g. "-XX:+UseZGC"
 	Rotate   bool     // start and stop a second recording midway: several chunks
+	Env      []string // added to the JVM's environment, e.g. "TZ=Australia/Sydney"
 }
 
 var (
@@ -246,7 +247,11 @@ func record(s Spec) (string, error) {
 	}
 	slots <- struct{}{}
 	defer func() { <-slots }()
-	out, err := exec.Command(s.JDK.Java(), args...).CombinedOutput()
+	cmd := exec.Command(s.JDK.Java(), args...)
+	if len(s.Env) > 0 {
+		cmd.Env = append(os.Environ(), s.Env...)
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %w\n%s", s.JDK.Java(), strings.Join(args, " "), err, out)
 	}
