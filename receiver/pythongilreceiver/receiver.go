@@ -164,7 +164,13 @@ func (r *gilReceiver) serve(ctx context.Context, host component.Host, probe *gil
 	refused := &refusals{tel: r.tel, logger: r.set.Logger, report: func(err error) {
 		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
 	}}
-	st := newRunState(r.cfg, probe, clock, discovery.NewScanner(procresource.NewReader(r.cfg.ProcRoot, 0), filter), procresource.LocalNode(), r.set.Logger, refused)
+	scanner := discovery.NewScanner(procresource.NewReader(r.cfg.ProcRoot, 0), filter)
+	// Process events find a new interpreter within milliseconds of its
+	// exec; the periodic scan is the safety net. Subscribed before the
+	// first scan, so that no process falls between the two.
+	events := discovery.NewEvents(scanner, r.set.Logger)
+	defer events.Close()
+	st := newRunState(r.cfg, probe, clock, scanner, procresource.LocalNode(), r.set.Logger, refused)
 	st.mb = newMetricsBuilder(r.cfg, r.set)
 	r.stateMu.Lock()
 	r.state = st
@@ -210,6 +216,8 @@ func (r *gilReceiver) serve(ctx context.Context, host component.Host, probe *gil
 				r.set.Logger.Warn("re-measuring the clock offset", zap.Error(err))
 			}
 			r.discover()
+		case <-events.Ready():
+			r.arrived(events.Take())
 		case <-collectT.C:
 			r.collect(ctx)
 		case <-flushT.C:
@@ -247,6 +255,17 @@ func (r *gilReceiver) readEvents(ctx context.Context, probe *gil.Probe) {
 		if full {
 			r.flush(ctx)
 		}
+	}
+}
+
+// arrived probes the interpreters process events found and forgets the
+// processes that exited; a scan follows when events were lost.
+func (r *gilReceiver) arrived(a discovery.Arrivals) {
+	r.stateMu.Lock()
+	lost := r.state.arrived(a)
+	r.stateMu.Unlock()
+	if lost {
+		r.discover()
 	}
 }
 

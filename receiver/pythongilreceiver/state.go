@@ -1,6 +1,7 @@
 package pythongilreceiver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
@@ -34,10 +37,14 @@ type runState struct {
 	open func(discovery.Interpreter) (*os.File, error)
 
 	libraries map[discovery.FileID]*library
-	// skipped remembers files that cannot be probed, so that each is
+	// skipped remembers files that cannot be probed, and why (the
+	// reason of their processes' refused status), so that each is
 	// reported once, not at every discovery.
-	skipped   map[discovery.FileID]struct{}
+	skipped   map[discovery.FileID]string
 	processes map[uint32]*process
+	// statuses says where each discovered process stands (log line on
+	// change, otelcol_receiver_pythongil_processes).
+	statuses *discovery.Statuses
 
 	// sampling is the fraction of time the probes were attached in the
 	// current duty cycle (1 without duty cycling).
@@ -95,8 +102,9 @@ func newRunState(cfg *Config, probe *gil.Probe, clock *window.Clock, scanner *di
 	st := &runState{
 		cfg: cfg, probe: probe, clock: clock, scanner: scanner, node: node, logger: logger, refusals: refused,
 		libraries: map[discovery.FileID]*library{},
-		skipped:   map[discovery.FileID]struct{}{},
+		skipped:   map[discovery.FileID]string{},
 		processes: map[uint32]*process{},
+		statuses:  discovery.NewStatuses(logger, refused.countStatus),
 		sampling:  1,
 	}
 	st.open = scanner.Open
@@ -140,64 +148,23 @@ func (st *runState) discover() {
 		return
 	}
 	for _, r := range refused {
-		st.refusals.refuse(r.Err, zap.Int("pid", r.PID))
+		st.refuse(r)
 	}
 	live := map[uint32]struct{}{}
 	for _, in := range found {
-		pid := uint32(in.Resource.PID)
-		if in.FreeThreaded {
-			if _, ok := st.skipped[in.FileID]; !ok {
-				st.skipped[in.FileID] = struct{}{}
-				st.logger.Info("free-threaded CPython build: it has no GIL, nothing to probe",
-					zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.String("version", in.Version))
-			}
-			continue
+		if st.consider(in) {
+			live[uint32(in.Resource.PID)] = struct{}{}
 		}
-		lib, ok := st.libraries[in.FileID]
-		if !ok {
-			if _, skip := st.skipped[in.FileID]; skip {
-				continue
-			}
-			l, err := st.attach(in)
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					// The process went away mid-attach (or the path
-					// names nothing in its root); another process mapping
-					// the same file will bring it back.
-					st.logger.Debug("file not found while attaching", zap.Int("pid", in.Resource.PID), zap.Error(err))
-					continue
-				}
-				st.skipped[in.FileID] = struct{}{}
-				switch {
-				case st.refusals.refuse(err, zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.Stringer("file_id", in.FileID)):
-				case errors.Is(err, gil.ErrNoSymbols):
-					st.logger.Debug("skipping process without CPython GIL symbols", zap.Int("pid", in.Resource.PID), zap.Error(err))
-				default:
-					st.logger.Warn("cannot probe CPython", zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.Error(err))
-				}
-				continue
-			}
-			lib = &library{lib: l, pids: map[uint32]struct{}{}}
-			st.libraries[in.FileID] = lib
-			gc, gcErr := l.GC()
-			st.logger.Debug("probing CPython", zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.String("version", in.Version),
-				zap.Bool("switch_probes", l.Symbols().Switch()), zap.String("gc", gc), zap.NamedError("gc_usdt", gcErr))
-		}
-		lib.pids[pid] = struct{}{}
-		live[pid] = struct{}{}
-		if st.cfg.filtered() {
-			if err := st.probe.Select(pid); err != nil {
-				st.logger.Warn("selecting process", zap.Uint32("pid", pid), zap.Error(err))
-			}
-		}
-		p := st.process(pid)
-		p.res, p.version, p.exited = in.Resource, in.Version, false
 	}
 	for pid, p := range st.processes {
 		if _, ok := live[pid]; !ok {
 			p.exited = true
 		}
 	}
+	st.statuses.Prune(func(pid int) bool {
+		_, ok := live[uint32(pid)]
+		return ok || st.scanner.Alive(pid)
+	})
 	for id, l := range st.libraries {
 		for pid := range l.pids {
 			if _, ok := live[pid]; !ok {
@@ -205,12 +172,137 @@ func (st *runState) discover() {
 			}
 		}
 		if len(l.pids) == 0 {
-			if err := l.lib.Close(); err != nil {
-				st.logger.Warn("detaching probes", zap.Error(err))
-			}
-			delete(st.libraries, id)
+			st.detach(id, l)
 		}
 	}
+}
+
+// arrived handles what the process events found: interpreters are probed
+// at once, exited processes marked and their libraries detached when no
+// other process maps them. It reports whether events were lost (scan).
+func (st *runState) arrived(a discovery.Arrivals) bool {
+	for _, r := range a.Refused {
+		st.refuse(r)
+	}
+	for _, in := range a.Interpreters {
+		st.consider(in)
+	}
+	for _, pid := range a.Exited {
+		if p, ok := st.processes[uint32(pid)]; ok {
+			p.exited = true
+		}
+		st.statuses.Forget(pid)
+		for id, l := range st.libraries {
+			if _, ok := l.pids[uint32(pid)]; ok {
+				delete(l.pids, uint32(pid))
+				if len(l.pids) == 0 {
+					st.detach(id, l)
+				}
+			}
+		}
+	}
+	return a.Overflow
+}
+
+func (st *runState) detach(id discovery.FileID, l *library) {
+	if err := l.lib.Close(); err != nil {
+		st.logger.Warn("detaching probes", zap.Error(err))
+	}
+	delete(st.libraries, id)
+}
+
+// refuse counts and logs a process the scanner refused.
+func (st *runState) refuse(r discovery.Refusal) {
+	st.refusals.refuse(r.Err, zap.Int("pid", r.PID))
+	reason, _ := refusalReason(r.Err)
+	st.statuses.Set(r.PID, discovery.StateRefused, reason)
+}
+
+// Why a Python process is refused besides the refusal reasons (refusal.go):
+// the values of its status's reason.
+const (
+	reasonFreeThreaded = "free_threaded"
+	reasonNoGILSymbols = "no_gil_symbols"
+	reasonAttachFailed = "attach_failed"
+)
+
+// countStatus moves a process between the states of
+// otelcol_receiver_pythongil_processes ("" is none).
+func (r *refusals) countStatus(from, to discovery.State) {
+	if r.tel == nil {
+		return
+	}
+	for _, c := range []struct {
+		state discovery.State
+		delta int64
+	}{{from, -1}, {to, 1}} {
+		if c.state != "" {
+			r.tel.ReceiverPythongilProcesses.Add(context.Background(), c.delta, metric.WithAttributeSet(attribute.NewSet(attribute.String("state", string(c.state)))))
+		}
+	}
+}
+
+// consider probes one interpreter found by a scan or at its exec: attaches
+// its file's probes unless they are attached already, and selects the
+// process. It reports whether the process is probed.
+func (st *runState) consider(in discovery.Interpreter) bool {
+	pid := uint32(in.Resource.PID)
+	if in.FreeThreaded {
+		if _, ok := st.skipped[in.FileID]; !ok {
+			st.skipped[in.FileID] = reasonFreeThreaded
+			st.logger.Info("free-threaded CPython build: it has no GIL, nothing to probe",
+				zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.String("version", in.Version))
+		}
+		st.statuses.Set(in.Resource.PID, discovery.StateRefused, reasonFreeThreaded)
+		return false
+	}
+	lib, ok := st.libraries[in.FileID]
+	if !ok {
+		if reason, skip := st.skipped[in.FileID]; skip {
+			st.statuses.Set(in.Resource.PID, discovery.StateRefused, reason)
+			return false
+		}
+		st.statuses.Set(in.Resource.PID, discovery.StateFound, "")
+		l, err := st.attach(in)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				// The process went away mid-attach (or the path
+				// names nothing in its root); another process mapping
+				// the same file will bring it back.
+				st.logger.Debug("file not found while attaching", zap.Int("pid", in.Resource.PID), zap.Error(err))
+				st.statuses.Forget(in.Resource.PID)
+				return false
+			}
+			reason := reasonAttachFailed
+			switch {
+			case st.refusals.refuse(err, zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.Stringer("file_id", in.FileID)):
+				reason, _ = refusalReason(err)
+			case errors.Is(err, gil.ErrNoSymbols):
+				reason = reasonNoGILSymbols
+				st.logger.Debug("skipping process without CPython GIL symbols", zap.Int("pid", in.Resource.PID), zap.Error(err))
+			default:
+				st.logger.Warn("cannot probe CPython", zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.Error(err))
+			}
+			st.skipped[in.FileID] = reason
+			st.statuses.Set(in.Resource.PID, discovery.StateRefused, reason)
+			return false
+		}
+		lib = &library{lib: l, pids: map[uint32]struct{}{}}
+		st.libraries[in.FileID] = lib
+		gc, gcErr := l.GC()
+		st.logger.Debug("probing CPython", zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.String("version", in.Version),
+			zap.Bool("switch_probes", l.Symbols().Switch()), zap.String("gc", gc), zap.NamedError("gc_usdt", gcErr))
+	}
+	lib.pids[pid] = struct{}{}
+	if st.cfg.filtered() {
+		if err := st.probe.Select(pid); err != nil {
+			st.logger.Warn("selecting process", zap.Uint32("pid", pid), zap.Error(err))
+		}
+	}
+	p := st.process(pid)
+	p.res, p.version, p.exited = in.Resource, in.Version, false
+	st.statuses.Set(in.Resource.PID, discovery.StateProbed, "")
+	return true
 }
 
 // attach opens in's file inside its process's root, checks it is the file
@@ -253,7 +345,7 @@ func (st *runState) process(pid uint32) *process {
 		aggRaw:      map[histKey]gil.Aggregate{},
 		threadNames: map[uint32]string{},
 	}
-	in, ok, err := st.scanner.Inspect(int(pid))
+	in, ok, err := st.scanner.Candidate(int(pid))
 	if err != nil {
 		st.refusals.refuse(err, zap.Uint32("pid", pid))
 	}
@@ -283,8 +375,7 @@ func (st *runState) add(ev gil.Event) bool {
 		h = newHistogram(st.cfg.MinDuration)
 		p.hists[key] = h
 	}
-	kept := keptRatio(st.cfg, ev.Kind, st.sampling)
-	h.record(ev.Duration, kept)
+	h.record(ev.Duration, st.sampling)
 
 	kind, ok := windowKind(ev.Kind)
 	if !ok {
@@ -317,8 +408,8 @@ func (st *runState) add(ev gil.Event) bool {
 	case gil.KindGC:
 		attrs.PutInt(window.AttrPythonGCGeneration, int64(ev.Generation))
 	}
-	if kept < 1 {
-		attrs.PutDouble(window.AttrSamplingRatio, kept)
+	if st.sampling < 1 {
+		attrs.PutDouble(window.AttrSamplingRatio, st.sampling)
 	}
 	st.pendingCount++
 	return st.pendingCount >= st.cfg.MaxBatchSize

@@ -119,9 +119,11 @@ func (f Filter) match(res procresource.Resource) bool {
 // moves on to the other processes.
 var InspectTimeout = 2 * time.Second
 
-// Scanner scans a proc filesystem. It is not safe for concurrent use, but
-// an inspection that outlives InspectTimeout runs beside it (mu guards what
-// the two share).
+// Scanner finds interpreters under one proc root: all of them (Scan, the
+// periodic safety net) or one process a process event names (Candidate).
+// Scan is not safe for concurrent use; Candidate may run beside it (an
+// inspection that outlives InspectTimeout does too; mu guards what they
+// share).
 type Scanner struct {
 	mu     sync.Mutex
 	root   string
@@ -191,7 +193,7 @@ func (s *Scanner) Scan() ([]Interpreter, []Refusal, error) {
 	return out, refused, nil
 }
 
-// inspectBounded is Inspect, waited for at most InspectTimeout: a process
+// inspectBounded is Candidate, waited for at most InspectTimeout: a process
 // whose inspection hangs is reported once (ErrStalled) and skipped while
 // the read goes on, so that it never holds the scan of the others.
 func (s *Scanner) inspectBounded(pid int) (Interpreter, bool, error) {
@@ -212,7 +214,7 @@ func (s *Scanner) inspectBounded(pid int) (Interpreter, bool, error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		in, ok, err := s.Inspect(pid)
+		in, ok, err := s.Candidate(pid)
 		ch <- result{in, ok, err}
 	}()
 	t := time.NewTimer(InspectTimeout)
@@ -226,11 +228,12 @@ func (s *Scanner) inspectBounded(pid int) (Interpreter, bool, error) {
 	}
 }
 
-// Inspect reports whether pid runs a selected interpreter, and which. A
-// process refused (its maps past MaxMapsSize, a python executable that
+// Candidate reports whether pid runs a selected interpreter, and which:
+// the path for a process event (Events) and for each process a Scan lists.
+// A process refused (its maps past MaxMapsSize, a python executable that
 // cannot be read safely, a panic while decoding) gives an error the first
-// time and is skipped afterwards.
-func (s *Scanner) Inspect(pid int) (in Interpreter, ok bool, err error) {
+// time and is skipped afterwards. Safe beside Scan.
+func (s *Scanner) Candidate(pid int) (in Interpreter, ok bool, err error) {
 	s.mu.Lock()
 	start, refused := s.refused[pid]
 	s.mu.Unlock()
@@ -473,4 +476,10 @@ func versionOf(name string) (version string, freeThreaded bool) {
 		return "", false
 	}
 	return m[1], m[2] == "t"
+}
+
+// Alive reports whether pid still has an entry in the proc root.
+func (s *Scanner) Alive(pid int) bool {
+	_, err := os.Stat(filepath.Join(s.root, strconv.Itoa(pid)))
+	return err == nil
 }

@@ -26,6 +26,7 @@ type TelemetryBuilder struct {
 	meter                           metric.Meter
 	mu                              sync.Mutex
 	registrations                   []metric.Registration
+	ReceiverPythongilProcesses      metric.Int64UpDownCounter
 	ReceiverPythongilSourcesRefused metric.Int64Counter
 }
 
@@ -58,6 +59,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ReceiverPythongilProcesses, err = builder.meter.Int64UpDownCounter(
+		"otelcol_receiver_pythongil_processes",
+		metric.WithDescription("Python processes discovered and running, by status (attribute state; found, probed, refused), each process counted in its current state; refused processes' reasons are in the log line of their status. [Development]"),
+		metric.WithUnit("{process}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverPythongilSourcesRefused, err = builder.meter.Int64Counter(
 		"otelcol_receiver_pythongil_sources_refused",
 		metric.WithDescription("Processes and ELF files refused as unsafe to read, by reason (attribute reason; not_regular, mismatch, too_large, malformed, maps_too_large, panic, stalled); each is refused once and skipped afterwards. [Development]"),

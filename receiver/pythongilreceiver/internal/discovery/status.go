@@ -1,0 +1,99 @@
+package discovery
+
+import (
+	"go.uber.org/zap"
+)
+
+// State is where a discovered Python process stands with the receiver: one
+// of the State* values, the `state` attribute of
+// otelcol_receiver_pythongil_processes. The words are the jfr receiver's
+// for JVMs where they mean the same (found, refused).
+type State string
+
+// The states of a discovered Python process.
+const (
+	// StateFound: discovered (at its exec or by a scan); not probed yet.
+	StateFound State = "found"
+	// StateProbed: the GIL probes are attached to the interpreter it runs.
+	StateProbed State = "probed"
+	// StateRefused: it is not probed, and Status.Reason says why
+	// (free_threaded, no_gil_symbols, a refusal reason such as mismatch
+	// or maps_too_large, attach_failed).
+	StateRefused State = "refused"
+)
+
+// States lists every state, in the order status counts are reported.
+var States = []State{StateFound, StateProbed, StateRefused}
+
+// Status is one process's state and why.
+type Status struct {
+	State State
+	// Reason says why it is refused; "" otherwise.
+	Reason string
+}
+
+// Statuses keeps each discovered process's Status, logs every change on
+// one line, and counts the processes per state. Use it from one goroutine.
+type Statuses struct {
+	logger *zap.Logger
+	byPID  map[int]Status
+	// changed, when set, is called with the state a process left (""
+	// for a new one) and the one it entered ("" when forgotten).
+	changed func(from, to State)
+}
+
+// NewStatuses returns an empty set; changed may be nil.
+func NewStatuses(logger *zap.Logger, changed func(from, to State)) *Statuses {
+	if changed == nil {
+		changed = func(State, State) {}
+	}
+	return &Statuses{logger: logger, byPID: map[int]Status{}, changed: changed}
+}
+
+// Set records pid's status, logging it when it changed.
+func (s *Statuses) Set(pid int, state State, reason string) {
+	old, known := s.byPID[pid]
+	st := Status{State: state, Reason: reason}
+	if known && old == st {
+		return
+	}
+	s.byPID[pid] = st
+	s.changed(old.State, state)
+	s.logger.Info("Python process status", zap.Int("pid", pid), zap.String("state", string(state)), zap.String("reason", reason))
+}
+
+// Get returns pid's status (false when it is not known).
+func (s *Statuses) Get(pid int) (Status, bool) {
+	st, ok := s.byPID[pid]
+	return st, ok
+}
+
+// Forget drops an exited process.
+func (s *Statuses) Forget(pid int) {
+	if old, ok := s.byPID[pid]; ok {
+		delete(s.byPID, pid)
+		s.changed(old.State, "")
+	}
+}
+
+// Counts returns the number of processes in each state (every state
+// present).
+func (s *Statuses) Counts() map[State]int64 {
+	out := make(map[State]int64, len(States))
+	for _, st := range States {
+		out[st] = 0
+	}
+	for _, st := range s.byPID {
+		out[st.State]++
+	}
+	return out
+}
+
+// Prune forgets the processes for which alive is false.
+func (s *Statuses) Prune(alive func(pid int) bool) {
+	for pid := range s.byPID {
+		if !alive(pid) {
+			s.Forget(pid)
+		}
+	}
+}
