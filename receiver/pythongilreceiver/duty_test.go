@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
 )
 
@@ -118,4 +119,32 @@ func TestBudgetDutyCyclesAnExpensiveWorkload(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, gauge, 0.0, "no %s metric", metricSamplingRatio)
 	t.Logf("%d of %d windows sampled; last ratio gauge %s", sampled, total, strconv.FormatFloat(gauge, 'f', 3, 64))
+}
+
+// TestKeptRatio: with waits from the futex tracepoints, which stay attached
+// while the duty cycle detaches the uprobes, every wait and forced switch is
+// kept; released windows, GC pauses and held time are sampled. With waits
+// from uprobes everything is sampled.
+func TestKeptRatio(t *testing.T) {
+	futex := createDefaultConfig().(*Config)
+	uprobes := createDefaultConfig().(*Config)
+	uprobes.WaitSource = waitSourceUprobes
+	for _, tt := range []struct {
+		cfg  *Config
+		kind gil.Kind
+		want float64
+	}{
+		{futex, gil.KindWait, 1},
+		{futex, gil.KindSwitch, 1},
+		{futex, gil.KindReleased, 0.25},
+		{futex, gil.KindGC, 0.25},
+		{futex, gil.KindHeld, 0.25},
+		{uprobes, gil.KindWait, 0.25},
+		{uprobes, gil.KindSwitch, 0.25},
+		{uprobes, gil.KindReleased, 0.25},
+	} {
+		if got := keptRatio(tt.cfg, tt.kind, 0.25); got != tt.want {
+			t.Errorf("wait_source %s, kind %d: kept ratio %g, want %g", tt.cfg.WaitSource, tt.kind, got, tt.want)
+		}
+	}
 }
