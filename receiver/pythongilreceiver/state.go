@@ -375,7 +375,8 @@ func (st *runState) add(ev gil.Event) bool {
 		h = newHistogram(st.cfg.MinDuration)
 		p.hists[key] = h
 	}
-	h.record(ev.Duration, st.sampling)
+	kept := keptRatio(st.cfg, ev.Kind, st.sampling)
+	h.record(ev.Duration, kept)
 
 	kind, ok := windowKind(ev.Kind)
 	if !ok {
@@ -408,8 +409,8 @@ func (st *runState) add(ev gil.Event) bool {
 	case gil.KindGC:
 		attrs.PutInt(window.AttrPythonGCGeneration, int64(ev.Generation))
 	}
-	if st.sampling < 1 {
-		attrs.PutDouble(window.AttrSamplingRatio, st.sampling)
+	if kept < 1 {
+		attrs.PutDouble(window.AttrSamplingRatio, kept)
 	}
 	st.pendingCount++
 	return st.pendingCount >= st.cfg.MaxBatchSize
