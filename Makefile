@@ -121,6 +121,8 @@ bench: build ## Run the benchmarks, each against the reference its issue names.
 	JFR_BENCH_DIR=$(CACHE)/jfr-bench sh bench/jfr/jfr.sh
 	# The inference processor against raw ONNX Runtime Run calls (#7).
 	OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) sh bench/inference/inference.sh
+	# The zero-touch JFR recording's cost to a GC-heavy JVM, with/without (#16).
+	$(GO) test -run='^$$' -bench='^BenchmarkZeroTouchOverhead$$' -benchtime=1x ./receiver/jfrreceiver
 	# pythongil: cost per GIL release cycle per mechanism against the uprobe floor measured first, probed/unprobed in one run (#19).
 	$(GO) test -run='^$$' -bench='^BenchmarkReleaseCycle$$' -benchtime=1x ./receiver/pythongilreceiver/
 	# Every go benchmark; pkg/jfr's use the same recording.
