@@ -126,7 +126,12 @@ func TestShortLivedJVMIsFollowedFromItsExec(t *testing.T) {
 			if pauses < 3 {
 				t.Errorf("%d GC pauses of pid %d, want the ~6 of its 300 ms", pauses, pid)
 			}
-			t.Logf("%s: JVM lived %v; %d GC pause windows", tc.name, lived.Round(time.Millisecond), pauses)
+			if d := duplicates(logs.AllLogs(), pid); d > 0 {
+				t.Errorf("%d windows of pid %d came more than once", d, pid)
+			}
+			first := firstStart(logs.AllLogs(), pid)
+			t.Logf("%s: JVM lived %v; %d GC pause windows, the first window starting %v after the JVM's exec",
+				tc.name, lived.Round(time.Millisecond), pauses, time.Duration(first-started.UnixNano()).Round(time.Millisecond))
 		})
 	}
 }
@@ -173,4 +178,61 @@ func kindsByPID(batches []plog.Logs) map[int64]map[window.Kind]int {
 		}
 	}
 	return out
+}
+
+// firstStart is the earliest window start (Unix ns) from one pid.
+func firstStart(batches []plog.Logs, pid int64) int64 {
+	var first int64
+	for _, b := range batches {
+		for i := 0; i < b.ResourceLogs().Len(); i++ {
+			rl := b.ResourceLogs().At(i)
+			if pidOf(rl.Resource()) != pid {
+				continue
+			}
+			for k := 0; k < rl.ScopeLogs().Len(); k++ {
+				recs := rl.ScopeLogs().At(k).LogRecords()
+				for m := 0; m < recs.Len(); m++ {
+					if w, err := window.Decode(recs.At(m)); err == nil && (first == 0 || w.Start < first) {
+						first = w.Start
+					}
+				}
+			}
+		}
+	}
+	return first
+}
+
+// duplicates counts the windows from one pid equal to one before them.
+func duplicates(batches []plog.Logs, pid int64) int {
+	type key struct {
+		kind     window.Kind
+		start    int64
+		duration time.Duration
+		thread   int64
+	}
+	seen := map[key]bool{}
+	n := 0
+	for _, b := range batches {
+		for i := 0; i < b.ResourceLogs().Len(); i++ {
+			rl := b.ResourceLogs().At(i)
+			if pidOf(rl.Resource()) != pid {
+				continue
+			}
+			for k := 0; k < rl.ScopeLogs().Len(); k++ {
+				recs := rl.ScopeLogs().At(k).LogRecords()
+				for m := 0; m < recs.Len(); m++ {
+					w, err := window.Decode(recs.At(m))
+					if err != nil {
+						continue
+					}
+					k := key{w.Kind, w.Start, time.Duration(w.Duration), w.ThreadID}
+					if seen[k] {
+						n++
+					}
+					seen[k] = true
+				}
+			}
+		}
+	}
+	return n
 }
