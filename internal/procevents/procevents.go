@@ -24,6 +24,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -75,6 +76,9 @@ const (
 
 // MaxPending bounds the events held for one subscriber between two Takes.
 const MaxPending = 8192
+
+// errorPause is how long the reader waits after a failed read.
+const errorPause = 100 * time.Millisecond
 
 // Errors of a source's read.
 var (
@@ -141,6 +145,10 @@ func (w *Watcher) run() {
 			return
 		}
 		if len(buf) == 0 && !errors.Is(err, errLost) {
+			if err != nil {
+				// An error that may repeat: do not spin on it.
+				time.Sleep(errorPause)
+			}
 			continue
 		}
 		lost := w.src.lost()
