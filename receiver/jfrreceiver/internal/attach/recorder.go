@@ -24,12 +24,14 @@ const (
 	RecordingMaxSize = "64m"
 )
 
-// maxTries bounds how often a JVM that does not take the commands yet
-// (JFR registers its commands late in a JVM's start) is tried, one try
-// per discovery; maxReason what is kept of a JVM's answer in a status (it
+// A JVM that does not take the commands yet (JFR registers its commands
+// late in a JVM's start, and initializes on the first) is tried once per
+// discovery until it has been tried maxTries times over at least
+// minTrying; maxReason is what is kept of a JVM's answer in a status (it
 // comes from the JVM's socket, the container's to write).
 const (
 	maxTries  = 5
+	minTrying = time.Minute
 	maxReason = 4 << 10
 )
 
@@ -80,6 +82,7 @@ type jvmEntry struct {
 	jvm     JVM
 	status  Status
 	tries   int
+	first   time.Time // the first try
 	ours    bool // a recording named RecordingName runs, which we stop
 	checked bool // command line and environment read (they do not change)
 }
@@ -176,6 +179,9 @@ func (r *Recorder) start(e *jvmEntry) error {
 		return nil
 	}
 	e.tries++
+	if e.tries == 1 {
+		e.first = time.Now()
+	}
 	check, err := t.Jcmd("JFR.check")
 	if err == nil {
 		if name, running := runningRecording(check); running {
@@ -199,7 +205,7 @@ func (r *Recorder) start(e *jvmEntry) error {
 	// The first JFR command initializes JFR in the JVM, which can take
 	// longer than the timeout in a busy JVM: the JVM goes on with it, and
 	// the next try finds it done.
-	if (NotYet(err) || errors.Is(err, os.ErrDeadlineExceeded)) && e.tries < maxTries {
+	if (NotYet(err) || errors.Is(err, os.ErrDeadlineExceeded)) && (e.tries < maxTries || time.Since(e.first) < minTrying) {
 		r.set(e, StateFound, "JFR not ready in the JVM yet")
 		return nil
 	}
