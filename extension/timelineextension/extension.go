@@ -64,6 +64,8 @@ func (e *timelineExtension) Start(ctx context.Context, host component.Host) erro
 	mux := http.NewServeMux()
 	mux.HandleFunc(pathPage, e.servePage)
 	mux.HandleFunc(pathSnapshot, e.serveSnapshot)
+	// Browsers ask for it; the page has none.
+	mux.HandleFunc("/favicon.ico", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	srv, err := e.cfg.ToServer(ctx, host.GetExtensions(), e.set.TelemetrySettings, mux)
 	if err != nil {
 		_ = ln.Close()

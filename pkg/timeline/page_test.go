@@ -164,6 +164,11 @@ func TestStaticPageDrawsTheRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if dir := os.Getenv("TIMELINE_SCREENSHOT_DIR"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "timeline-static.png"), shot1, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
 	// Zoom in on the first 300 ms: fewer windows in view, still each where
 	// its time is.
 	if err := b.Eval(fmt.Sprintf("timeline.setView(%d, %d, false)", base/1e6+50, base/1e6+350), nil); err != nil {

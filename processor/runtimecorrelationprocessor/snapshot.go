@@ -357,6 +357,11 @@ func (c *correlator) buildSnapshot(q timeline.Query, from, to int64, scopes []sc
 		laneOf[k] = l.ID
 		return l.ID, true
 	}
+	total := 0
+	for _, sc := range scopes {
+		total += len(sc.entries)
+	}
+	s.Windows = make([]timeline.Window, 0, total)
 	for _, sc := range scopes {
 		kept := sc.entries[:0]
 		for _, e := range sc.entries {

@@ -15,6 +15,9 @@
   const view = { from: 0, to: 0, follow: !!cfg.live, len: (cfg.last || 30000) };
   let snap = null; // the snapshot drawn, times made absolute (ms)
   let inflight = false, timer = null;
+  // viewGen counts view changes: an answer to a request made for an older
+  // view is dropped and asked again.
+  let viewGen = 0;
 
   // toAbs turns a snapshot's relative ns into absolute ms.
   function toAbs(s) {
@@ -65,9 +68,11 @@
     if (f.kinds.length < KINDS.length + 2) p.set("kind", f.kinds.join(",") || "span");
     p.set("buckets", String(Math.min(4000, Math.round(plotWidth() / 2))));
     inflight = true;
+    const gen = viewGen;
     fetch(cfg.api + "?" + p.toString(), { cache: "no-store" })
       .then((r) => r.ok ? r.json() : r.text().then((t) => { throw new Error(r.status + ": " + t.trim()); }))
       .then((s) => {
+        if (gen !== viewGen) { setTimeout(poll, 0); return; }
         snap = toAbs(s);
         if (view.follow) { view.from = snap.from; view.to = snap.to; }
         setStatus("");
@@ -384,6 +389,7 @@
 
   function setView(from, to, follow) {
     view.from = from; view.to = to; view.len = to - from; view.follow = follow;
+    viewGen++;
     $("follow").checked = follow;
     refresh();
   }
