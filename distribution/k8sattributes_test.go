@@ -18,6 +18,14 @@ const k8sProcessor = "k8s_attributes"
 // k8sAttributesOff is the values that turn the chart's k8s_attributes off.
 var k8sAttributesOff = map[string]any{"agent": map[string]any{"k8sAttributes": map[string]any{"enabled": false}}}
 
+// kubernetesAPIOff is the values that leave the agent nothing to ask the
+// API for: k8s_attributes off, and the jfr receiver's pod and namespace
+// opt-outs (agent.jfrAttach.podOptOut) off.
+var kubernetesAPIOff = map[string]any{"agent": map[string]any{
+	"k8sAttributes": map[string]any{"enabled": false},
+	"jfrAttach":     map[string]any{"podOptOut": false},
+}}
+
 // agentPipelineProcessors is what the chart makes of one of
 // embedded:default's processor lists: k8s_attributes right after
 // memory_limiter when it is on, the rest unchanged.
@@ -203,8 +211,12 @@ func TestK8sAttributesRBACIsListWatchOnPods(t *testing.T) {
 		t.Errorf("ClusterRole %q, want %s-agent", role.Name, releaseName)
 	}
 	// The processor's only informer, for the metadata the chart extracts,
-	// lists and watches pods; it gets nothing by name.
-	want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}}}
+	// lists and watches pods, as does the jfr receiver's for its attach
+	// opt-outs, which also gets the namespace of a JVM's pod by name.
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
+	}
 	if !slices.EqualFunc(role.Rules, want, policyRuleEqual) {
 		t.Errorf("ClusterRole rules %+v, want %+v", role.Rules, want)
 	}
@@ -268,8 +280,8 @@ func TestRenderedRBACGrantsNoWriteOrSecrets(t *testing.T) {
 
 func TestK8sAttributesOffRendersNoneOfIt(t *testing.T) {
 	for name, values := range map[string]map[string]any{
-		"k8sAttributes off": k8sAttributesOff,
-		"agent off":         {"agent": map[string]any{"enabled": false}},
+		"k8sAttributes and jfr pod opt-outs off": kubernetesAPIOff,
+		"agent off":                              {"agent": map[string]any{"enabled": false}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := render(t, values)

@@ -87,14 +87,19 @@ func TestServiceAccountTokenIsMountedOnlyWhereAsked(t *testing.T) {
 			want: map[string]bool{"agent": true, "gateway": false},
 		},
 		{
-			name:   "no k8s_attributes",
+			name:   "no k8s_attributes: the jfr receiver's pod opt-outs need the agent's",
 			values: map[string]any{"agent": map[string]any{"k8sAttributes": k8sOff}},
+			want:   map[string]bool{"agent": true, "gateway": false},
+		},
+		{
+			name:   "neither k8s_attributes nor the jfr pod opt-outs",
+			values: kubernetesAPIOff,
 			want:   map[string]bool{"agent": false, "gateway": false},
 		},
 		{
-			name: "agent asks without k8s_attributes",
+			name: "agent asks without k8s_attributes or jfr pod opt-outs",
 			values: map[string]any{"agent": map[string]any{
-				"k8sAttributes": k8sOff, "automountServiceAccountToken": true,
+				"k8sAttributes": k8sOff, "jfrAttach": map[string]any{"podOptOut": false}, "automountServiceAccountToken": true,
 			}},
 			want: map[string]bool{"agent": true, "gateway": false},
 		},

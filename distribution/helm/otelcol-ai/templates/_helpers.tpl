@@ -56,8 +56,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 Whether the agent's pod mounts its ServiceAccount token: k8s_attributes
 needs it; agent.automountServiceAccountToken asks for it otherwise.
 */}}
+{{/* Whether the jfr receiver reads pod and namespace opt-outs from the API ("true" or ""). */}}
+{{- define "otelcol-ai.jfrPodOptOut" -}}
+{{- if and .Values.agent.jfrAttach.enabled .Values.agent.jfrAttach.podOptOut }}true{{ end -}}
+{{- end -}}
+
 {{- define "otelcol-ai.agentToken" -}}
-{{- or .Values.agent.k8sAttributes.enabled .Values.agent.automountServiceAccountToken -}}
+{{- or .Values.agent.k8sAttributes.enabled (include "otelcol-ai.jfrPodOptOut" .) .Values.agent.automountServiceAccountToken -}}
 {{- end -}}
 
 {{/* The image: repository@digest when image.digest is set, else repository:tag. */}}
