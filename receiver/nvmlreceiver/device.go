@@ -359,18 +359,14 @@ func (r *nvmlReceiver) readProcesses(g *gpu, dev nvml.Device, deviceID string, o
 			out = append(out, processReading{pid: p.Pid, used: p.UsedGpuMemory, deviceID: deviceID})
 		}
 	}
-	for _, list := range []struct {
-		feature feature
-		name    string
-		call    func() ([]nvml.ProcessInfo, nvml.Return)
-	}{
-		{featComputeProcesses, "nvmlDeviceGetComputeRunningProcesses", dev.GetComputeRunningProcesses},
-		{featMPSProcesses, "nvmlDeviceGetMPSComputeRunningProcesses", dev.GetMPSComputeRunningProcesses},
-		{featGraphicsProcesses, "nvmlDeviceGetGraphicsRunningProcesses", dev.GetGraphicsRunningProcesses},
-	} {
-		if infos, _, ok := ask(r.timer, g, list.feature, list.name, list.call); ok {
-			add(infos)
-		}
+	if infos, _, ok := ask(r.timer, g, featComputeProcesses, "nvmlDeviceGetComputeRunningProcesses", dev.GetComputeRunningProcesses); ok {
+		add(infos)
+	}
+	if infos, _, ok := ask(r.timer, g, featMPSProcesses, "nvmlDeviceGetMPSComputeRunningProcesses", dev.GetMPSComputeRunningProcesses); ok {
+		add(infos)
+	}
+	if infos, _, ok := ask(r.timer, g, featGraphicsProcesses, "nvmlDeviceGetGraphicsRunningProcesses", dev.GetGraphicsRunningProcesses); ok {
+		add(infos)
 	}
 	return out
 }
