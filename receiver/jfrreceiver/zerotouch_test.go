@@ -213,3 +213,23 @@ func TestZeroTouch(t *testing.T) {
 		t.Errorf("%d recordings stopped, want 2", msgs)
 	}
 }
+
+// TestKubernetesAuthValidated: repositories::attach::kubernetes_auth
+// defaults to serviceAccount and takes only the three documented values.
+func TestKubernetesAuthValidated(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	if got := cfg.Repositories.Attach.KubernetesAuth; got != kubernetesAuthServiceAccount {
+		t.Errorf("default kubernetes_auth %q", got)
+	}
+	cfg.Repositories.Attach.Enabled = true
+	for _, v := range []string{kubernetesAuthServiceAccount, kubernetesAuthKubeConfig, kubernetesAuthNone} {
+		cfg.Repositories.Attach.KubernetesAuth = v
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%s: %v", v, err)
+		}
+	}
+	cfg.Repositories.Attach.KubernetesAuth = "token"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `repositories::attach::kubernetes_auth must be "serviceAccount", "kubeConfig" or "none", got "token"`) {
+		t.Errorf("kubernetes_auth token: %v", err)
+	}
+}
