@@ -83,8 +83,8 @@ type jvmEntry struct {
 	status  Status
 	tries   int
 	first   time.Time // the first try
-	ours    bool // a recording named RecordingName runs, which we stop
-	checked bool // command line and environment read (they do not change)
+	ours    bool      // a recording named RecordingName runs, which we stop
+	checked bool      // command line and environment read (they do not change)
 }
 
 // Recorder decides for every discovered JVM whether the receiver starts a
