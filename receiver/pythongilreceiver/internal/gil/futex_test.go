@@ -118,14 +118,13 @@ func TestFutexWaitsMatchTheWorkloadsClock(t *testing.T) {
 			if matched < res.N/2 {
 				t.Errorf("%d restore waits matched a call of %d: %+v", matched, res.N, waits)
 			}
-			// The sleeper is never forced off: a thread that blocks on
-			// the mutex as its cond wait returns is not counted as a
-			// forced switch. (The spinner's own forced drops are seen
-			// only where it blocks on switch_cond or the cond; here it
-			// mostly finds the sleeper gone again and does not block.)
+			// A wake-up that finds the GIL taken again (the spinner won
+			// the race) blocks again at once: the same wait, not a forced
+			// switch; the sleeper may be forced off for real only when it
+			// held the GIL a whole interval (preempted on a loaded host).
 			aggs := aggregatesOf(t, p, w.PID)
-			if n := aggs[AggregateKey{PID: uint32(w.PID), TID: res.TID, Kind: KindSwitch}].Count; n != 0 {
-				t.Errorf("sleeper counted %d forced switches, want 0", n)
+			if n := aggs[AggregateKey{PID: uint32(w.PID), TID: res.TID, Kind: KindSwitch}].Count; n > uint64(res.N/5) {
+				t.Errorf("sleeper counted %d forced switches in %d calls", n, res.N)
 			}
 			t.Logf("%s: %d contended wake-ups matched, spinner: %d switch-wait events", name, matched, len(switches))
 		})
@@ -166,5 +165,42 @@ func TestFutexHashChurnCountsEveryRelease(t *testing.T) {
 	// Two uprobe hits a cycle, and few futex hits: nothing blocks.
 	if c.Hits < 2*res.N || c.Hits > 2*res.N+res.N/10+1000 {
 		t.Errorf("%d hits for %d release cycles, want about 2 a cycle", c.Hits, res.N)
+	}
+}
+
+// TestFutexSpinnersForcedOff: pure-Python threads contending for the GIL
+// block while another runs its switch interval; the futex mechanism sees
+// those waits (long, cause switch_interval) and the forced drops.
+func TestFutexSpinnersForcedOff(t *testing.T) {
+	p := load(t, futexDefaults)
+	w := workload.Start(t, "spin", "3", "0.5")
+	attach(t, p, w.PID)
+	var res struct {
+		Threads []struct {
+			TID uint32 `json:"tid"`
+		} `json:"threads"`
+		WallNS   int64   `json:"wall_ns"`
+		Interval float64 `json:"switch_interval_s"`
+	}
+	w.Run(&res)
+	events := drain(t, p, w.PID)
+	aggs := aggregatesOf(t, p, w.PID)
+	interval := time.Duration(res.Interval * float64(time.Second))
+	for _, th := range res.Threads {
+		var waits []time.Duration
+		for _, e := range events {
+			if e.TID == th.TID && e.Kind == KindWait {
+				waits = append(waits, e.Duration)
+			}
+		}
+		switches := aggs[AggregateKey{PID: uint32(w.PID), TID: th.TID, Kind: KindSwitch}].Count
+		if len(waits) == 0 || switches == 0 {
+			t.Errorf("thread %d: %d waits, %d forced switches, want some of each", th.TID, len(waits), switches)
+			continue
+		}
+		slices.Sort(waits)
+		if median := waits[len(waits)/2]; median < interval/2 {
+			t.Errorf("thread %d: median wait %s, shorter than half the %s interval", th.TID, median, interval)
+		}
 	}
 }

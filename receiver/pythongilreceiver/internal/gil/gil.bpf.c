@@ -85,7 +85,9 @@ struct thread {
 	// GIL then.
 	__u64 woke_at;
 	__u8 blocked;
-	__u8 _pad1[7];
+	// in_gil_futex: inside a futex wait on a GIL word now.
+	__u8 in_gil_futex;
+	__u8 _pad1[6];
 	__u64 released_at;
 	__u64 wait_at;
 	__u64 held_at;
@@ -714,13 +716,20 @@ int futex_enter(struct futex_enter_args *ctx)
 		base = learn(pid, uaddr);
 	if (!base || uaddr < base + GIL_COND || uaddr >= base + GIL_END)
 		return 0;
-	if (t->blocked && t->woke_at && uaddr >= base + GIL_SWITCH_COND) {
-		// Woken with the GIL taken, and now dropping it by force: it
-		// took the GIL when it woke, and ran.
-		settle(t, pid, tid);
+	t->in_gil_futex = 1;
+	if (t->blocked && t->woke_at) {
+		// Woken before, and blocking again. Soon after the wake-up (the
+		// GIL was taken again before this thread could take it) it is the
+		// same wait. A holder is forced off only after another thread
+		// waited a whole switch interval from this one's take (the waiter
+		// checks switch_number), and a thread dropping by force blocks on
+		// switch_cond: then the wait ended at the wake-up and the thread
+		// ran since.
+		__u64 grace = g ? g->interval * 1000 / 2 : 1000000;
+		if (uaddr >= base + GIL_SWITCH_COND || bpf_ktime_get_ns() - t->woke_at >= grace)
+			settle(t, pid, tid);
 	}
 	if (t->blocked) {
-		// Woken before, and waiting again: the same wait.
 		t->woke_at = 0;
 		return 0;
 	}
@@ -769,25 +778,16 @@ int futex_exit(struct futex_exit_args *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 pid = id >> 32, tid = (__u32)id;
 	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
-	if (!t || t->pid != pid || !t->blocked)
+	if (!t || t->pid != pid || !t->in_gil_futex)
+		return 0;
+	t->in_gil_futex = 0;
+	if (!t->blocked)
 		return 0;
 	count(COUNTER_HITS);
-	// Woken (or timed out): the wait is over once the GIL is free, which
-	// the thread, now holding the mutex or about to, takes next.
-	__s32 locked = 1;
-	__u64 now = bpf_ktime_get_ns();
-	if (bpf_probe_read_user(&locked, sizeof(locked), (void *)(t->futex_gil + GIL_LOCKED)) || locked != 0) {
-		t->woke_at = now;
-		return 0;
-	}
-	// A wait whose start the tracepoint saw is whole even if it began
-	// while the uprobes were detached.
-	if (t->blocked == BLOCKED_SEEN ? t->wait_at != 0 : valid(t->wait_at))
-		emit(t, pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_at, now);
-	t->wait_at = 0;
-	t->blocked = 0;
-	t->woke_at = 0;
-	t->in_restore = 0;
-	t->held_at = now;
+	// Woken (or timed out): the thread takes the GIL now unless it blocks
+	// again at once. The wait is ended (settle) at the last wake-up by the
+	// thread's next release, its next RestoreThread or its next forced
+	// drop, so a wake-up that lost the GIL to another thread stays one wait.
+	t->woke_at = bpf_ktime_get_ns();
 	return 0;
 }

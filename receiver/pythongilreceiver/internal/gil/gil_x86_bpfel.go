@@ -52,7 +52,8 @@ type gilThread struct {
 	RestoreSwitch uint64
 	WokeAt        uint64
 	Blocked       uint8
-	Pad1          [7]uint8
+	InGilFutex    uint8
+	Pad1          [6]uint8
 	ReleasedAt    uint64
 	WaitAt        uint64
 	HeldAt        uint64
