@@ -188,6 +188,7 @@
     chart.dataset.plotX = String(LABEL_W);
     chart.dataset.plotW = String(W);
     chart.dataset.mode = snap.summary.length ? "summary" : "windows";
+    if (window.timeline && !window.timeline.firstDrawn) window.timeline.firstDrawn = performance.now();
 
     const byLane = new Map();
     const group = (id) => {
@@ -217,13 +218,17 @@
       lanesDrawn++;
       const top = y;
       const lg = el("g", { class: "lane", "data-lane": lane.id, "data-name": lane.name }, chart);
+      const plot = lg;
+      const labels = [];
       const bg = el("rect", { class: "lanebg", x: 0, y: top, width: LABEL_W + W, height: 0 }, lg);
       const name = el("text", { class: "lanelabel", x: 4, y: top + 13 }, lg);
       name.textContent = lane.name;
+      labels.push(name);
       y += HEAD_H;
       const rowLabel = (text, ry) => {
         const t = el("text", { class: "rowlabel", x: 12, y: ry + ROW_H - 4 }, lg);
         t.textContent = text;
+        labels.push(t);
       };
       const ovTop = y;
       // spans
@@ -233,7 +238,7 @@
         for (const p of g.spans) {
           const x0 = x(p.t0);
           el("rect", { class: "span", x: x0, y: y + p.row * ROW_H + 1, width: Math.max(1, x(p.t1) - x0), height: ROW_H - 2,
-            "data-i": p.i, "data-t0": p.t0, "data-t1": p.t1, "data-span": p.span }, lg);
+            "data-i": p.i, "data-t0": p.t0, "data-t1": p.t1, "data-span": p.span }, plot);
           drawnSpans++;
         }
         y += rows * ROW_H + GAP;
@@ -261,17 +266,17 @@
       for (const w of g.windows) {
         const x0 = x(w.t0);
         el("rect", { class: "win " + w.kind.replace(/\./g, "-"), x: x0, y: rowY.get(rowOf.get(rowKey(w))) + 2, width: Math.max(1, x(w.t1) - x0), height: ROW_H - 4,
-          "data-i": w.i, "data-kind": w.kind, "data-t0": w.t0, "data-t1": w.t1 }, lg);
+          "data-i": w.i, "data-kind": w.kind, "data-t0": w.t0, "data-t1": w.t1 }, plot);
         drawnWindows++;
       }
       for (const b of g.summary) {
         const x0 = x(b.t0), frac = Math.min(1, b.busy / 1e6 / Math.max(1e-9, b.t1 - b.t0));
         el("rect", { class: "bucket " + b.kind.replace(/\./g, "-"), x: x0, y: rowY.get(rowOf.get(rowKey(b))) + 2, width: Math.max(1, x(b.t1) - x0), height: ROW_H - 4,
-          "fill-opacity": (0.25 + 0.75 * frac).toFixed(3), "data-i": b.i, "data-kind": b.kind, "data-count": b.count }, lg);
+          "fill-opacity": (0.25 + 0.75 * frac).toFixed(3), "data-i": b.i, "data-kind": b.kind, "data-count": b.count }, plot);
       }
       if (g.windows.length) {
         for (const [a, b] of overlaps(g.windows)) {
-          el("rect", { class: "overlap", x: x(a), y: ovTop, width: Math.max(1, x(b) - x(a)), height: y - ovTop, "data-t0": a, "data-t1": b }, lg);
+          el("rect", { class: "overlap", x: x(a), y: ovTop, width: Math.max(1, x(b) - x(a)), height: y - ovTop, "data-t0": a, "data-t1": b }, plot);
         }
       }
       // GPU memory, one line per device
@@ -283,12 +288,15 @@
         for (const [dev, pts] of devs) {
           pts.sort((a, b) => a.t - b.t);
           const d = pts.map((p) => x(p.t).toFixed(1) + "," + (y + 2 * ROW_H - 2 - (p.bytes / maxB) * (2 * ROW_H - 4)).toFixed(1)).join(" ");
-          el("polyline", { class: "gpu", points: d, "data-device": dev, "data-max": maxB, "data-last": pts[pts.length - 1].bytes }, lg);
+          el("polyline", { class: "gpu", points: d, "data-device": dev, "data-max": maxB, "data-last": pts[pts.length - 1].bytes }, plot);
         }
         y += 2 * ROW_H;
       }
       y += GAP;
       bg.setAttribute("height", y - top);
+      // The labels stay readable over spans begun before the view.
+      el("rect", { class: "labelmask", x: 0, y: top, width: LABEL_W, height: y - top }, lg);
+      labels.forEach((l) => lg.appendChild(l));
       y += GAP;
     }
     chart.setAttribute("height", Math.max(y, 60));
