@@ -35,8 +35,9 @@ const javaAgentVersion = "2.22.0"
 
 // parityWorkload allocates for the given milliseconds with a live set that
 // survives young collections and a System.gc() every 700 ms (old/full
-// collections), prints "idle" and sleeps until killed, so that both sides
-// can report their final values while the JVM still runs.
+// collections), collects once more, prints "idle" and sleeps until killed,
+// so that both sides can report their final values while the JVM still
+// runs.
 const parityWorkload = `
 import java.util.ArrayList;
 import java.util.List;
@@ -59,6 +60,10 @@ public class Parity {
                 nextFull = System.nanoTime() + 700_000_000L;
             }
         }
+        // JFR samples metaspace at collections only: one more makes its
+        // last sample as recent as the agent's.
+        live.clear();
+        System.gc();
         System.out.println("idle " + sink);
         System.out.flush();
         Thread.sleep(600_000);
@@ -78,8 +83,9 @@ type parityCase struct {
 // the jfr receiver following the same JVM's JFR repository, and compares
 // the final cumulative values: per metric and attribute set both emit, the
 // same names and attribute values, collection counts equal, sums within
-// 1% (or within the agent's 1 ms resolution per collection, for pauses
-// shorter than that). The receiver's jvm.gc.cause (which the agent leaves
+// 1% (or 2 ms per collection: the agent's whole milliseconds, and the
+// MXBean's narrower span of a full collection), other values within 1%
+// (metaspace 2%: JFR samples it at collections only). The receiver's jvm.gc.cause (which the agent leaves
 // out by default) is summed away, as is the agent's jvm.thread.state
 // (which JFR does not give); jvm.cpu.recent_utilization samples different
 // moments, and jvm.thread.count, where the agent counted one daemon and one
@@ -96,12 +102,35 @@ func TestAgentParity(t *testing.T) {
 		{"ZGC/JDK17", 17, []string{"-XX:+UseZGC", "-Xms1g", "-Xmx1g"}},
 		{"generational ZGC/JDK25", 25, []string{"-XX:+UseZGC", "-Xms1g", "-Xmx1g"}},
 	}
+	classes := "" // Parity.class, compiled once for Java 17
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			j := jfrtest.Find(t, c.major)
-			runParity(t, j, agent, c)
+			if classes == "" {
+				classes = compileParity(t, j)
+			}
+			runParity(t, j, agent, classes, c)
 		})
 	}
+}
+
+// compileParity compiles the workload for Java 17 into a folder that
+// outlives the subtests.
+func compileParity(t *testing.T, j jfrtest.JDK) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "parity")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	src := filepath.Join(dir, "Parity.java")
+	if err := os.WriteFile(src, []byte(parityWorkload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(filepath.Join(filepath.Dir(j.Java()), "javac"), "--release", "17", "-d", dir, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	return dir
 }
 
 func javaAgent(t *testing.T) string {
@@ -118,15 +147,8 @@ func javaAgent(t *testing.T) string {
 	return jar
 }
 
-func runParity(t *testing.T, j jfrtest.JDK, agent string, c parityCase) {
+func runParity(t *testing.T, j jfrtest.JDK, agent, classes string, c parityCase) {
 	dir := t.TempDir()
-	bin := filepath.Dir(j.Java())
-	if err := os.WriteFile(filepath.Join(dir, "Parity.java"), []byte(parityWorkload), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(filepath.Join(bin, "javac"), "-d", dir, filepath.Join(dir, "Parity.java")).CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
 	jfc := filepath.Join(dir, "otelcol-ai.jfc")
 	if err := os.WriteFile(jfc, repository.Settings, 0o644); err != nil {
 		t.Fatal(err)
@@ -159,7 +181,7 @@ func runParity(t *testing.T, j jfrtest.JDK, agent string, c parityCase) {
 
 	args := append([]string{"-javaagent:" + agent, "-Xlog:disable"}, c.flags...)
 	args = append(args, "-XX:FlightRecorderOptions:repository="+repo,
-		"-XX:StartFlightRecording:settings="+jfc, "-cp", dir, "Parity", "4000")
+		"-XX:StartFlightRecording:settings="+jfc, "-cp", classes, "Parity", "4000")
 	cmd := exec.Command(j.Java(), args...)
 	cmd.Env = append(os.Environ(),
 		"OTEL_SERVICE_NAME=parity", "OTEL_TRACES_EXPORTER=none", "OTEL_LOGS_EXPORTER=none",
@@ -176,9 +198,14 @@ func runParity(t *testing.T, j jfrtest.JDK, agent string, c parityCase) {
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	idle := make(chan struct{})
+	var outMu sync.Mutex
+	var output []string // the JVM's last lines, for a failure
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			outMu.Lock()
+			output = append(output[max(len(output)-20, 0):], sc.Text())
+			outMu.Unlock()
 			if strings.HasPrefix(sc.Text(), "idle") {
 				close(idle)
 			}
@@ -188,7 +215,9 @@ func runParity(t *testing.T, j jfrtest.JDK, agent string, c parityCase) {
 	select {
 	case <-idle:
 	case <-time.After(90 * time.Second):
-		t.Fatal("the workload did not finish in 90 s")
+		outMu.Lock()
+		defer outMu.Unlock()
+		t.Fatalf("the workload did not finish in 90 s:\n%s", strings.Join(output, "\n"))
 	}
 
 	// Both sides report cumulative values: wait until their collection
@@ -342,9 +371,13 @@ func compareParity(t *testing.T, name string, agent, rcv map[string]point) {
 			if a.count != r.count {
 				t.Errorf("%s: %s counts %d (agent) and %d (receiver)", name, k, a.count, r.count)
 			}
-			// The agent's durations are whole milliseconds (GcInfo): pauses
-			// shorter than that sum to 0 there.
-			if d := math.Abs(r.value - a.value); d > 0.01*a.value && d > 0.001*float64(a.count) {
+			// The agent's durations are whole milliseconds (GcInfo start and
+			// end, so ±1 ms each: pauses shorter than that sum to 0 there),
+			// and the MXBean times a full collection inside the span JFR's
+			// jdk.GarbageCollection gives it (1-3 ms shorter per G1 full
+			// collection on a loaded 2-core machine): a sum may differ by 1%
+			// or by 2 ms per collection.
+			if d := math.Abs(r.value - a.value); d > 0.01*a.value && d > 0.002*float64(a.count) {
 				t.Errorf("%s: %s sums %.4f s (agent) and %.4f s (receiver)", name, k, a.value, r.value)
 			}
 			continue
@@ -353,7 +386,15 @@ func compareParity(t *testing.T, name string, agent, rcv map[string]point) {
 		if a.metric == "jvm.cpu.recent_utilization" || a.metric == "jvm.thread.count" {
 			continue
 		}
-		if math.Abs(r.value-a.value) > 0.01*math.Abs(a.value) {
+		tolerance := 0.01
+		if strings.Contains(k, "jvm.memory.type=non_heap") && a.metric != "jvm.memory.limit" {
+			// JFR samples metaspace at collections only (jdk.MetaspaceSummary);
+			// what the JIT's method data allocates after the last one is
+			// not in it (up to 1.6% measured, with a collection just before
+			// the comparison).
+			tolerance = 0.02
+		}
+		if math.Abs(r.value-a.value) > tolerance*math.Abs(a.value) {
 			t.Errorf("%s: %s is %v (agent) and %v (receiver)", name, k, a.value, r.value)
 		}
 	}
