@@ -188,9 +188,13 @@ func (st *runState) aggregatesByPID(aggs map[gil.AggregateKey]gil.Aggregate) map
 	return byPID
 }
 
-// ratio is the sampling ratio that scales what grew since the last
-// collection, bounded so that one window never weighs more than 1/minScaleRatio.
-func (st *runState) ratio() float64 { return max(min(st.sampling, 1), minScaleRatio) }
+// ratio is the share of kind's windows and totals kept since the last
+// collection (keptRatio: with wait_source futex, waits and forced switches
+// are all kept while the uprobes are duty-cycled), which scales what grew,
+// bounded so that one window never weighs more than 1/minScaleRatio.
+func (st *runState) ratio(kind gil.Kind) float64 {
+	return max(min(keptRatio(st.cfg, kind, st.sampling), 1), minScaleRatio)
+}
 
 // processMetrics records one process's metrics on its own resource.
 func (st *runState) processMetrics(md pmetric.Metrics, p *process, aggs map[gil.AggregateKey]gil.Aggregate, now pcommon.Timestamp) {
@@ -209,9 +213,8 @@ func (st *runState) processMetrics(md pmetric.Metrics, p *process, aggs map[gil.
 // came as events plus, in the first bucket, the kernel's short windows of
 // the same kind and thread. The kernel's aggregates are raw cumulative
 // totals: what they grew by since the last collection is scaled by the
-// sampling ratio, as the windows that came one by one were.
+// kind's kept ratio, as the windows that came one by one were.
 func (st *runState) mergeHistograms(p *process, aggs map[gil.AggregateKey]gil.Aggregate) map[histKey]*histogram {
-	ratio := st.ratio()
 	merged := make(map[histKey]*histogram, len(p.hists))
 	for k, h := range p.hists {
 		c := *h
@@ -226,6 +229,7 @@ func (st *runState) mergeHistograms(p *process, aggs map[gil.AggregateKey]gil.Ag
 		hk := histKey{kind: k.Kind, tid: k.TID, gen: -1}
 		prev := p.aggRaw[hk]
 		if a.Count > prev.Count {
+			ratio := st.ratio(k.Kind)
 			e := p.aggEst[hk]
 			e.count += float64(a.Count-prev.Count) / ratio
 			e.sum += (a.Sum - prev.Sum).Seconds() / ratio
@@ -246,10 +250,9 @@ func (st *runState) mergeHistograms(p *process, aggs map[gil.AggregateKey]gil.Ag
 }
 
 // updateEstimates brings the time and switch counters up to date: the
-// raw totals now, scaled by the sampling ratio since the last collection,
-// accumulated.
+// raw totals now, scaled by each kind's kept ratio since the last
+// collection, accumulated.
 func (st *runState) updateEstimates(p *process, aggs map[gil.AggregateKey]gil.Aggregate) {
-	ratio := st.ratio()
 	raw := map[counterKey]float64{}
 	for k, h := range p.hists {
 		if k.kind == gil.KindWait {
@@ -266,7 +269,7 @@ func (st *runState) updateEstimates(p *process, aggs map[gil.AggregateKey]gil.Ag
 	}
 	for k, v := range raw {
 		if d := v - p.raw[k]; d > 0 {
-			p.estimates[k] += d / ratio
+			p.estimates[k] += d / st.ratio(k.kind)
 		}
 		p.raw[k] = v
 	}

@@ -46,9 +46,12 @@ func findMetric(md pmetric.Metrics, name string) (pmetric.Metric, bool) {
 // attached a quarter of the time stands for four, in the histogram's
 // buckets, count and sum; the kernel's short-window aggregates are scaled
 // by what they grew since the last collection; the wait-time counter is
-// scaled once, not twice.
+// scaled once, not twice. (With waits from the uprobes, which the duty
+// cycle detaches, so that waits are sampled.)
 func TestHistogramsScaledBySampling(t *testing.T) {
-	st := newTestRunState(t, createDefaultConfig().(*Config))
+	cfg := createDefaultConfig().(*Config)
+	cfg.WaitSource = waitSourceUprobes
+	st := newTestRunState(t, cfg)
 	p := newTestProcess(7)
 	wait := histKey{kind: gil.KindWait, gen: -1}
 	h := newHistogram(st.cfg.MinDuration)
@@ -81,6 +84,53 @@ func TestHistogramsScaledBySampling(t *testing.T) {
 	assert.Equal(t, uint64(35), dp.Count())
 	assert.InDelta(t, 150e-6+200e-6+4*2e-3, dp.Sum(), 1e-12)
 	assert.InDelta(t, 50e-6+200e-6+2e-3+2*50e-6, waitTime, 1e-12, "the counter's growth scaled once")
+}
+
+// TestFutexTotalsNotScaled: with wait_source futex the tracepoints stay
+// attached while the duty cycle detaches the uprobes, so the kernel's wait
+// time and forced-switch counts are whole: at a sampling ratio of 0.25
+// they are reported as counted, while held time and the short released
+// windows, which only the uprobes see, stand for four times what grew.
+func TestFutexTotalsNotScaled(t *testing.T) {
+	st := newTestRunState(t, createDefaultConfig().(*Config))
+	require.Equal(t, waitSourceFutex, st.cfg.WaitSource)
+	st.sampling = 0.25
+	p := newTestProcess(11)
+	collect := func(aggs map[gil.AggregateKey]gil.Aggregate) (map[string]float64, map[string]pmetric.HistogramDataPoint) {
+		md := pmetric.NewMetrics()
+		st.processMetrics(md, p, aggs, pcommon.NewTimestampFromTime(time.Now()))
+		sums := map[string]float64{}
+		for _, name := range []string{metricWaitTime, "python.gil.held.time", "python.gil.switches"} {
+			m, ok := findMetric(md, name)
+			require.True(t, ok, name)
+			dp := m.Sum().DataPoints().At(0)
+			sums[name] = dp.DoubleValue() + float64(dp.IntValue())
+		}
+		hists := map[string]pmetric.HistogramDataPoint{}
+		for _, name := range []string{metricWaitDuration, metricReleasedDuration} {
+			m, ok := findMetric(md, name)
+			require.True(t, ok, name)
+			hists[name] = m.Histogram().DataPoints().At(0)
+		}
+		return sums, hists
+	}
+	aggs := func(n uint64) map[gil.AggregateKey]gil.Aggregate {
+		return map[gil.AggregateKey]gil.Aggregate{
+			{PID: 11, Kind: gil.KindWait}:     {Count: n, Sum: time.Duration(n) * 10 * time.Microsecond},
+			{PID: 11, Kind: gil.KindSwitch}:   {Count: n},
+			{PID: 11, Kind: gil.KindHeld}:     {Count: n, Sum: time.Duration(n) * 100 * time.Microsecond},
+			{PID: 11, Kind: gil.KindReleased}: {Count: n, Sum: time.Duration(n) * 20 * time.Microsecond},
+		}
+	}
+	collect(aggs(10))
+	sums, hists := collect(aggs(30)) // 20 more of each
+	assert.InDelta(t, 30*10e-6, sums[metricWaitTime], 1e-12, "wait time as counted")
+	assert.InDelta(t, 30, sums["python.gil.switches"], 1e-9, "switches as counted")
+	assert.InDelta(t, 4*30*100e-6, sums["python.gil.held.time"], 1e-12, "held time scaled by 1/0.25")
+	assert.Equal(t, uint64(30), hists[metricWaitDuration].Count(), "short waits as counted")
+	assert.InDelta(t, 30*10e-6, hists[metricWaitDuration].Sum(), 1e-12)
+	assert.Equal(t, uint64(4*30), hists[metricReleasedDuration].Count(), "short releases scaled by 1/0.25")
+	assert.InDelta(t, 4*30*20e-6, hists[metricReleasedDuration].Sum(), 1e-12)
 }
 
 // TestGCCollectionsPerGeneration: cpython.gc.collections counts, per
