@@ -29,6 +29,11 @@ type Config struct {
 	XLog XLogConfig `mapstructure:"xlog"`
 	// Recordings configures the finished-recording-files source.
 	Recordings RecordingsConfig `mapstructure:"recordings"`
+	// Storage is the storage extension that keeps every source's progress
+	// (live repositories' chunks, -Xlog offsets, finished recordings
+	// unless recordings::storage names another) across restarts; nil
+	// keeps it in memory, so a restart repeats and misses some.
+	Storage *component.ID `mapstructure:"storage"`
 	// Metrics switches each metric (metrics::<name>::enabled), as
 	// metadata.yaml and the histograms' declarations list them.
 	Metrics jvmmetrics.MetricsConfig `mapstructure:"metrics"`

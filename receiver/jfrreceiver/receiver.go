@@ -24,6 +24,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/checkpoint"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmmetrics"
@@ -53,7 +54,10 @@ type jfrReceiver struct {
 	telemetry *metadata.TelemetryBuilder
 
 	// Owned by the loop goroutine.
-	storage  storage.Client
+	storage  storage.Client // the recordings' client
+	ckClient storage.Client // the storage key's client, nil without one
+	xlogCk   *checkpoint.Store
+	resume   map[string]xlog.Position // -Xlog positions loaded at start
 	sources  []jvmevent.Source
 	repos    *repository.Source // the live repository source, nil when off
 	pods     *attach.PodWatcher // pod and namespace opt-outs, nil when not checked
@@ -81,7 +85,7 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 	var client storage.Client
 	if id := r.cfg.Recordings.Storage; id != nil && len(r.cfg.Recordings.Include) > 0 {
 		var err error
-		if client, err = storageClient(ctx, host, *id, r.set.ID); err != nil {
+		if client, err = storageClient(ctx, host, *id, r.set.ID, "recordings::storage", "recordings"); err != nil {
 			return err
 		}
 	}
@@ -101,6 +105,14 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 	}
 	r.telemetry = tb
 	r.storage = client
+	if err := r.openCheckpoints(ctx, host); err != nil {
+		r.closePods()
+		tb.Shutdown()
+		if client != nil {
+			_ = client.Close(ctx)
+		}
+		return err
+	}
 	r.sources = r.newSources()
 	r.prefer = nil
 	if r.repos != nil && r.xlogs != nil && r.cfg.XLog.PreferJFR {
@@ -159,6 +171,7 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 			Include: xc.Include, FromStart: xc.StartAt == "beginning",
 			DiscoveryInterval: xc.DiscoveryInterval, Scanner: scanner, Logger: logger,
 			Refused: func(reason string) { r.countRefused("xlog", reason) },
+			Resume:  r.resume,
 		})
 		out = append(out, r.xlogs)
 	}
@@ -184,6 +197,7 @@ func (r *jfrReceiver) loop(ctx context.Context, host component.Host, done chan s
 	for {
 		select {
 		case <-ctx.Done():
+			r.saveCheckpoints(context.Background(), true)
 			for _, s := range r.sources {
 				if err := s.Close(); err != nil {
 					r.set.Logger.Warn("closing a source", zap.Error(err))
@@ -191,16 +205,14 @@ func (r *jfrReceiver) loop(ctx context.Context, host component.Host, done chan s
 			}
 			// Metrics gathered since the last collection are not lost.
 			r.emitMetrics(context.Background())
-			if r.storage != nil {
-				if err := r.storage.Close(context.Background()); err != nil {
-					r.set.Logger.Warn("closing the storage client", zap.Error(err))
-				}
-			}
+			r.closeStorage(context.Background())
 			return
 		case <-poll.C:
 			r.pollOnce(ctx, host)
+			r.saveCheckpoints(ctx, false)
 		case <-arrived:
 			r.arrived(ctx, host, events.Take())
+			r.saveCheckpoints(ctx, false)
 		case <-collect.C:
 			r.emitMetrics(ctx)
 		}
@@ -405,19 +417,20 @@ var (
 	ErrNotStorage = errors.New("extension is not a storage extension")
 )
 
-// storageClient opens this receiver's client of the storage extension id.
-func storageClient(ctx context.Context, host component.Host, id, self component.ID) (storage.Client, error) {
+// storageClient opens this receiver's client name of the storage
+// extension id, which the config key names.
+func storageClient(ctx context.Context, host component.Host, id, self component.ID, key, name string) (storage.Client, error) {
 	ext, ok := host.GetExtensions()[id]
 	if !ok {
-		return nil, fmt.Errorf("jfr receiver: recordings::storage %s: %w", id, ErrStorageNotFound)
+		return nil, fmt.Errorf("jfr receiver: %s %s: %w", key, id, ErrStorageNotFound)
 	}
 	se, ok := ext.(storage.Extension)
 	if !ok {
-		return nil, fmt.Errorf("jfr receiver: recordings::storage %s: %w", id, ErrNotStorage)
+		return nil, fmt.Errorf("jfr receiver: %s %s: %w", key, id, ErrNotStorage)
 	}
-	client, err := se.GetClient(ctx, component.KindReceiver, self, "recordings")
+	client, err := se.GetClient(ctx, component.KindReceiver, self, name)
 	if err != nil {
-		return nil, fmt.Errorf("jfr receiver: recordings::storage %s: %w", id, err)
+		return nil, fmt.Errorf("jfr receiver: %s %s: %w", key, id, err)
 	}
 	return client, nil
 }

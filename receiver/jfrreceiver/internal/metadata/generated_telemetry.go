@@ -26,6 +26,7 @@ type TelemetryBuilder struct {
 	meter                           metric.Meter
 	mu                              sync.Mutex
 	registrations                   []metric.Registration
+	ReceiverJfrCheckpointWrites     metric.Int64Counter
 	ReceiverJfrJvms                 metric.Int64Gauge
 	ReceiverJfrRefused              metric.Int64Counter
 	ReceiverJfrRepositoryMemoryHeld metric.Int64Gauge
@@ -60,6 +61,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ReceiverJfrCheckpointWrites, err = builder.meter.Int64Counter(
+		"otelcol_receiver_jfr_checkpoint_writes",
+		metric.WithDescription("Checkpoints written to the storage extension (storage), by source - at most one a second per source while it reads on, and one at shutdown. [Development]"),
+		metric.WithUnit("{write}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverJfrJvms, err = builder.meter.Int64Gauge(
 		"otelcol_receiver_jfr_jvms",
 		metric.WithDescription("Discovered JVMs by state - found (nothing read yet), recording_ours (read from the recording the receiver started), recording_theirs (its own recording is read), opted_out (by property, environment, pod or namespace), refused (attaching failed). [Development]"),

@@ -19,9 +19,13 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	tb.ReceiverJfrCheckpointWrites.Add(context.Background(), 1)
 	tb.ReceiverJfrJvms.Record(context.Background(), 1)
 	tb.ReceiverJfrRefused.Add(context.Background(), 1)
 	tb.ReceiverJfrRepositoryMemoryHeld.Record(context.Background(), 1)
+	AssertEqualReceiverJfrCheckpointWrites(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverJfrJvms(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -42,6 +41,10 @@ type Config struct {
 	// Refused, when set, is called with the reason (Refused* constants)
 	// for every file refused and every line dropped, once each.
 	Refused func(reason string)
+	// Resume are positions an earlier run saved (Source.Positions), by
+	// path: a file followed with one is read on from it, whatever
+	// FromStart says.
+	Resume map[string]Position
 }
 
 // Bounds on one poll of one file and on one line: a file holding more is
@@ -325,6 +328,9 @@ func (s *Source) follow(root *heldRoot, name string, jvm *jvmevent.JVM, alive fu
 		if !s.refused[p] {
 			s.cfg.Refused(RefusedNotRegular)
 		}
+	} else if pos, ok := s.cfg.Resume[p]; ok {
+		delete(s.cfg.Resume, p) // the first follow only: later ones are new files
+		err = t.resume(pos, s.cfg.Logger)
 	} else {
 		// A file that appears after the first scan is new: read it all.
 		err = t.open(s.started || s.cfg.FromStart) // counts a refusal itself
@@ -364,11 +370,15 @@ func kind(m fs.FileMode) string {
 // starts a new file under the name), the old file is read to its end and
 // the new one from its start.
 type tail struct {
-	root    *heldRoot // where name resolves; released by the source when the tail ends
-	name    string    // the file as the JVM (or, for a pattern's, the collector) names it
-	path    string    // root.Display(name): how it is reported
-	file    *os.File
-	ino     uint64
+	root *heldRoot // where name resolves; released by the source when the tail ends
+	name string    // the file as the JVM (or, for a pattern's, the collector) names it
+	path string    // root.Display(name): how it is reported
+	file *os.File
+	dev  uint64
+	ino  uint64
+	// chain are files rotated while the collector was down, after the
+	// one being read: read whole, in order, before the file under name.
+	chain   []*os.File
 	offset  int64
 	drained bool // the last poll read the file to its end
 	partial []byte
@@ -391,13 +401,6 @@ type tail struct {
 	collector           string
 }
 
-func inode(fi os.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Ino
-	}
-	return 0
-}
-
 // open opens the file (a regular one, without blocking), positioned at its
 // end unless fromStart.
 func (t *tail) open(fromStart bool) error {
@@ -415,7 +418,8 @@ func (t *tail) open(fromStart bool) error {
 		f.Close()
 		return fmt.Errorf("xlog: %s: %w", t.path, err)
 	}
-	t.file, t.ino, t.offset = f, inode(fi), 0
+	t.file, t.offset = f, 0
+	t.dev, t.ino = identity(fi)
 	t.partial, t.skipping = t.partial[:0], false
 	if !fromStart {
 		t.offset = fi.Size()
@@ -429,6 +433,7 @@ func (t *tail) open(fromStart bool) error {
 }
 
 func (t *tail) close() {
+	t.closeChain()
 	if t.file != nil {
 		t.file.Close()
 		t.file = nil
@@ -448,8 +453,14 @@ func (t *tail) poll(clock *window.Clock, buf []byte, b *jvmevent.Batch) error {
 		}
 	}
 	drained, err := t.read(clock, buf, b)
-	t.drained = drained
-	if err != nil || !drained {
+	for err == nil && drained && len(t.chain) > 0 {
+		// A file rotated while the collector was down, read whole.
+		if err = t.next(); err == nil {
+			drained, err = t.read(clock, buf, b)
+		}
+	}
+	t.drained = drained && len(t.chain) == 0
+	if err != nil || !t.drained {
 		// The rest is read at the next poll; rotation and truncation are
 		// looked for once the file is read to its end.
 		return err
@@ -461,7 +472,7 @@ func (t *tail) poll(clock *window.Clock, buf []byte, b *jvmevent.Batch) error {
 		return nil
 	case err != nil:
 		return fmt.Errorf("xlog: %w", err)
-	case inode(fi) != t.ino:
+	case !sameFile(fi, t.dev, t.ino):
 		// Rotated: the old file was read to its end above. What replaced
 		// it may be no regular file: then nothing is read until one is.
 		t.close()

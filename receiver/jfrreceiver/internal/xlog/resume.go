@@ -1,0 +1,207 @@
+package xlog
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"go.uber.org/zap"
+)
+
+// Position is where the tail of one file stands: enough for a later run
+// to go on from there, in the same file or, when the file was rotated
+// meanwhile, in the file it was renamed to.
+type Position struct {
+	// Dev and Ino identify the file being read (it may be a rotated one
+	// still being read to its end).
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
+	// Offset is where the next line starts: a line read in part is read
+	// again whole.
+	Offset int64 `json:"offset"`
+	// Skipping: Offset lies inside a line longer than maxLine, dropped up
+	// to its newline.
+	Skipping bool `json:"skipping,omitempty"`
+	// What the lines read so far told, which later lines need: the
+	// collector's name and the bounds on the JVM's start.
+	Collector string `json:"collector,omitempty"`
+	StartLow  int64  `json:"start_low,omitempty"`
+	StartHigh int64  `json:"start_high,omitempty"`
+}
+
+// maxChain bounds the rotated files read, after the one a position names,
+// before the file under its name: more rotations than that while the
+// collector was down lose the oldest of them.
+const maxChain = 16
+
+// Positions returns where the tail of every followed file stands, by the
+// path it is reported under. A file not read from yet (none is open) is
+// left out.
+func (s *Source) Positions() map[string]Position {
+	out := make(map[string]Position, len(s.files))
+	for p, t := range s.files {
+		if t.file == nil || t.gone {
+			continue
+		}
+		pos := Position{Dev: t.dev, Ino: t.ino, Offset: t.offset - int64(len(t.partial)), Skipping: t.skipping,
+			Collector: t.collector, StartLow: t.startLow, StartHigh: t.startHigh}
+		out[p] = pos
+	}
+	return out
+}
+
+func identity(fi os.FileInfo) (dev, ino uint64) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Dev, st.Ino
+	}
+	return 0, 0
+}
+
+// resume opens the file at pos, saved by an earlier run: the file under
+// the name when it is still the same one, else the rotated file in the
+// same folder that is (read from pos on), followed by the files rotated
+// after it (read whole) and then the file under the name (read whole, by
+// poll's rotation check). A position whose file is gone altogether (it
+// was rotated out of the folder or deleted) reads the file under the name
+// from its start: what the lost file held after the offset is missed.
+func (t *tail) resume(pos Position, logger *zap.Logger) error {
+	fi, err := t.root.Stat(t.name)
+	if err != nil {
+		return fmt.Errorf("xlog: %w", err)
+	}
+	if dev, ino := identity(fi); dev == pos.Dev && ino == pos.Ino {
+		if err := t.open(true); err != nil {
+			return err
+		}
+		if fi.Size() < pos.Offset { // truncated meanwhile: all of it is new
+			t.restore(pos, false)
+			return nil
+		}
+		return t.seek(pos)
+	}
+	rotated, chain := t.rotatedSince(pos, fi)
+	if rotated == nil {
+		logger.Info("the -Xlog file read before the restart is gone: reading the file under its name from its start",
+			zap.String("file", t.path))
+		t.restore(pos, false)
+		return t.open(true)
+	}
+	t.file, t.dev, t.ino, t.offset = rotated, pos.Dev, pos.Ino, 0
+	t.partial, t.skipping = t.partial[:0], false
+	t.chain = chain
+	logger.Debug("resuming a rotated -Xlog file", zap.String("file", t.path), zap.String("rotated", rotated.Name()), zap.Int("after", len(chain)))
+	return t.seek(pos)
+}
+
+// restore takes back what earlier lines told.
+func (t *tail) restore(pos Position, skipping bool) {
+	t.collector, t.startLow, t.startHigh = pos.Collector, pos.StartLow, pos.StartHigh
+	t.skipping = skipping
+}
+
+func (t *tail) seek(pos Position) error {
+	if _, err := t.file.Seek(pos.Offset, io.SeekStart); err != nil {
+		t.close()
+		return fmt.Errorf("xlog: %s: %w", t.path, err)
+	}
+	t.offset = pos.Offset
+	t.restore(pos, pos.Skipping)
+	return nil
+}
+
+// rotatedSince finds, among the regular files of the name's folder whose
+// names begin with the name's (gc.log.0, gc.log.1, gc.log-20260101, as
+// HotSpot and logrotate rename), the one pos names, opened, and the
+// others modified since it, opened, oldest first (at most maxChain). The
+// file under the name (current) is never one of them.
+func (t *tail) rotatedSince(pos Position, current os.FileInfo) (*os.File, []*os.File) {
+	dir, base := filepath.Dir(t.name), filepath.Base(t.name)
+	entries, err := t.root.ReadDir(dir)
+	if err != nil {
+		return nil, nil
+	}
+	type candidate struct {
+		f     *os.File
+		mtime int64
+		name  string
+	}
+	var found *os.File
+	var foundTime int64
+	var others []candidate
+	curDev, curIno := identity(current)
+	for _, e := range entries {
+		n := e.Name()
+		if n == base || !strings.HasPrefix(n, base) {
+			continue
+		}
+		f, err := t.root.OpenFile(filepath.Join(dir, n)) // regular files only
+		if err != nil {
+			continue
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			continue
+		}
+		dev, ino := identity(fi)
+		switch {
+		case dev == pos.Dev && ino == pos.Ino:
+			found, foundTime = f, fi.ModTime().UnixNano()
+		case dev == curDev && ino == curIno: // a hard link to the current file
+			f.Close()
+		default:
+			others = append(others, candidate{f, fi.ModTime().UnixNano(), n})
+		}
+	}
+	var chain []*os.File
+	if found != nil {
+		slices.SortFunc(others, func(a, b candidate) int {
+			return cmp.Or(cmp.Compare(a.mtime, b.mtime), strings.Compare(a.name, b.name))
+		})
+		for _, c := range others {
+			if c.mtime >= foundTime && len(chain) < maxChain {
+				chain = append(chain, c.f)
+				continue
+			}
+			c.f.Close()
+		}
+	} else {
+		for _, c := range others {
+			c.f.Close()
+		}
+	}
+	return found, chain
+}
+
+// next goes on to the next rotated file of the chain, read whole.
+func (t *tail) next() error {
+	t.file.Close()
+	f := t.chain[0]
+	t.chain = t.chain[1:]
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("xlog: %s: %w", t.path, err)
+	}
+	t.file, t.offset = f, 0
+	t.dev, t.ino = identity(fi)
+	t.partial, t.skipping = t.partial[:0], false
+	return nil
+}
+
+func (t *tail) closeChain() {
+	for _, f := range t.chain {
+		f.Close()
+	}
+	t.chain = nil
+}
+
+func sameFile(fi os.FileInfo, dev, ino uint64) bool {
+	d, i := identity(fi)
+	return d == dev && i == ino
+}

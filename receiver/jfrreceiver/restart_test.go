@@ -1,0 +1,301 @@
+package jfrreceiver
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/xlog"
+)
+
+// fileStorageHost is a host whose one extension is a real file_storage.
+type fileStorageHost struct {
+	component.Host
+	exts map[component.ID]component.Component
+}
+
+func (h fileStorageHost) GetExtensions() map[component.ID]component.Component { return h.exts }
+
+var fileStorageID = component.MustNewID("file_storage")
+
+// startFileStorage starts a file_storage extension keeping its files in
+// dir, as a collector process does at its start.
+func startFileStorage(t *testing.T, dir string) (extension.Extension, fileStorageHost) {
+	t.Helper()
+	f := filestorage.NewFactory()
+	cfg := f.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory = dir
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ext.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	return ext, fileStorageHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{fileStorageID: ext}}
+}
+
+// runCollector is one collector "process": a file_storage extension on
+// storageDir (unless storageDir is empty) and the receiver with cfg, until
+// stop is closed; then the receiver and the extension are shut down, in
+// that order, as the service does on SIGTERM.
+func runCollector(t *testing.T, cfg *Config, storageDir string, stop <-chan struct{}) *consumertest.LogsSink {
+	t.Helper()
+	var host component.Host = componenttest.NewNopHost()
+	var ext extension.Extension
+	if storageDir != "" {
+		ext, host = startFileStorage(t, storageDir)
+	}
+	logs := new(consumertest.LogsSink)
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.ID = component.NewID(metadata.Type) // the same receiver after the restart (the settings' is random)
+	r, err := NewFactory().CreateLogs(context.Background(), set, cfg, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	<-stop
+	if err := r.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ext != nil {
+		if err := ext.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return logs
+}
+
+// waitFor waits up to 20 s for cond while the JVM runs.
+func waitFor(t *testing.T, exited chan error, out fmt.Stringer, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-exited:
+			t.Fatalf("the JVM exited before the test could go on: %v\n%s", err, out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting\n%s", out)
+		}
+	}
+}
+
+func fileID(t *testing.T, path string) [2]uint64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return [2]uint64{st.Dev, st.Ino}
+}
+
+// logPauses reads every pause and safepoint line of the -Xlog files
+// matching pattern: "GC(id) phase" once per pause, safepointKey once per
+// safepoint.
+func logPauses(t *testing.T, pattern string, clock *window.Clock) map[string]int {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			l, ok := xlog.ParseLine(sc.Text())
+			if !ok {
+				continue
+			}
+			if sp, ok := xlog.ParseSafepoint(l.Message); ok {
+				out[safepointKey(sp.Operation, int64(sp.Total), clock.ToUnixNano(l.Monotonic))]++
+				continue
+			}
+			if l.Tags != "gc" && l.Tags != "gc,phases" {
+				continue
+			}
+			if p, ok := xlog.ParsePause(l.Message); ok {
+				out[fmt.Sprintf("GC(%d) %s", p.GCID, p.Name)]++
+			}
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// safepointKey tells safepoints apart by operation, total time (ns) and
+// end (to the second: the test's and the receivers' conversions of
+// timenanos differ by microseconds).
+func safepointKey(op string, total, end int64) string {
+	return fmt.Sprintf("safepoint %s %d %d", op, total, (end+5e8)/1e9)
+}
+
+// receivedPauses keys the windows received as logPauses keys the lines.
+func receivedPauses(t *testing.T, sinks ...*consumertest.LogsSink) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, s := range sinks {
+		for _, ld := range s.AllLogs() {
+			for i := range ld.ResourceLogs().Len() {
+				sl := ld.ResourceLogs().At(i).ScopeLogs()
+				for j := range sl.Len() {
+					recs := sl.At(j).LogRecords()
+					for k := range recs.Len() {
+						w, err := window.Decode(recs.At(k))
+						if err != nil {
+							t.Fatal(err)
+						}
+						switch w.Kind {
+						case window.KindJVMGCPause:
+							out[fmt.Sprintf("GC(%v) %v", w.Attributes[window.AttrJVMGCID], w.Attributes[jvmevent.AttrGCPhase])]++
+						case window.KindJVMSafepoint:
+							op, _ := w.Attributes[window.AttrJVMVMOperation].(string)
+							out[safepointKey(op, int64(w.Duration), w.Start+int64(w.Duration))]++
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// compare counts what was received twice or more (duplicates) and what
+// the log holds that was not received (gaps).
+func compare(want, got map[string]int) (dups, gaps, extra int, missing []string) {
+	for k, n := range got {
+		if n > 1 {
+			dups += n - 1
+		}
+		if want[k] == 0 {
+			extra++
+		}
+	}
+	for k := range want {
+		if got[k] == 0 {
+			gaps++
+			if len(missing) < 5 || os.Getenv("H_DEBUG") != "" {
+				missing = append(missing, k)
+			}
+		}
+	}
+	return dups, gaps, extra, missing
+}
+
+// TestXlogRestartRotatedDuringDowntime: a real JDK 17 JVM logs
+// -Xlog:gc*,safepoint to a file rotated every 16 KiB (HotSpot renames
+// gc.log to gc.log.N and starts a new gc.log); the receiver, with a real
+// file_storage extension, is shut down mid-run (as on SIGTERM), the file
+// rotates while it is down, and a new receiver and extension on the same
+// directory go on. Every pause and safepoint line of all the log's files
+// must arrive exactly once. Without storage the same restart misses what
+// was written during the downtime (the figure logged: the test checks it
+// is not zero, so the with-storage case cannot pass by a thin log). About
+// 2 × 10 s.
+func TestXlogRestartRotatedDuringDowntime(t *testing.T) {
+	j := jfrtest.Find(t, 17)
+	for _, tc := range []struct {
+		name    string
+		storage bool
+	}{{"file_storage", true}, {"no_storage", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			logDir := filepath.Join(dir, "logs")
+			if err := os.Mkdir(logDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			storageDir := ""
+			if tc.storage {
+				storageDir = filepath.Join(dir, "storage")
+				if err := os.Mkdir(storageDir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			gcLog := filepath.Join(logDir, "gc.log")
+			cfg := NewFactory().CreateDefaultConfig().(*Config)
+			cfg.PollInterval = 100 * time.Millisecond
+			cfg.Repositories.Enabled = false
+			cfg.XLog.Include = []string{gcLog}
+			cfg.XLog.DiscoveryInterval = 100 * time.Millisecond
+			if tc.storage {
+				id := fileStorageID
+				cfg.Storage = &id
+			}
+
+			// The first run is up before the JVM: gc.log appears after
+			// its first scan and is read from its start.
+			stop1 := make(chan struct{})
+			first := make(chan *consumertest.LogsSink, 1)
+			go func() { first <- runCollector(t, cfg, storageDir, stop1) }()
+			time.Sleep(300 * time.Millisecond)
+			_, exited, out := startJVM(t, j, logDir, 7000, "-Xmx48m",
+				"-Xlog:gc*,safepoint:file="+gcLog+":time,uptimenanos,timenanos,pid,level,tags:filecount=500,filesize=64k")
+			waitFor(t, exited, out, func() bool { _, err := os.Stat(gcLog); return err == nil })
+			time.Sleep(2 * time.Second)
+			close(stop1)
+			sink1 := <-first
+			// Down until gc.log rotated (HotSpot renames it gc.log.NNN and
+			// starts a new one) and the new one was written to.
+			before := fileID(t, gcLog)
+			waitFor(t, exited, out, func() bool { _, err := os.Stat(gcLog); return err == nil && fileID(t, gcLog) != before })
+			time.Sleep(500 * time.Millisecond)
+
+			stop2 := make(chan struct{})
+			second := make(chan *consumertest.LogsSink, 1)
+			go func() { second <- runCollector(t, cfg, storageDir, stop2) }()
+			waitExit(t, exited, out)
+			time.Sleep(time.Second) // the last lines are read
+			close(stop2)
+			sink2 := <-second
+
+			clock, err := window.NewClock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := logPauses(t, gcLog+"*", clock)
+			got := receivedPauses(t, sink1, sink2)
+			dups, gaps, extra, missing := compare(want, got)
+			t.Logf("%s: log lines %d, received %d, duplicates %d, gaps %d (first: %v), not in the log %d",
+				tc.name, len(want), len(got), dups, gaps, missing, extra)
+			if len(want) < 50 {
+				t.Fatalf("log too thin: %d pauses and safepoints", len(want))
+			}
+			if tc.storage {
+				if dups != 0 || gaps != 0 || extra != 0 {
+					t.Errorf("across the restart: %d duplicates, %d gaps (%v), %d windows not in the log", dups, gaps, missing, extra)
+				}
+				return
+			}
+			if gaps == 0 {
+				t.Errorf("without storage the restart missed nothing: the downtime was not exercised")
+			}
+		})
+	}
+}
