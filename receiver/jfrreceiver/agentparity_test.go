@@ -102,27 +102,23 @@ func TestAgentParity(t *testing.T) {
 		{"ZGC/JDK17", 17, []string{"-XX:+UseZGC", "-Xms1g", "-Xmx1g"}},
 		{"generational ZGC/JDK25", 25, []string{"-XX:+UseZGC", "-Xms1g", "-Xmx1g"}},
 	}
-	classes := "" // Parity.class, compiled once for Java 17
+	classes := t.TempDir() // Parity.class, compiled once for Java 17
+	compiled := false
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			j := jfrtest.Find(t, c.major)
-			if classes == "" {
-				classes = compileParity(t, j)
+			if !compiled {
+				compileParity(t, j, classes)
+				compiled = true
 			}
 			runParity(t, j, agent, classes, c)
 		})
 	}
 }
 
-// compileParity compiles the workload for Java 17 into a folder that
-// outlives the subtests.
-func compileParity(t *testing.T, j jfrtest.JDK) string {
+// compileParity compiles the workload for Java 17 into dir.
+func compileParity(t *testing.T, j jfrtest.JDK, dir string) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "parity")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	src := filepath.Join(dir, "Parity.java")
 	if err := os.WriteFile(src, []byte(parityWorkload), 0o644); err != nil {
 		t.Fatal(err)
@@ -130,7 +126,6 @@ func compileParity(t *testing.T, j jfrtest.JDK) string {
 	if out, err := exec.Command(filepath.Join(filepath.Dir(j.Java()), "javac"), "--release", "17", "-d", dir, src).CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
-	return dir
 }
 
 func javaAgent(t *testing.T) string {
@@ -197,7 +192,7 @@ func runParity(t *testing.T, j jfrtest.JDK, agent, classes string, c parityCase)
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	idle := make(chan struct{})
+	idle, gone := make(chan struct{}), make(chan struct{})
 	var outMu sync.Mutex
 	var output []string // the JVM's last lines, for a failure
 	go func() {
@@ -211,9 +206,14 @@ func runParity(t *testing.T, j jfrtest.JDK, agent, classes string, c parityCase)
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
+		close(gone)
 	}()
 	select {
 	case <-idle:
+	case <-gone:
+		outMu.Lock()
+		defer outMu.Unlock()
+		t.Fatalf("the workload exited before going idle:\n%s", strings.Join(output, "\n"))
 	case <-time.After(90 * time.Second):
 		outMu.Lock()
 		defer outMu.Unlock()
