@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/checkpoint"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/repository"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/xlog"
 )
 
@@ -21,7 +22,25 @@ const checkpointInterval = time.Second
 
 // Storage keys of the sources' checkpoints (the recordings' keys begin
 // with "jfr.recording:").
-const keyXLog = "jfr.xlog"
+const (
+	keyXLog         = "jfr.xlog"
+	keyRepositories = "jfr.repositories"
+)
+
+// repositoriesCheckpoint is what the repositories' key holds.
+type repositoriesCheckpoint struct {
+	Repositories map[string]repository.Position `json:"repositories"`
+}
+
+// checkpoints are the receiver's checkpoint stores and what they held at
+// start.
+type checkpoints struct {
+	client      storage.Client // the storage key's client, nil without one
+	xlog        *checkpoint.Store
+	xlogResume  map[string]xlog.Position
+	repos       *checkpoint.Store
+	reposResume map[string]repository.Position
+}
 
 // xlogCheckpoint is what the -Xlog source's key holds.
 type xlogCheckpoint struct {
@@ -31,7 +50,7 @@ type xlogCheckpoint struct {
 // openCheckpoints opens the storage key's client and reads the saved
 // positions; without one it says what a restart repeats or misses.
 func (r *jfrReceiver) openCheckpoints(ctx context.Context, host component.Host) error {
-	r.ckClient, r.xlogCk, r.resume = nil, nil, nil
+	r.ck = checkpoints{}
 	xlogOn := len(r.cfg.XLog.Include) > 0 || r.cfg.XLog.Discover
 	id := r.cfg.Storage
 	if id == nil {
@@ -55,20 +74,31 @@ func (r *jfrReceiver) openCheckpoints(ctx context.Context, host component.Host) 
 	if err != nil {
 		return err
 	}
-	r.ckClient = client
+	r.ck.client = client
 	if r.storage == nil && len(r.cfg.Recordings.Include) > 0 {
 		r.storage = client // one client: the recordings' keys are their own
 	}
+	if r.cfg.Repositories.Enabled {
+		r.ck.repos = checkpoint.New(client, keyRepositories, checkpointInterval, func() { r.countCheckpoint("repository") })
+		var saved repositoriesCheckpoint
+		ok, err := r.ck.repos.Load(ctx, &saved)
+		if err != nil {
+			r.set.Logger.Warn("the repositories' checkpoint is unreadable: repositories are read as without one", zap.Error(err))
+		}
+		if ok {
+			r.ck.reposResume = saved.Repositories
+		}
+	}
 	if xlogOn {
-		r.xlogCk = checkpoint.New(client, keyXLog, checkpointInterval, func() { r.countCheckpoint("xlog") })
+		r.ck.xlog = checkpoint.New(client, keyXLog, checkpointInterval, func() { r.countCheckpoint("xlog") })
 		var saved xlogCheckpoint
-		ok, err := r.xlogCk.Load(ctx, &saved)
+		ok, err := r.ck.xlog.Load(ctx, &saved)
 		if err != nil {
 			// A bad checkpoint costs what a missing one does.
 			r.set.Logger.Warn("the -Xlog checkpoint is unreadable: files are read as without one", zap.Error(err))
 		}
 		if ok {
-			r.resume = saved.Files
+			r.ck.xlogResume = saved.Files
 		}
 	}
 	return nil
@@ -77,8 +107,13 @@ func (r *jfrReceiver) openCheckpoints(ctx context.Context, host component.Host) 
 // saveCheckpoints writes each source's progress, at most once per
 // checkpointInterval unless force.
 func (r *jfrReceiver) saveCheckpoints(ctx context.Context, force bool) {
-	if r.xlogCk != nil && r.xlogs != nil {
-		if err := r.xlogCk.Save(ctx, xlogCheckpoint{Files: r.xlogs.Positions()}, force); err != nil {
+	if r.ck.repos != nil && r.repos != nil {
+		if err := r.ck.repos.Save(ctx, repositoriesCheckpoint{Repositories: r.repos.Positions()}, force); err != nil {
+			r.set.Logger.Warn("writing the repositories' checkpoint", zap.Error(err))
+		}
+	}
+	if r.ck.xlog != nil && r.xlogs != nil {
+		if err := r.ck.xlog.Save(ctx, xlogCheckpoint{Files: r.xlogs.Positions()}, force); err != nil {
 			r.set.Logger.Warn("writing the -Xlog checkpoint", zap.Error(err))
 		}
 	}
@@ -91,8 +126,8 @@ func (r *jfrReceiver) countCheckpoint(source string) {
 
 // closeStorage closes the clients, a shared one once.
 func (r *jfrReceiver) closeStorage(ctx context.Context) {
-	clients := []storage.Client{r.ckClient}
-	if r.storage != r.ckClient {
+	clients := []storage.Client{r.ck.client}
+	if r.storage != r.ck.client {
 		clients = append(clients, r.storage)
 	}
 	for _, c := range clients {

@@ -24,7 +24,6 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach"
-	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/checkpoint"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmmetrics"
@@ -55,9 +54,7 @@ type jfrReceiver struct {
 
 	// Owned by the loop goroutine.
 	storage  storage.Client // the recordings' client
-	ckClient storage.Client // the storage key's client, nil without one
-	xlogCk   *checkpoint.Store
-	resume   map[string]xlog.Position // -Xlog positions loaded at start
+	ck       checkpoints    // checkpoints.go
 	sources  []jvmevent.Source
 	repos    *repository.Source // the live repository source, nil when off
 	pods     *attach.PodWatcher // pod and namespace opt-outs, nil when not checked
@@ -154,6 +151,7 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 			Attach:       repository.AttachConfig{Enabled: rc.Attach.Enabled, Settings: rc.Attach.Settings, Timeout: rc.Attach.Timeout, Pods: r.podPolicy(), Only: attachOnly},
 			MaxChunkSize: rc.MaxChunkSizeMiB << 20, MaxMemory: rc.MaxMemoryMiB << 20,
 			Refused: func(reason string) { r.countRefused("repository", reason) },
+			Resume:  r.ck.reposResume,
 		})
 		out = append(out, r.repos)
 	}
@@ -171,7 +169,7 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 			Include: xc.Include, FromStart: xc.StartAt == "beginning",
 			DiscoveryInterval: xc.DiscoveryInterval, Scanner: scanner, Logger: logger,
 			Refused: func(reason string) { r.countRefused("xlog", reason) },
-			Resume:  r.resume,
+			Resume:  r.ck.xlogResume,
 		})
 		out = append(out, r.xlogs)
 	}

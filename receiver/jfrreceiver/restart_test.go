@@ -20,6 +20,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracle"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/xlog"
@@ -56,14 +57,13 @@ func startFileStorage(t *testing.T, dir string) (extension.Extension, fileStorag
 // storageDir (unless storageDir is empty) and the receiver with cfg, until
 // stop is closed; then the receiver and the extension are shut down, in
 // that order, as the service does on SIGTERM.
-func runCollector(t *testing.T, cfg *Config, storageDir string, stop <-chan struct{}) *consumertest.LogsSink {
+func runCollector(t *testing.T, cfg *Config, storageDir string, logs *consumertest.LogsSink, stop <-chan struct{}) *consumertest.LogsSink {
 	t.Helper()
 	var host component.Host = componenttest.NewNopHost()
 	var ext extension.Extension
 	if storageDir != "" {
 		ext, host = startFileStorage(t, storageDir)
 	}
-	logs := new(consumertest.LogsSink)
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.ID = component.NewID(metadata.Type) // the same receiver after the restart (the settings' is random)
 	r, err := NewFactory().CreateLogs(context.Background(), set, cfg, logs)
@@ -253,14 +253,15 @@ func TestXlogRestartRotatedDuringDowntime(t *testing.T) {
 			// its first scan and is read from its start.
 			stop1 := make(chan struct{})
 			first := make(chan *consumertest.LogsSink, 1)
-			go func() { first <- runCollector(t, cfg, storageDir, stop1) }()
+			sink1 := new(consumertest.LogsSink)
+			go func() { first <- runCollector(t, cfg, storageDir, sink1, stop1) }()
 			time.Sleep(300 * time.Millisecond)
 			_, exited, out := startJVM(t, j, logDir, 7000, "-Xmx48m",
 				"-Xlog:gc*,safepoint:file="+gcLog+":time,uptimenanos,timenanos,pid,level,tags:filecount=500,filesize=64k")
 			waitFor(t, exited, out, func() bool { _, err := os.Stat(gcLog); return err == nil })
 			time.Sleep(2 * time.Second)
 			close(stop1)
-			sink1 := <-first
+			<-first
 			// Down until gc.log rotated (HotSpot renames it gc.log.NNN and
 			// starts a new one) and the new one was written to.
 			before := fileID(t, gcLog)
@@ -269,7 +270,7 @@ func TestXlogRestartRotatedDuringDowntime(t *testing.T) {
 
 			stop2 := make(chan struct{})
 			second := make(chan *consumertest.LogsSink, 1)
-			go func() { second <- runCollector(t, cfg, storageDir, stop2) }()
+			go func() { second <- runCollector(t, cfg, storageDir, new(consumertest.LogsSink), stop2) }()
 			waitExit(t, exited, out)
 			time.Sleep(time.Second) // the last lines are read
 			close(stop2)
@@ -295,6 +296,146 @@ func TestXlogRestartRotatedDuringDowntime(t *testing.T) {
 			}
 			if gaps == 0 {
 				t.Errorf("without storage the restart missed nothing: the downtime was not exercised")
+			}
+		})
+	}
+}
+
+// jfrWindows keys the JFR windows received for pid: "GC(id) phase" per
+// pause, "safepoint id" per safepoint.
+func jfrWindows(t *testing.T, pid int64, sinks ...*consumertest.LogsSink) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, s := range sinks {
+		for _, ld := range s.AllLogs() {
+			for i := range ld.ResourceLogs().Len() {
+				rl := ld.ResourceLogs().At(i)
+				if pidOf(rl.Resource()) != pid {
+					continue
+				}
+				for j := range rl.ScopeLogs().Len() {
+					recs := rl.ScopeLogs().At(j).LogRecords()
+					for k := range recs.Len() {
+						w, err := window.Decode(recs.At(k))
+						if err != nil {
+							t.Fatal(err)
+						}
+						switch w.Kind {
+						case window.KindJVMGCPause:
+							out[fmt.Sprintf("GC(%v) %v", w.Attributes[window.AttrJVMGCID], w.Attributes[jvmevent.AttrGCPhase])]++
+						case window.KindJVMSafepoint:
+							out[fmt.Sprintf("safepoint %v", w.Attributes[window.AttrJVMSafepointID])]++
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// waitQuiet waits until sink has received nothing new for 2 s.
+func waitQuiet(t *testing.T, sink *consumertest.LogsSink) {
+	t.Helper()
+	count, since := -1, time.Now()
+	for deadline := time.Now().Add(60 * time.Second); time.Since(since) < 2*time.Second; time.Sleep(100 * time.Millisecond) {
+		if n := sink.LogRecordCount(); n != count {
+			count, since = n, time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("windows kept coming")
+		}
+	}
+}
+
+// TestRepositoryRestartJVMKeepsRunning: a real JDK 17 JVM records JFR into
+// a repository the receiver follows (its defaults, the folder given by a
+// pattern); the receiver, with a real file_storage extension, is shut down
+// mid-run (as on SIGTERM) and a new one on the same storage directory
+// starts 2 s later. Against the recording the JVM dumped at exit: every
+// jdk.GCPhasePause and jdk.SafepointBegin arrives exactly once. Without
+// storage the newest chunk is read again from its start (the 99
+// pauses sent twice): the figure is logged and must not be zero, so that
+// the with-storage case cannot pass by a restart that re-read nothing.
+// About 2 × 14 s.
+func TestRepositoryRestartJVMKeepsRunning(t *testing.T) {
+	j := jfrtest.Find(t, 17)
+	for _, tc := range []struct {
+		name    string
+		storage bool
+	}{{"file_storage", true}, {"no_storage", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			repoDir := filepath.Join(dir, "repo")
+			if err := os.Mkdir(repoDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			storageDir := ""
+			if tc.storage {
+				storageDir = filepath.Join(dir, "storage")
+				if err := os.Mkdir(storageDir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := NewFactory().CreateDefaultConfig().(*Config)
+			cfg.PollInterval = 200 * time.Millisecond
+			cfg.Repositories.Discover = false
+			cfg.Repositories.Include = []string{filepath.Join(repoDir, "2*_*")}
+			cfg.Repositories.DiscoveryInterval = 200 * time.Millisecond
+			if tc.storage {
+				id := fileStorageID
+				cfg.Storage = &id
+			}
+
+			stop1 := make(chan struct{})
+			first := make(chan *consumertest.LogsSink, 1)
+			sink1 := new(consumertest.LogsSink)
+			go func() { first <- runCollector(t, cfg, storageDir, sink1, stop1) }()
+			time.Sleep(300 * time.Millisecond)
+			pid, exited, out := startJVM(t, j, repoDir, 9000, "-Xmx48m")
+			waitFor(t, exited, out, func() bool {
+				m, _ := filepath.Glob(filepath.Join(repoDir, "2*_*", "*.jfr"))
+				return len(m) > 0
+			})
+			// Down once the first run sent a good part of the chunk.
+			waitFor(t, exited, out, func() bool { return len(jfrWindows(t, int64(pid), sink1)) >= 300 })
+			close(stop1)
+			<-first
+			time.Sleep(2 * time.Second) // down
+
+			stop2 := make(chan struct{})
+			second := make(chan *consumertest.LogsSink, 1)
+			go func() { second <- runCollector(t, cfg, storageDir, new(consumertest.LogsSink), stop2) }()
+			waitExit(t, exited, out)
+			// The pattern's folder is gone with the JVM: the follower reads
+			// what it holds open to the end.
+			time.Sleep(3 * time.Second)
+			close(stop2)
+			sink2 := <-second
+
+			dump := filepath.Join(repoDir, "dump.jfr")
+			want := map[string]int{}
+			for _, e := range jfroracle.Events(t, j, dump, "jdk.GCPhasePause") {
+				want[fmt.Sprintf("GC(%d) %s", e.Int("gcId"), e.Str("name"))]++
+			}
+			for _, e := range jfroracle.Events(t, j, dump, "jdk.SafepointBegin") {
+				want[fmt.Sprintf("safepoint %d", e.Int("safepointId"))]++
+			}
+			got := jfrWindows(t, int64(pid), sink1, sink2)
+			dups, gaps, extra, missing := compare(want, got)
+			t.Logf("%s: recording %d pauses and safepoints, received %d (first run %d), duplicates %d, gaps %d (first: %v), not in the recording %d",
+				tc.name, len(want), len(got), len(jfrWindows(t, int64(pid), sink1)), dups, gaps, missing, extra)
+			if len(want) < 30 {
+				t.Fatalf("recording too thin: %d pauses and safepoints", len(want))
+			}
+			if tc.storage {
+				if dups != 0 || gaps != 0 || extra != 0 {
+					t.Errorf("across the restart: %d duplicates, %d gaps (%v), %d windows not in the recording", dups, gaps, missing, extra)
+				}
+				return
+			}
+			if dups == 0 {
+				t.Errorf("without storage the restart sent nothing twice: the newest chunk was not re-read")
 			}
 		})
 	}

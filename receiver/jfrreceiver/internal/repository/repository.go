@@ -72,6 +72,10 @@ type Config struct {
 	Refused func(reason string)
 	// Logger receives debug messages about JVMs coming and going.
 	Logger *zap.Logger
+	// Resume are positions an earlier run saved (Source.Positions), by
+	// folder: a repository found with one (of the same JVM) is read on
+	// from it rather than from its newest chunk.
+	Resume map[string]Position
 }
 
 // staleAfter ends following a repository found by a pattern once it has
@@ -203,6 +207,7 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 			continue // still reading: its batch comes at a later poll
 		}
 		b := res.batch
+		f.sentOnly(&b)
 		b.RuntimeVersion = f.stream.RuntimeVersion()
 		b.Ended = f.done
 		f.ownPID = int(f.stream.PID())
@@ -495,6 +500,12 @@ func (s *Source) add(st *scanState, c candidate, openRoot func() (*procroot.Root
 	}
 	s.cfg.Logger.Debug("following JFR repository", zap.String("repository", c.dir), zap.Int("pid", c.jvm.PID))
 	f := &follower{src: s, root: root, inside: c.inside, dir: c.dir, jvm: c.jvm, discovered: c.discovered, alive: c.alive, newest: !s.started, stream: jfrstream.New()}
+	if pos, ok := s.cfg.Resume[c.dir]; ok {
+		delete(s.cfg.Resume, c.dir) // once: a folder found again later is new
+		if pos.StartTicks == c.jvm.StartTicks {
+			f.resume(pos)
+		}
+	}
 	if w := s.watch(); w != nil {
 		e, err := w.watch(root, c.inside, c.dir)
 		if err != nil {
@@ -559,6 +570,15 @@ type follower struct {
 	// never finished. (JVMs write periodic events every second or so.)
 	staleAfter time.Duration
 	grew       time.Time
+
+	// Checkpoints (resume.go): the chunk whose sent windows sent holds,
+	// the windows to drop (sent before a restart), the position resumed
+	// from until a chunk is opened, and how many were dropped.
+	ckChunk int64
+	sent    map[uint64]bool
+	skip    map[uint64]bool
+	resumed *Position
+	dropped int
 }
 
 // close closes the chunk file being read and gives its memory back.

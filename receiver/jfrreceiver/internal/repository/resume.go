@@ -1,0 +1,123 @@
+package repository
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"math"
+	"slices"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfrstream"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
+)
+
+// Position is where the reading of one repository stands: enough for a
+// later run to go on without sending a window twice or skipping one.
+//
+// A chunk cannot be read from the middle (its metadata and constant pools
+// are at its start and in each flush), so a resumed repository is read
+// again from the start of the chunk it was reading (found by the start
+// time its header names), and the windows the last run sent from that
+// chunk, kept as hashes, are dropped.
+type Position struct {
+	// StartTicks is the JVM's start time (/proc/<pid>/stat), 0 for a
+	// pattern's folder: a position is only used for the same JVM.
+	StartTicks uint64 `json:"start_ticks,omitempty"`
+	// ChunkStart is the start (Unix ns, the chunk header's) of the chunk
+	// read last.
+	ChunkStart int64 `json:"chunk_start"`
+	// Sent are the hashes (windowKey) of the windows sent since that
+	// chunk was opened, sorted.
+	Sent []uint64 `json:"sent,omitempty"`
+}
+
+// maxSent bounds the windows remembered per repository (about 1.7 MB of
+// checkpoint as JSON): a chunk with more sent is remembered for its first
+// maxSent only, and a restart in it may send the rest again.
+const maxSent = 100_000
+
+// Positions returns where every followed repository stands, by folder, as
+// of its last poll that ended.
+func (s *Source) Positions() map[string]Position {
+	out := make(map[string]Position, len(s.followers))
+	for dir, f := range s.followers {
+		if f.ckChunk == 0 {
+			if f.resumed != nil { // no chunk opened since the restart
+				out[dir] = *f.resumed
+			}
+			continue
+		}
+		sent := make([]uint64, 0, len(f.sent))
+		for h := range f.sent {
+			sent = append(sent, h)
+		}
+		slices.Sort(sent)
+		out[dir] = Position{StartTicks: f.jvm.StartTicks, ChunkStart: f.ckChunk, Sent: sent}
+	}
+	return out
+}
+
+// resume makes f read on from pos: the chunk pos names (or the first one
+// after it, when it is gone), dropping the windows pos says were sent.
+func (f *follower) resume(pos Position) {
+	f.newest = false
+	f.resumed = &pos
+	f.lastStart = pos.ChunkStart - 1
+	f.skip = make(map[uint64]bool, len(pos.Sent))
+	for _, h := range pos.Sent {
+		f.skip[h] = true
+	}
+}
+
+// sentOnly drops from b the windows a resumed follower sent before the
+// restart, and remembers those it lets through, for Positions. It runs
+// after each poll that ended, on the source's goroutine (as Positions).
+func (f *follower) sentOnly(b *jvmevent.Batch) {
+	if f.from != 0 && f.lastStart != f.ckChunk {
+		// A newer chunk is being read: the windows of the ones before are
+		// never read again.
+		f.ckChunk, f.sent = f.lastStart, map[uint64]bool{}
+	}
+	kept := b.Windows[:0]
+	for _, w := range b.Windows {
+		h := windowKey(w)
+		if len(f.sent) < maxSent && f.sent != nil {
+			f.sent[h] = true
+		}
+		if f.skip[h] {
+			f.dropped++
+			continue
+		}
+		kept = append(kept, w)
+	}
+	clear(b.Windows[len(kept):])
+	b.Windows = kept
+}
+
+// windowKey hashes what tells a window of one JVM from the others: its
+// kind, start and ids. Not its duration: a safepoint sent before its
+// jdk.SafepointEnd was flushed ends at its VM operation's end, and the
+// same safepoint read again later at SafepointEnd's.
+func windowKey(w window.Window) uint64 {
+	h := fnv.New64a()
+	var buf [8]byte
+	put := func(v int64) {
+		binary.LittleEndian.PutUint64(buf[:], uint64(v))
+		h.Write(buf[:])
+	}
+	h.Write([]byte(w.Kind))
+	put(w.Start)
+	for _, k := range []string{window.AttrJVMGCID, window.AttrJVMSafepointID, jfrstream.AttrGCPhase} {
+		switch v := w.Attributes[k].(type) {
+		case int64:
+			put(v)
+		case int:
+			put(int64(v))
+		case string:
+			h.Write([]byte(v))
+		default:
+			put(math.MinInt64)
+		}
+	}
+	return h.Sum64()
+}
