@@ -121,7 +121,9 @@ func (r *Recorder) Consider(j JVM, hasRepository bool) error {
 	case e.ours:
 		r.set(e, StateRecordingOurs, "started by the receiver ("+RecordingName+")")
 		return nil
-	case hasRepository:
+	case hasRepository && e.tries == 0:
+		// After a try of ours (a JFR.start that timed out may still have
+		// run) start's JFR.check tells whose recording the repository is.
 		r.set(e, StateRecordingTheirs, "its own recording's disk repository")
 		return nil
 	case j.StartsRecording:
