@@ -56,6 +56,11 @@ const (
 	EnvTelemetryHost = "OTELCOL_AI_TELEMETRY_HOST"
 	EnvTelemetryPort = "OTELCOL_AI_TELEMETRY_PORT"
 	EnvOutputDir     = "OTELCOL_AI_OUTPUT_DIR"
+	// EnvJFRAttach turns the default config's zero-touch attach on or
+	// off. The harness turns it off unless a test sets it: a collector on
+	// the default config would otherwise start recordings in the JVMs of
+	// every other test running beside it.
+	EnvJFRAttach = "OTELCOL_AI_JFR_ATTACH_ENABLED"
 )
 
 var (
@@ -229,6 +234,7 @@ func Start(t testing.TB, opts Options) *Collector {
 		EnvTelemetryHost: "127.0.0.1",
 		EnvTelemetryPort: strconv.Itoa(ports[4]),
 		EnvOutputDir:     c.OutputDir,
+		EnvJFRAttach:     "false",
 	}
 	for k, v := range opts.Env {
 		env[k] = v
