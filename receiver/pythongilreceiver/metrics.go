@@ -48,7 +48,7 @@ var histogramMetrics = map[gil.Kind]histogramMetric{
 		func(c MetricsConfig) bool { return c.PythonGilReleasedDuration.Enabled }},
 	gil.KindWait: {metricWaitDuration, "How long Python threads waited to take the GIL" + scaledNote,
 		func(c MetricsConfig) bool { return c.PythonGilWaitDuration.Enabled }},
-	gil.KindGC: {metricGCDuration, "How long CPython's cyclic garbage collector ran (cpython.gc.generation on pauses at least min_duration long)" + scaledNote,
+	gil.KindGC: {metricGCDuration, "How long CPython's cyclic garbage collector ran, by cpython.gc.generation (pauses shorter than min_duration under theirs too)" + scaledNote,
 		func(c MetricsConfig) bool { return c.PythonGcPauseDuration.Enabled }},
 }
 
@@ -203,7 +203,7 @@ func (st *runState) processMetrics(md pmetric.Metrics, p *process, aggs map[gil.
 	}
 	hists := st.mergeHistograms(p, aggs)
 	st.updateEstimates(p, aggs)
-	st.recordCounters(p, now)
+	st.recordCounters(p, hists, now)
 	st.emit(md, st.metricsResource(p), func(ms pmetric.MetricSlice) {
 		appendHistograms(ms, st.cfg.Metrics, hists, p.startTime, now)
 	}, metadata.WithStartTimeOverride(p.startTime))
@@ -225,8 +225,12 @@ func (st *runState) mergeHistograms(p *process, aggs map[gil.AggregateKey]gil.Ag
 		if _, ok := histogramMetrics[k.Kind]; !ok {
 			continue
 		}
-		// The kernel does not keep the GC generation of short pauses.
+		// The kernel keeps short GC pauses per generation (or without
+		// one, NoGeneration, outside CPython's three).
 		hk := histKey{kind: k.Kind, tid: k.TID, gen: -1}
+		if k.Kind == gil.KindGC && k.Generation >= 0 {
+			hk.gen = k.Generation
+		}
 		prev := p.aggRaw[hk]
 		if a.Count > prev.Count {
 			ratio := st.ratio(k.Kind)
@@ -277,8 +281,10 @@ func (st *runState) updateEstimates(p *process, aggs map[gil.AggregateKey]gil.Ag
 
 // recordCounters records the process's counters in the generated builder:
 // held and wait time, switches, and collections per GC generation (the
-// scaled counts of the GC pauses that came with their generation).
-func (st *runState) recordCounters(p *process, now pcommon.Timestamp) {
+// scaled counts of the GC pauses of each generation in hists, the
+// process's merged histograms: those that came one by one and the short
+// ones the kernel summed).
+func (st *runState) recordCounters(p *process, hists map[histKey]*histogram, now pcommon.Timestamp) {
 	for k, v := range p.estimates {
 		opts := threadOption(k.tid)
 		switch k.kind {
@@ -290,7 +296,7 @@ func (st *runState) recordCounters(p *process, now pcommon.Timestamp) {
 			st.mb.RecordPythonGilSwitchesDataPoint(now, v, opts...)
 		}
 	}
-	for k, h := range p.hists {
+	for k, h := range hists {
 		if k.kind != gil.KindGC || k.gen < 0 {
 			continue
 		}

@@ -134,9 +134,9 @@ func TestFutexTotalsNotScaled(t *testing.T) {
 }
 
 // TestGCCollectionsPerGeneration: cpython.gc.collections counts, per
-// generation, the pauses that came with their generation (scaled like the
-// histograms); the kernel's short pauses, which have none, are counted in
-// the pause histogram only.
+// generation, the pauses that came one by one (scaled like the histograms)
+// and the kernel's short pauses of that generation; short pauses without a
+// generation are counted in the pause histogram only.
 func TestGCCollectionsPerGeneration(t *testing.T) {
 	st := newTestRunState(t, createDefaultConfig().(*Config))
 	p := newTestProcess(9)
@@ -150,7 +150,11 @@ func TestGCCollectionsPerGeneration(t *testing.T) {
 	p.hists[histKey{kind: gil.KindGC, gen: 1}] = newHistogram(st.cfg.MinDuration)
 	p.hists[histKey{kind: gil.KindGC, gen: 1}].record(time.Millisecond, 0.5) // stands for 2
 	md := pmetric.NewMetrics()
-	short := map[gil.AggregateKey]gil.Aggregate{{PID: 9, Kind: gil.KindGC}: {Count: 40, Sum: 2 * time.Millisecond}}
+	short := map[gil.AggregateKey]gil.Aggregate{
+		{PID: 9, Kind: gil.KindGC, Generation: 0}:                {Count: 40, Sum: 2 * time.Millisecond},
+		{PID: 9, Kind: gil.KindGC, Generation: 1}:                {Count: 5, Sum: time.Millisecond},
+		{PID: 9, Kind: gil.KindGC, Generation: gil.NoGeneration}: {Count: 7, Sum: time.Millisecond},
+	}
 	st.processMetrics(md, p, short, pcommon.NewTimestampFromTime(time.Now()))
 
 	m, ok := findMetric(md, metricGCCollections)
@@ -162,7 +166,7 @@ func TestGCCollectionsPerGeneration(t *testing.T) {
 		require.True(t, ok)
 		got[gen.Int()] = dp.IntValue()
 	}
-	assert.Equal(t, map[int64]int64{0: 3, 1: 2, 2: 2}, got)
+	assert.Equal(t, map[int64]int64{0: 3 + 40, 1: 2 + 5, 2: 2}, got)
 
 	pauses, ok := findMetric(md, metricGCDuration)
 	require.True(t, ok)
@@ -170,7 +174,7 @@ func TestGCCollectionsPerGeneration(t *testing.T) {
 	for _, dp := range pauses.Histogram().DataPoints().All() {
 		total += dp.Count()
 	}
-	assert.Equal(t, uint64(3+2+2+40), total, "the pause histogram counts every collection")
+	assert.Equal(t, uint64(3+2+2+40+5+7), total, "the pause histogram counts every collection")
 }
 
 // TestMetricSwitches: metrics::<name>::enabled turns a generated metric and

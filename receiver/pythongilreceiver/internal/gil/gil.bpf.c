@@ -28,6 +28,9 @@ enum kind {
 	KIND_MAX = 5,
 };
 
+// CPython's GC generations: short pauses are summed per generation.
+#define GC_GENERATIONS 3
+
 // Why a thread waited.
 enum cause {
 	CAUSE_UNKNOWN = 0,
@@ -75,6 +78,9 @@ struct thread {
 	__u32 pid;
 	__u32 _pad0;
 	struct agg_value agg[KIND_MAX];
+	// Short GC pauses by generation (agg[KIND_GC] has those of a
+	// generation out of range).
+	struct agg_value gc_agg[GC_GENERATIONS];
 	// Futex mechanism: the GIL this thread blocks on (its base address),
 	// the switch_number read when it asked for the GIL, whether it is
 	// blocked now.
@@ -251,18 +257,29 @@ static __always_inline void aggregate(struct thread *t, __u32 kind, __u64 durati
 	t->agg[kind].sum += duration;
 }
 
+// aggregate_gen sums a short window, a GC pause under its generation.
+static __always_inline void aggregate_gen(struct thread *t, __u32 kind, __u8 generation, __u64 duration)
+{
+	if (kind == KIND_GC && generation < GC_GENERATIONS) {
+		t->gc_agg[generation].count++;
+		t->gc_agg[generation].sum += duration;
+		return;
+	}
+	aggregate(t, kind, duration);
+}
+
 static __always_inline void emit(struct thread *t, __u32 pid, __u32 tid, __u8 kind, __u8 cause, __u8 generation, __u64 start, __u64 end)
 {
 	__u64 duration = end - start;
 	if (duration < min_duration_ns) {
-		aggregate(t, kind, duration);
+		aggregate_gen(t, kind, generation, duration);
 		return;
 	}
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		// Keep the totals right even when the window itself is lost.
 		count(COUNTER_RINGBUF_FULL);
-		aggregate(t, kind, duration);
+		aggregate_gen(t, kind, generation, duration);
 		return;
 	}
 	e->start = start;

@@ -108,7 +108,14 @@ type AggregateKey struct {
 	PID  uint32
 	TID  uint32
 	Kind Kind
+	// Generation is the GC generation of KindGC's short pauses (0-2), or
+	// NoGeneration; it is 0 for the other kinds.
+	Generation int
 }
+
+// NoGeneration is the Generation of short GC pauses whose generation is
+// out of CPython's three.
+const NoGeneration = -1
 
 // Aggregate is a count and total duration of windows shorter than the
 // minimum (or lost to a full ring buffer), or of held time.

@@ -48,6 +48,7 @@ type gilThread struct {
 	Pid           uint32
 	Pad0          uint32
 	Agg           [5]gilAggValue
+	GcAgg         [3]gilAggValue
 	FutexGil      uint64
 	RestoreSwitch uint64
 	WokeAt        uint64

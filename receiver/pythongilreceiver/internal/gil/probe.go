@@ -610,8 +610,9 @@ func (p *Probe) ReadEvent() (Event, error) {
 	}
 }
 
-// Aggregates returns the in-kernel counts and sums of short windows, held
-// time and forced switches, cumulative since each thread was first seen.
+// Aggregates returns the in-kernel counts and sums of short windows (GC
+// pauses per generation), held time and forced switches, cumulative since
+// each thread was first seen.
 // They are kept in each thread's entry of the thread map (one lookup per
 // probe hit); a thread's counts are written only by that thread, so a read
 // may see one window's count without its sum, never a torn total.
@@ -627,7 +628,17 @@ func (p *Probe) Aggregates() (map[AggregateKey]Aggregate, error) {
 			if a.Count == 0 {
 				continue
 			}
-			out[AggregateKey{PID: t.Pid, TID: tid, Kind: Kind(kind)}] = Aggregate{Count: a.Count, Sum: time.Duration(a.Sum)}
+			k := AggregateKey{PID: t.Pid, TID: tid, Kind: Kind(kind)}
+			if k.Kind == KindGC {
+				k.Generation = NoGeneration
+			}
+			out[k] = Aggregate{Count: a.Count, Sum: time.Duration(a.Sum)}
+		}
+		for gen, a := range t.GcAgg {
+			if a.Count == 0 {
+				continue
+			}
+			out[AggregateKey{PID: t.Pid, TID: tid, Kind: KindGC, Generation: gen}] = Aggregate{Count: a.Count, Sum: time.Duration(a.Sum)}
 		}
 	}
 	if err := it.Err(); err != nil {

@@ -248,6 +248,44 @@ func TestGCPausesWithGeneration(t *testing.T) {
 	}
 }
 
+// TestShortGCPausesKeepGeneration: GC pauses shorter than the minimum are
+// summed in the kernel under their generation, so that collections can be
+// counted per generation however short they are. The minimum here is an
+// hour: every pause is short.
+func TestShortGCPausesKeepGeneration(t *testing.T) {
+	opts := defaults
+	opts.MinDuration = time.Hour
+	p := load(t, opts)
+	w := workload.Start(t, "gc", "4")
+	l := attach(t, p, w.PID)
+	if l.Symbols().GC() == "" {
+		t.Skipf("libpython of pid %d has no gc_collect_main", w.PID)
+	}
+	var res struct {
+		TID uint32 `json:"tid"`
+		N   int    `json:"n"`
+	}
+	w.Run(&res)
+	for _, e := range drain(t, p, w.PID) {
+		if e.Kind == KindGC {
+			t.Errorf("GC pause sent as a window under a minimum of an hour: %+v", e)
+		}
+	}
+	aggs := aggregatesOf(t, p, w.PID)
+	gen2 := aggs[AggregateKey{PID: uint32(w.PID), TID: res.TID, Kind: KindGC, Generation: 2}]
+	if gen2.Count != uint64(res.N) || gen2.Sum <= 0 {
+		t.Errorf("short generation-2 pauses of thread %d: %+v, want %d with a positive sum (all: %+v)", res.TID, gen2, res.N, aggs)
+	}
+	for k, a := range aggs {
+		if k.Kind == KindGC && (k.Generation < 0 || k.Generation > 2) {
+			t.Errorf("short GC pauses without a generation: %+v %+v", k, a)
+		}
+		if k.Kind != KindGC && k.Generation != 0 {
+			t.Errorf("%+v: a generation on a kind other than GC", k)
+		}
+	}
+}
+
 func openFDs(t *testing.T) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
