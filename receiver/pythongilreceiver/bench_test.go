@@ -120,7 +120,7 @@ func withReceiver(b *testing.B, mutate func(*Config), report *probeReport) func(
 // buffers, one GIL release per call) flat out (about 400k releases a second
 // here) and paced at 20k releases a second: unprobed, under count-only
 // probes, under the receiver without a budget, and under the receiver at
-// its default settings (budget 2%, period 10s) over runs of two periods. It
+// its default settings (budget 2%, period 10s; defaultBudgetRuns). It
 // reports the cost per release cycle, the slowdowns and the kernel-side
 // drop counters.
 //
@@ -167,40 +167,9 @@ func BenchmarkOverhead(b *testing.B) {
 		b.Logf("paced at %d releases/s for %.1fs: receiver without budget costs %.1f%% of a CPU",
 			pacedRate, pacedNone.Elapsed, (pacedRecv.Busy-pacedNone.Busy)/pacedRecv.Elapsed*100)
 
-		// The receiver at its default settings, over two duty-cycle
-		// periods, so that the duty cycle reaches its steady state. The
-		// host is shared: each probed run has an unprobed twin running
-		// at the same time.
-		const longFlatN, longPacedN = 8_000_000, 400_000
-		var flatRep, pacedRep probeReport
-		longNone, longBudget := pair(b, lib, twinLib, 0, longFlatN, &flatRep)
-		flatSlow := (longBudget.Busy/longNone.Busy - 1) * 100
-		b.Logf("defaults (budget 2%%, period 10s, cost_per_hit 1us), flat out, %d releases (%.0f/s unprobed, %.1fs): slowdown %.2f%% (sampling ratio %.3f)",
-			longFlatN, float64(longFlatN)/longNone.Elapsed, longNone.Elapsed, flatSlow, flatRep.sampling)
-		// The same from the probes' side: hits times the cost per hit
-		// measured above (hits of every process mapping the file).
+		// The receiver at its default settings.
 		costPerHit := perCycle(recv) / recvHitsPerCycle
-		b.Logf("  kernel counters: %s; hits x %.0f ns = %.2f%% of the run", countersLine(flatRep.counters), costPerHit,
-			float64(flatRep.counters.Hits)*costPerHit/1e9/longBudget.Elapsed*100)
-		// Uprobe traps are system time in the probed thread, and hashing
-		// makes no system calls: the extra system time is what the probes
-		// cost in the kernel, under the host's load at the time.
-		// The budget is a share of one CPU (per wall second); the slowdown
-		// is relative to what CPU the workload got, which on a loaded host
-		// is less than one.
-		flatKernel := (longBudget.Sys - longNone.Sys) / longBudget.Elapsed * 100
-		b.Logf("  system time: probed %.3fs, twin %.3fs: the probes' kernel time is %.2f%% of a CPU (the budget's measure), %.2f%% of the workload's own CPU time (%.2f CPUs)",
-			longBudget.Sys, longNone.Sys, flatKernel, (longBudget.Sys-longNone.Sys)/longBudget.Busy*100, longBudget.Busy/longBudget.Elapsed)
-
-		longPacedNone, longPacedBudget := pair(b, lib, twinLib, pacedRate, longPacedN, &pacedRep)
-		pacedSlow := (longPacedBudget.Busy - longPacedNone.Busy) / longPacedBudget.Elapsed * 100
-		b.Logf("defaults, paced at %d releases/s for %.1fs: the receiver costs %.2f%% of a CPU (sampling ratio %.3f)",
-			pacedRate, longPacedNone.Elapsed, pacedSlow, pacedRep.sampling)
-		b.Logf("  kernel counters: %s; hits x %.0f ns = %.2f%% of the run", countersLine(pacedRep.counters), costPerHit,
-			float64(pacedRep.counters.Hits)*costPerHit/1e9/longPacedBudget.Elapsed*100)
-		pacedKernel := (longPacedBudget.Sys - longPacedNone.Sys) / longPacedBudget.Elapsed * 100
-		b.Logf("  system time: probed %.3fs, twin %.3fs: the probes' kernel time is %.2f%% of a CPU",
-			longPacedBudget.Sys, longPacedNone.Sys, pacedKernel)
+		flatSlow, pacedSlow, flatKernel, pacedKernel := defaultBudgetRuns(b, lib, twinLib, costPerHit)
 
 		b.ReportMetric(perCycle(bareAll), "bare-ns/cycle")
 		b.ReportMetric(perCycle(recv), "receiver-ns/cycle")
@@ -209,6 +178,75 @@ func BenchmarkOverhead(b *testing.B) {
 		b.ReportMetric(flatKernel, "default-flat-kernel-%cpu")
 		b.ReportMetric(pacedKernel, "default-20k/s-kernel-%cpu")
 	}
+}
+
+// BenchmarkDefaultBudget is the default-budget half of BenchmarkOverhead
+// alone: the slowdown of the hashing workload under the receiver at its
+// default settings, flat out (about 400k releases a second here) and paced
+// at 20k releases a second, each beside an unprobed twin running at the
+// same time. The probes' cost is also given as hits times the configured
+// cost_per_hit.
+//
+//	go test -run '^$' -bench DefaultBudget -benchtime 1x ./receiver/pythongilreceiver/
+func BenchmarkDefaultBudget(b *testing.B) {
+	if p, err := gil.Load(gil.Options{}); errors.Is(err, gil.ErrUnavailable) {
+		b.Skipf("eBPF unavailable: %v", err)
+	} else if err == nil {
+		_ = p.Close()
+	}
+	lib, twinLib := newPrivateLib(b), newPrivateLib(b)
+	costPerHit := float64(createDefaultConfig().(*Config).Overhead.CostPerHit.Nanoseconds())
+	for b.Loop() {
+		flatSlow, pacedSlow, flatKernel, pacedKernel := defaultBudgetRuns(b, lib, twinLib, costPerHit)
+		b.ReportMetric(flatSlow, "default-flat-slowdown-%")
+		b.ReportMetric(pacedSlow, "default-20k/s-slowdown-%")
+		b.ReportMetric(flatKernel, "default-flat-kernel-%cpu")
+		b.ReportMetric(pacedKernel, "default-20k/s-kernel-%cpu")
+	}
+}
+
+// defaultBudgetRuns runs the workload under the receiver at its default
+// settings beside an unprobed twin, flat out and paced at 20k releases a
+// second, and returns the slowdowns (flat: extra CPU time over the twin's,
+// in %; paced: extra CPU time per wall second, in % of a CPU) and the
+// probes' kernel time in % of a CPU. Each run is 3M releases flat out
+// (about 7.5 s of CPU unprobed, longer on a shared host: a wall-clock
+// period of 10 s or more) and 15 s paced, so that both end well inside
+// the workload's 2-minute limit on a loaded host; the duty cycle makes its
+// first estimate after 50 ms and is in its steady state from the first
+// detached phase on.
+func defaultBudgetRuns(b *testing.B, lib, twinLib privateLib, costPerHit float64) (flatSlow, pacedSlow, flatKernel, pacedKernel float64) {
+	b.Helper()
+	const longFlatN, longPacedN, pacedRate = 3_000_000, 300_000, 20_000
+	var flatRep, pacedRep probeReport
+	longNone, longBudget := pair(b, lib, twinLib, 0, longFlatN, &flatRep)
+	flatSlow = (longBudget.Busy/longNone.Busy - 1) * 100
+	b.Logf("defaults (budget 2%%, period 10s, cost_per_hit 1us), flat out, %d releases (%.0f/s unprobed, %.1fs): slowdown %.2f%% (sampling ratio %.3f)",
+		longFlatN, float64(longFlatN)/longNone.Elapsed, longNone.Elapsed, flatSlow, flatRep.sampling)
+	// The same from the probes' side: hits times the cost per hit (hits
+	// of every process mapping the file).
+	b.Logf("  kernel counters: %s; hits x %.0f ns = %.2f%% of the run", countersLine(flatRep.counters), costPerHit,
+		float64(flatRep.counters.Hits)*costPerHit/1e9/longBudget.Elapsed*100)
+	// Uprobe traps are system time in the probed thread, and hashing
+	// makes no system calls: the extra system time is what the probes
+	// cost in the kernel, under the host's load at the time. The budget
+	// is a share of one CPU (per wall second); the slowdown is relative
+	// to what CPU the workload got, which on a loaded host is less than
+	// one.
+	flatKernel = (longBudget.Sys - longNone.Sys) / longBudget.Elapsed * 100
+	b.Logf("  system time: probed %.3fs, twin %.3fs: the probes' kernel time is %.2f%% of a CPU (the budget's measure), %.2f%% of the workload's own CPU time (%.2f CPUs)",
+		longBudget.Sys, longNone.Sys, flatKernel, (longBudget.Sys-longNone.Sys)/longBudget.Busy*100, longBudget.Busy/longBudget.Elapsed)
+
+	longPacedNone, longPacedBudget := pair(b, lib, twinLib, pacedRate, longPacedN, &pacedRep)
+	pacedSlow = (longPacedBudget.Busy - longPacedNone.Busy) / longPacedBudget.Elapsed * 100
+	b.Logf("defaults, paced at %d releases/s for %.1fs: the receiver costs %.2f%% of a CPU (sampling ratio %.3f)",
+		pacedRate, longPacedNone.Elapsed, pacedSlow, pacedRep.sampling)
+	b.Logf("  kernel counters: %s; hits x %.0f ns = %.2f%% of the run", countersLine(pacedRep.counters), costPerHit,
+		float64(pacedRep.counters.Hits)*costPerHit/1e9/longPacedBudget.Elapsed*100)
+	pacedKernel = (longPacedBudget.Sys - longPacedNone.Sys) / longPacedBudget.Elapsed * 100
+	b.Logf("  system time: probed %.3fs, twin %.3fs: the probes' kernel time is %.2f%% of a CPU",
+		longPacedBudget.Sys, longPacedNone.Sys, pacedKernel)
+	return flatSlow, pacedSlow, flatKernel, pacedKernel
 }
 
 // privateLib is a copy of the interpreter's libpython in a directory of
