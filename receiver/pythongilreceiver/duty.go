@@ -41,6 +41,12 @@ type dutyCycle struct {
 	// ahead), as of tokensAt; it stays within ± budget × period.
 	tokens   float64
 	tokensAt time.Time
+	// offUntil is when the current detached phase is planned to end, and
+	// nextCost what the next attached phase is estimated to spend: a
+	// detached phase ends early, once paid for, while a probed process's
+	// GIL is not known yet (learning).
+	offUntil time.Time
+	nextCost float64
 }
 
 // minRatio keeps some observation however expensive the probes are.
@@ -93,6 +99,10 @@ func (d *dutyCycle) stop() {
 func (d *dutyCycle) step(processes int) (float64, error) {
 	now := time.Now()
 	if !d.on {
+		if now.Before(d.offUntil) && !d.learning(now, processes) {
+			d.t.Reset(min(d.offUntil.Sub(now), recheck))
+			return d.effective, nil
+		}
 		// End of a detached phase: attach for ratio × period.
 		offFor := now.Sub(d.since)
 		if err := d.probe.SetActive(true); err != nil {
@@ -149,8 +159,34 @@ func (d *dutyCycle) step(processes int) (float64, error) {
 		offFor = max(offFor, time.Duration(owed/d.cfg.Budget*float64(time.Second)))
 	}
 	d.effective = d.onFor.Seconds() / (d.onFor + offFor).Seconds()
-	d.t.Reset(offFor)
+	d.offUntil, d.nextCost = off.Add(offFor), next
+	// Checked every recheck for a process to learn (learning).
+	d.t.Reset(min(offFor, recheck))
 	return d.effective, nil
+}
+
+// learning reports whether a detached phase should end now: waits come
+// from the futex tracepoints, some probed process's GIL is not known yet
+// (it is learned only while the uprobes are attached, and until then that
+// process's waits are not seen at all), and the budget has accrued what
+// the next attached phase will spend. A process that starts its Python
+// work during a detached phase is then seen from the next paid attached
+// phase on, not a whole period later; the cost stays within the budget.
+func (d *dutyCycle) learning(now time.Time, processes int) bool {
+	if !d.probe.WaitsFromFutex() || processes == 0 {
+		return false
+	}
+	known, err := d.probe.KnownGILs()
+	if err != nil || known >= processes {
+		return false
+	}
+	return d.accrued(now) >= d.nextCost
+}
+
+// accrued is the budget not spent as of now (spend's accrual, capped at a
+// period's budget), without taking it.
+func (d *dutyCycle) accrued(now time.Time) float64 {
+	return min(d.tokens+d.cfg.Budget*now.Sub(d.tokensAt).Seconds(), d.cfg.Budget*d.cfg.Period.Seconds())
 }
 
 // spend accrues the budget up to now and takes the estimated cost of hits

@@ -2,6 +2,8 @@ package pythongilreceiver
 
 import (
 	"context"
+	"errors"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -119,6 +121,50 @@ func TestBudgetDutyCyclesAnExpensiveWorkload(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, gauge, 0.0, "no %s metric", metricSamplingRatio)
 	t.Logf("%d of %d windows sampled; last ratio gauge %s", sampled, total, strconv.FormatFloat(gauge, 'f', 3, 64))
+}
+
+// TestDetachedPhaseEndsToLearnAGIL: with waits from the futex tracepoints,
+// a detached phase ends early, once the budget has paid for the next
+// attached phase, while a probed process's GIL is not known (the real
+// probes here know none); not before it is paid, not when every process's
+// GIL is known (no process), and not with waits from the uprobes.
+func TestDetachedPhaseEndsToLearnAGIL(t *testing.T) {
+	cfg := OverheadConfig{Budget: 0.02, Period: 10 * time.Second, CostPerHit: time.Microsecond}
+	for _, tt := range []struct {
+		name      string
+		futex     bool
+		processes int
+		tokens    float64
+		attached  bool
+	}{
+		{"futex, a GIL not known, paid", true, 1, 0.01, true},
+		{"futex, a GIL not known, not paid", true, 1, -0.01, false},
+		{"futex, no process without a GIL", true, 0, 0.01, false},
+		{"uprobes", false, 1, 0.01, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := gil.Load(gil.Options{MinDuration: 100 * time.Microsecond, Futex: tt.futex})
+			if errors.Is(err, gil.ErrUnavailable) {
+				if os.Getenv("CI") != "" {
+					t.Fatalf("eBPF unavailable: %v", err)
+				}
+				t.Skipf("eBPF unavailable: %v", err)
+			}
+			require.NoError(t, err)
+			defer p.Close()
+			d := newDutyCycle(cfg, p)
+			defer d.stop()
+			require.NoError(t, p.SetActive(false))
+			now := time.Now()
+			d.on, d.since, d.ratio = false, now, 0.1
+			d.offUntil, d.nextCost = now.Add(cfg.Period), 0.005
+			d.tokens, d.tokensAt = tt.tokens, now
+			_, err = d.step(tt.processes)
+			require.NoError(t, err)
+			assert.Equal(t, tt.attached, d.on, "attached")
+			assert.Equal(t, tt.attached, p.Active(), "uprobes attached")
+		})
+	}
 }
 
 // TestKeptRatio: with waits from the futex tracepoints, which stay attached

@@ -673,10 +673,39 @@ func (p *Probe) Forget(pid uint32) error {
 	if err := p.objs.Pids.Delete(pid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		errs = append(errs, err)
 	}
+	// A pid reused by a new process has its GIL elsewhere.
+	if err := p.objs.Gils.Delete(pid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("gil: forget pid %d: %w", pid, err)
 	}
 	return nil
+}
+
+// WaitsFromFutex reports whether waits come from the futex tracepoints
+// (Options.Futex), which stay attached while the uprobes are detached.
+func (p *Probe) WaitsFromFutex() bool { return p.opts.Futex }
+
+// KnownGILs is how many processes' GILs the futex mechanism has found (and
+// not forgotten). The GIL is learned only while the uprobes are attached
+// (from a thread blocked in PyEval_RestoreThread); until then the
+// tracepoints cannot tell that process's GIL waits from its other futex
+// waits.
+func (p *Probe) KnownGILs() (int, error) {
+	var (
+		pid uint32
+		g   gilGilInfo
+		n   int
+	)
+	it := p.objs.Gils.Iterate()
+	for it.Next(&pid, &g) {
+		n++
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("gil: read learned GILs: %w", err)
+	}
+	return n, nil
 }
 
 // Select adds pid to the processes probed when Options.FilterPIDs is set.

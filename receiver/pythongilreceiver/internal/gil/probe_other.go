@@ -51,6 +51,12 @@ func (p *Probe) ReadEvent() (Event, error) { return Event{}, ErrClosed }
 // Aggregates always fails here.
 func (p *Probe) Aggregates() (map[AggregateKey]Aggregate, error) { return nil, ErrClosed }
 
+// KnownGILs always fails here.
+func (p *Probe) KnownGILs() (int, error) { return 0, ErrClosed }
+
+// WaitsFromFutex is false here.
+func (p *Probe) WaitsFromFutex() bool { return false }
+
 // Forget always fails here.
 func (p *Probe) Forget(uint32) error { return ErrClosed }
 
