@@ -6,13 +6,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,13 +29,23 @@ func newFakeContainer(t *testing.T) fakeContainer {
 	host := t.TempDir()
 	root := filepath.Join(host, "container")
 	for _, d := range []string{"tmp", "etc", "app/logs", "real"} {
-		require.NoError(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatalf("os.MkdirAll: %v", err)
+		}
 	}
-	write := func(p, s string) { require.NoError(t, os.WriteFile(p, []byte(s), 0o644)) }
+	write := func(p, s string) {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatalf("os.WriteFile: %v", err)
+		}
+	}
 	write(filepath.Join(host, "secret"), "host secret")
 	write(filepath.Join(root, "etc", "secret"), "container secret")
 	write(filepath.Join(root, "real", "data"), "container data")
-	link := func(target, p string) { require.NoError(t, os.Symlink(target, filepath.Join(root, p))) }
+	link := func(target, p string) {
+		if err := os.Symlink(target, filepath.Join(root, p)); err != nil {
+			t.Fatalf("os.Symlink: %v", err)
+		}
+	}
 	// Absolute: the host's /…/secret, were it resolved from here.
 	link(filepath.Join(host, "secret"), "tmp/abs-host")
 	// Absolute, inside the container's view: /etc/secret of the container.
@@ -44,7 +54,9 @@ func newFakeContainer(t *testing.T) fakeContainer {
 	link("/real", "app/data-dir")
 	link("loop-b", "tmp/loop-a")
 	link("loop-a", "tmp/loop-b")
-	require.NoError(t, syscall.Mkfifo(filepath.Join(root, "tmp", "fifo"), 0o644))
+	if err := syscall.Mkfifo(filepath.Join(root, "tmp", "fifo"), 0o644); err != nil {
+		t.Fatalf("syscall.Mkfifo: %v", err)
+	}
 	return fakeContainer{host: host, root: root}
 }
 
@@ -68,7 +80,9 @@ func bothResolvers(t *testing.T, fn func(t *testing.T)) {
 func openRoot(t *testing.T, dir string) *Root {
 	t.Helper()
 	r, err := OpenDir(dir)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("OpenDir: %v", err)
+	}
 	t.Cleanup(func() { r.Close() })
 	return r
 }
@@ -94,12 +108,20 @@ func TestPathsResolveInsideTheRoot(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				data, err := r.ReadFile(tc.path, 1<<10)
 				if tc.want == "" {
-					require.Error(t, err)
-					assert.NotContains(t, string(data), "host secret")
+					if err == nil {
+						t.Fatalf("r.ReadFile: got nil error, want an error")
+					}
+					if got := string(data); strings.Contains(got, "host secret") {
+						t.Errorf("data: got %q, want it not to contain %q", got, "host secret")
+					}
 					return
 				}
-				require.NoError(t, err)
-				assert.Equal(t, tc.want, string(data))
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				if got := string(data); got != tc.want {
+					t.Errorf("data: got %q, want %q", got, tc.want)
+				}
 			})
 		}
 	})
@@ -119,17 +141,27 @@ func TestNonRegularFilesAreRefusedWithoutBlocking(t *testing.T) {
 		}()
 		select {
 		case err := <-done:
-			require.ErrorIs(t, err, ErrNotRegular)
-			assert.Contains(t, err.Error(), "FIFO")
+			if !errors.Is(err, ErrNotRegular) {
+				t.Fatalf("err: got error %v, want %v", err, ErrNotRegular)
+			}
+			if got := err.Error(); !strings.Contains(got, "FIFO") {
+				t.Errorf("err.Error(): got %q, want it to contain %q", got, "FIFO")
+			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("opening a FIFO blocked")
 		}
 		_, err := r.OpenFile("/tmp")
-		require.ErrorIs(t, err, ErrNotRegular)
+		if !errors.Is(err, ErrNotRegular) {
+			t.Fatalf("r.OpenFile: got error %v, want %v", err, ErrNotRegular)
+		}
 		if devErr == nil {
 			_, err = r.ReadFile("/tmp/zero", 1<<20)
-			require.ErrorIs(t, err, ErrNotRegular)
-			assert.Contains(t, err.Error(), "character device")
+			if !errors.Is(err, ErrNotRegular) {
+				t.Fatalf("r.ReadFile: got error %v, want %v", err, ErrNotRegular)
+			}
+			if got := err.Error(); !strings.Contains(got, "character device") {
+				t.Errorf("err.Error(): got %q, want it to contain %q", got, "character device")
+			}
 		}
 	})
 }
@@ -137,24 +169,47 @@ func TestNonRegularFilesAreRefusedWithoutBlocking(t *testing.T) {
 func TestReadFileIsCapped(t *testing.T) {
 	dir := t.TempDir()
 	f, err := os.Create(filepath.Join(dir, "sparse"))
-	require.NoError(t, err)
-	require.NoError(t, f.Truncate(1<<30)) // claims a GiB, holds none
-	require.NoError(t, f.Close())
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "small"), []byte("0123456789"), 0o644))
+	if err != nil {
+		t.Fatalf("os.Create: %v", err)
+	}
+	// claims a GiB, holds none
+	if err := f.Truncate(1 << 30); err != nil {
+		t.Fatalf("f.Truncate: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("f.Close: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "small"), []byte("0123456789"), 0o644); err != nil {
+		t.Fatalf("os.WriteFile: %v", err)
+	}
 	r := openRoot(t, dir)
 	_, err = r.ReadFile("sparse", 4096)
-	require.ErrorIs(t, err, ErrTooLarge)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("r.ReadFile: got error %v, want %v", err, ErrTooLarge)
+	}
 	data, err := r.ReadFile("small", 10)
-	require.NoError(t, err)
-	assert.Equal(t, "0123456789", string(data))
+	if err != nil {
+		t.Fatalf("r.ReadFile: %v", err)
+	}
+	if got := string(data); got != "0123456789" {
+		t.Errorf("r.ReadFile: got %q, want %q", got, "0123456789")
+	}
 	_, err = r.ReadFile("small", 9)
-	require.ErrorIs(t, err, ErrTooLarge)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("r.ReadFile: got error %v, want %v", err, ErrTooLarge)
+	}
 
 	data, err = ReadProcFile("/proc/self/status", 1<<20)
-	require.NoError(t, err)
-	assert.Contains(t, string(data), "Pid:")
+	if err != nil {
+		t.Fatalf("ReadProcFile: %v", err)
+	}
+	if got := string(data); !strings.Contains(got, "Pid:") {
+		t.Errorf("ReadProcFile: got %q, want it to contain %q", got, "Pid:")
+	}
 	_, err = ReadProcFile("/proc/self/status", 8)
-	require.ErrorIs(t, err, ErrTooLarge)
+	if !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("ReadProcFile: got error %v, want %v", err, ErrTooLarge)
+	}
 }
 
 func TestCreateNeverWritesThroughALink(t *testing.T) {
@@ -163,37 +218,65 @@ func TestCreateNeverWritesThroughALink(t *testing.T) {
 		r := openRoot(t, c.root)
 		// A container that expects the agent to create /tmp/x plants a
 		// symlink there to a host file.
-		require.NoError(t, os.Symlink(filepath.Join(c.host, "secret"), filepath.Join(c.root, "tmp", "planted")))
+		if err := os.Symlink(filepath.Join(c.host, "secret"), filepath.Join(c.root, "tmp", "planted")); err != nil {
+			t.Fatalf("os.Symlink: %v", err)
+		}
 		defer os.Remove(filepath.Join(c.root, "tmp", "planted"))
 		_, err := r.Create("/tmp/planted", 0o644, -1, -1)
-		require.Error(t, err)
+		if err == nil {
+			t.Fatalf("r.Create: got nil error, want an error")
+		}
 		// Through a directory symlink that names a host directory: the
 		// file lands inside the root or nowhere.
-		require.NoError(t, os.Symlink(c.host, filepath.Join(c.root, "tmp", "hostdir")))
+		if err := os.Symlink(c.host, filepath.Join(c.root, "tmp", "hostdir")); err != nil {
+			t.Fatalf("os.Symlink: %v", err)
+		}
 		defer os.Remove(filepath.Join(c.root, "tmp", "hostdir"))
 		if f, err := r.Create("/tmp/hostdir/made", 0o644, -1, -1); err == nil {
 			f.Close()
 		}
 		_, err = os.Stat(filepath.Join(c.host, "made"))
-		assert.True(t, os.IsNotExist(err), "a file was created outside the root")
+		if !os.IsNotExist(err) {
+			t.Errorf("a file was created outside the root (os.IsNotExist(err) is false)")
+		}
 
 		f, err := r.Create("/tmp/trigger", 0o600, os.Getuid(), os.Getgid())
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatalf("r.Create: %v", err)
+		}
 		_, err = f.WriteString("x")
-		require.NoError(t, err)
-		require.NoError(t, f.Close())
+		if err != nil {
+			t.Fatalf("f.WriteString: %v", err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatalf("f.Close: %v", err)
+		}
 		got, err := os.ReadFile(filepath.Join(c.root, "tmp", "trigger"))
-		require.NoError(t, err)
-		assert.Equal(t, "x", string(got))
+		if err != nil {
+			t.Fatalf("os.ReadFile: %v", err)
+		}
+		if got2 := string(got); got2 != "x" {
+			t.Errorf("os.ReadFile: got %q, want %q", got2, "x")
+		}
 		_, err = r.Create("/tmp/trigger", 0o600, -1, -1)
-		require.ErrorIs(t, err, os.ErrExist)
-		require.NoError(t, r.Remove("/tmp/trigger"))
+		if !errors.Is(err, os.ErrExist) {
+			t.Fatalf("r.Create: got error %v, want %v", err, os.ErrExist)
+		}
+		if err := r.Remove("/tmp/trigger"); err != nil {
+			t.Fatalf("r.Remove: %v", err)
+		}
 		_, err = os.Stat(filepath.Join(c.root, "tmp", "trigger"))
-		assert.True(t, os.IsNotExist(err))
+		if !os.IsNotExist(err) {
+			t.Errorf("os.IsNotExist(err) is false")
+		}
 
 		host, err := os.ReadFile(filepath.Join(c.host, "secret"))
-		require.NoError(t, err)
-		assert.Equal(t, "host secret", string(host), "the host file changed")
+		if err != nil {
+			t.Fatalf("os.ReadFile: %v", err)
+		}
+		if got := string(host); got != "host secret" {
+			t.Errorf("the host file changed: got %q, want %q", got, "host secret")
+		}
 	})
 }
 
@@ -201,16 +284,28 @@ func TestRemoveDoesNotFollowALink(t *testing.T) {
 	c := newFakeContainer(t)
 	bothResolvers(t, func(t *testing.T) {
 		r := openRoot(t, c.root)
-		require.NoError(t, os.Symlink(filepath.Join(c.host, "secret"), filepath.Join(c.root, "tmp", "rm-me")))
-		require.NoError(t, r.Remove("/tmp/rm-me"))
+		if err := os.Symlink(filepath.Join(c.host, "secret"), filepath.Join(c.root, "tmp", "rm-me")); err != nil {
+			t.Fatalf("os.Symlink: %v", err)
+		}
+		if err := r.Remove("/tmp/rm-me"); err != nil {
+			t.Fatalf("r.Remove: %v", err)
+		}
 		_, err := os.Stat(filepath.Join(c.host, "secret"))
-		require.NoError(t, err, "the link's target was removed")
+		if err != nil {
+			t.Fatalf("the link's target was removed: %v", err)
+		}
 		// A parent that is a symlink out of the root resolves inside it.
-		require.NoError(t, os.Symlink(c.host, filepath.Join(c.root, "tmp", "hostdir")))
+		if err := os.Symlink(c.host, filepath.Join(c.root, "tmp", "hostdir")); err != nil {
+			t.Fatalf("os.Symlink: %v", err)
+		}
 		defer os.Remove(filepath.Join(c.root, "tmp", "hostdir"))
-		require.Error(t, r.Remove("/tmp/hostdir/secret"))
+		if r.Remove("/tmp/hostdir/secret") == nil {
+			t.Fatalf("r.Remove: got nil error, want an error")
+		}
 		_, err = os.Stat(filepath.Join(c.host, "secret"))
-		require.NoError(t, err, "a host file was removed")
+		if err != nil {
+			t.Fatalf("a host file was removed: %v", err)
+		}
 	})
 }
 
@@ -219,11 +314,15 @@ func TestDialUnixOnlyDialsSocketsInsideTheRoot(t *testing.T) {
 	// A socket on the host that a planted link names.
 	hostSock := filepath.Join(c.host, "host.sock")
 	hl, err := net.Listen("unix", hostSock)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("net.Listen: %v", err)
+	}
 	defer hl.Close()
 	sock := filepath.Join(c.root, "tmp", "jvm.sock")
 	l, err := net.Listen("unix", sock)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("net.Listen: %v", err)
+	}
 	defer l.Close()
 	go func() {
 		for {
@@ -235,89 +334,157 @@ func TestDialUnixOnlyDialsSocketsInsideTheRoot(t *testing.T) {
 			conn.Close()
 		}
 	}()
-	require.NoError(t, os.Symlink(hostSock, filepath.Join(c.root, "tmp", "to-host.sock")))
+	if err := os.Symlink(hostSock, filepath.Join(c.root, "tmp", "to-host.sock")); err != nil {
+		t.Fatalf("os.Symlink: %v", err)
+	}
 	bothResolvers(t, func(t *testing.T) {
 		r := openRoot(t, c.root)
 		conn, err := r.DialUnix("/tmp/jvm.sock", time.Now().Add(5*time.Second))
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatalf("r.DialUnix: %v", err)
+		}
 		got, err := io.ReadAll(conn)
 		conn.Close()
-		require.NoError(t, err)
-		assert.Equal(t, "hello from the container", string(got))
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		if got2 := string(got); got2 != "hello from the container" {
+			t.Errorf("got: got %q, want %q", got2, "hello from the container")
+		}
 
 		_, err = r.DialUnix("/tmp/to-host.sock", time.Now().Add(time.Second))
-		require.Error(t, err)
+		if err == nil {
+			t.Fatalf("r.DialUnix: got nil error, want an error")
+		}
 		_, err = r.DialUnix("/etc/secret", time.Now().Add(time.Second))
-		require.ErrorIs(t, err, ErrNotSocket)
+		if !errors.Is(err, ErrNotSocket) {
+			t.Fatalf("r.DialUnix: got error %v, want %v", err, ErrNotSocket)
+		}
 		_, err = r.DialUnix("/tmp/fifo", time.Now().Add(time.Second))
-		require.ErrorIs(t, err, ErrNotSocket)
+		if !errors.Is(err, ErrNotSocket) {
+			t.Fatalf("r.DialUnix: got error %v, want %v", err, ErrNotSocket)
+		}
 	})
 }
 
 func TestMagicLinksAreNotFollowed(t *testing.T) {
 	c := newFakeContainer(t)
 	procDir := filepath.Join(c.root, "proc")
-	require.NoError(t, os.MkdirAll(procDir, 0o755))
+	if err := os.MkdirAll(procDir, 0o755); err != nil {
+		t.Fatalf("os.MkdirAll: %v", err)
+	}
 	if err := unix.Mount("proc", procDir, "proc", 0, ""); err != nil {
 		t.Skipf("cannot mount a proc filesystem in the fake root (needs root): %v", err)
 	}
 	defer unix.Unmount(procDir, unix.MNT_DETACH)
 	// The container's /proc/1/root is the host's root seen from the
 	// host's pid namespace; a link to it would read the host's files.
-	require.NoError(t, os.Symlink("/proc/1/root"+filepath.Join(c.host, "secret"), filepath.Join(c.root, "tmp", "magic")))
+	if err := os.Symlink("/proc/1/root"+filepath.Join(c.host, "secret"), filepath.Join(c.root, "tmp", "magic")); err != nil {
+		t.Fatalf("os.Symlink: %v", err)
+	}
 	bothResolvers(t, func(t *testing.T) {
 		r := openRoot(t, c.root)
 		data, err := r.ReadFile("/tmp/magic", 1<<10)
-		require.Error(t, err)
-		assert.NotContains(t, string(data), "host secret")
+		if err == nil {
+			t.Fatalf("r.ReadFile: got nil error, want an error")
+		}
+		if got := string(data); strings.Contains(got, "host secret") {
+			t.Errorf("r.ReadFile: got %q, want it not to contain %q", got, "host secret")
+		}
 		data, err = r.ReadFile("/proc/self/root"+filepath.Join(c.host, "secret"), 1<<10)
-		require.Error(t, err)
-		assert.NotContains(t, string(data), "host secret")
+		if err == nil {
+			t.Fatalf("r.ReadFile: got nil error, want an error")
+		}
+		if got := string(data); strings.Contains(got, "host secret") {
+			t.Errorf("r.ReadFile: got %q, want it not to contain %q", got, "host secret")
+		}
 	})
 }
 
 func TestOpenProcessRoot(t *testing.T) {
 	r, err := Open("/proc", os.Getpid())
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
 	defer r.Close()
-	assert.Equal(t, filepath.Join("/proc", strconv.Itoa(os.Getpid()), "root"), r.Path())
+	if got := r.Path(); got != filepath.Join("/proc", strconv.Itoa(os.Getpid()), "root") {
+		t.Errorf("r.Path(): got %q, want %q", got, filepath.Join("/proc", strconv.Itoa(os.Getpid()), "root"))
+	}
 	fi, err := r.Stat("/proc/self")
-	require.NoError(t, err)
-	assert.True(t, fi.IsDir(), "/proc/self resolves to the process directory")
+	if err != nil {
+		t.Fatalf("r.Stat: %v", err)
+	}
+	if !fi.IsDir() {
+		t.Errorf("/proc/self resolves to the process directory (fi.IsDir() is false)")
+	}
 	entries, err := r.ReadDir("/")
-	require.NoError(t, err)
-	assert.NotEmpty(t, entries)
+	if err != nil {
+		t.Fatalf("r.ReadDir: %v", err)
+	}
+	if len(entries) == 0 {
+		t.Errorf("r.ReadDir: got empty, want at least one element")
+	}
 	cwd, err := Cwd("/proc", os.Getpid())
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("Cwd: %v", err)
+	}
 	wd, err := os.Getwd()
-	require.NoError(t, err)
-	assert.Equal(t, wd, cwd)
+	if err != nil {
+		t.Fatalf("os.Getwd: %v", err)
+	}
+	if cwd != wd {
+		t.Errorf("cwd: got %q, want %q", cwd, wd)
+	}
 	_, err = Open("/proc", 1<<30)
-	require.Error(t, err)
+	if err == nil {
+		t.Fatalf("Open: got nil error, want an error")
+	}
 }
 
 func TestGlobMatchesOnlyInsideTheRoot(t *testing.T) {
 	c := newFakeContainer(t)
 	for _, n := range []string{"gc-1.log", "gc-2.log", "other.txt"} {
-		require.NoError(t, os.WriteFile(filepath.Join(c.root, "app", "logs", n), nil, 0o644))
+		if err := os.WriteFile(filepath.Join(c.root, "app", "logs", n), nil, 0o644); err != nil {
+			t.Fatalf("os.WriteFile: %v", err)
+		}
 	}
 	// A directory link out of the root: its host-side files never match.
-	require.NoError(t, os.Symlink(c.host, filepath.Join(c.root, "app", "hostlink")))
+	if err := os.Symlink(c.host, filepath.Join(c.root, "app", "hostlink")); err != nil {
+		t.Fatalf("os.Symlink: %v", err)
+	}
 	bothResolvers(t, func(t *testing.T) {
 		r := openRoot(t, c.root)
 		got, err := r.Glob("/app/logs/gc-*.log")
-		require.NoError(t, err)
-		assert.Equal(t, []string{"/app/logs/gc-1.log", "/app/logs/gc-2.log"}, got)
+		if err != nil {
+			t.Fatalf("r.Glob: %v", err)
+		}
+		if !reflect.DeepEqual(got, []string{"/app/logs/gc-1.log", "/app/logs/gc-2.log"}) {
+			t.Errorf("r.Glob: got %v, want %v", got, []string{"/app/logs/gc-1.log", "/app/logs/gc-2.log"})
+		}
 		got, err = r.Glob("/app/*/gc-1.log")
-		require.NoError(t, err)
-		assert.Equal(t, []string{"/app/logs/gc-1.log"}, got)
+		if err != nil {
+			t.Fatalf("r.Glob: %v", err)
+		}
+		if !reflect.DeepEqual(got, []string{"/app/logs/gc-1.log"}) {
+			t.Errorf("r.Glob: got %v, want %v", got, []string{"/app/logs/gc-1.log"})
+		}
 		got, err = r.Glob("/app/hostlink/*")
-		require.NoError(t, err)
-		assert.Empty(t, got)
+		if err != nil {
+			t.Fatalf("r.Glob: %v", err)
+		}
+		if len(got) != 0 {
+			t.Errorf("r.Glob: got %v, want empty", got)
+		}
 		got, err = r.Glob("/../../app/logs/other.txt")
-		require.NoError(t, err)
-		assert.Equal(t, []string{"/app/logs/other.txt"}, got)
+		if err != nil {
+			t.Fatalf("r.Glob: %v", err)
+		}
+		if !reflect.DeepEqual(got, []string{"/app/logs/other.txt"}) {
+			t.Errorf("r.Glob: got %v, want %v", got, []string{"/app/logs/other.txt"})
+		}
 		_, err = r.Glob("/app/[")
-		require.ErrorIs(t, err, filepath.ErrBadPattern)
+		if !errors.Is(err, filepath.ErrBadPattern) {
+			t.Fatalf("r.Glob: got error %v, want %v", err, filepath.ErrBadPattern)
+		}
 	})
 }
