@@ -2,8 +2,6 @@ package procresource
 
 import (
 	"testing"
-
-	"github.com/stretchr/testify/assert"
 )
 
 const (
@@ -213,7 +211,9 @@ func TestParseCgroup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, ParseCgroup([]byte(tt.data)))
+			if got := ParseCgroup([]byte(tt.data)); got != tt.want {
+				t.Errorf("ParseCgroup([]byte(tt.data)): got %v, want %v", got, tt.want)
+			}
 		})
 	}
 }

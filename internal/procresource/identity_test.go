@@ -4,10 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"golang.org/x/sys/unix"
 
@@ -37,23 +37,37 @@ func TestIdentityFromFakeTree(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := r.Identity(tt.pid)
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
+			if err != nil {
+				t.Fatalf("r.Identity: %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("r.Identity: got %v, want %v", got, tt.want)
+			}
 		})
 	}
 
 	t.Run("a process that is gone is ErrNoProcess", func(t *testing.T) {
 		_, err := r.Identity(999)
-		assert.ErrorIs(t, err, ErrNoProcess)
-		assert.ErrorContains(t, err, "pid 999")
+		if !errors.Is(err, ErrNoProcess) {
+			t.Errorf("r.Identity: got error %v, want %v", err, ErrNoProcess)
+		}
+		if err == nil || !strings.Contains(err.Error(), "pid 999") {
+			t.Errorf("r.Identity: got error %v, want one containing %q", err, "pid 999")
+		}
 	})
 
 	t.Run("Resource gives the same identity", func(t *testing.T) {
 		res, err := r.Resolve(4242)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatalf("r.Resolve: %v", err)
+		}
 		id, err := r.Identity(4242)
-		require.NoError(t, err)
-		assert.Equal(t, id, res.Identity())
+		if err != nil {
+			t.Fatalf("r.Identity: %v", err)
+		}
+		if got := res.Identity(); got != id {
+			t.Errorf("res.Identity(): got %v, want %v", got, id)
+		}
 	})
 }
 
@@ -66,10 +80,17 @@ func TestIdentityBadFiles(t *testing.T) {
 	dir := filepath.Join(root, "10")
 	replace := func(t *testing.T, name string, mk func(path string) error) {
 		t.Helper()
-		require.NoError(t, os.RemoveAll(dir)) // a FIFO left by the last case would block the rewrite
+		// a FIFO left by the last case would block the rewrite
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatalf("os.RemoveAll: %v", err)
+		}
 		writeFakeProc(t, root, fakeProcess{pid: 10, comm: "java", start: 9, nspid: []int{10, 1}, cgroup: kubeCgroup})
-		require.NoError(t, os.RemoveAll(filepath.Join(dir, name)))
-		require.NoError(t, mk(filepath.Join(dir, name)))
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			t.Fatalf("os.RemoveAll: %v", err)
+		}
+		if err := mk(filepath.Join(dir, name)); err != nil {
+			t.Fatalf("mk: %v", err)
+		}
 	}
 	fifo := func(p string) error { return unix.Mkfifo(p, 0o644) }
 	mkdir := func(p string) error { return os.Mkdir(p, 0o755) }
@@ -110,13 +131,23 @@ func TestIdentityBadFiles(t *testing.T) {
 			replace(t, tt.file, tt.mk)
 			got, err := r.Identity(10)
 			if tt.errMsg != "" {
-				require.Error(t, err)
-				assert.ErrorContains(t, err, tt.errMsg)
-				assert.ErrorContains(t, err, "pid 10")
+				if err == nil {
+					t.Fatalf("r.Identity: got nil error, want an error")
+				}
+				if err == nil || !strings.Contains(err.Error(), tt.errMsg) {
+					t.Errorf("err: got error %v, want one containing %q", err, tt.errMsg)
+				}
+				if err == nil || !strings.Contains(err.Error(), "pid 10") {
+					t.Errorf("err: got error %v, want one containing %q", err, "pid 10")
+				}
 				return
 			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("got: got %v, want %v", got, tt.want)
+			}
 		})
 	}
 }
@@ -139,8 +170,12 @@ func TestParseNSpid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, ok := parseNSpid([]byte(tt.status))
-		assert.Equal(t, tt.ok, ok, "%q", tt.status)
-		assert.Equal(t, tt.want, got, "%q", tt.status)
+		if ok != tt.ok {
+			t.Errorf("%q: got %v, want %v", tt.status, ok, tt.ok)
+		}
+		if got != tt.want {
+			t.Errorf("%q: got %v, want %v", tt.status, got, tt.want)
+		}
 	}
 }
 
@@ -148,18 +183,29 @@ func TestLocalNode(t *testing.T) {
 	hostname := func() (string, error) { return "agent-pod-x7k2p", nil }
 	failing := func() (string, error) { return "", errors.New("uname failed") }
 
-	assert.Equal(t, Node{HostName: "gpu-node-3", K8sNodeName: "gpu-node-3"}, nodeFrom("gpu-node-3", hostname),
-		"in Kubernetes the node's name, never the agent pod's hostname")
-	assert.Equal(t, Node{HostName: "agent-pod-x7k2p"}, nodeFrom("", hostname), "a bare host: its hostname, no k8s.node.name")
-	assert.Equal(t, Node{}, nodeFrom("", failing))
+	if got := nodeFrom("gpu-node-3", hostname); got != (Node{HostName: "gpu-node-3", K8sNodeName: "gpu-node-3"}) {
+		t.Errorf("in Kubernetes the node's name, never the agent pod's hostname: got %v, want %v", got, Node{HostName: "gpu-node-3", K8sNodeName: "gpu-node-3"})
+	}
+	if got := nodeFrom("", hostname); got != (Node{HostName: "agent-pod-x7k2p"}) {
+		t.Errorf("a bare host: its hostname, no k8s.node.name: got %v, want %v", got, Node{HostName: "agent-pod-x7k2p"})
+	}
+	if got := nodeFrom("", failing); got != (Node{}) {
+		t.Errorf("nodeFrom(\"\", failing): got %v, want %v", got, Node{})
+	}
 
 	t.Run("from the environment", func(t *testing.T) {
 		t.Setenv(EnvNodeName, "gpu-node-7")
-		assert.Equal(t, Node{HostName: "gpu-node-7", K8sNodeName: "gpu-node-7"}, LocalNode())
+		if got := LocalNode(); got != (Node{HostName: "gpu-node-7", K8sNodeName: "gpu-node-7"}) {
+			t.Errorf("LocalNode(): got %v, want %v", got, Node{HostName: "gpu-node-7", K8sNodeName: "gpu-node-7"})
+		}
 		t.Setenv(EnvNodeName, "")
 		h, err := os.Hostname()
-		require.NoError(t, err)
-		assert.Equal(t, Node{HostName: h}, LocalNode())
+		if err != nil {
+			t.Fatalf("os.Hostname: %v", err)
+		}
+		if got := LocalNode(); got != (Node{HostName: h}) {
+			t.Errorf("LocalNode(): got %v, want %v", got, Node{HostName: h})
+		}
 	})
 }
 
@@ -207,7 +253,9 @@ func TestPutIdentity(t *testing.T) {
 			for k, v := range tt.want {
 				want[k] = v
 			}
-			assert.Equal(t, want, m.AsRaw())
+			if got := m.AsRaw(); !reflect.DeepEqual(got, want) {
+				t.Errorf("m.AsRaw(): got %v, want %v", got, want)
+			}
 		})
 	}
 }

@@ -3,14 +3,12 @@ package procresource
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 	"unsafe"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // fakeClock is a settable clock for an Index.
@@ -79,62 +77,120 @@ func TestIndexLookups(t *testing.T) {
 
 	t.Run("by host pid", func(t *testing.T) {
 		got, ok := x.ByHostPID(1010)
-		assert.True(t, ok)
-		assert.Equal(t, idA, got)
+		if !ok {
+			t.Errorf("x.ByHostPID: ok is false")
+		}
+		if got != idA {
+			t.Errorf("x.ByHostPID: got %v, want %v", got, idA)
+		}
 		got, ok = x.ByHostPID(500)
-		assert.True(t, ok)
-		assert.Equal(t, Identity{PID: 500, VPID: 500, StartTicks: 5}, got)
+		if !ok {
+			t.Errorf("x.ByHostPID: ok is false")
+		}
+		if got != (Identity{PID: 500, VPID: 500, StartTicks: 5}) {
+			t.Errorf("x.ByHostPID: got %v, want %v", got, Identity{PID: 500, VPID: 500, StartTicks: 5})
+		}
 		got, ok = x.ByHostPID(1000)
-		assert.True(t, ok, "the sandbox is a process of the node like any other")
-		assert.Equal(t, sandboxID, got.ContainerID)
+		if !ok {
+			t.Errorf("the sandbox is a process of the node like any other (ok is false)")
+		}
+		if got.ContainerID != sandboxID {
+			t.Errorf("got.ContainerID: got %q, want %q", got.ContainerID, sandboxID)
+		}
 	})
 	t.Run("two pid 1 in two containers are told apart", func(t *testing.T) {
 		got, ok := x.ByContainer(appA, 1)
-		assert.True(t, ok)
-		assert.Equal(t, idA, got)
+		if !ok {
+			t.Errorf("x.ByContainer: ok is false")
+		}
+		if got != idA {
+			t.Errorf("x.ByContainer: got %v, want %v", got, idA)
+		}
 		got, ok = x.ByContainer(appB, 1)
-		assert.True(t, ok)
-		assert.Equal(t, idB, got)
+		if !ok {
+			t.Errorf("x.ByContainer: ok is false")
+		}
+		if got != idB {
+			t.Errorf("x.ByContainer: got %v, want %v", got, idB)
+		}
 		got, ok = x.ByContainer(appA, 7)
-		assert.True(t, ok)
-		assert.Equal(t, idA7, got)
+		if !ok {
+			t.Errorf("x.ByContainer: ok is false")
+		}
+		if got != idA7 {
+			t.Errorf("x.ByContainer: got %v, want %v", got, idA7)
+		}
 	})
 	t.Run("a vpid the container lacks is not another container's", func(t *testing.T) {
 		_, ok := x.ByContainer(appB, 7)
-		assert.False(t, ok, "container A's pid 7 is not container B's")
+		if ok {
+			t.Errorf("container A's pid 7 is not container B's (ok is true)")
+		}
 	})
 	t.Run("by pod: both pid 1, never the sandbox", func(t *testing.T) {
-		assert.ElementsMatch(t, []Identity{idA, idB}, x.ByPod(podUID, 1))
-		assert.Equal(t, []Identity{idA7}, x.ByPod(podUID, 7))
-		assert.Empty(t, x.ByPod(otherPod, 1))
+		if got := x.ByPod(podUID, 1); !sameElements(got, []Identity{idA, idB}) {
+			t.Errorf("x.ByPod: got %v, want %v in any order", got, []Identity{idA, idB})
+		}
+		if got := x.ByPod(podUID, 7); !reflect.DeepEqual(got, []Identity{idA7}) {
+			t.Errorf("x.ByPod(podUID, 7): got %v, want %v", got, []Identity{idA7})
+		}
+		if got := x.ByPod(otherPod, 1); len(got) != 0 {
+			t.Errorf("x.ByPod(otherPod, 1): got %v, want empty", got)
+		}
 	})
 	t.Run("sandbox id with a vpid two containers have: ambiguous", func(t *testing.T) {
 		_, ok := x.ByContainer(sandboxID, 1)
-		assert.False(t, ok, "the pause process is not an answer and two app containers have pid 1")
+		if ok {
+			t.Errorf("the pause process is not an answer and two app containers have pid 1 (ok is true)")
+		}
 	})
 	t.Run("sandbox id with a vpid one container has: that process", func(t *testing.T) {
 		got, ok := x.ByContainer(sandboxID, 7)
-		assert.True(t, ok)
-		assert.Equal(t, idA7, got)
+		if !ok {
+			t.Errorf("x.ByContainer: ok is false")
+		}
+		if got != idA7 {
+			t.Errorf("x.ByContainer: got %v, want %v", got, idA7)
+		}
 	})
 	t.Run("seen as: pids of processes in pid namespaces of their own", func(t *testing.T) {
-		assert.True(t, x.SeenAs(1), "two app containers are pid 1")
-		assert.True(t, x.SeenAs(7), "container A's worker is pid 7")
-		assert.False(t, x.SeenAs(500), "the host's sshd is pid 500 in the node's own namespace")
-		assert.False(t, x.SeenAs(1010), "1010 is a host pid, not a pid any process sees itself as")
-		assert.False(t, x.SeenAs(0))
+		if !x.SeenAs(1) {
+			t.Errorf("two app containers are pid 1 (x.SeenAs(1) is false)")
+		}
+		if !x.SeenAs(7) {
+			t.Errorf("container A's worker is pid 7 (x.SeenAs(7) is false)")
+		}
+		if x.SeenAs(500) {
+			t.Errorf("the host's sshd is pid 500 in the node's own namespace (x.SeenAs(500) is true)")
+		}
+		if x.SeenAs(1010) {
+			t.Errorf("1010 is a host pid, not a pid any process sees itself as (x.SeenAs(1010) is true)")
+		}
+		if x.SeenAs(0) {
+			t.Errorf("x.SeenAs(0) is true")
+		}
 	})
 	t.Run("identities no local process has", func(t *testing.T) {
 		_, ok := x.ByContainer(cid, 1)
-		assert.False(t, ok)
+		if ok {
+			t.Errorf("x.ByContainer: ok is true")
+		}
 		_, ok = x.ByHostPID(31337)
-		assert.False(t, ok)
+		if ok {
+			t.Errorf("x.ByHostPID: ok is true")
+		}
 		_, ok = x.ByContainer("", 1)
-		assert.False(t, ok)
+		if ok {
+			t.Errorf("x.ByContainer: ok is true")
+		}
 		_, ok = x.ByContainer(appA, 0)
-		assert.False(t, ok)
+		if ok {
+			t.Errorf("x.ByContainer: ok is true")
+		}
 	})
-	assert.Equal(t, 5, x.Stats().Tracked)
+	if got := x.Stats().Tracked; got != 5 {
+		t.Errorf("x.Stats().Tracked: got %v, want %v", got, 5)
+	}
 }
 
 func TestIndexSandboxResolvesWhenUnique(t *testing.T) {
@@ -144,9 +200,15 @@ func TestIndexSandboxResolvesWhenUnique(t *testing.T) {
 	x, _ := newIndexWithClock(root, time.Second)
 
 	got, ok := x.ByContainer(sandboxID, 1)
-	require.True(t, ok, "the one app container's pid 1, as an SDK that read the sandbox's id means")
-	assert.Equal(t, Identity{PID: 2001, VPID: 1, StartTicks: 2, ContainerID: appA, PodUID: podUID}, got)
-	assert.Len(t, x.ByPod(podUID, 1), 1, "a single-container pod's pid 1 is one process: the sandbox does not count")
+	if !ok {
+		t.Fatalf("the one app container's pid 1, as an SDK that read the sandbox's id means (ok is false)")
+	}
+	if got != (Identity{PID: 2001, VPID: 1, StartTicks: 2, ContainerID: appA, PodUID: podUID}) {
+		t.Errorf("x.ByContainer: got %v, want %v", got, Identity{PID: 2001, VPID: 1, StartTicks: 2, ContainerID: appA, PodUID: podUID})
+	}
+	if got := len(x.ByPod(podUID, 1)); got != 1 {
+		t.Errorf("a single-container pod's pid 1 is one process: the sandbox does not count: got %d, want %d", got, 1)
+	}
 }
 
 // TestIndexPIDReuse: a new process with an old pid never answers with the
@@ -156,7 +218,9 @@ func TestIndexPIDReuse(t *testing.T) {
 	writePod(t, root)
 	x, clock := newIndexWithClock(root, time.Second)
 	_, ok := x.ByContainer(appA, 1)
-	require.True(t, ok)
+	if !ok {
+		t.Fatalf("x.ByContainer: ok is false")
+	}
 
 	// Container A's main process exits and a host process takes pid 1010.
 	writeFakeProc(t, root, fakeProcess{pid: 1010, comm: "cron", start: 9000, nspid: []int{1010}, cgroup: "0::/system.slice/cron.service\n"})
@@ -165,25 +229,45 @@ func TestIndexPIDReuse(t *testing.T) {
 	// trusted (that is the bound on staleness); past it, it is read again.
 	clock.advance(2 * time.Second)
 	_, ok = x.ByContainer(appA, 1)
-	assert.False(t, ok, "the old container's pid 1 is gone; the new pid 1010 is not in container A")
+	if ok {
+		t.Errorf("the old container's pid 1 is gone; the new pid 1010 is not in container A (ok is true)")
+	}
 	got, ok := x.ByHostPID(1010)
-	require.True(t, ok)
-	assert.Equal(t, Identity{PID: 1010, VPID: 1010, StartTicks: 9000}, got, "the new process's own identity")
+	if !ok {
+		t.Fatalf("x.ByHostPID: ok is false")
+	}
+	if got != (Identity{PID: 1010, VPID: 1010, StartTicks: 9000}) {
+		t.Errorf("the new process's own identity: got %v, want %v", got, Identity{PID: 1010, VPID: 1010, StartTicks: 9000})
+	}
 	st := x.Stats()
-	assert.Equal(t, uint64(1), st.Reused)
-	assert.Equal(t, uint64(2), st.Scans, "one scan at the first lookup, one when the old entry was found dead")
+	if st.Reused != uint64(1) {
+		t.Errorf("st.Reused: got %v, want %v", st.Reused, uint64(1))
+	}
+	if st.Scans != uint64(2) {
+		t.Errorf("one scan at the first lookup, one when the old entry was found dead: got %v, want %v", st.Scans, uint64(2))
+	}
 
 	// A reuse found by a scan, not a hit: pid 1020 gets a new process; the
 	// next scan (on a miss) replaces the entry.
 	writeFakeProc(t, root, fakeProcess{pid: 1020, comm: "python3", start: 9100, nspid: []int{1020, 1}, cgroup: podCgroup(otherPod, appB)})
 	clock.advance(2 * time.Second)
 	_, ok = x.ByHostPID(4444) // a miss: scans
-	assert.False(t, ok)
+	if ok {
+		t.Errorf("x.ByHostPID: ok is true")
+	}
 	got, ok = x.ByContainer(appB, 1)
-	require.True(t, ok)
-	assert.Equal(t, Identity{PID: 1020, VPID: 1, StartTicks: 9100, ContainerID: appB, PodUID: otherPod}, got)
-	assert.Empty(t, x.ByPod(podUID, 1), "pid 1020 left the pod with its old process")
-	assert.Equal(t, uint64(2), x.Stats().Reused)
+	if !ok {
+		t.Fatalf("x.ByContainer: ok is false")
+	}
+	if got != (Identity{PID: 1020, VPID: 1, StartTicks: 9100, ContainerID: appB, PodUID: otherPod}) {
+		t.Errorf("x.ByContainer: got %v, want %v", got, Identity{PID: 1020, VPID: 1, StartTicks: 9100, ContainerID: appB, PodUID: otherPod})
+	}
+	if got := x.ByPod(podUID, 1); len(got) != 0 {
+		t.Errorf("pid 1020 left the pod with its old process: got %v, want empty", got)
+	}
+	if got := x.Stats().Reused; got != uint64(2) {
+		t.Errorf("x.Stats().Reused: got %v, want %v", got, uint64(2))
+	}
 }
 
 func TestIndexDropsExited(t *testing.T) {
@@ -191,19 +275,35 @@ func TestIndexDropsExited(t *testing.T) {
 	writePod(t, root)
 	x, clock := newIndexWithClock(root, time.Second)
 	_, ok := x.ByHostPID(500)
-	require.True(t, ok)
-	require.Equal(t, 5, x.Stats().Tracked)
+	if !ok {
+		t.Fatalf("x.ByHostPID: ok is false")
+	}
+	if got := x.Stats().Tracked; got != 5 {
+		t.Fatalf("x.Stats().Tracked: got %v, want %v", got, 5)
+	}
 
-	require.NoError(t, os.RemoveAll(filepath.Join(root, "500")))
-	require.NoError(t, os.RemoveAll(filepath.Join(root, "1011")))
+	if err := os.RemoveAll(filepath.Join(root, "500")); err != nil {
+		t.Fatalf("os.RemoveAll: %v", err)
+	}
+	if err := os.RemoveAll(filepath.Join(root, "1011")); err != nil {
+		t.Fatalf("os.RemoveAll: %v", err)
+	}
 	clock.advance(2 * time.Second)
 	_, ok = x.ByHostPID(500)
-	assert.False(t, ok)
+	if ok {
+		t.Errorf("x.ByHostPID: ok is true")
+	}
 	st := x.Stats()
-	assert.Equal(t, 3, st.Tracked, "both exited processes are dropped at the scan")
-	assert.Equal(t, uint64(2), st.Exited)
+	if st.Tracked != 3 {
+		t.Errorf("both exited processes are dropped at the scan: got %v, want %v", st.Tracked, 3)
+	}
+	if st.Exited != uint64(2) {
+		t.Errorf("st.Exited: got %v, want %v", st.Exited, uint64(2))
+	}
 	_, ok = x.ByContainer(sandboxID, 7)
-	assert.False(t, ok)
+	if ok {
+		t.Errorf("x.ByContainer: ok is true")
+	}
 }
 
 // TestIndexRescansBounded: a flood of lookups for identities no local
@@ -218,8 +318,12 @@ func TestIndexRescansBounded(t *testing.T) {
 		x.ByHostPID(40_000 + i)
 	}
 	st := x.Stats()
-	assert.Equal(t, uint64(1), st.Scans)
-	assert.Equal(t, uint64(30_000-1), st.Throttled)
+	if st.Scans != uint64(1) {
+		t.Errorf("st.Scans: got %v, want %v", st.Scans, uint64(1))
+	}
+	if st.Throttled != uint64(30_000-1) {
+		t.Errorf("st.Throttled: got %v, want %v", st.Throttled, uint64(30_000-1))
+	}
 
 	for range 3 {
 		clock.advance(1100 * time.Millisecond)
@@ -227,15 +331,21 @@ func TestIndexRescansBounded(t *testing.T) {
 			x.ByContainer(cid, i+1)
 		}
 	}
-	assert.Equal(t, uint64(4), x.Stats().Scans, "one scan per elapsed minRescan")
+	if got := x.Stats().Scans; got != uint64(4) {
+		t.Errorf("one scan per elapsed minRescan: got %v, want %v", got, uint64(4))
+	}
 
 	// Hits never scan.
 	clock.advance(1100 * time.Millisecond)
 	for range 1000 {
 		_, ok := x.ByContainer(appA, 1)
-		require.True(t, ok)
+		if !ok {
+			t.Fatalf("x.ByContainer: ok is false")
+		}
 	}
-	assert.Equal(t, uint64(4), x.Stats().Scans)
+	if got := x.Stats().Scans; got != uint64(4) {
+		t.Errorf("x.Stats().Scans: got %v, want %v", got, uint64(4))
+	}
 }
 
 func TestIndexNewProcessFoundOnMiss(t *testing.T) {
@@ -243,38 +353,71 @@ func TestIndexNewProcessFoundOnMiss(t *testing.T) {
 	writePod(t, root)
 	x, clock := newIndexWithClock(root, time.Second)
 	_, ok := x.ByContainer(cid, 1)
-	require.False(t, ok)
+	if ok {
+		t.Fatalf("x.ByContainer: ok is true")
+	}
 
 	writeFakeProc(t, root, fakeProcess{pid: 3000, comm: "java", start: 300, nspid: []int{3000, 1}, cgroup: podCgroup(otherPod, cid)})
 	_, ok = x.ByContainer(cid, 1)
-	assert.False(t, ok, "within minRescan of the last scan a miss does not scan")
+	if ok {
+		t.Errorf("within minRescan of the last scan a miss does not scan (ok is true)")
+	}
 	clock.advance(time.Second)
 	got, ok := x.ByContainer(cid, 1)
-	assert.True(t, ok, "a container started since the last scan is found once a scan is due")
-	assert.Equal(t, 3000, got.PID)
+	if !ok {
+		t.Errorf("a container started since the last scan is found once a scan is due (ok is false)")
+	}
+	if got.PID != 3000 {
+		t.Errorf("got.PID: got %v, want %v", got.PID, 3000)
+	}
 }
 
 func TestIndexUnreadableCgroupCounted(t *testing.T) {
 	root := t.TempDir()
 	writePod(t, root)
-	require.NoError(t, os.Remove(filepath.Join(root, "1020", "cgroup")))
-	require.NoError(t, os.Mkdir(filepath.Join(root, "1020", "cgroup"), 0o755))
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "self"), 0o755)) // not a pid
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "77"), 0o755))   // a pid with no files: gone
+	if err := os.Remove(filepath.Join(root, "1020", "cgroup")); err != nil {
+		t.Fatalf("os.Remove: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "1020", "cgroup"), 0o755); err != nil {
+		t.Fatalf("os.Mkdir: %v", err)
+	}
+	// not a pid
+	if err := os.MkdirAll(filepath.Join(root, "self"), 0o755); err != nil {
+		t.Fatalf("os.MkdirAll: %v", err)
+	}
+	// a pid with no files: gone
+	if err := os.MkdirAll(filepath.Join(root, "77"), 0o755); err != nil {
+		t.Fatalf("os.MkdirAll: %v", err)
+	}
 	writeFakeProc(t, root, fakeProcess{pid: 88, comm: "x", start: 1, nspid: []int{88}})
-	require.NoError(t, os.WriteFile(filepath.Join(root, "88", "stat"), []byte("88 x S"), 0o644)) // malformed: unreadable
+	// malformed: unreadable
+	if err := os.WriteFile(filepath.Join(root, "88", "stat"), []byte("88 x S"), 0o644); err != nil {
+		t.Fatalf("os.WriteFile: %v", err)
+	}
 	x, _ := newIndexWithClock(root, time.Second)
 
 	got, ok := x.ByHostPID(1020)
-	require.True(t, ok)
-	assert.Equal(t, Identity{PID: 1020, VPID: 1, StartTicks: 120}, got, "container unknown, not guessed")
+	if !ok {
+		t.Fatalf("x.ByHostPID: ok is false")
+	}
+	if got != (Identity{PID: 1020, VPID: 1, StartTicks: 120}) {
+		t.Errorf("container unknown, not guessed: got %v, want %v", got, Identity{PID: 1020, VPID: 1, StartTicks: 120})
+	}
 	_, ok = x.ByContainer(appB, 1)
-	assert.False(t, ok)
+	if ok {
+		t.Errorf("x.ByContainer: ok is true")
+	}
 	st := x.Stats()
-	assert.Equal(t, uint64(2), st.Unreadable, "the directory for a cgroup, the malformed stat")
-	assert.Equal(t, 5, st.Tracked)
+	if st.Unreadable != uint64(2) {
+		t.Errorf("the directory for a cgroup, the malformed stat: got %v, want %v", st.Unreadable, uint64(2))
+	}
+	if st.Tracked != 5 {
+		t.Errorf("st.Tracked: got %v, want %v", st.Tracked, 5)
+	}
 	_, ok = x.ByHostPID(88)
-	assert.False(t, ok)
+	if ok {
+		t.Errorf("x.ByHostPID: ok is true")
+	}
 }
 
 // TestIndexConcurrent runs lookups against scans (go test -race).
@@ -287,7 +430,9 @@ func TestIndexConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range 300 {
 				if id, ok := x.ByContainer(appA, 1); ok {
-					assert.Equal(t, 1010, id.PID)
+					if id.PID != 1010 {
+						t.Errorf("id.PID: got %v, want %v", id.PID, 1010)
+					}
 				}
 				x.ByPod(podUID, 1)
 				x.ByHostPID(10_000 + g*1000 + i)
@@ -295,7 +440,9 @@ func TestIndexConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	assert.Equal(t, 5, x.Stats().Tracked)
+	if got := x.Stats().Tracked; got != 5 {
+		t.Errorf("x.Stats().Tracked: got %v, want %v", got, 5)
+	}
 }
 
 // writeManyProcesses writes n container processes, ten per container, two
@@ -332,14 +479,46 @@ func TestIndexManyProcesses(t *testing.T) {
 	writeManyProcesses(t, root, 200)
 	x, _ := newIndexWithClock(root, time.Second)
 	_, ok := x.ByHostPID(10_000)
-	require.True(t, ok)
-	assert.Equal(t, 200, x.Stats().Tracked)
-	assert.Len(t, x.ByPod(manyProcessesPod(0), 3), 2, "both containers of the pod have a vpid 3")
-	assert.Len(t, x.ByPod(manyProcessesPod(199), 3), 2)
+	if !ok {
+		t.Fatalf("x.ByHostPID: ok is false")
+	}
+	if got := x.Stats().Tracked; got != 200 {
+		t.Errorf("x.Stats().Tracked: got %v, want %v", got, 200)
+	}
+	if got := len(x.ByPod(manyProcessesPod(0), 3)); got != 2 {
+		t.Errorf("both containers of the pod have a vpid 3: got %d, want %d", got, 2)
+	}
+	if got := len(x.ByPod(manyProcessesPod(199), 3)); got != 2 {
+		t.Errorf("len(x.ByPod(manyProcessesPod(199), 3)): got %d, want %d", got, 2)
+	}
 	st := x.state.Load()
 	first := st.byPID[10_000].id.ContainerID
-	assert.Equal(t, first, st.byPID[10_009].id.ContainerID)
-	assert.Same(t, unsafeStringData(first), unsafeStringData(st.byPID[10_009].id.ContainerID), "the processes of one container share one copy of its id")
+	if got := st.byPID[10_009].id.ContainerID; got != first {
+		t.Errorf("st.byPID[10_009].id.ContainerID: got %q, want %q", got, first)
+	}
+	if unsafeStringData(st.byPID[10_009].id.ContainerID) != unsafeStringData(first) {
+		t.Errorf("the processes of one container share one copy of its id: got %p, want the same pointer as %p", unsafeStringData(st.byPID[10_009].id.ContainerID), unsafeStringData(first))
+	}
 }
 
 func unsafeStringData(s string) *byte { return unsafe.StringData(s) }
+
+// sameElements reports whether a and b hold the same elements, each as many
+// times, in any order (elements compared with reflect.DeepEqual).
+func sameElements[T any](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	used := make([]bool, len(b))
+next:
+	for _, x := range a {
+		for j, y := range b {
+			if !used[j] && reflect.DeepEqual(x, y) {
+				used[j] = true
+				continue next
+			}
+		}
+		return false
+	}
+	return true
+}

@@ -4,12 +4,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/e2e/containertest"
@@ -29,7 +28,9 @@ func cgroupParent() string { return "/otelcol-ai-procresource-" + containertest.
 func startContainer(t *testing.T) *containertest.Container {
 	t.Helper()
 	c := containertest.Start(t, containertest.Spec{CgroupParent: cgroupParent(), Args: []string{sleepPath(t), "30"}})
-	require.NoError(t, c.WaitExec(5*time.Second))
+	if err := c.WaitExec(5 * time.Second); err != nil {
+		t.Fatalf("c.WaitExec: %v", err)
+	}
 	return c
 }
 
@@ -47,25 +48,47 @@ func TestRealContainerIdentity(t *testing.T) {
 
 	r := NewReader("", 0)
 	got, err := r.Identity(pid)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("r.Identity: %v", err)
+	}
 	start, err := r.StartTicks(pid)
-	require.NoError(t, err)
-	assert.Equal(t, Identity{PID: pid, VPID: 1, StartTicks: start, ContainerID: id, PodUID: c.PodUID}, got)
+	if err != nil {
+		t.Fatalf("r.StartTicks: %v", err)
+	}
+	if got != (Identity{PID: pid, VPID: 1, StartTicks: start, ContainerID: id, PodUID: c.PodUID}) {
+		t.Errorf("got: got %v, want %v", got, Identity{PID: pid, VPID: 1, StartTicks: start, ContainerID: id, PodUID: c.PodUID})
+	}
 
 	x := NewIndex(r, time.Second)
 	byContainer, ok := x.ByContainer(id, 1)
-	assert.True(t, ok)
-	assert.Equal(t, got, byContainer)
-	assert.Equal(t, []Identity{got}, x.ByPod(c.PodUID, 1))
+	if !ok {
+		t.Errorf("x.ByContainer: ok is false")
+	}
+	if byContainer != got {
+		t.Errorf("x.ByContainer: got %v, want %v", byContainer, got)
+	}
+	if got2 := x.ByPod(c.PodUID, 1); !reflect.DeepEqual(got2, []Identity{got}) {
+		t.Errorf("x.ByPod(c.PodUID, 1): got %v, want %v", got2, []Identity{got})
+	}
 	byPID, ok := x.ByHostPID(pid)
-	assert.True(t, ok)
-	assert.Equal(t, got, byPID)
+	if !ok {
+		t.Errorf("x.ByHostPID: ok is false")
+	}
+	if byPID != got {
+		t.Errorf("x.ByHostPID: got %v, want %v", byPID, got)
+	}
 	_, ok = x.ByContainer(id, pid)
-	assert.False(t, ok, "the container's process is pid 1 inside, not its host pid")
+	if ok {
+		t.Errorf("the container's process is pid 1 inside, not its host pid (ok is true)")
+	}
 
 	self, ok := x.ByHostPID(os.Getpid())
-	require.True(t, ok)
-	assert.Equal(t, os.Getpid(), self.VPID, "the test runs in the host's pid namespace")
+	if !ok {
+		t.Fatalf("x.ByHostPID: ok is false")
+	}
+	if self.VPID != os.Getpid() {
+		t.Errorf("the test runs in the host's pid namespace: got %v, want %v", self.VPID, os.Getpid())
+	}
 }
 
 // TestRealPodTwoContainersAndSandbox: a pod with a pause sandbox and two
@@ -78,10 +101,16 @@ func TestRealPodTwoContainersAndSandbox(t *testing.T) {
 
 	r := NewReader("", 0)
 	identity := func(c *containertest.Container) Identity {
-		require.NoError(t, c.WaitExec(5*time.Second), "comm is the command's (the sandbox's pause)")
+		if err := c.WaitExec(5 * time.Second); err != nil {
+			t.Fatalf("comm is the command's (the sandbox's pause): %v", err)
+		}
 		id, err := r.Identity(c.PID)
-		require.NoError(t, err)
-		require.Equal(t, 1, id.VPID)
+		if err != nil {
+			t.Fatalf("r.Identity: %v", err)
+		}
+		if id.VPID != 1 {
+			t.Fatalf("id.VPID: got %v, want %v", id.VPID, 1)
+		}
 		return id
 	}
 	idA, idB := identity(cA), identity(cB)
@@ -89,42 +118,74 @@ func TestRealPodTwoContainersAndSandbox(t *testing.T) {
 	x := NewIndex(r, time.Millisecond)
 
 	got, ok := x.ByContainer(a, 1)
-	assert.True(t, ok)
-	assert.Equal(t, idA, got)
+	if !ok {
+		t.Errorf("x.ByContainer: ok is false")
+	}
+	if got != idA {
+		t.Errorf("x.ByContainer: got %v, want %v", got, idA)
+	}
 	got, ok = x.ByContainer(b, 1)
-	assert.True(t, ok)
-	assert.Equal(t, idB, got)
-	assert.ElementsMatch(t, []Identity{idA, idB}, x.ByPod(pod.UID, 1), "both pid 1 of the pod, the sandbox's not among them")
+	if !ok {
+		t.Errorf("x.ByContainer: ok is false")
+	}
+	if got != idB {
+		t.Errorf("x.ByContainer: got %v, want %v", got, idB)
+	}
+	if got := x.ByPod(pod.UID, 1); !sameElements(got, []Identity{idA, idB}) {
+		t.Errorf("both pid 1 of the pod, the sandbox's not among them: got %v, want %v in any order", got, []Identity{idA, idB})
+	}
 	_, ok = x.ByContainer(sandbox, 1)
-	assert.False(t, ok, "the sandbox's id with pid 1 names two processes: not answered")
+	if ok {
+		t.Errorf("the sandbox's id with pid 1 names two processes: not answered (ok is true)")
+	}
 
 	// Container B exits: the sandbox's id with pid 1 now names one.
 	cB.Kill()
 	time.Sleep(2 * time.Millisecond) // past minRescan: entries are confirmed again
 	got, ok = x.ByContainer(sandbox, 1)
-	assert.True(t, ok)
-	assert.Equal(t, idA, got)
-	assert.Equal(t, []Identity{idA}, x.ByPod(pod.UID, 1))
+	if !ok {
+		t.Errorf("x.ByContainer: ok is false")
+	}
+	if got != idA {
+		t.Errorf("x.ByContainer: got %v, want %v", got, idA)
+	}
+	if got := x.ByPod(pod.UID, 1); !reflect.DeepEqual(got, []Identity{idA}) {
+		t.Errorf("x.ByPod(pod.UID, 1): got %v, want %v", got, []Identity{idA})
+	}
 	_, ok = x.ByContainer(b, 1)
-	assert.False(t, ok, "an exited container's process is not found")
+	if ok {
+		t.Errorf("an exited container's process is not found (ok is true)")
+	}
 }
 
 // TestRealReadsThroughExitedProcessFail: the property Identity relies on
 // to read stat, status and cgroup from one process.
 func TestRealReadsThroughExitedProcessFail(t *testing.T) {
 	cmd := exec.Command(sleepPath(t), "30")
-	require.NoError(t, cmd.Start())
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("cmd.Start: %v", err)
+	}
 	pid := cmd.Process.Pid
 	dir, err := unix.Open("/proc/"+strconv.Itoa(pid), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("unix.Open: %v", err)
+	}
 	defer unix.Close(dir)
 	var s scratch
 	_, err = NewReader("", 0).readProcess(dir, ".", pid, &s, nil)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("NewReader(\"\", 0).readProcess: %v", err)
+	}
 
-	require.NoError(t, cmd.Process.Kill())
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatalf("cmd.Process.Kill: %v", err)
+	}
 	_ = cmd.Wait()
 	_, err = NewReader("", 0).readProcess(dir, ".", pid, &s, nil)
-	assert.True(t, errors.Is(err, ErrNoProcess), "got %v", err)
-	assert.True(t, exited(dir))
+	if !errors.Is(err, ErrNoProcess) {
+		t.Errorf("got %v (errors.Is(err, ErrNoProcess) is false)", err)
+	}
+	if !exited(dir) {
+		t.Errorf("exited(dir) is false")
+	}
 }

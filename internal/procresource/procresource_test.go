@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,14 +28,26 @@ type fakeProcess struct {
 func writeFakeProc(t *testing.T, root string, p fakeProcess) {
 	t.Helper()
 	dir := filepath.Join(root, strconv.Itoa(p.pid))
-	require.NoError(t, os.MkdirAll(dir, 0o755))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("os.MkdirAll: %v", err)
+	}
 	stat := strconv.Itoa(p.pid) + " (" + p.comm + ") S 1 1 1 0 -1 4194304 100 0 0 0 5 3 0 0 20 0 1 0 " +
 		strconv.FormatUint(p.start, 10) + " 1000000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "comm"), []byte(p.comm+"\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "cmdline"), []byte(p.cmdline), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup"), []byte(p.cgroup), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "environ"), []byte(p.environ), 0o644))
+	if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644); err != nil {
+		t.Fatalf("os.WriteFile: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "comm"), []byte(p.comm+"\n"), 0o644); err != nil {
+		t.Fatalf("os.WriteFile: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cmdline"), []byte(p.cmdline), 0o644); err != nil {
+		t.Fatalf("os.WriteFile: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(p.cgroup), 0o644); err != nil {
+		t.Fatalf("os.WriteFile: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "environ"), []byte(p.environ), 0o644); err != nil {
+		t.Fatalf("os.WriteFile: %v", err)
+	}
 	if p.nspid != nil {
 		var ns []string
 		for _, v := range p.nspid {
@@ -46,13 +56,17 @@ func writeFakeProc(t *testing.T, root string, p fakeProcess) {
 		status := "Name:\t" + p.comm + "\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t" + strconv.Itoa(p.pid) +
 			"\nNgid:\t0\nPid:\t" + strconv.Itoa(p.pid) + "\nPPid:\t1\nNStgid:\t" + strings.Join(ns, "\t") +
 			"\nNSpid:\t" + strings.Join(ns, "\t") + "\nNSpgid:\t1\nVmRSS:\t  1024 kB\n"
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644))
+		if err := os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644); err != nil {
+			t.Fatalf("os.WriteFile: %v", err)
+		}
 	} else {
 		_ = os.Remove(filepath.Join(dir, "status"))
 	}
 	_ = os.Remove(filepath.Join(dir, "exe"))
 	if p.exe != "" {
-		require.NoError(t, os.Symlink(p.exe, filepath.Join(dir, "exe")))
+		if err := os.Symlink(p.exe, filepath.Join(dir, "exe")); err != nil {
+			t.Fatalf("os.Symlink: %v", err)
+		}
 	}
 }
 
@@ -117,26 +131,44 @@ func TestResolve(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := r.Resolve(tt.pid)
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
+			if err != nil {
+				t.Fatalf("r.Resolve: %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("r.Resolve: got %v, want %v", got, tt.want)
+			}
 		})
 	}
 
 	t.Run("missing process is ErrNoProcess", func(t *testing.T) {
 		_, err := r.Resolve(31337)
-		require.Error(t, err)
-		assert.True(t, errors.Is(err, ErrNoProcess), "got %v", err)
-		assert.Contains(t, err.Error(), "31337")
+		if err == nil {
+			t.Fatalf("r.Resolve: got nil error, want an error")
+		}
+		if !errors.Is(err, ErrNoProcess) {
+			t.Errorf("got %v (errors.Is(err, ErrNoProcess) is false)", err)
+		}
+		if got := err.Error(); !strings.Contains(got, "31337") {
+			t.Errorf("err.Error(): got %q, want it to contain %q", got, "31337")
+		}
 	})
 
 	t.Run("environment variable", func(t *testing.T) {
 		v, ok := r.Getenv(4242, "HOSTNAME")
-		assert.True(t, ok)
-		assert.Equal(t, "inference-7d9f-abcde", v)
+		if !ok {
+			t.Errorf("r.Getenv: ok is false")
+		}
+		if v != "inference-7d9f-abcde" {
+			t.Errorf("r.Getenv: got %q, want %q", v, "inference-7d9f-abcde")
+		}
 		_, ok = r.Getenv(4242, "HOST")
-		assert.False(t, ok, "a prefix of a name is not the name")
+		if ok {
+			t.Errorf("a prefix of a name is not the name (ok is true)")
+		}
 		_, ok = r.Getenv(31337, "HOSTNAME")
-		assert.False(t, ok)
+		if ok {
+			t.Errorf("r.Getenv: ok is true")
+		}
 	})
 }
 
@@ -155,18 +187,26 @@ func TestCommandLineTruncation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, formatCommandLine([]byte(tt.raw), tt.limit))
+			if got := formatCommandLine([]byte(tt.raw), tt.limit); got != tt.want {
+				t.Errorf("formatCommandLine([]byte(tt.raw), tt.limit): got %q, want %q", got, tt.want)
+			}
 		})
 	}
 }
 
 func TestParseStartTicksErrors(t *testing.T) {
 	_, err := parseStartTicks([]byte("12 no-parens S 1"))
-	assert.ErrorContains(t, err, "no command name")
+	if err == nil || !strings.Contains(err.Error(), "no command name") {
+		t.Errorf("parseStartTicks: got error %v, want one containing %q", err, "no command name")
+	}
 	_, err = parseStartTicks([]byte("12 (x) S 1 2 3"))
-	assert.ErrorContains(t, err, "fields")
+	if err == nil || !strings.Contains(err.Error(), "fields") {
+		t.Errorf("parseStartTicks: got error %v, want one containing %q", err, "fields")
+	}
 	_, err = parseStartTicks([]byte("12 (x) S 1 1 1 0 -1 4 1 0 0 0 5 3 0 0 20 0 1 0 notanumber 1"))
-	assert.ErrorContains(t, err, "notanumber")
+	if err == nil || !strings.Contains(err.Error(), "notanumber") {
+		t.Errorf("parseStartTicks: got error %v, want one containing %q", err, "notanumber")
+	}
 }
 
 func TestCache(t *testing.T) {
@@ -176,27 +216,47 @@ func TestCache(t *testing.T) {
 	c := NewCache(NewReader(root, 0))
 
 	res, err := c.Get(10)
-	require.NoError(t, err)
-	assert.Equal(t, "java", res.ExecutableName)
+	if err != nil {
+		t.Fatalf("c.Get: %v", err)
+	}
+	if res.ExecutableName != "java" {
+		t.Errorf("res.ExecutableName: got %q, want %q", res.ExecutableName, "java")
+	}
 	_, err = c.Get(11)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("c.Get: %v", err)
+	}
 	c.Sweep()
-	assert.Equal(t, 2, c.Len())
+	if got := c.Len(); got != 2 {
+		t.Errorf("c.Len(): got %v, want %v", got, 2)
+	}
 
 	// pid 10 exits and a new process reuses its pid.
 	writeFakeProc(t, root, fakeProcess{pid: 10, comm: "tritonserver", exe: "/bin/tritonserver", start: 500})
 	res, err = c.Get(10)
-	require.NoError(t, err)
-	assert.Equal(t, "tritonserver", res.ExecutableName, "a reused pid is resolved again")
+	if err != nil {
+		t.Fatalf("c.Get: %v", err)
+	}
+	if res.ExecutableName != "tritonserver" {
+		t.Errorf("a reused pid is resolved again: got %q, want %q", res.ExecutableName, "tritonserver")
+	}
 
 	// pid 11 was not looked up since the last sweep: it is forgotten.
 	c.Sweep()
-	assert.Equal(t, 1, c.Len())
+	if got := c.Len(); got != 1 {
+		t.Errorf("c.Len(): got %v, want %v", got, 1)
+	}
 
-	require.NoError(t, os.RemoveAll(filepath.Join(root, "10")))
+	if err := os.RemoveAll(filepath.Join(root, "10")); err != nil {
+		t.Fatalf("os.RemoveAll: %v", err)
+	}
 	_, err = c.Get(10)
-	assert.ErrorIs(t, err, ErrNoProcess)
-	assert.Equal(t, 0, c.Len())
+	if !errors.Is(err, ErrNoProcess) {
+		t.Errorf("c.Get: got error %v, want %v", err, ErrNoProcess)
+	}
+	if got := c.Len(); got != 0 {
+		t.Errorf("c.Len(): got %v, want %v", got, 0)
+	}
 }
 
 func TestRuntimeOf(t *testing.T) {
@@ -215,7 +275,9 @@ func TestRuntimeOf(t *testing.T) {
 	}
 	for exe, want := range tests {
 		t.Run(exe, func(t *testing.T) {
-			assert.Equal(t, want, RuntimeOf(exe))
+			if got := RuntimeOf(exe); got != want {
+				t.Errorf("RuntimeOf(exe): got %q, want %q", got, want)
+			}
 		})
 	}
 }
@@ -226,8 +288,12 @@ func TestInHostPIDNamespace(t *testing.T) {
 		t.Skip("no /proc/self/ns/pid here")
 	}
 	inHost, known := InHostPIDNamespace()
-	assert.True(t, known)
-	assert.Equal(t, link == "pid:[4026531836]", inHost)
+	if !known {
+		t.Errorf("InHostPIDNamespace: known is false")
+	}
+	if inHost != (link == "pid:[4026531836]") {
+		t.Errorf("InHostPIDNamespace: got %v, want %v", inHost, link == "pid:[4026531836]")
+	}
 }
 
 // TestResolveBoundsWhatItReads: a process's command line, cgroup and
@@ -241,20 +307,34 @@ func TestResolveBoundsWhatItReads(t *testing.T) {
 	r := NewReader(root, 0)
 	before := allocated()
 	res, err := r.Resolve(4242)
-	require.NoError(t, err)
-	assert.Equal(t, "java "+long[:DefaultMaxCommandLine-5], res.CommandLine, "an 8 MiB command line is truncated to the kept prefix")
-	assert.Equal(t, Container{}, res.Container, "a cgroup file past its cap is not parsed")
+	if err != nil {
+		t.Fatalf("r.Resolve: %v", err)
+	}
+	if res.CommandLine != ("java " + long[:DefaultMaxCommandLine-5]) {
+		t.Errorf("an 8 MiB command line is truncated to the kept prefix: got %q, want %q", res.CommandLine, "java "+long[:DefaultMaxCommandLine-5])
+	}
+	if res.Container != (Container{}) {
+		t.Errorf("a cgroup file past its cap is not parsed: got %v, want %v", res.Container, Container{})
+	}
 	_, ok := r.Getenv(4242, "A")
-	assert.False(t, ok, "an environment past its cap is not read")
+	if ok {
+		t.Errorf("an environment past its cap is not read (ok is true)")
+	}
 	// Reading whole would allocate both 8 MiB files; a capped read
 	// allocates at most about twice its cap (buffer growth).
-	assert.Less(t, allocated()-before, uint64(3*(maxEnviron+maxCommandLineRead+maxCgroup)), "bytes allocated resolving a process with 8 MiB of command line and environment")
+	if got := allocated() - before; got >= uint64(3*(maxEnviron+maxCommandLineRead+maxCgroup)) {
+		t.Errorf("bytes allocated resolving a process with 8 MiB of command line and environment: got %v, want < %v", got, uint64(3*(maxEnviron+maxCommandLineRead+maxCgroup)))
+	}
 
 	// A FIFO in place of a proc file is neither waited on nor read.
 	dir := filepath.Join(root, "4242")
 	for _, name := range []string{"cmdline", "cgroup", "environ"} {
-		require.NoError(t, os.Remove(filepath.Join(dir, name)))
-		require.NoError(t, unix.Mkfifo(filepath.Join(dir, name), 0o644))
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatalf("os.Remove: %v", err)
+		}
+		if err := unix.Mkfifo(filepath.Join(dir, name), 0o644); err != nil {
+			t.Fatalf("unix.Mkfifo: %v", err)
+		}
 	}
 	done := make(chan Resource, 1)
 	go func() {
@@ -264,7 +344,9 @@ func TestResolveBoundsWhatItReads(t *testing.T) {
 	}()
 	select {
 	case res := <-done:
-		assert.Empty(t, res.CommandLine)
+		if res.CommandLine != "" {
+			t.Errorf("res.CommandLine: got %q, want empty", res.CommandLine)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Resolve blocked on a FIFO")
 	}
