@@ -2,12 +2,11 @@ package runtimecorrelationprocessor
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
@@ -18,7 +17,9 @@ import (
 
 func TestLoadConfig(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("confmaptest.LoadConf: %v", err)
+	}
 
 	tests := []struct {
 		id      component.ID
@@ -70,19 +71,33 @@ func TestLoadConfig(t *testing.T) {
 		t.Run(tt.id.String(), func(t *testing.T) {
 			cfg := NewFactory().CreateDefaultConfig()
 			sub, err := cm.Sub(tt.id.String())
-			require.NoError(t, err)
-			require.NoError(t, sub.Unmarshal(cfg))
+			if err != nil {
+				t.Fatalf("cm.Sub: %v", err)
+			}
+			if err := sub.Unmarshal(cfg); err != nil {
+				t.Fatalf("sub.Unmarshal: %v", err)
+			}
 			err = confmap.Validate(cfg)
 			if tt.wantErr == nil {
-				require.NoError(t, err)
-				assert.Equal(t, tt.want, cfg)
+				if err != nil {
+					t.Fatalf("confmap.Validate: %v", err)
+				}
+				if !reflect.DeepEqual(cfg, tt.want) {
+					t.Errorf("cfg: got %v, want %v", cfg, tt.want)
+				}
 				return
 			}
-			require.Error(t, err)
-			for _, want := range tt.wantErr {
-				assert.Contains(t, err.Error(), want)
+			if err == nil {
+				t.Fatalf("err: got nil error, want an error")
 			}
-			assert.Equal(t, len(tt.wantErr), strings.Count(err.Error(), "\n")+1, "errors: %v", err)
+			for _, want := range tt.wantErr {
+				if got := err.Error(); !strings.Contains(got, want) {
+					t.Errorf("err.Error(): got %q, want it to contain %q", got, want)
+				}
+			}
+			if got := strings.Count(err.Error(), "\n") + 1; got != len(tt.wantErr) {
+				t.Errorf("errors: %v: got %v, want %v", err, got, len(tt.wantErr))
+			}
 		})
 	}
 }

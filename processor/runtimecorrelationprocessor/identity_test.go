@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"reflect"
 	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
@@ -220,8 +219,12 @@ func TestSpansMatchTheirOwnProcess(t *testing.T) {
 			h.sendWindows(windowsOf(inB), win(safepoint, 1*ms, 1*ms, 0))
 			h.sendSpans(spanTraces(tt.span, spanAt{"req", 0, 5 * ms}))
 			got := h.traceSink.AllTraces()
-			assert.Equal(t, tt.want, attrsOf(spansByName(got)["req"]))
-			assert.Equal(t, tt.how, resourceOf(t, got, "req")["runtime.correlation.identity"])
+			if got2 := attrsOf(spansByName(got)["req"]); !reflect.DeepEqual(got2, tt.want) {
+				t.Errorf("attrsOf(spansByName(got)[\"req\"]): got %v, want %v", got2, tt.want)
+			}
+			if got2 := resourceOf(t, got, "req")["runtime.correlation.identity"]; !reflect.DeepEqual(got2, tt.how) {
+				t.Errorf("resourceOf(t, got, \"req\")[\"runtime.correlation.identity\"]: got %v, want %q", got2, tt.how)
+			}
 		})
 	}
 }
@@ -287,9 +290,13 @@ func TestUnmatchedSpansAreMarkedAndCounted(t *testing.T) {
 			h.sendSpans(spanTraces(tt.span, spanAt{"req", 0, 5 * ms}, spanAt{"req-2", 0, 5 * ms}))
 			got := h.traceSink.AllTraces()
 			for _, name := range []string{"req", "req-2"} {
-				assert.Equal(t, map[string]any{"runtime.overlap.unmatched": tt.reason}, attrsOf(spansByName(got)[name]), name)
+				if got2 := attrsOf(spansByName(got)[name]); !reflect.DeepEqual(got2, map[string]any{"runtime.overlap.unmatched": tt.reason}) {
+					t.Errorf("%v: got %v, want %v", name, got2, map[string]any{"runtime.overlap.unmatched": tt.reason})
+				}
 			}
-			assert.NotContains(t, resourceOf(t, got, "req"), "runtime.correlation.identity")
+			if v, ok := resourceOf(t, got, "req")["runtime.correlation.identity"]; ok {
+				t.Errorf("resource of req: got runtime.correlation.identity = %v, want no such attribute", v)
+			}
 			metadatatest.AssertEqualProcessorRuntimecorrelationSpansUnmatched(t, h.tel,
 				unmatchedPoints(map[string]int64{tt.reason: 2}), metricdatatest.IgnoreTimestamp())
 		})
@@ -307,16 +314,24 @@ func TestReusedPidDoesNotInheritTheOldProcessWindows(t *testing.T) {
 	// The host path names the successor too, which is no host process.
 	h.sendSpans(spanTraces(resource{host: node, pid: inA.pid}, spanAt{"by-host-pid", 0, 5 * ms}))
 	got := spansByName(h.traceSink.AllTraces())
-	assert.Equal(t, map[string]any{}, attrsOf(got["new"]), "matched, and nothing of the old process overlapped it")
-	assert.Equal(t, map[string]any{"runtime.overlap.unmatched": "unknown_process"}, attrsOf(got["by-host-pid"]))
+	if got2 := attrsOf(got["new"]); !reflect.DeepEqual(got2, map[string]any{}) {
+		t.Errorf("matched, and nothing of the old process overlapped it: got %v, want %v", got2, map[string]any{})
+	}
+	if got2 := attrsOf(got["by-host-pid"]); !reflect.DeepEqual(got2, map[string]any{"runtime.overlap.unmatched": "unknown_process"}) {
+		t.Errorf("attrsOf(got[\"by-host-pid\"]): got %v, want %v", got2, map[string]any{"runtime.overlap.unmatched": "unknown_process"})
+	}
 
 	// The successor's own windows come under a new incarnation: its
 	// spans see them, and not the old ones.
 	h.sendWindows(windowsOf(successor), win(safepoint, 2*ms, 1*ms, 0))
 	h.sendSpans(spanTraces(resource{pid: 1, container: containerB}, spanAt{"new-2", 0, 5 * ms}))
-	assert.Equal(t, safepointTotals, attrsOf(spansByName(h.traceSink.AllTraces())["new-2"]))
+	if got := attrsOf(spansByName(h.traceSink.AllTraces())["new-2"]); !reflect.DeepEqual(got, safepointTotals) {
+		t.Errorf("attrsOf(spansByName(h.traceSink.AllTraces())[\"new-2\"]): got %v, want %v", got, safepointTotals)
+	}
 	h.c.mu.RLock()
-	assert.Equal(t, uint32(1), h.c.procs.byHost[nodePID{node, inA.pid}].gen)
+	if got := h.c.procs.byHost[nodePID{node, inA.pid}].gen; got != uint32(1) {
+		t.Errorf("h.c.procs.byHost[nodePID{node, inA.pid}].gen: got %v, want %v", got, uint32(1))
+	}
 	h.c.mu.RUnlock()
 }
 
@@ -358,16 +373,24 @@ func TestSpansWithoutProcessAreMatchedByTheirConnection(t *testing.T) {
 			for range 3 {
 				h.sendSpansCtx(withPeer(peer), spanTraces(tt.span, spanAt{"req", 0, 5 * ms}))
 			}
-			assert.Equal(t, 1, sockets.lookups)
+			if sockets.lookups != 1 {
+				t.Errorf("sockets.lookups: got %v, want %v", sockets.lookups, 1)
+			}
 			got := h.traceSink.AllTraces()
 			if tt.reason != "" {
-				assert.Equal(t, map[string]any{"runtime.overlap.unmatched": tt.reason}, attrsOf(spansByName(got)["req"]))
+				if got2 := attrsOf(spansByName(got)["req"]); !reflect.DeepEqual(got2, map[string]any{"runtime.overlap.unmatched": tt.reason}) {
+					t.Errorf("attrsOf(spansByName(got)[\"req\"]): got %v, want %v", got2, map[string]any{"runtime.overlap.unmatched": tt.reason})
+				}
 				metadatatest.AssertEqualProcessorRuntimecorrelationSpansUnmatched(t, h.tel,
 					unmatchedPoints(map[string]int64{tt.reason: 3}), metricdatatest.IgnoreTimestamp())
 				return
 			}
-			assert.Equal(t, tt.want, attrsOf(spansByName(got)["req"]))
-			assert.Equal(t, tt.how, resourceOf(t, got, "req")["runtime.correlation.identity"])
+			if got2 := attrsOf(spansByName(got)["req"]); !reflect.DeepEqual(got2, tt.want) {
+				t.Errorf("attrsOf(spansByName(got)[\"req\"]): got %v, want %v", got2, tt.want)
+			}
+			if got2 := resourceOf(t, got, "req")["runtime.correlation.identity"]; !reflect.DeepEqual(got2, tt.how) {
+				t.Errorf("resourceOf(t, got, \"req\")[\"runtime.correlation.identity\"]: got %v, want %q", got2, tt.how)
+			}
 		})
 	}
 }
@@ -413,14 +436,22 @@ func TestSpansOverHTTPAreMatchedByTheirAddress(t *testing.T) {
 			for range 3 {
 				h.sendSpansCtx(withAddress(podIP), spanTraces(tt.span, spanAt{"req", 0, 5 * ms}))
 			}
-			assert.Equal(t, 1, sockets.lookups, "one lookup for three batches")
+			if sockets.lookups != 1 {
+				t.Errorf("one lookup for three batches: got %v, want %v", sockets.lookups, 1)
+			}
 			got := spansByName(h.traceSink.AllTraces())["req"]
 			if tt.reason != "" {
-				assert.Equal(t, map[string]any{"runtime.overlap.unmatched": tt.reason}, attrsOf(got))
+				if got2 := attrsOf(got); !reflect.DeepEqual(got2, map[string]any{"runtime.overlap.unmatched": tt.reason}) {
+					t.Errorf("attrsOf(got): got %v, want %v", got2, map[string]any{"runtime.overlap.unmatched": tt.reason})
+				}
 				return
 			}
-			assert.Equal(t, tt.want, attrsOf(got))
-			assert.Equal(t, "connection", resourceOf(t, h.traceSink.AllTraces(), "req")["runtime.correlation.identity"])
+			if got2 := attrsOf(got); !reflect.DeepEqual(got2, tt.want) {
+				t.Errorf("attrsOf(got): got %v, want %v", got2, tt.want)
+			}
+			if got := resourceOf(t, h.traceSink.AllTraces(), "req")["runtime.correlation.identity"]; !reflect.DeepEqual(got, "connection") {
+				t.Errorf("resourceOf(t, h.traceSink.AllTraces(), \"req\")[\"runtime.correlation.identity\"]: got %v, want %q", got, "connection")
+			}
 		})
 	}
 }
@@ -433,8 +464,12 @@ func TestConnectionResolvesBeforeSpansWait(t *testing.T) {
 	sockets.owners[peer] = procsocket.Owner{PID: int(onHost.pid), StartTicks: onHost.startTicks}
 	h.sendSpansCtx(withPeer(peer), spanTraces(resource{}, spanAt{"req", 0, 5 * ms}))
 	h.sendWindows(windowsOf(onHost), win(gilWait, 1*ms, 1*ms, 7))
-	require.Equal(t, 1, h.traces.releaseDue(endOfTime))
-	assert.Equal(t, waitTotals, attrsOf(spansByName(h.traceSink.AllTraces())["req"]))
+	if got := h.traces.releaseDue(endOfTime); got != 1 {
+		t.Fatalf("h.traces.releaseDue(endOfTime): got %v, want %v", got, 1)
+	}
+	if got := attrsOf(spansByName(h.traceSink.AllTraces())["req"]); !reflect.DeepEqual(got, waitTotals) {
+		t.Errorf("attrsOf(spansByName(h.traceSink.AllTraces())[\"req\"]): got %v, want %v", got, waitTotals)
+	}
 }
 
 func TestOverlapRecordsNameTheContainer(t *testing.T) {
@@ -442,15 +477,26 @@ func TestOverlapRecordsNameTheContainer(t *testing.T) {
 	h.sendWindows(windowsOf(inB), win(safepoint, 0, 2*ms, 0))
 	out := h.sendWindows(windowsOf(inA), win(safepoint, 0, 2*ms, 0), win(gilWait, 1*ms, 2*ms, 7))
 	recs := overlapRecords(out)
-	require.Len(t, recs, 1, "inB's safepoint is another process's")
-	assert.Equal(t, map[string]any{
+	if got := len(recs); got != 1 {
+		t.Fatalf("inB's safepoint is another process's: got %d, want %d", got, 1)
+	}
+	if got := recs[0]["resource"]; !reflect.DeepEqual(got, map[string]any{
 		"host.name": node, "process.pid": inA.pid, "process.vpid": int64(1),
 		"container.id": containerA, "k8s.pod.uid": podP,
-	}, recs[0]["resource"])
+	}) {
+		t.Errorf("recs[0][\"resource\"]: got %v, want %v", got, map[string]any{
+			"host.name": node, "process.pid": inA.pid, "process.vpid": int64(1),
+			"container.id": containerA, "k8s.pod.uid": podP,
+		})
+	}
 
 	md := h.c.overlapMetrics()
-	require.Equal(t, 1, md.ResourceMetrics().Len())
-	assert.Equal(t, recs[0]["resource"], md.ResourceMetrics().At(0).Resource().Attributes().AsRaw())
+	if got := md.ResourceMetrics().Len(); got != 1 {
+		t.Fatalf("md.ResourceMetrics().Len(): got %v, want %v", got, 1)
+	}
+	if got := md.ResourceMetrics().At(0).Resource().Attributes().AsRaw(); !reflect.DeepEqual(got, recs[0]["resource"]) {
+		t.Errorf("md.ResourceMetrics().At(0).Resource().Attributes().AsRaw(): got %v, want %v", got, recs[0]["resource"])
+	}
 }
 
 func TestScopes(t *testing.T) {
@@ -481,7 +527,9 @@ func TestScopes(t *testing.T) {
 			h.sendWindows(windowsOf(inB), win(safepoint, 1*ms, 1*ms, 0))
 			h.sendWindows(windowsOf(inC), win(pyGC, 1*ms, 1*ms, 0))
 			h.sendSpans(spanTraces(tt.span, spanAt{"req", 0, 5 * ms}))
-			assert.Equal(t, tt.want, attrsOf(spansByName(h.traceSink.AllTraces())["req"]))
+			if got := attrsOf(spansByName(h.traceSink.AllTraces())["req"]); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("attrsOf(spansByName(h.traceSink.AllTraces())[\"req\"]): got %v, want %v", got, tt.want)
+			}
 		})
 	}
 }

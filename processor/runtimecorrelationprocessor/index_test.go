@@ -1,11 +1,10 @@
 package runtimecorrelationprocessor
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -62,15 +61,29 @@ func TestScopeMatching(t *testing.T) {
 			h.sendWindows(tt.jvmRes, jvm)
 			got := overlapRecords(h.sendWindows(tt.pyRes, py))
 			if !tt.wantOverlap {
-				assert.Empty(t, got)
+				if len(got) != 0 {
+					t.Errorf("overlapRecords: got %v, want empty", got)
+				}
 			} else {
-				require.Len(t, got, 1)
-				assert.Equal(t, tt.wantRes, got[0]["resource"])
-				assert.Equal(t, string(tt.scope), got[0]["runtime.overlap.scope"])
-				assert.Equal(t, 500*us, got[0]["runtime.overlap.duration"])
+				if got2 := len(got); got2 != 1 {
+					t.Fatalf("len(overlapRecords): got %d, want %d", got2, 1)
+				}
+				if got2 := got[0]["resource"]; !reflect.DeepEqual(got2, tt.wantRes) {
+					t.Errorf("got[0][\"resource\"]: got %v, want %v", got2, tt.wantRes)
+				}
+				if got2 := got[0]["runtime.overlap.scope"]; !reflect.DeepEqual(got2, string(tt.scope)) {
+					t.Errorf("got[0][\"runtime.overlap.scope\"]: got %v, want %q", got2, string(tt.scope))
+				}
+				if got2 := got[0]["runtime.overlap.duration"]; !reflect.DeepEqual(got2, 500*us) {
+					t.Errorf("got[0][\"runtime.overlap.duration\"]: got %v, want %v", got2, 500*us)
+				}
 				// Each window keeps its own process.
-				assert.Equal(t, tt.jvmRes.pid, got[0]["runtime.overlap.first.process.pid"])
-				assert.Equal(t, tt.pyRes.pid, got[0]["runtime.overlap.second.process.pid"])
+				if got2 := got[0]["runtime.overlap.first.process.pid"]; !reflect.DeepEqual(got2, tt.jvmRes.pid) {
+					t.Errorf("got[0][\"runtime.overlap.first.process.pid\"]: got %v, want %v", got2, tt.jvmRes.pid)
+				}
+				if got2 := got[0]["runtime.overlap.second.process.pid"]; !reflect.DeepEqual(got2, tt.pyRes.pid) {
+					t.Errorf("got[0][\"runtime.overlap.second.process.pid\"]: got %v, want %v", got2, tt.pyRes.pid)
+				}
 			}
 			if tt.unscoped > 0 {
 				metadatatest.AssertEqualProcessorRuntimecorrelationWindowsDropped(t, h.tel,
@@ -97,13 +110,21 @@ func TestWindowsAndOtherRecordsPassUnchanged(t *testing.T) {
 	want := plog.NewLogs()
 	ld.CopyTo(want)
 
-	require.NoError(t, h.logs.ConsumeLogs(t.Context(), ld))
+	if err := h.logs.ConsumeLogs(t.Context(), ld); err != nil {
+		t.Fatalf("h.logs.ConsumeLogs: %v", err)
+	}
 	out := h.logSink.AllLogs()[0]
-	require.Equal(t, 2, out.ResourceLogs().Len(), "the input resource and one of overlaps")
+	if got := out.ResourceLogs().Len(); got != 2 {
+		t.Fatalf("the input resource and one of overlaps: got %v, want %v", got, 2)
+	}
 	gotIn := plog.NewLogs()
 	out.ResourceLogs().At(0).CopyTo(gotIn.ResourceLogs().AppendEmpty())
-	assert.Equal(t, want, gotIn, "records pass in order, unchanged")
-	assert.Len(t, overlapRecords(out), 1)
+	if !reflect.DeepEqual(gotIn, want) {
+		t.Errorf("records pass in order, unchanged: got %v, want %v", gotIn, want)
+	}
+	if got := len(overlapRecords(out)); got != 1 {
+		t.Errorf("len(overlapRecords(out)): got %d, want %d", got, 1)
+	}
 	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsIndexed(t, h.tel,
 		[]metricdata.DataPoint[int64]{{Value: 2}}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsDropped(t, h.tel,
@@ -115,17 +136,27 @@ func TestDuplicateAndOutOfOrderWindows(t *testing.T) {
 	late := win(safepoint, 0, 1*ms, 0)
 	early := win(gilWait, 500*us, 1*ms, 5)
 	later := win(gilWait, 3*ms, 1*ms, 5)
-	assert.Empty(t, overlapRecords(h.sendWindows(proc, later)))
-	assert.Len(t, overlapRecords(h.sendWindows(proc, early)), 0, "a GIL wait alone")
+	if got := overlapRecords(h.sendWindows(proc, later)); len(got) != 0 {
+		t.Errorf("overlapRecords(h.sendWindows(proc, later)): got %v, want empty", got)
+	}
+	if got := len(overlapRecords(h.sendWindows(proc, early))); got != 0 {
+		t.Errorf("a GIL wait alone: got %d, want %d", got, 0)
+	}
 	// The safepoint arrives after windows that began later than it.
-	assert.Len(t, overlapRecords(h.sendWindows(proc, late)), 1)
+	if got := len(overlapRecords(h.sendWindows(proc, late))); got != 1 {
+		t.Errorf("len(overlapRecords(h.sendWindows(proc, late))): got %d, want %d", got, 1)
+	}
 	// A resent batch (an exporter retry) yields nothing new.
-	assert.Empty(t, overlapRecords(h.sendWindows(proc, late, early)))
+	if got := overlapRecords(h.sendWindows(proc, late, early)); len(got) != 0 {
+		t.Errorf("overlapRecords(h.sendWindows(proc, late, early)): got %v, want empty", got)
+	}
 	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsDropped(t, h.tel,
 		[]metricdata.DataPoint[int64]{reasonPoint(reasonDuplicate, 2)}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorRuntimecorrelationOverlaps(t, h.tel,
 		[]metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
-	assert.Equal(t, 3, h.c.windows.Len())
+	if got := h.c.windows.Len(); got != 3 {
+		t.Errorf("h.c.windows.Len(): got %v, want %v", got, 3)
+	}
 }
 
 func TestEvictionUnderTheCap(t *testing.T) {
@@ -135,7 +166,9 @@ func TestEvictionUnderTheCap(t *testing.T) {
 		burst = append(burst, win(safepoint, i*ms, 500*us, 0))
 	}
 	h.sendWindows(proc, burst...)
-	assert.Equal(t, 3, h.c.windows.Len())
+	if got := h.c.windows.Len(); got != 3 {
+		t.Errorf("h.c.windows.Len(): got %v, want %v", got, 3)
+	}
 	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsEvicted(t, h.tel,
 		[]metricdata.DataPoint[int64]{reasonPoint(reasonCap, 7)}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorRuntimecorrelationWindows(t, h.tel,
@@ -144,11 +177,17 @@ func TestEvictionUnderTheCap(t *testing.T) {
 	// older than all of them, still meets them on arrival, then is the
 	// one evicted.
 	got := overlapRecords(h.sendWindows(proc, win(gilWait, 0, 10*ms, 2)))
-	require.Len(t, got, 3)
-	for i, g := range got {
-		assert.Equal(t, t0+int64(7+i)*ms, g["runtime.overlap.first.start"])
+	if got2 := len(got); got2 != 3 {
+		t.Fatalf("len(overlapRecords): got %d, want %d", got2, 3)
 	}
-	assert.Equal(t, 3, h.c.windows.Len())
+	for i, g := range got {
+		if got := g["runtime.overlap.first.start"]; !reflect.DeepEqual(got, t0+int64(7+i)*ms) {
+			t.Errorf("g[\"runtime.overlap.first.start\"]: got %v, want %v", got, t0+int64(7+i)*ms)
+		}
+	}
+	if got := h.c.windows.Len(); got != 3 {
+		t.Errorf("h.c.windows.Len(): got %v, want %v", got, 3)
+	}
 	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsEvicted(t, h.tel,
 		[]metricdata.DataPoint[int64]{reasonPoint(reasonCap, 8)}, metricdatatest.IgnoreTimestamp())
 }
@@ -164,11 +203,15 @@ func TestRetentionAndClockSkew(t *testing.T) {
 	h.sendWindows(proc, win(safepoint, 1900*ms, 1*ms, 0))
 	// Beyond it: refused, so it cannot move the horizon and evict the rest.
 	h.sendWindows(proc, win(safepoint, 3600*1000*ms, 1*ms, 0))
-	assert.Equal(t, 2, h.c.windows.Len())
+	if got := h.c.windows.Len(); got != 2 {
+		t.Errorf("h.c.windows.Len(): got %v, want %v", got, 2)
+	}
 
 	h.clock.Advance(time.Minute)
 	h.sendWindows(proc, win(safepoint, 12*1000*ms, 1*ms, 0)) // horizon t0+2 s
-	assert.Equal(t, 1, h.c.windows.Len())
+	if got := h.c.windows.Len(); got != 1 {
+		t.Errorf("h.c.windows.Len(): got %v, want %v", got, 1)
+	}
 	h.sendWindows(proc, win(gilWait, 1500*ms, 1*ms, 0)) // before the horizon
 	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsEvicted(t, h.tel,
 		[]metricdata.DataPoint[int64]{reasonPoint(reasonRetention, 2)}, metricdatatest.IgnoreTimestamp())
@@ -195,8 +238,12 @@ func TestOneFloodingProcessEvictsOnlyItsOwnWindows(t *testing.T) {
 	}
 	h.sendWindows(proc, flood...)
 	c := h.c
-	assert.Equal(t, 10, c.windows.ScopeLen(scopeKey{host: "node-1", pid: 17}), "the quiet process keeps every window")
-	assert.Equal(t, 20, c.windows.ScopeLen(scopeKey{host: "node-1", pid: 4242}), "the flood keeps its cap")
+	if got := c.windows.ScopeLen(scopeKey{host: "node-1", pid: 17}); got != 10 {
+		t.Errorf("the quiet process keeps every window: got %v, want %v", got, 10)
+	}
+	if got := c.windows.ScopeLen(scopeKey{host: "node-1", pid: 4242}); got != 20 {
+		t.Errorf("the flood keeps its cap: got %v, want %v", got, 20)
+	}
 	metadatatest.AssertEqualProcessorRuntimecorrelationWindowsEvicted(t, h.tel,
 		[]metricdata.DataPoint[int64]{reasonPoint(reasonScopeCap, 180)}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorRuntimecorrelationWindows(t, h.tel,
@@ -212,7 +259,13 @@ func TestWindowLongerThanTheRetentionIsClipped(t *testing.T) {
 	// It overlaps only what falls within the retention of its start, and
 	// reports the length it was indexed with.
 	got := overlapRecords(h.sendWindows(proc, win(gilWait, 1500*ms, sec, 3)))
-	require.Len(t, got, 1)
-	assert.Equal(t, 500*ms, got[0]["runtime.overlap.duration"])
-	assert.Equal(t, 2*sec, got[0]["runtime.overlap.first.duration"])
+	if got2 := len(got); got2 != 1 {
+		t.Fatalf("len(overlapRecords): got %d, want %d", got2, 1)
+	}
+	if got2 := got[0]["runtime.overlap.duration"]; !reflect.DeepEqual(got2, 500*ms) {
+		t.Errorf("got[0][\"runtime.overlap.duration\"]: got %v, want %v", got2, 500*ms)
+	}
+	if got2 := got[0]["runtime.overlap.first.duration"]; !reflect.DeepEqual(got2, 2*sec) {
+		t.Errorf("got[0][\"runtime.overlap.first.duration\"]: got %v, want %v", got2, 2*sec)
+	}
 }

@@ -1,10 +1,9 @@
 package runtimecorrelationprocessor
 
 import (
+	"reflect"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor/processorhelper"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -137,7 +136,9 @@ func TestOverlapsAreComputedExactly(t *testing.T) {
 			for _, b := range tt.batches {
 				got = append(got, overlapRecords(h.sendWindows(proc, b...))...)
 			}
-			assert.Equal(t, tt.want, got)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got: got %v, want %v", got, tt.want)
+			}
 			want := make([]metricdata.DataPoint[int64], 0, 1)
 			if len(tt.want) > 0 {
 				want = append(want, metricdata.DataPoint[int64]{Value: int64(len(tt.want))})
@@ -152,16 +153,32 @@ func TestOverlapRecordIsReadable(t *testing.T) {
 	h.sendWindows(proc, win(safepoint, 0, 2*ms, 0))
 	out := h.sendWindows(proc, win(gilWait, 500*us, 3*ms, 31))
 	// The window passes first, the overlap follows in a resource of its own.
-	require.Equal(t, 2, out.ResourceLogs().Len())
+	if got := out.ResourceLogs().Len(); got != 2 {
+		t.Fatalf("out.ResourceLogs().Len(): got %v, want %v", got, 2)
+	}
 	lr := out.ResourceLogs().At(1).ScopeLogs().At(0).LogRecords().At(0)
-	assert.Equal(t, "runtime.overlap", lr.EventName())
-	assert.Equal(t, "jvm.safepoint overlapped python.gil.wait for 1.5ms", lr.Body().Str())
-	assert.Equal(t, "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor", out.ResourceLogs().At(1).ScopeLogs().At(0).Scope().Name())
-	assert.Equal(t, h.clock.Now().UnixNano(), int64(lr.ObservedTimestamp()))
+	if got := lr.EventName(); got != "runtime.overlap" {
+		t.Errorf("lr.EventName(): got %q, want %q", got, "runtime.overlap")
+	}
+	if got := lr.Body().Str(); got != "jvm.safepoint overlapped python.gil.wait for 1.5ms" {
+		t.Errorf("lr.Body().Str(): got %q, want %q", got, "jvm.safepoint overlapped python.gil.wait for 1.5ms")
+	}
+	if got := out.ResourceLogs().At(1).ScopeLogs().At(0).Scope().Name(); got != "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor" {
+		t.Errorf("out.ResourceLogs().At(1).ScopeLogs().At(0).Scope().Name(): got %q, want %q", got, "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor")
+	}
+	if got := int64(lr.ObservedTimestamp()); got != h.clock.Now().UnixNano() {
+		t.Errorf("int64(lr.ObservedTimestamp()): got %v, want %v", got, h.clock.Now().UnixNano())
+	}
 	// Overlap records are not windows: sending them again changes nothing.
 	again := plog.NewLogs()
 	out.ResourceLogs().At(1).CopyTo(again.ResourceLogs().AppendEmpty())
-	require.NoError(t, h.logs.ConsumeLogs(t.Context(), again))
-	assert.Equal(t, 1, h.logSink.AllLogs()[2].LogRecordCount(), "the overlap record passes unchanged")
-	assert.Equal(t, 2, h.c.windows.Len(), "only the two windows are indexed")
+	if err := h.logs.ConsumeLogs(t.Context(), again); err != nil {
+		t.Fatalf("h.logs.ConsumeLogs: %v", err)
+	}
+	if got := h.logSink.AllLogs()[2].LogRecordCount(); got != 1 {
+		t.Errorf("the overlap record passes unchanged: got %v, want %v", got, 1)
+	}
+	if got := h.c.windows.Len(); got != 2 {
+		t.Errorf("only the two windows are indexed: got %v, want %v", got, 2)
+	}
 }

@@ -2,11 +2,10 @@ package runtimecorrelationprocessor
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -58,31 +57,54 @@ func TestOverlapMetricsArePerScopeAndPair(t *testing.T) {
 	md := h.c.overlapMetrics()
 	pid7 := map[string]any{"host.name": "node-1", "process.pid": int64(7)}
 	pid4242 := map[string]any{"host.name": "node-1", "process.pid": int64(4242)}
-	assert.Equal(t, []point{
+	if got := points(md); !reflect.DeepEqual(got, []point{
 		{pid7, "runtime.overlap.count", "jvm.safepoint", "python.gc.pause", 1, start},
 		{pid7, "runtime.overlap.duration", "jvm.safepoint", "python.gc.pause", 250e-6, start},
 		{pid4242, "runtime.overlap.count", "jvm.safepoint", "python.gil.wait", 1, start},
 		{pid4242, "runtime.overlap.count", "jvm.gc.pause", "python.gil.wait", 2, start},
 		{pid4242, "runtime.overlap.duration", "jvm.safepoint", "python.gil.wait", 500e-6, start},
 		{pid4242, "runtime.overlap.duration", "jvm.gc.pause", "python.gil.wait", 2e-3, start},
-	}, points(md))
+	}) {
+		t.Errorf("points(md): got %v, want %v", got, []point{
+			{pid7, "runtime.overlap.count", "jvm.safepoint", "python.gc.pause", 1, start},
+			{pid7, "runtime.overlap.duration", "jvm.safepoint", "python.gc.pause", 250e-6, start},
+			{pid4242, "runtime.overlap.count", "jvm.safepoint", "python.gil.wait", 1, start},
+			{pid4242, "runtime.overlap.count", "jvm.gc.pause", "python.gil.wait", 2, start},
+			{pid4242, "runtime.overlap.duration", "jvm.safepoint", "python.gil.wait", 500e-6, start},
+			{pid4242, "runtime.overlap.duration", "jvm.gc.pause", "python.gil.wait", 2e-3, start},
+		})
+	}
 	m := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(1)
-	assert.Equal(t, "s", m.Unit())
-	assert.True(t, m.Sum().IsMonotonic())
-	assert.Equal(t, pmetric.AggregationTemporalityCumulative, m.Sum().AggregationTemporality())
+	if got := m.Unit(); got != "s" {
+		t.Errorf("m.Unit(): got %q, want %q", got, "s")
+	}
+	if !m.Sum().IsMonotonic() {
+		t.Errorf("m.Sum().IsMonotonic() is false")
+	}
+	if got := m.Sum().AggregationTemporality(); got != pmetric.AggregationTemporalityCumulative {
+		t.Errorf("m.Sum().AggregationTemporality(): got %v, want %v", got, pmetric.AggregationTemporalityCumulative)
+	}
 	scope, _ := m.Sum().DataPoints().At(0).Attributes().Get(attrOverlapScope)
-	assert.Equal(t, "process", scope.Str())
+	if got := scope.Str(); got != "process" {
+		t.Errorf("scope.Str(): got %q, want %q", got, "process")
+	}
 
 	// Once a process's windows have all left the index, its series go; a
 	// process still sending windows keeps its cumulative series.
 	h.clock.Advance(time.Hour)
 	h.sendWindows(proc, win(safepoint, int64(30*time.Minute), 1*ms, 0))
 	later := points(h.c.overlapMetrics())
-	require.Len(t, later, 4)
-	for _, p := range later {
-		assert.Equal(t, pid4242, p.resource)
+	if got := len(later); got != 4 {
+		t.Fatalf("len(points): got %d, want %d", got, 4)
 	}
-	assert.Equal(t, 2.0, later[1].value)
+	for _, p := range later {
+		if !reflect.DeepEqual(p.resource, pid4242) {
+			t.Errorf("p.resource: got %v, want %v", p.resource, pid4242)
+		}
+	}
+	if got := later[1].value; got != 2.0 {
+		t.Errorf("later[1].value: got %v, want %v", got, 2.0)
+	}
 }
 
 func TestMetricsPipelinePassesThroughAndEmitsAtShutdown(t *testing.T) {
@@ -91,26 +113,54 @@ func TestMetricsPipelinePassesThroughAndEmitsAtShutdown(t *testing.T) {
 	set := processortest.NewNopSettings(metadata.Type)
 	logSink, metricSink := new(consumertest.LogsSink), new(consumertest.MetricsSink)
 	logs, err := NewFactory().CreateLogs(t.Context(), set, cfg, logSink)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("NewFactory().CreateLogs: %v", err)
+	}
 	metrics, err := NewFactory().CreateMetrics(t.Context(), set, cfg, metricSink)
-	require.NoError(t, err)
-	require.NoError(t, logs.Start(t.Context(), componenttest.NewNopHost()))
-	require.NoError(t, metrics.Start(t.Context(), componenttest.NewNopHost()))
+	if err != nil {
+		t.Fatalf("NewFactory().CreateMetrics: %v", err)
+	}
+	if err := logs.Start(t.Context(), componenttest.NewNopHost()); err != nil {
+		t.Fatalf("logs.Start: %v", err)
+	}
+	if err := metrics.Start(t.Context(), componenttest.NewNopHost()); err != nil {
+		t.Fatalf("metrics.Start: %v", err)
+	}
 
 	in := pmetric.NewMetrics()
 	in.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty().SetName("jvm.gc.duration")
-	require.NoError(t, metrics.ConsumeMetrics(t.Context(), in))
-	require.Len(t, metricSink.AllMetrics(), 1)
-	assert.Equal(t, "jvm.gc.duration", metricSink.AllMetrics()[0].ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Name())
+	if err := metrics.ConsumeMetrics(t.Context(), in); err != nil {
+		t.Fatalf("metrics.ConsumeMetrics: %v", err)
+	}
+	if got := len(metricSink.AllMetrics()); got != 1 {
+		t.Fatalf("len(metricSink.AllMetrics()): got %d, want %d", got, 1)
+	}
+	if got := metricSink.AllMetrics()[0].ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Name(); got != "jvm.gc.duration" {
+		t.Errorf("metricSink.AllMetrics()[0].ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Name(): got %q, want %q", got, "jvm.gc.duration")
+	}
 
 	now := time.Now().UnixNano()
 	ws := windowLogs(t, proc, win(safepoint, now-t0-int64(time.Second), 2*ms, 0), win(gilWait, now-t0-int64(time.Second)+ms, 2*ms, 3))
-	require.NoError(t, logs.ConsumeLogs(t.Context(), ws))
-	require.NoError(t, metrics.Shutdown(context.Background()))
-	require.NoError(t, logs.Shutdown(context.Background()))
-	require.Len(t, metricSink.AllMetrics(), 2, "the final emission at shutdown")
+	if err := logs.ConsumeLogs(t.Context(), ws); err != nil {
+		t.Fatalf("logs.ConsumeLogs: %v", err)
+	}
+	if err := metrics.Shutdown(context.Background()); err != nil {
+		t.Fatalf("metrics.Shutdown: %v", err)
+	}
+	if err := logs.Shutdown(context.Background()); err != nil {
+		t.Fatalf("logs.Shutdown: %v", err)
+	}
+	if got := len(metricSink.AllMetrics()); got != 2 {
+		t.Fatalf("the final emission at shutdown: got %d, want %d", got, 2)
+	}
 	got := points(metricSink.AllMetrics()[1])
-	require.Len(t, got, 2)
-	assert.Equal(t, 1.0, got[0].value)
-	assert.Equal(t, 1e-3, got[1].value)
+	if got2 := len(got); got2 != 2 {
+		t.Fatalf("len(points): got %d, want %d", got2, 2)
+	}
+	if got2 := got[0].value; got2 != 1.0 {
+		t.Errorf("got[0].value: got %v, want %v", got2, 1.0)
+	}
+	if got2 := got[1].value; got2 != 1e-3 {
+		t.Errorf("got[1].value: got %v, want %v", got2, 1e-3)
+	}
 }

@@ -1,11 +1,10 @@
 package runtimecorrelationprocessor
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/e2e/containertest"
@@ -19,7 +18,9 @@ import (
 func startContainer(t *testing.T, pod string) *containertest.Container {
 	t.Helper()
 	c := containertest.Start(t, containertest.Spec{PodUID: pod, Args: []string{"sleep", "300"}})
-	require.NoError(t, c.WaitExec(5*time.Second))
+	if err := c.WaitExec(5 * time.Second); err != nil {
+		t.Fatalf("c.WaitExec: %v", err)
+	}
 	return c
 }
 
@@ -49,12 +50,24 @@ func TestRealNamespacesMatchEachContainersPid1(t *testing.T) {
 	h.sendSpans(spanTraces(resource{host: "pod-x", pid: 1, container: containertest.NewID()}, spanAt{"x", 0, 5 * ms}))
 
 	got := spansByName(h.traceSink.AllTraces())
-	assert.Equal(t, waitTotals, attrsOf(got["a"]), "a's own GIL wait only")
-	assert.Equal(t, safepointTotals, attrsOf(got["b"]), "b's own safepoint only")
-	assert.Equal(t, safepointTotals, attrsOf(got["b-by-pod"]), "pod Q has one pid 1")
-	assert.Equal(t, map[string]any{}, attrsOf(got["c2"]), "a live container without windows: matched, nothing overlapped")
-	assert.Equal(t, map[string]any{"runtime.overlap.unmatched": "ambiguous"}, attrsOf(got["p-by-pod"]), "pod P has two pid 1s")
-	assert.Equal(t, map[string]any{"runtime.overlap.unmatched": "unknown_process"}, attrsOf(got["x"]))
+	if got2 := attrsOf(got["a"]); !reflect.DeepEqual(got2, waitTotals) {
+		t.Errorf("a's own GIL wait only: got %v, want %v", got2, waitTotals)
+	}
+	if got2 := attrsOf(got["b"]); !reflect.DeepEqual(got2, safepointTotals) {
+		t.Errorf("b's own safepoint only: got %v, want %v", got2, safepointTotals)
+	}
+	if got2 := attrsOf(got["b-by-pod"]); !reflect.DeepEqual(got2, safepointTotals) {
+		t.Errorf("pod Q has one pid 1: got %v, want %v", got2, safepointTotals)
+	}
+	if got2 := attrsOf(got["c2"]); !reflect.DeepEqual(got2, map[string]any{}) {
+		t.Errorf("a live container without windows: matched, nothing overlapped: got %v, want %v", got2, map[string]any{})
+	}
+	if got2 := attrsOf(got["p-by-pod"]); !reflect.DeepEqual(got2, map[string]any{"runtime.overlap.unmatched": "ambiguous"}) {
+		t.Errorf("pod P has two pid 1s: got %v, want %v", got2, map[string]any{"runtime.overlap.unmatched": "ambiguous"})
+	}
+	if got2 := attrsOf(got["x"]); !reflect.DeepEqual(got2, map[string]any{"runtime.overlap.unmatched": "unknown_process"}) {
+		t.Errorf("attrsOf(got[\"x\"]): got %v, want %v", got2, map[string]any{"runtime.overlap.unmatched": "unknown_process"})
+	}
 	metadatatest.AssertEqualProcessorRuntimecorrelationSpansUnmatched(t, h.tel,
 		unmatchedPoints(map[string]int64{"ambiguous": 1, "unknown_process": 1}), metricdatatest.IgnoreTimestamp())
 
@@ -62,5 +75,7 @@ func TestRealNamespacesMatchEachContainersPid1(t *testing.T) {
 	// new pid 1 in a new container is not confused with it.
 	a.Kill()
 	h.sendSpans(spanTraces(resource{host: "pod-a", pid: 1, container: a.ID}, spanAt{"a-after-exit", 0, 5 * ms}))
-	assert.Equal(t, waitTotals, attrsOf(spansByName(h.traceSink.AllTraces())["a-after-exit"]))
+	if got := attrsOf(spansByName(h.traceSink.AllTraces())["a-after-exit"]); !reflect.DeepEqual(got, waitTotals) {
+		t.Errorf("attrsOf(spansByName(h.traceSink.AllTraces())[\"a-after-exit\"]): got %v, want %v", got, waitTotals)
+	}
 }

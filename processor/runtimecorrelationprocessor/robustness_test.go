@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -40,11 +38,17 @@ func TestExtremeInputIsPassedOnAndCounted(t *testing.T) {
 	pidStr := ld.ResourceLogs().AppendEmpty()
 	pidStr.Resource().Attributes().PutStr(window.ResourcePID, "4242")
 	pidStr.Resource().Attributes().PutStr(window.ResourceHostName, proc.host)
-	require.NoError(t, window.Encode(win(safepoint, 0, time.Hour.Nanoseconds(), 0), pidStr.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()))
+	if err := window.Encode(win(safepoint, 0, time.Hour.Nanoseconds(), 0), pidStr.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()); err != nil {
+		t.Fatalf("window.Encode: %v", err)
+	}
 	records := ld.LogRecordCount()
-	require.NoError(t, h.logs.ConsumeLogs(t.Context(), ld))
+	if err := h.logs.ConsumeLogs(t.Context(), ld); err != nil {
+		t.Fatalf("h.logs.ConsumeLogs: %v", err)
+	}
 	out := h.logSink.AllLogs()[0]
-	assert.GreaterOrEqual(t, out.LogRecordCount(), records, "every record passes on")
+	if got := out.LogRecordCount(); got < records {
+		t.Errorf("every record passes on: got %v, want >= %v", got, records)
+	}
 
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
@@ -56,6 +60,10 @@ func TestExtremeInputIsPassedOnAndCounted(t *testing.T) {
 		span.SetEndTimestamp(pcommon.Timestamp(s[1]))
 	}
 	h.sendSpans(td)
-	assert.GreaterOrEqual(t, h.traceSink.SpanCount(), 5)
-	assert.LessOrEqual(t, h.c.windows.Len(), h.cfg.Windows.MaxWindows)
+	if got := h.traceSink.SpanCount(); got < 5 {
+		t.Errorf("h.traceSink.SpanCount(): got %v, want >= %v", got, 5)
+	}
+	if got := h.c.windows.Len(); got > h.cfg.Windows.MaxWindows {
+		t.Errorf("h.c.windows.Len(): got %v, want <= %v", got, h.cfg.Windows.MaxWindows)
+	}
 }

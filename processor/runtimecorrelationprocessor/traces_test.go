@@ -2,11 +2,10 @@ package runtimecorrelationprocessor
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -66,8 +65,12 @@ func TestSpanAnnotation(t *testing.T) {
 			}
 			h.sendSpans(spanTraces(proc, spanAt{"infer", 1 * ms, 2 * ms}))
 			span := spansByName(h.traceSink.AllTraces())["infer"]
-			assert.Equal(t, tt.want, attrsOf(span))
-			assert.Equal(t, 0, span.Events().Len())
+			if got := attrsOf(span); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("attrsOf(span): got %v, want %v", got, tt.want)
+			}
+			if got := span.Events().Len(); got != 0 {
+				t.Errorf("span.Events().Len(): got %v, want %v", got, 0)
+			}
 		})
 	}
 }
@@ -88,11 +91,17 @@ func TestSpanEventsPlaceEachWindow(t *testing.T) {
 		got = append(got, ev{e.Name(), int64(e.Timestamp()) - t0, e.Attributes().AsRaw()})
 	}
 	pid := proc.pid
-	assert.Equal(t, []ev{
+	if !reflect.DeepEqual(got, []ev{
 		{"jvm.safepoint", 1 * ms, map[string]any{"runtime.window.duration": 200 * us, "runtime.overlap.duration": 100 * us, "process.pid": pid}},
 		{"jvm.safepoint", 1500 * us, map[string]any{"runtime.window.duration": 100 * us, "runtime.overlap.duration": 100 * us, "process.pid": pid}},
 		{"python.gil.wait", 1950 * us, map[string]any{"runtime.window.duration": 550 * us, "runtime.overlap.duration": 50 * us, "thread.id": int64(12), "process.pid": pid}},
-	}, got)
+	}) {
+		t.Errorf("got: got %v, want %v", got, []ev{
+			{"jvm.safepoint", 1 * ms, map[string]any{"runtime.window.duration": 200 * us, "runtime.overlap.duration": 100 * us, "process.pid": pid}},
+			{"jvm.safepoint", 1500 * us, map[string]any{"runtime.window.duration": 100 * us, "runtime.overlap.duration": 100 * us, "process.pid": pid}},
+			{"python.gil.wait", 1950 * us, map[string]any{"runtime.window.duration": 550 * us, "runtime.overlap.duration": 50 * us, "thread.id": int64(12), "process.pid": pid}},
+		})
+	}
 }
 
 func TestChildSpansPlaceEachWindowInsideTheParent(t *testing.T) {
@@ -103,33 +112,59 @@ func TestChildSpansPlaceEachWindowInsideTheParent(t *testing.T) {
 	h.sendWindows(proc, spBefore, spInside, waitEnd)
 	h.sendSpans(spanTraces(proc, spanAt{"infer", 1 * ms, 2 * ms}))
 	out := h.traceSink.AllTraces()[0]
-	require.Equal(t, 3, out.SpanCount(), "the parent and two children (max_placements)")
+	if got := out.SpanCount(); got != 3 {
+		t.Fatalf("the parent and two children (max_placements): got %v, want %v", got, 3)
+	}
 	sss := out.ResourceSpans().At(0).ScopeSpans()
-	require.Equal(t, 2, sss.Len())
+	if got := sss.Len(); got != 2 {
+		t.Fatalf("sss.Len(): got %v, want %v", got, 2)
+	}
 	parent := sss.At(0).Spans().At(0)
-	assert.Equal(t, int64(2), attrsOf(parent)["runtime.overlap.jvm.safepoint.count"], "totals count every window")
-	assert.Equal(t, int64(1), attrsOf(parent)["runtime.overlap.python.gil.wait.count"])
-	assert.Equal(t, metadata.ScopeName, sss.At(1).Scope().Name())
+	if got := attrsOf(parent)["runtime.overlap.jvm.safepoint.count"]; !reflect.DeepEqual(got, int64(2)) {
+		t.Errorf("totals count every window: got %v, want %v", got, int64(2))
+	}
+	if got := attrsOf(parent)["runtime.overlap.python.gil.wait.count"]; !reflect.DeepEqual(got, int64(1)) {
+		t.Errorf("attrsOf(parent)[\"runtime.overlap.python.gil.wait.count\"]: got %v, want %v", got, int64(1))
+	}
+	if got := sss.At(1).Scope().Name(); got != metadata.ScopeName {
+		t.Errorf("sss.At(1).Scope().Name(): got %q, want %q", got, metadata.ScopeName)
+	}
 	children := sss.At(1).Spans()
 	wantRanges := [][2]int64{{1 * ms, 1100 * us}, {1500 * us, 1600 * us}}
 	ids := map[pcommon.SpanID]bool{}
 	for i := 0; i < children.Len(); i++ {
 		c := children.At(i)
-		assert.Equal(t, "jvm.safepoint", c.Name())
-		assert.Equal(t, parent.TraceID(), c.TraceID())
-		assert.Equal(t, parent.SpanID(), c.ParentSpanID())
-		assert.Equal(t, ptrace.SpanKindInternal, c.Kind())
-		assert.Equal(t, wantRanges[i], [2]int64{int64(c.StartTimestamp()) - t0, int64(c.EndTimestamp()) - t0})
-		assert.False(t, c.SpanID().IsEmpty())
+		if got := c.Name(); got != "jvm.safepoint" {
+			t.Errorf("c.Name(): got %q, want %q", got, "jvm.safepoint")
+		}
+		if got := c.TraceID(); got != parent.TraceID() {
+			t.Errorf("c.TraceID(): got %v, want %v", got, parent.TraceID())
+		}
+		if got := c.ParentSpanID(); got != parent.SpanID() {
+			t.Errorf("c.ParentSpanID(): got %v, want %v", got, parent.SpanID())
+		}
+		if got := c.Kind(); got != ptrace.SpanKindInternal {
+			t.Errorf("c.Kind(): got %v, want %v", got, ptrace.SpanKindInternal)
+		}
+		if got := [2]int64{int64(c.StartTimestamp()) - t0, int64(c.EndTimestamp()) - t0}; got != wantRanges[i] {
+			t.Errorf("[2]int64{int64(c.StartTimestamp()) - t0, int64(c.EndTimestamp()) - t0}: got %v, want %v", got, wantRanges[i])
+		}
+		if c.SpanID().IsEmpty() {
+			t.Errorf("c.SpanID().IsEmpty() is true")
+		}
 		ids[c.SpanID()] = true
 	}
-	assert.Len(t, ids, 2, "distinct child span ids")
+	if got := len(ids); got != 2 {
+		t.Errorf("distinct child span ids: got %d, want %d", got, 2)
+	}
 
 	// The same span again (a retried batch) gets the same child ids.
 	h.sendSpans(spanTraces(proc, spanAt{"infer", 1 * ms, 2 * ms}))
 	again := h.traceSink.AllTraces()[1].ResourceSpans().At(0).ScopeSpans().At(1).Spans()
 	for i := 0; i < again.Len(); i++ {
-		assert.True(t, ids[again.At(i).SpanID()])
+		if !ids[again.At(i).SpanID()] {
+			t.Errorf("ids[again.At(i).SpanID()] is false")
+		}
 	}
 }
 
@@ -139,11 +174,15 @@ func TestSpansWithoutIdentityAreMarkedUnmatched(t *testing.T) {
 	h.sendSpans(spanTraces(resource{host: "node-1"}, spanAt{"no-pid", 1 * ms, 2 * ms}, spanAt{"no-pid-2", 1 * ms, 2 * ms}))
 	got := spansByName(h.traceSink.AllTraces())
 	for _, name := range []string{"no-pid", "no-pid-2"} {
-		assert.Equal(t, map[string]any{"runtime.overlap.unmatched": "no_identity"}, attrsOf(got[name]), name)
+		if got2 := attrsOf(got[name]); !reflect.DeepEqual(got2, map[string]any{"runtime.overlap.unmatched": "no_identity"}) {
+			t.Errorf("%v: got %v, want %v", name, got2, map[string]any{"runtime.overlap.unmatched": "no_identity"})
+		}
 	}
 	res := h.traceSink.AllTraces()[0].ResourceSpans().At(0).Resource().Attributes()
 	_, has := res.Get("runtime.correlation.identity")
-	assert.False(t, has, "an unmatched resource names no identity")
+	if has {
+		t.Errorf("an unmatched resource names no identity (has is true)")
+	}
 	metadatatest.AssertEqualProcessorRuntimecorrelationSpansUnmatched(t, h.tel,
 		[]metricdata.DataPoint[int64]{{Value: 2, Attributes: attribute.NewSet(attribute.String("reason", "no_identity"))}},
 		metricdatatest.IgnoreTimestamp())
@@ -154,7 +193,9 @@ func TestSpansWaitForLateWindows(t *testing.T) {
 	// The span ended just now (the clock reads t0 + 1 s).
 	h.clock.Advance(-time.Second + 2*time.Millisecond)
 	h.sendSpans(spanTraces(proc, spanAt{"infer", 1 * ms, 2 * ms}))
-	assert.Empty(t, h.traceSink.AllTraces(), "held for windows")
+	if got := h.traceSink.AllTraces(); len(got) != 0 {
+		t.Errorf("held for windows: got %v, want empty", got)
+	}
 	metadatatest.AssertEqualProcessorRuntimecorrelationSpansWaiting(t, h.tel,
 		[]metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
 
@@ -162,21 +203,34 @@ func TestSpansWaitForLateWindows(t *testing.T) {
 	h.sendWindows(proc, waitEnd)
 	h.clock.Advance(time.Second)
 	h.sendWindows(proc, spInside)
-	assert.Equal(t, 0, h.traces.releaseDue(h.clock.Now()), "not due before the delay")
+	if got := h.traces.releaseDue(h.clock.Now()); got != 0 {
+		t.Errorf("not due before the delay: got %v, want %v", got, 0)
+	}
 
 	h.clock.Advance(time.Second)
-	assert.Equal(t, 1, h.traces.releaseDue(h.clock.Now()))
+	if got := h.traces.releaseDue(h.clock.Now()); got != 1 {
+		t.Errorf("h.traces.releaseDue(h.clock.Now()): got %v, want %v", got, 1)
+	}
 	span := spansByName(h.traceSink.AllTraces())["infer"]
-	assert.Equal(t, map[string]any{
+	if got := attrsOf(span); !reflect.DeepEqual(got, map[string]any{
 		"runtime.overlap.jvm.safepoint.duration":   100 * us,
 		"runtime.overlap.jvm.safepoint.count":      int64(1),
 		"runtime.overlap.python.gil.wait.duration": 50 * us,
 		"runtime.overlap.python.gil.wait.count":    int64(1),
-	}, attrsOf(span))
+	}) {
+		t.Errorf("attrsOf(span): got %v, want %v", got, map[string]any{
+			"runtime.overlap.jvm.safepoint.duration":   100 * us,
+			"runtime.overlap.jvm.safepoint.count":      int64(1),
+			"runtime.overlap.python.gil.wait.duration": 50 * us,
+			"runtime.overlap.python.gil.wait.count":    int64(1),
+		})
+	}
 	metadatatest.AssertEqualProcessorRuntimecorrelationSpansWaiting(t, h.tel,
 		[]metricdata.DataPoint[int64]{{Value: 0}}, metricdatatest.IgnoreTimestamp())
 	_, err := h.tel.GetMetric("otelcol_processor_runtimecorrelation_windows_late")
-	assert.Error(t, err, "no window was late so far")
+	if err == nil {
+		t.Errorf("no window was late so far: got nil error, want an error")
+	}
 
 	// A window for that span arriving now is late, and counted; one that
 	// does not touch any forwarded span is not.
@@ -203,7 +257,9 @@ func TestDueTime(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			end := now.UnixNano() + tt.spanEnd
 			td := spanTraces(proc, spanAt{"s", end - t0 - ms, end - t0})
-			assert.Equal(t, tt.want, h.traces.dueTime(td, now).Sub(now))
+			if got := h.traces.dueTime(td, now).Sub(now); got != tt.want {
+				t.Errorf("h.traces.dueTime(td, now).Sub(now): got %v, want %v", got, tt.want)
+			}
 		})
 	}
 }
@@ -218,8 +274,12 @@ func TestMaxWaitingReleasesTheEarliestDue(t *testing.T) {
 	h.sendSpans(spanTraces(proc, spanAt{"b", 0, 1 * ms}))
 	h.sendSpans(spanTraces(proc, spanAt{"c", 1 * ms, 2 * ms}))
 	got := spansByName(h.traceSink.AllTraces())
-	assert.Len(t, got, 1)
-	assert.Contains(t, got, "b", "b ended first, so was due first")
+	if got2 := len(got); got2 != 1 {
+		t.Errorf("len(spansByName): got %d, want %d", got2, 1)
+	}
+	if _, ok := got["b"]; !ok {
+		t.Errorf("b ended first, so was due first: got %v, want it to contain %q", got, "b")
+	}
 	metadatatest.AssertEqualProcessorRuntimecorrelationSpansReleasedEarly(t, h.tel,
 		[]metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualProcessorRuntimecorrelationSpansWaiting(t, h.tel,
@@ -235,18 +295,32 @@ func TestShutdownFlushesWaitingSpans(t *testing.T) {
 	for _, name := range []string{"a", "b", "c"} {
 		h.sendSpans(spanTraces(proc, spanAt{name, 1 * ms, 2 * ms}, spanAt{name + "2", 6 * ms, 7 * ms}))
 	}
-	require.Empty(t, h.traceSink.AllTraces())
-	require.NoError(t, h.traces.shutdown(t.Context()))
+	if got := h.traceSink.AllTraces(); len(got) != 0 {
+		t.Fatalf("h.traceSink.AllTraces(): got %v, want empty", got)
+	}
+	if err := h.traces.shutdown(t.Context()); err != nil {
+		t.Fatalf("h.traces.shutdown: %v", err)
+	}
 	got := spansByName(h.traceSink.AllTraces())
-	require.Len(t, got, 6, "nothing lost")
+	if got2 := len(got); got2 != 6 {
+		t.Fatalf("nothing lost: got %d, want %d", got2, 6)
+	}
 	for _, name := range []string{"a", "b", "c"} {
-		assert.Equal(t, 1*ms, attrsOf(got[name])["runtime.overlap.python.gil.wait.duration"], name)
-		assert.Empty(t, attrsOf(got[name+"2"]), name+"2")
+		if got2 := attrsOf(got[name])["runtime.overlap.python.gil.wait.duration"]; !reflect.DeepEqual(got2, 1*ms) {
+			t.Errorf("%v: got %v, want %v", name, got2, 1*ms)
+		}
+		if got2 := attrsOf(got[name+"2"]); len(got2) != 0 {
+			t.Errorf("%v: got %v, want empty", name+"2", got2)
+		}
 	}
 	// After shutdown a late batch is annotated and passed at once.
 	h.sendSpans(spanTraces(proc, spanAt{"d", 1 * ms, 2 * ms}))
-	assert.Contains(t, spansByName(h.traceSink.AllTraces()), "d")
-	require.NoError(t, h.traces.shutdown(t.Context()), "shutdown twice")
+	if _, ok := spansByName(h.traceSink.AllTraces())["d"]; !ok {
+		t.Errorf("span d after shutdown: not passed on, want it passed at once")
+	}
+	if err := h.traces.shutdown(t.Context()); err != nil {
+		t.Fatalf("shutdown twice: %v", err)
+	}
 }
 
 // TestTimerReleasesSpans runs the pipeline's own timer: logs and traces
@@ -258,23 +332,48 @@ func TestTimerReleasesSpans(t *testing.T) {
 	set := processortest.NewNopSettings(metadata.Type)
 	logSink, traceSink := new(consumertest.LogsSink), new(consumertest.TracesSink)
 	logs, err := NewFactory().CreateLogs(t.Context(), set, cfg, logSink)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("NewFactory().CreateLogs: %v", err)
+	}
 	traces, err := NewFactory().CreateTraces(t.Context(), set, cfg, traceSink)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("NewFactory().CreateTraces: %v", err)
+	}
 	host := componenttest.NewNopHost()
-	require.NoError(t, logs.Start(t.Context(), host))
-	require.NoError(t, traces.Start(t.Context(), host))
+	if err := logs.Start(t.Context(), host); err != nil {
+		t.Fatalf("logs.Start: %v", err)
+	}
+	if err := traces.Start(t.Context(), host); err != nil {
+		t.Fatalf("traces.Start: %v", err)
+	}
 
 	now := time.Now().UnixNano()
 	w := window.Window{Kind: window.KindJVMGCPause, Start: now - int64(time.Second), Duration: 10 * time.Millisecond}
-	require.NoError(t, logs.ConsumeLogs(t.Context(), windowLogs(t, proc, w)))
+	if err := logs.ConsumeLogs(t.Context(), windowLogs(t, proc, w)); err != nil {
+		t.Fatalf("logs.ConsumeLogs: %v", err)
+	}
 	td := spanTraces(proc, spanAt{"infer", now - t0 - int64(time.Second) - 5*ms, now - t0 - int64(time.Second) + 5*ms})
-	require.NoError(t, traces.ConsumeTraces(t.Context(), td))
-	assert.Eventually(t, func() bool { return traceSink.SpanCount() == 1 }, 10*time.Second, 5*time.Millisecond)
+	if err := traces.ConsumeTraces(t.Context(), td); err != nil {
+		t.Fatalf("traces.ConsumeTraces: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); traceSink.SpanCount() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("traceSink.SpanCount(): got %d after 10s, want 1", traceSink.SpanCount())
+			break
+		}
+	}
 
-	require.NoError(t, traces.Shutdown(context.Background()))
-	require.NoError(t, logs.Shutdown(context.Background()))
+	if err := traces.Shutdown(context.Background()); err != nil {
+		t.Fatalf("traces.Shutdown: %v", err)
+	}
+	if err := logs.Shutdown(context.Background()); err != nil {
+		t.Fatalf("logs.Shutdown: %v", err)
+	}
 	span := spansByName(traceSink.AllTraces())["infer"]
-	assert.Equal(t, 5*ms, attrsOf(span)["runtime.overlap.jvm.gc.pause.duration"])
-	assert.Equal(t, 0, correlators.Len(), "the shared state is gone with its last pipeline")
+	if got := attrsOf(span)["runtime.overlap.jvm.gc.pause.duration"]; !reflect.DeepEqual(got, 5*ms) {
+		t.Errorf("attrsOf(span)[\"runtime.overlap.jvm.gc.pause.duration\"]: got %v, want %v", got, 5*ms)
+	}
+	if got := correlators.Len(); got != 0 {
+		t.Errorf("the shared state is gone with its last pipeline: got %v, want %v", got, 0)
+	}
 }
