@@ -89,6 +89,10 @@ test: build test-deps ## Build the binary once, then run every test against it.
 test-deps: ## Install what the tests' workloads need (idempotent).
 	@# the timeline page's tests: headless Chromium (Debian's package).
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+	@# distribution/dashboards_test.go and internal/e2e/dashboards_test.go:
+	@# promtool and a real Prometheus (Debian's package).
+	@command -v prometheus >/dev/null && command -v promtool >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus; }
 	@python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('jep') is None)" || \
 		JAVA_HOME=$$(dirname $$(dirname $$(readlink -f $$(command -v javac)))) \
 		python3 -m pip install --quiet jep==$(JEP_VERSION)
