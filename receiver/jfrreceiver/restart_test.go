@@ -2,9 +2,11 @@ package jfrreceiver
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -436,6 +438,135 @@ func TestRepositoryRestartJVMKeepsRunning(t *testing.T) {
 			}
 			if dups == 0 {
 				t.Errorf("without storage the restart sent nothing twice: the newest chunk was not re-read")
+			}
+		})
+	}
+}
+
+// TestRepositoryRestartJVMExitsDuringDowntime: as
+// TestRepositoryRestartJVMKeepsRunning, but the JVM (JDK 25) exits while
+// the collector is down. HotSpot deletes the repository of an exiting JVM
+// (its chunk files and folder) unless it runs with
+// -XX:FlightRecorderOptions:preserve-repository=true (JDK 21+): with it the
+// folder stays, the pattern still matches it and the restarted receiver
+// reads the rest of the chunk it was reading and the chunks after it, up to
+// the final one, once. Without it what was written during the downtime is
+// gone with the folder: that figure is logged and must not be zero. About
+// 2 × 12 s.
+func TestRepositoryRestartJVMExitsDuringDowntime(t *testing.T) {
+	j := jfrtest.Find(t, 25)
+	src, jfc, err := jfrtest.Workload()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		preserve bool
+	}{{"preserve-repository", true}, {"repository-deleted", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			repoDir := filepath.Join(dir, "repo")
+			storageDir := filepath.Join(dir, "storage")
+			for _, d := range []string{repoDir, storageDir} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := NewFactory().CreateDefaultConfig().(*Config)
+			cfg.PollInterval = 200 * time.Millisecond
+			cfg.Repositories.Discover = false
+			cfg.Repositories.Include = []string{filepath.Join(repoDir, "2*_*")}
+			cfg.Repositories.DiscoveryInterval = 200 * time.Millisecond
+			id := fileStorageID
+			cfg.Storage = &id
+
+			stop1 := make(chan struct{})
+			first := make(chan *consumertest.LogsSink, 1)
+			sink1 := new(consumertest.LogsSink)
+			go func() { first <- runCollector(t, cfg, storageDir, sink1, stop1) }()
+			time.Sleep(300 * time.Millisecond)
+			// The JVM's own recording, for the oracle: dumped at exit
+			// (dumponexit takes the chunks out of the repository, so a
+			// preserved one is left empty), or, preserved, the chunk files
+			// the repository keeps.
+			opts, recording := "repository="+repoDir, "settings=profile,settings="+jfc+",filename="+filepath.Join(dir, "dump.jfr")
+			if tc.preserve {
+				opts, recording = opts+",preserve-repository=true", "settings=profile,settings="+jfc
+			}
+			cmd := exec.Command(j.Java(), "-Xmx48m", "-Xlog:disable", "-XX:FlightRecorderOptions:"+opts,
+				"-XX:StartFlightRecording:"+recording, src, "7000")
+			cmd.Dir = dir
+			out := &bytes.Buffer{}
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			t.Cleanup(func() {
+				cmd.Process.Kill()
+				<-exited
+			})
+			pid := int64(cmd.Process.Pid)
+			waitFor(t, exited, out, func() bool { return len(jfrWindows(t, pid, sink1)) >= 200 })
+			close(stop1)
+			<-first
+			waitExit(t, exited, out) // during the downtime
+			time.Sleep(500 * time.Millisecond)
+
+			stop2 := make(chan struct{})
+			second := make(chan *consumertest.LogsSink, 1)
+			sink2 := new(consumertest.LogsSink)
+			go func() { second <- runCollector(t, cfg, storageDir, sink2, stop2) }()
+			time.Sleep(time.Second)
+			waitQuiet(t, sink2)
+			close(stop2)
+			<-second
+
+			files := []string{filepath.Join(dir, "dump.jfr")}
+			if tc.preserve {
+				files, _ = filepath.Glob(filepath.Join(repoDir, "2*_*", "*.jfr"))
+				if len(files) == 0 {
+					t.Fatal("preserve-repository kept no chunk file")
+				}
+			}
+			want := map[string]int{}
+			for _, f := range files {
+				for _, e := range jfroracle.Events(t, j, f, "jdk.GCPhasePause") {
+					want[fmt.Sprintf("GC(%d) %s", e.Int("gcId"), e.Str("name"))]++
+				}
+				for _, e := range jfroracle.Events(t, j, f, "jdk.SafepointBegin") {
+					want[fmt.Sprintf("safepoint %d", e.Int("safepointId"))]++
+				}
+			}
+			got := jfrWindows(t, pid, sink1, sink2)
+			dups, gaps, extra, missing := compare(want, got)
+			t.Logf("%s: recording %d pauses and safepoints, received %d (first run %d), duplicates %d, gaps %d (first: %v), not in the recording %d",
+				tc.name, len(want), len(got), len(jfrWindows(t, pid, sink1)), dups, gaps, missing, extra)
+			if len(want) < 30 {
+				t.Fatalf("recording too thin: %d pauses and safepoints", len(want))
+			}
+			if dups != 0 || extra != 0 {
+				t.Errorf("across the restart: %d duplicates, %d windows not in the recording", dups, extra)
+			}
+			if tc.preserve && gaps != 0 {
+				t.Errorf("across the restart: %d gaps (%v)", gaps, missing)
+			}
+			if !tc.preserve && gaps == 0 {
+				t.Errorf("the deleted repository lost nothing: the JVM did not write during the downtime")
+			}
+			if tc.preserve {
+				// A third start finds the preserved folder read to its end.
+				stop3 := make(chan struct{})
+				third := make(chan *consumertest.LogsSink, 1)
+				sink3 := new(consumertest.LogsSink)
+				go func() { third <- runCollector(t, cfg, storageDir, sink3, stop3) }()
+				time.Sleep(2 * time.Second)
+				close(stop3)
+				<-third
+				if n := len(jfrWindows(t, pid, sink3)); n != 0 {
+					t.Errorf("a third start read the preserved repository again: %d windows", n)
+				}
 			}
 		})
 	}

@@ -108,6 +108,9 @@ type Source struct {
 	// beforeSegment, when set (tests), runs before each segment is
 	// decoded, with the repository folder.
 	beforeSegment func(dir string)
+
+	// endedTicks are the ended repositories' JVM start times (Positions).
+	endedTicks map[string]uint64
 }
 
 // New returns a source; it reads nothing before the first Poll.
@@ -118,7 +121,7 @@ func New(cfg Config) *Source {
 	if cfg.MaxChunkSize <= 0 {
 		cfg.MaxChunkSize = jfr.DefaultMaxChunkSize
 	}
-	s := &Source{cfg: cfg, followers: map[string]*follower{}, ended: map[string]bool{}, tooMany: map[jvmKey]bool{}, now: time.Now}
+	s := &Source{cfg: cfg, followers: map[string]*follower{}, ended: map[string]bool{}, endedTicks: map[string]uint64{}, tooMany: map[jvmKey]bool{}, now: time.Now}
 	s.memory.max = cfg.MaxMemory
 	if cfg.Discover {
 		s.scanner = discovery.NewScanner(cfg.ProcRoot)
@@ -221,6 +224,7 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 			f.closeAll()
 			delete(s.followers, dir)
 			s.ended[dir] = true
+			s.endedTicks[dir] = f.jvm.StartTicks
 		}
 	}
 	return errors.Join(errs...)
@@ -372,6 +376,7 @@ func (s *Source) scan() error {
 	for dir := range s.ended {
 		if !st.found[dir] {
 			delete(s.ended, dir)
+			delete(s.endedTicks, dir)
 		}
 	}
 	return errors.Join(errs...)
@@ -490,7 +495,7 @@ func (s *Source) add(st *scanState, c candidate, openRoot func() (*procroot.Root
 	}
 	st.found[c.dir] = true
 	st.infos = append(st.infos, c.info)
-	if f := s.followers[c.dir]; f != nil || s.ended[c.dir] {
+	if f := s.followers[c.dir]; f != nil || s.ended[c.dir] || s.endedBefore(c) {
 		return f
 	}
 	root, err := openRoot()

@@ -26,6 +26,9 @@ type Position struct {
 	// ChunkStart is the start (Unix ns, the chunk header's) of the chunk
 	// read last.
 	ChunkStart int64 `json:"chunk_start"`
+	// Done says the repository was read to its end (a preserved one whose
+	// JVM exited): it is not read again.
+	Done bool `json:"done,omitempty"`
 	// Sent are the hashes (windowKey) of the windows sent since that
 	// chunk was opened, sorted.
 	Sent []uint64 `json:"sent,omitempty"`
@@ -54,7 +57,25 @@ func (s *Source) Positions() map[string]Position {
 		slices.Sort(sent)
 		out[dir] = Position{StartTicks: f.jvm.StartTicks, ChunkStart: f.ckChunk, Sent: sent}
 	}
+	for dir := range s.ended {
+		if _, ok := out[dir]; !ok {
+			out[dir] = Position{StartTicks: s.endedTicks[dir], Done: true}
+		}
+	}
 	return out
+}
+
+// endedBefore says whether the last run read c's repository to its end;
+// it is then not read again.
+func (s *Source) endedBefore(c candidate) bool {
+	pos, ok := s.cfg.Resume[c.dir]
+	if !ok || !pos.Done || pos.StartTicks != c.jvm.StartTicks {
+		return false
+	}
+	delete(s.cfg.Resume, c.dir)
+	s.ended[c.dir] = true
+	s.endedTicks[c.dir] = c.jvm.StartTicks
+	return true
 }
 
 // resume makes f read on from pos: the chunk pos names (or the first one
