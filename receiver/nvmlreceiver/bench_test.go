@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
@@ -50,16 +49,28 @@ func benchmarkScrape(b *testing.B, withPods bool) {
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.ID = component.NewIDWithName(metadata.Type, strings.ReplaceAll(b.Name(), "/", "_"))
 	r, err := newNVMLReceiver(set, cfg, node.open)
-	require.NoError(b, err)
+	if err != nil {
+		b.Fatalf("newNVMLReceiver: %v", err)
+	}
 	r.setLogsConsumer(consumertest.NewNop())
-	require.NoError(b, r.start(context.Background(), &statusHost{}))
-	b.Cleanup(func() { require.NoError(b, r.shutdown(context.Background())) })
+	if err := r.start(context.Background(), &statusHost{}); err != nil {
+		b.Fatalf("r.start: %v", err)
+	}
+	b.Cleanup(func() {
+		if err := r.shutdown(context.Background()); err != nil {
+			b.Fatalf("r.shutdown: %v", err)
+		}
+	})
 
 	ctx := context.Background()
 	// Warm the process cache, as every scrape after the first finds it.
 	md, err := r.scrape(ctx)
-	require.NoError(b, err)
-	require.Equal(b, 8+200, md.ResourceMetrics().Len())
+	if err != nil {
+		b.Fatalf("r.scrape: %v", err)
+	}
+	if got := md.ResourceMetrics().Len(); got != 8 + 200 {
+		b.Fatalf("md.ResourceMetrics().Len(): got %v, want %v", got, 8+200)
+	}
 
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -99,9 +110,17 @@ func BenchmarkScrape8GPUsDevicesOnly(b *testing.B) {
 	cfg.PodResources.Endpoint = ""
 	set := receivertest.NewNopSettings(metadata.Type)
 	r, err := newNVMLReceiver(set, cfg, node.open)
-	require.NoError(b, err)
-	require.NoError(b, r.start(context.Background(), &statusHost{}))
-	b.Cleanup(func() { require.NoError(b, r.shutdown(context.Background())) })
+	if err != nil {
+		b.Fatalf("newNVMLReceiver: %v", err)
+	}
+	if err := r.start(context.Background(), &statusHost{}); err != nil {
+		b.Fatalf("r.start: %v", err)
+	}
+	b.Cleanup(func() {
+		if err := r.shutdown(context.Background()); err != nil {
+			b.Fatalf("r.shutdown: %v", err)
+		}
+	})
 	ctx := context.Background()
 	b.ReportAllocs()
 	cpu0 := processCPU(b)

@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
 )
 
@@ -71,33 +68,53 @@ func TestBuiltCollectorWithStubLibrary(t *testing.T) {
 
 	metrics, logs := filepath.Join(c.OutputDir, "metrics.jsonl"), filepath.Join(c.OutputDir, "logs.jsonl")
 	pid := strconv.Itoa(c.Pid())
-	require.NoError(t, c.Eventually(time.Minute, func() bool {
+	if err := c.Eventually(time.Minute, func() bool {
 		// The stub reports the collector itself as the GPU's process.
 		return fileContains(metrics, `"hw.gpu.memory.usage"`) && fileContains(metrics, `"intValue":"`+pid+`"`) && fileContains(logs, `"gpu.xid"`)
-	}))
+	}); err != nil {
+		t.Fatalf("c.Eventually: %v", err)
+	}
 	code, err := c.Stop(30 * time.Second)
-	require.NoError(t, err)
-	assert.Equal(t, 0, code)
+	if err != nil {
+		t.Fatalf("c.Stop: %v", err)
+	}
+	if code != 0 {
+		t.Errorf("c.Stop: got %v, want %v", code, 0)
+	}
 
 	m, err := os.ReadFile(metrics)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("os.ReadFile: %v", err)
+	}
 	for _, want := range []string{`"NVIDIA H200 (stub)"`, `"GPU-5a17b0c2-0000-4000-8000-000000000000"`, `"gpu.process.memory.usage"`, `"hw.power"`} {
-		assert.Contains(t, string(m), want)
+		if got := string(m); !strings.Contains(got, want) {
+			t.Errorf("os.ReadFile: got %q, want it to contain %q", got, want)
+		}
 	}
 	calls, err := os.ReadFile(stubLog)
-	require.NoError(t, err)
-	assert.Equal(t, "init\nshutdown\n", string(calls), "one nvmlInit, balanced by one nvmlShutdown")
+	if err != nil {
+		t.Fatalf("os.ReadFile: %v", err)
+	}
+	if got := string(calls); got != "init\nshutdown\n" {
+		t.Errorf("one nvmlInit, balanced by one nvmlShutdown: got %q, want %q", got, "init\nshutdown\n")
+	}
 }
 
 func TestBuiltCollectorStaysUpWithoutDriver(t *testing.T) {
 	skipWithoutBinary(t)
 	absent := filepath.Join(t.TempDir(), "absent", "libnvidia-ml.so.1")
 	c := e2e.Start(t, e2e.Options{ConfigYAML: nvmlOnlyConfig(absent)})
-	require.NoError(t, c.Eventually(time.Minute, func() bool {
+	if err := c.Eventually(time.Minute, func() bool {
 		out := c.Log()
 		return strings.Contains(out, "Everything is ready") && strings.Contains(out, "No NVIDIA driver library")
-	}))
+	}); err != nil {
+		t.Fatalf("c.Eventually: %v", err)
+	}
 	code, err := c.Stop(30 * time.Second)
-	require.NoError(t, err, "it stayed up until asked to stop")
-	assert.Equal(t, 0, code)
+	if err != nil {
+		t.Fatalf("it stayed up until asked to stop: %v", err)
+	}
+	if code != 0 {
+		t.Errorf("c.Stop: got %v, want %v", code, 0)
+	}
 }

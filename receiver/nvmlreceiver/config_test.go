@@ -2,11 +2,11 @@ package nvmlreceiver
 
 import (
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
@@ -17,58 +17,120 @@ import (
 func loadConfig(t *testing.T, name string) *Config {
 	t.Helper()
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("confmaptest.LoadConf: %v", err)
+	}
 	cfg := createDefaultConfig()
 	id := component.NewID(metadata.Type)
 	if name != "" {
 		id = component.NewIDWithName(metadata.Type, name)
 	}
 	sub, err := cm.Sub(id.String())
-	require.NoError(t, err)
-	require.NoError(t, sub.Unmarshal(cfg))
+	if err != nil {
+		t.Fatalf("cm.Sub: %v", err)
+	}
+	if err := sub.Unmarshal(cfg); err != nil {
+		t.Fatalf("sub.Unmarshal: %v", err)
+	}
 	return cfg.(*Config)
 }
 
 func TestLoadConfig(t *testing.T) {
 	t.Run("default", func(t *testing.T) {
 		cfg := loadConfig(t, "")
-		require.NoError(t, confmap.Validate(cfg))
-		assert.Equal(t, createDefaultConfig(), cfg)
-		assert.Equal(t, 10*time.Second, cfg.CollectionInterval)
-		assert.Equal(t, time.Minute, cfg.InitRetryInterval)
-		assert.Equal(t, "", cfg.LibraryPath)
-		assert.Equal(t, ProcessesConfig{Enabled: true, ProcRoot: "/proc", CommandLineMaxLength: 256}, cfg.Processes)
-		assert.Equal(t, PodResourcesConfig{Endpoint: "unix:///var/lib/kubelet/pod-resources/kubelet.sock", ResourcePrefix: "nvidia.com/"}, cfg.PodResources)
-		assert.Equal(t, LeakDetectionConfig{Enabled: true, Window: 15 * time.Minute, MinGrowthRate: 16384, MinGrowth: 32 << 20, MinSamples: 10}, cfg.LeakDetection)
-		assert.True(t, cfg.Metrics.HwTemperature.Enabled)
-		assert.False(t, cfg.ResourceAttributes.HwSerialNumber.Enabled)
+		if err := confmap.Validate(cfg); err != nil {
+			t.Fatalf("confmap.Validate: %v", err)
+		}
+		if !reflect.DeepEqual(cfg, createDefaultConfig()) {
+			t.Errorf("loadConfig: got %v, want %v", cfg, createDefaultConfig())
+		}
+		if cfg.CollectionInterval != 10 * time.Second {
+			t.Errorf("cfg.CollectionInterval: got %v, want %v", cfg.CollectionInterval, 10*time.Second)
+		}
+		if cfg.InitRetryInterval != time.Minute {
+			t.Errorf("cfg.InitRetryInterval: got %v, want %v", cfg.InitRetryInterval, time.Minute)
+		}
+		if cfg.LibraryPath != "" {
+			t.Errorf("cfg.LibraryPath: got %q, want %q", cfg.LibraryPath, "")
+		}
+		if cfg.Processes != (ProcessesConfig{Enabled: true, ProcRoot: "/proc", CommandLineMaxLength: 256}) {
+			t.Errorf("cfg.Processes: got %v, want %v", cfg.Processes, ProcessesConfig{Enabled: true, ProcRoot: "/proc", CommandLineMaxLength: 256})
+		}
+		if cfg.PodResources != (PodResourcesConfig{Endpoint: "unix:///var/lib/kubelet/pod-resources/kubelet.sock", ResourcePrefix: "nvidia.com/"}) {
+			t.Errorf("cfg.PodResources: got %v, want %v", cfg.PodResources, PodResourcesConfig{Endpoint: "unix:///var/lib/kubelet/pod-resources/kubelet.sock", ResourcePrefix: "nvidia.com/"})
+		}
+		if cfg.LeakDetection != (LeakDetectionConfig{Enabled: true, Window: 15 * time.Minute, MinGrowthRate: 16384, MinGrowth: 32 << 20, MinSamples: 10}) {
+			t.Errorf("cfg.LeakDetection: got %v, want %v", cfg.LeakDetection, LeakDetectionConfig{Enabled: true, Window: 15 * time.Minute, MinGrowthRate: 16384, MinGrowth: 32 << 20, MinSamples: 10})
+		}
+		if !cfg.Metrics.HwTemperature.Enabled {
+			t.Errorf("cfg.Metrics.HwTemperature.Enabled is false")
+		}
+		if cfg.ResourceAttributes.HwSerialNumber.Enabled {
+			t.Errorf("cfg.ResourceAttributes.HwSerialNumber.Enabled is true")
+		}
 	})
 	t.Run("custom", func(t *testing.T) {
 		cfg := loadConfig(t, "custom")
-		require.NoError(t, confmap.Validate(cfg))
-		assert.Equal(t, 30*time.Second, cfg.CollectionInterval)
-		assert.Equal(t, 5*time.Second, cfg.InitialDelay)
-		assert.Equal(t, 5*time.Second, cfg.Timeout)
-		assert.Equal(t, "/usr/local/nvidia/lib64/libnvidia-ml.so.1", cfg.LibraryPath)
-		assert.Equal(t, 5*time.Minute, cfg.InitRetryInterval)
-		assert.Equal(t, ProcessesConfig{Enabled: true, ProcRoot: "/hostfs/proc", CommandLineMaxLength: 128}, cfg.Processes)
-		assert.Equal(t, LeakDetectionConfig{Enabled: true, Window: 30 * time.Minute, MinGrowthRate: 4096, MinGrowth: 64 << 20, MinSamples: 20}, cfg.LeakDetection)
-		assert.False(t, cfg.Metrics.HwTemperature.Enabled)
-		assert.True(t, cfg.Metrics.HwPower.Enabled)
-		assert.True(t, cfg.ResourceAttributes.HwSerialNumber.Enabled)
-		assert.False(t, cfg.Events.GpuEcc.Enabled)
-		assert.True(t, cfg.Events.GpuXid.Enabled)
+		if err := confmap.Validate(cfg); err != nil {
+			t.Fatalf("confmap.Validate: %v", err)
+		}
+		if cfg.CollectionInterval != 30 * time.Second {
+			t.Errorf("cfg.CollectionInterval: got %v, want %v", cfg.CollectionInterval, 30*time.Second)
+		}
+		if cfg.InitialDelay != 5 * time.Second {
+			t.Errorf("cfg.InitialDelay: got %v, want %v", cfg.InitialDelay, 5*time.Second)
+		}
+		if cfg.Timeout != 5 * time.Second {
+			t.Errorf("cfg.Timeout: got %v, want %v", cfg.Timeout, 5*time.Second)
+		}
+		if cfg.LibraryPath != "/usr/local/nvidia/lib64/libnvidia-ml.so.1" {
+			t.Errorf("cfg.LibraryPath: got %q, want %q", cfg.LibraryPath, "/usr/local/nvidia/lib64/libnvidia-ml.so.1")
+		}
+		if cfg.InitRetryInterval != 5 * time.Minute {
+			t.Errorf("cfg.InitRetryInterval: got %v, want %v", cfg.InitRetryInterval, 5*time.Minute)
+		}
+		if cfg.Processes != (ProcessesConfig{Enabled: true, ProcRoot: "/hostfs/proc", CommandLineMaxLength: 128}) {
+			t.Errorf("cfg.Processes: got %v, want %v", cfg.Processes, ProcessesConfig{Enabled: true, ProcRoot: "/hostfs/proc", CommandLineMaxLength: 128})
+		}
+		if cfg.LeakDetection != (LeakDetectionConfig{Enabled: true, Window: 30 * time.Minute, MinGrowthRate: 4096, MinGrowth: 64 << 20, MinSamples: 20}) {
+			t.Errorf("cfg.LeakDetection: got %v, want %v", cfg.LeakDetection, LeakDetectionConfig{Enabled: true, Window: 30 * time.Minute, MinGrowthRate: 4096, MinGrowth: 64 << 20, MinSamples: 20})
+		}
+		if cfg.Metrics.HwTemperature.Enabled {
+			t.Errorf("cfg.Metrics.HwTemperature.Enabled is true")
+		}
+		if !cfg.Metrics.HwPower.Enabled {
+			t.Errorf("cfg.Metrics.HwPower.Enabled is false")
+		}
+		if !cfg.ResourceAttributes.HwSerialNumber.Enabled {
+			t.Errorf("cfg.ResourceAttributes.HwSerialNumber.Enabled is false")
+		}
+		if cfg.Events.GpuEcc.Enabled {
+			t.Errorf("cfg.Events.GpuEcc.Enabled is true")
+		}
+		if !cfg.Events.GpuXid.Enabled {
+			t.Errorf("cfg.Events.GpuXid.Enabled is false")
+		}
 	})
 	t.Run("devices only", func(t *testing.T) {
 		cfg := loadConfig(t, "devices_only")
-		require.NoError(t, confmap.Validate(cfg))
-		assert.False(t, cfg.Processes.Enabled)
-		assert.Equal(t, "", cfg.PodResources.Endpoint)
-		assert.False(t, cfg.LeakDetection.Enabled)
+		if err := confmap.Validate(cfg); err != nil {
+			t.Fatalf("confmap.Validate: %v", err)
+		}
+		if cfg.Processes.Enabled {
+			t.Errorf("cfg.Processes.Enabled is true")
+		}
+		if cfg.PodResources.Endpoint != "" {
+			t.Errorf("cfg.PodResources.Endpoint: got %q, want %q", cfg.PodResources.Endpoint, "")
+		}
+		if cfg.LeakDetection.Enabled {
+			t.Errorf("cfg.LeakDetection.Enabled is true")
+		}
 	})
 	t.Run("invalid names every key", func(t *testing.T) {
 		err := confmap.Validate(loadConfig(t, "invalid"))
-		require.Error(t, err)
+		if err == nil {
+			t.Fatalf("confmap.Validate: got nil error, want an error")
+		}
 		for _, key := range []string{
 			"collection_interval",
 			"init_retry_interval",
@@ -77,7 +139,9 @@ func TestLoadConfig(t *testing.T) {
 			"pod_resources.endpoint",
 			"leak_detection: window",
 		} {
-			assert.ErrorContains(t, err, key)
+			if err == nil || !strings.Contains(err.Error(), key) {
+				t.Errorf("confmap.Validate: got error %v, want one containing %q", err, key)
+			}
 		}
 	})
 }
@@ -106,10 +170,14 @@ func TestValidate(t *testing.T) {
 			tt.mut(cfg)
 			err := cfg.Validate()
 			if tt.want == "" {
-				assert.NoError(t, err)
+				if err != nil {
+					t.Errorf("cfg.Validate: %v", err)
+				}
 				return
 			}
-			assert.ErrorContains(t, err, tt.want)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err: got error %v, want one containing %q", err, tt.want)
+			}
 		})
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 )
@@ -275,20 +274,34 @@ type fakeProc struct {
 func writeProc(t testing.TB, root string, p fakeProc) {
 	t.Helper()
 	dir := filepath.Join(root, strconv.Itoa(p.pid))
-	require.NoError(t, os.MkdirAll(dir, 0o755))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("os.MkdirAll: %v", err)
+	}
 	stat := strconv.Itoa(p.pid) + " (" + filepath.Base(p.exe) + ") S 1 1 1 0 -1 4194304 100 0 0 0 5 3 0 0 20 0 1 0 " +
 		strconv.Itoa(1000+p.pid) + " 1000000 100 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "cmdline"), []byte(p.cmdline), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup"), []byte(p.cgroup), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "environ"), []byte(p.environ), 0o644))
-	require.NoError(t, os.Symlink(p.exe, filepath.Join(dir, "exe")))
+	if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644); err != nil {
+		t.Fatalf("os.WriteFile: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cmdline"), []byte(p.cmdline), 0o644); err != nil {
+		t.Fatalf("os.WriteFile: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(p.cgroup), 0o644); err != nil {
+		t.Fatalf("os.WriteFile: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "environ"), []byte(p.environ), 0o644); err != nil {
+		t.Fatalf("os.WriteFile: %v", err)
+	}
+	if err := os.Symlink(p.exe, filepath.Join(dir, "exe")); err != nil {
+		t.Fatalf("os.Symlink: %v", err)
+	}
 	if p.vpid != 0 {
 		status := "Name:\t" + filepath.Base(p.exe) + "\nPid:\t" + strconv.Itoa(p.pid) + "\nNSpid:\t" + strconv.Itoa(p.pid)
 		if p.vpid != p.pid {
 			status += "\t" + strconv.Itoa(p.vpid)
 		}
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "status"), []byte(status+"\n"), 0o644))
+		if err := os.WriteFile(filepath.Join(dir, "status"), []byte(status+"\n"), 0o644); err != nil {
+			t.Fatalf("os.WriteFile: %v", err)
+		}
 	}
 }
 

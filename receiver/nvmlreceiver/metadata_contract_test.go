@@ -2,6 +2,7 @@ package nvmlreceiver
 
 import (
 	"os"
+	"reflect"
 	"slices"
 	"sort"
 	"testing"
@@ -10,8 +11,6 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.yaml.in/yaml/v3"
@@ -45,10 +44,16 @@ type declaredAttribute struct {
 func readDeclaredMetadata(t *testing.T) declaredMetadata {
 	t.Helper()
 	data, err := os.ReadFile("metadata.yaml")
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("os.ReadFile: %v", err)
+	}
 	var md declaredMetadata
-	require.NoError(t, yaml.Unmarshal(data, &md))
-	require.NotEmpty(t, md.Metrics)
+	if err := yaml.Unmarshal(data, &md); err != nil {
+		t.Fatalf("yaml.Unmarshal: %v", err)
+	}
+	if len(md.Metrics) == 0 {
+		t.Fatalf("md.Metrics: got empty, want at least one element")
+	}
 	return md
 }
 
@@ -63,8 +68,10 @@ func checkDeclared(t *testing.T, decl declaredMetadata, got pmetric.Metrics) map
 		rm := got.ResourceMetrics().At(i)
 		for k, v := range rm.Resource().Attributes().All() {
 			a, ok := decl.ResourceAttributes[k]
-			if assert.True(t, ok, "resource attribute %s is not declared", k) {
-				assert.Equal(t, a.Type, valueTypeName(v), "resource attribute %s", k)
+			if !ok {
+				t.Errorf("resource attribute %s is not declared", k)
+			} else if got := valueTypeName(v); got != a.Type {
+				t.Errorf("resource attribute %s: got %q, want %q", k, got, a.Type)
 			}
 		}
 		for j := range rm.ScopeMetrics().Len() {
@@ -73,26 +80,35 @@ func checkDeclared(t *testing.T, decl declaredMetadata, got pmetric.Metrics) map
 				m := ms.At(k)
 				seen[m.Name()] = true
 				d, ok := decl.Metrics[m.Name()]
-				if !assert.True(t, ok, "metric %s is emitted but not declared", m.Name()) {
+				if !ok {
+					t.Errorf("metric %s is emitted but not declared", m.Name())
 					continue
 				}
-				assert.Equal(t, d.Unit, m.Unit(), "unit of %s", m.Name())
+				if got := m.Unit(); got != d.Unit {
+					t.Errorf("unit of %s: got %q, want %q", m.Name(), got, d.Unit)
+				}
 				var dps pmetric.NumberDataPointSlice
 				var valueType string
 				switch m.Type() {
 				case pmetric.MetricTypeGauge:
-					if !assert.NotNil(t, d.Gauge, "%s is a gauge, declared otherwise", m.Name()) {
+					if d.Gauge == nil {
+						t.Errorf("%s is a gauge, declared otherwise", m.Name())
 						continue
 					}
 					dps, valueType = m.Gauge().DataPoints(), d.Gauge.ValueType
 				case pmetric.MetricTypeSum:
-					if !assert.NotNil(t, d.Sum, "%s is a sum, declared otherwise", m.Name()) {
+					if d.Sum == nil {
+						t.Errorf("%s is a sum, declared otherwise", m.Name())
 						continue
 					}
-					assert.Equal(t, d.Sum.Monotonic, m.Sum().IsMonotonic(), "monotonicity of %s", m.Name())
-					assert.Equal(t, d.Sum.Temporality, map[pmetric.AggregationTemporality]string{
+					if got := m.Sum().IsMonotonic(); got != d.Sum.Monotonic {
+						t.Errorf("monotonicity of %s: got %v, want %v", m.Name(), got, d.Sum.Monotonic)
+					}
+					if got := map[pmetric.AggregationTemporality]string{
 						pmetric.AggregationTemporalityCumulative: "cumulative", pmetric.AggregationTemporalityDelta: "delta",
-					}[m.Sum().AggregationTemporality()], "temporality of %s", m.Name())
+					}[m.Sum().AggregationTemporality()]; got != d.Sum.Temporality {
+						t.Errorf("temporality of %s: got %q, want %q", m.Name(), got, d.Sum.Temporality)
+					}
 					dps, valueType = m.Sum().DataPoints(), d.Sum.ValueType
 				default:
 					t.Errorf("metric %s has type %s, which metadata.yaml cannot declare", m.Name(), m.Type())
@@ -109,19 +125,26 @@ func checkDeclared(t *testing.T, decl declaredMetadata, got pmetric.Metrics) map
 				}
 				for p := range dps.Len() {
 					dp := dps.At(p)
-					assert.Equal(t, valueType, map[pmetric.NumberDataPointValueType]string{
+					if got := map[pmetric.NumberDataPointValueType]string{
 						pmetric.NumberDataPointValueTypeInt: "int", pmetric.NumberDataPointValueTypeDouble: "double",
-					}[dp.ValueType()], "value type of %s", m.Name())
+					}[dp.ValueType()]; got != valueType {
+						t.Errorf("value type of %s: got %q, want %q", m.Name(), got, valueType)
+					}
 					var names []string
 					for name, v := range dp.Attributes().All() {
 						names = append(names, name)
 						a, ok := want[name]
-						if !assert.True(t, ok, "attribute %s on %s is not declared for it", name, m.Name()) {
+						if !ok {
+							t.Errorf("attribute %s on %s is not declared for it", name, m.Name())
 							continue
 						}
-						assert.Equal(t, a.Type, valueTypeName(v), "type of %s on %s", name, m.Name())
+						if got := valueTypeName(v); got != a.Type {
+							t.Errorf("type of %s on %s: got %q, want %q", name, m.Name(), got, a.Type)
+						}
 						if len(a.Enum) > 0 {
-							assert.Contains(t, a.Enum, v.Str(), "value of %s on %s", name, m.Name())
+							if !slices.Contains(a.Enum, v.Str()) {
+								t.Errorf("value of %s on %s: got %v, want it to contain %q", name, m.Name(), a.Enum, v.Str())
+							}
 						}
 					}
 					wantNames := make([]string, 0, len(want))
@@ -130,7 +153,9 @@ func checkDeclared(t *testing.T, decl declaredMetadata, got pmetric.Metrics) map
 					}
 					sort.Strings(names)
 					sort.Strings(wantNames)
-					assert.Equal(t, wantNames, names, "attributes of a %s point", m.Name())
+					if !reflect.DeepEqual(names, wantNames) {
+						t.Errorf("attributes of a %s point: got %v, want %v", m.Name(), names, wantNames)
+					}
 				}
 			}
 		}
@@ -163,13 +188,21 @@ func TestEmittedMetricsAreDeclared(t *testing.T) {
 	node := newFakeNode(t, srv)
 	d := srv.Devices[7].(*server.Device)
 	_, ret := d.SetMigMode(nvml.DEVICE_MIG_ENABLE)
-	require.Equal(t, nvml.SUCCESS, ret)
+	if ret != nvml.SUCCESS {
+		t.Fatalf("d.SetMigMode: got %v, want %v", ret, nvml.SUCCESS)
+	}
 	profile, ret := d.GetGpuInstanceProfileInfo(nvml.GPU_INSTANCE_PROFILE_1_SLICE)
-	require.Equal(t, nvml.SUCCESS, ret)
+	if ret != nvml.SUCCESS {
+		t.Fatalf("d.GetGpuInstanceProfileInfo: got %v, want %v", ret, nvml.SUCCESS)
+	}
 	gi, ret := d.CreateGpuInstance(&profile)
-	require.Equal(t, nvml.SUCCESS, ret)
+	if ret != nvml.SUCCESS {
+		t.Fatalf("d.CreateGpuInstance: got %v, want %v", ret, nvml.SUCCESS)
+	}
 	info, ret := gi.GetInfo()
-	require.Equal(t, nvml.SUCCESS, ret)
+	if ret != nvml.SUCCESS {
+		t.Fatalf("gi.GetInfo: got %v, want %v", ret, nvml.SUCCESS)
+	}
 	node.migs[7] = []*fakeMIG{{uuid: "MIG-aaaa", instanceID: int(info.Id), total: 18 * 1024 * mib, used: 4 * 1024 * mib,
 		processes: []nvml.ProcessInfo{{Pid: 700, UsedGpuMemory: 4 * 1024 * mib}}}}
 
@@ -199,7 +232,9 @@ func TestEmittedMetricsAreDeclared(t *testing.T) {
 		}
 	}
 	slices.Sort(missing)
-	assert.Empty(t, missing, "declared in metadata.yaml but never emitted")
+	if len(missing) != 0 {
+		t.Errorf("declared in metadata.yaml but never emitted: got %v, want empty", missing)
+	}
 }
 
 // pointCount is the number of points of metric name on rm.

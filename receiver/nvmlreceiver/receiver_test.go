@@ -2,9 +2,12 @@ package nvmlreceiver
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +16,6 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -56,19 +57,29 @@ func newTestReceiver(t *testing.T, node *fakeNode, mutate func(*Config)) *testRe
 	if mutate != nil {
 		mutate(cfg)
 	}
-	require.NoError(t, cfg.Validate())
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("cfg.Validate: %v", err)
+	}
 	core, logged := observer.New(zap.DebugLevel)
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.ID = component.NewIDWithName(metadata.Type, strings.ReplaceAll(t.Name(), "/", "_"))
 	set.Logger = zap.New(core)
 	r, err := newNVMLReceiver(set, cfg, node.open)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("newNVMLReceiver: %v", err)
+	}
 	tr := &testReceiver{nvmlReceiver: r, logs: new(consumertest.LogsSink), host: &statusHost{}, logged: logged}
 	r.setLogsConsumer(tr.logs)
-	require.NoError(t, r.start(context.Background(), tr.host))
+	if err := r.start(context.Background(), tr.host); err != nil {
+		t.Fatalf("r.start: %v", err)
+	}
 	t.Cleanup(func() {
-		require.NoError(t, r.shutdown(context.Background()))
-		assert.Equal(t, 0, libraries.refs(cfg.LibraryPath), "NVML released")
+		if err := r.shutdown(context.Background()); err != nil {
+			t.Fatalf("r.shutdown: %v", err)
+		}
+		if got := libraries.refs(cfg.LibraryPath); got != 0 {
+			t.Errorf("NVML released: got %v, want %v", got, 0)
+		}
 	})
 	return tr
 }
@@ -76,7 +87,9 @@ func newTestReceiver(t *testing.T, node *fakeNode, mutate func(*Config)) *testRe
 func (tr *testReceiver) scrapeOnce(t *testing.T) pmetric.Metrics {
 	t.Helper()
 	md, err := tr.scrape(context.Background())
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("tr.scrape: %v", err)
+	}
 	return md
 }
 
@@ -96,7 +109,9 @@ func resourceWith(md pmetric.Metrics, key string, value any) (pmetric.ResourceMe
 func point(t *testing.T, rm pmetric.ResourceMetrics, name string, attrs map[string]any) float64 {
 	t.Helper()
 	v, ok := findPoint(rm, name, attrs)
-	require.True(t, ok, "no %s point with %v", name, attrs)
+	if !ok {
+		t.Fatalf("no %s point with %v (ok is false)", name, attrs)
+	}
 	return v
 }
 
@@ -153,8 +168,10 @@ func TestScrapeDevices(t *testing.T) {
 
 	md := tr.scrapeOnce(t)
 	gpu0, ok := resourceWith(md, "hw.id", uuidOf(srv, 0))
-	require.True(t, ok)
-	assert.Equal(t, map[string]any{
+	if !ok {
+		t.Fatalf("resourceWith: ok is false")
+	}
+	if got := resourceAttrs(gpu0.Resource()); !reflect.DeepEqual(got, map[string]any{
 		"hw.id":             uuidOf(srv, 0),
 		"hw.type":           "gpu",
 		"hw.vendor":         "NVIDIA",
@@ -165,7 +182,20 @@ func TestScrapeDevices(t *testing.T) {
 		"gpu.pci.bus_id":    "0000:00:00.0",
 		"host.name":         testNodeName,
 		"k8s.node.name":     testNodeName,
-	}, resourceAttrs(gpu0.Resource()))
+	}) {
+		t.Errorf("resourceAttrs(gpu0.Resource()): got %v, want %v", got, map[string]any{
+			"hw.id":             uuidOf(srv, 0),
+			"hw.type":           "gpu",
+			"hw.vendor":         "NVIDIA",
+			"hw.model":          "NVIDIA H100 80GB HBM3",
+			"hw.name":           "nvidia0",
+			"hw.driver_version": "550.54.15",
+			"gpu.index":         int64(0),
+			"gpu.pci.bus_id":    "0000:00:00.0",
+			"host.name":         testNodeName,
+			"k8s.node.name":     testNodeName,
+		})
+	}
 
 	total := float64(81920 * mib)
 	used := float64(20 * 1024 * mib)
@@ -178,37 +208,74 @@ func TestScrapeDevices(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, used, point(t, gpu0, "hw.gpu.memory.usage", id), "used bytes alone: no state attribute whose sum is the total")
-	assert.Equal(t, 1, pointCount(gpu0, "hw.gpu.memory.usage"))
-	assert.Equal(t, float64(reservedBytes), point(t, gpu0, "gpu.memory.reserved", id))
-	assert.Equal(t, total, point(t, gpu0, "hw.gpu.memory.limit", id))
-	assert.InDelta(t, used/total, point(t, gpu0, "hw.gpu.memory.utilization", id), 1e-12)
-	assert.Equal(t, 0.5, point(t, gpu0, "hw.gpu.utilization", with(id, "hw.gpu.task", "general")),
-		"mean of the samples since the last scrape, excluding the one already counted")
-	assert.Equal(t, 0.1, point(t, gpu0, "hw.gpu.utilization", with(id, "hw.gpu.task", "encoder")))
+	if got := point(t, gpu0, "hw.gpu.memory.usage", id); got != used {
+		t.Errorf("used bytes alone: no state attribute whose sum is the total: got %v, want %v", got, used)
+	}
+	if got := pointCount(gpu0, "hw.gpu.memory.usage"); got != 1 {
+		t.Errorf("pointCount(gpu0, \"hw.gpu.memory.usage\"): got %v, want %v", got, 1)
+	}
+	if got := point(t, gpu0, "gpu.memory.reserved", id); got != float64(reservedBytes) {
+		t.Errorf("point(t, gpu0, \"gpu.memory.reserved\", id): got %v, want %v", got, float64(reservedBytes))
+	}
+	if got := point(t, gpu0, "hw.gpu.memory.limit", id); got != total {
+		t.Errorf("point(t, gpu0, \"hw.gpu.memory.limit\", id): got %v, want %v", got, total)
+	}
+	if got := point(t, gpu0, "hw.gpu.memory.utilization", id); !(math.Abs(used/total-got) <= 1e-12) {
+		t.Errorf("point(t, gpu0, \"hw.gpu.memory.utilization\", id): got %v, want %v ± %v", got, used/total, 1e-12)
+	}
+	if got := point(t, gpu0, "hw.gpu.utilization", with(id, "hw.gpu.task", "general")); got != 0.5 {
+		t.Errorf("mean of the samples since the last scrape, excluding the one already counted: got %v, want %v", got, 0.5)
+	}
+	if got := point(t, gpu0, "hw.gpu.utilization", with(id, "hw.gpu.task", "encoder")); got != 0.1 {
+		t.Errorf("point(t, gpu0, \"hw.gpu.utilization\", with(id, \"hw.gpu.task\", \"encoder\")): got %v, want %v", got, 0.1)
+	}
 	_, hasDecoder := findPoint(gpu0, "hw.gpu.utilization", map[string]any{"hw.gpu.task": "decoder"})
-	assert.False(t, hasDecoder, "decoder samples are not supported by this fake")
-	assert.Equal(t, 350.0, point(t, gpu0, "hw.power", gpuPoint))
-	assert.Equal(t, 1000.0, point(t, gpu0, "hw.energy", gpuPoint))
-	assert.Equal(t, 40.0, point(t, gpu0, "hw.temperature", with(id, "hw.sensor_location", "gpu_die")))
-	assert.Equal(t, 3.0, point(t, gpu0, "hw.errors", with(gpuPoint, "error.type", "corrected")))
-	assert.Equal(t, 0.0, point(t, gpu0, "hw.errors", with(gpuPoint, "error.type", "uncorrected")))
+	if hasDecoder {
+		t.Errorf("decoder samples are not supported by this fake (hasDecoder is true)")
+	}
+	if got := point(t, gpu0, "hw.power", gpuPoint); got != 350.0 {
+		t.Errorf("point(t, gpu0, \"hw.power\", gpuPoint): got %v, want %v", got, 350.0)
+	}
+	if got := point(t, gpu0, "hw.energy", gpuPoint); got != 1000.0 {
+		t.Errorf("point(t, gpu0, \"hw.energy\", gpuPoint): got %v, want %v", got, 1000.0)
+	}
+	if got := point(t, gpu0, "hw.temperature", with(id, "hw.sensor_location", "gpu_die")); got != 40.0 {
+		t.Errorf("point(t, gpu0, \"hw.temperature\", with(id, \"hw.sensor_location\", \"gpu_die\")): got %v, want %v", got, 40.0)
+	}
+	if got := point(t, gpu0, "hw.errors", with(gpuPoint, "error.type", "corrected")); got != 3.0 {
+		t.Errorf("point(t, gpu0, \"hw.errors\", with(gpuPoint, \"error.type\", \"corrected\")): got %v, want %v", got, 3.0)
+	}
+	if got := point(t, gpu0, "hw.errors", with(gpuPoint, "error.type", "uncorrected")); got != 0.0 {
+		t.Errorf("point(t, gpu0, \"hw.errors\", with(gpuPoint, \"error.type\", \"uncorrected\")): got %v, want %v", got, 0.0)
+	}
 
 	gpu7, ok := resourceWith(md, "hw.id", uuidOf(srv, 7))
-	require.True(t, ok)
-	assert.Equal(t, 357.0, point(t, gpu7, "hw.power", nil))
-	assert.Equal(t, "0000:07:00.0", resourceAttrs(gpu7.Resource())["gpu.pci.bus_id"])
+	if !ok {
+		t.Fatalf("resourceWith: ok is false")
+	}
+	if got := point(t, gpu7, "hw.power", nil); got != 357.0 {
+		t.Errorf("point(t, gpu7, \"hw.power\", nil): got %v, want %v", got, 357.0)
+	}
+	if got := resourceAttrs(gpu7.Resource())["gpu.pci.bus_id"]; !reflect.DeepEqual(got, "0000:07:00.0") {
+		t.Errorf("resourceAttrs(gpu7.Resource())[\"gpu.pci.bus_id\"]: got %v, want %q", got, "0000:07:00.0")
+	}
 
 	// Eight GPU resources plus one process.
-	assert.Equal(t, 9, md.ResourceMetrics().Len())
+	if got := md.ResourceMetrics().Len(); got != 9 {
+		t.Errorf("md.ResourceMetrics().Len(): got %v, want %v", got, 9)
+	}
 
 	// A second scrape: NOT_SUPPORTED is remembered, not asked again.
 	calls := node.decoderCalls.Load()
 	node.advanceSamples()
 	md = tr.scrapeOnce(t)
-	assert.Equal(t, calls, node.decoderCalls.Load())
+	if got := node.decoderCalls.Load(); got != calls {
+		t.Errorf("node.decoderCalls.Load(): got %v, want %v", got, calls)
+	}
 	gpu0, _ = resourceWith(md, "hw.id", uuidOf(srv, 0))
-	assert.Equal(t, 0.5, point(t, gpu0, "hw.gpu.utilization", map[string]any{"hw.gpu.task": "general"}))
+	if got := point(t, gpu0, "hw.gpu.utilization", map[string]any{"hw.gpu.task": "general"}); got != 0.5 {
+		t.Errorf("point(t, gpu0, \"hw.gpu.utilization\", map[string]any{\"hw.gpu.task\": \"general\"}): got %v, want %v", got, 0.5)
+	}
 }
 
 func TestScrapeProcessesWithContainers(t *testing.T) {
@@ -235,8 +302,10 @@ func TestScrapeProcessesWithContainers(t *testing.T) {
 	md := tr.scrapeOnce(t)
 
 	java, ok := resourceWith(md, "process.pid", int64(4242))
-	require.True(t, ok)
-	assert.Equal(t, map[string]any{
+	if !ok {
+		t.Fatalf("resourceWith: ok is false")
+	}
+	if got := resourceAttrs(java.Resource()); !reflect.DeepEqual(got, map[string]any{
 		"process.pid":             int64(4242),
 		"process.vpid":            int64(1),
 		"process.executable.name": "java",
@@ -245,30 +314,56 @@ func TestScrapeProcessesWithContainers(t *testing.T) {
 		"k8s.pod.uid":             podUID,
 		"host.name":               testNodeName,
 		"k8s.node.name":           testNodeName,
-	}, resourceAttrs(java.Resource()))
-	assert.Equal(t, float64(3*1024*mib), point(t, java, "gpu.process.memory.usage", map[string]any{"hw.id": uuidOf(srv, 0)}),
-		"listed as compute and graphics, counted once")
-	assert.InDelta(t, 0.3, point(t, java, "gpu.process.utilization", map[string]any{"hw.id": uuidOf(srv, 0)}), 1e-12,
-		"mean of the samples since the previous scrape")
+	}) {
+		t.Errorf("resourceAttrs(java.Resource()): got %v, want %v", got, map[string]any{
+			"process.pid":             int64(4242),
+			"process.vpid":            int64(1),
+			"process.executable.name": "java",
+			"process.command_line":    "java -jar /app/inference.jar",
+			"container.id":            containerID,
+			"k8s.pod.uid":             podUID,
+			"host.name":               testNodeName,
+			"k8s.node.name":           testNodeName,
+		})
+	}
+	if got := point(t, java, "gpu.process.memory.usage", map[string]any{"hw.id": uuidOf(srv, 0)}); got != float64(3*1024*mib) {
+		t.Errorf("listed as compute and graphics, counted once: got %v, want %v", got, float64(3*1024*mib))
+	}
+	if got := point(t, java, "gpu.process.utilization", map[string]any{"hw.id": uuidOf(srv, 0)}); !(math.Abs(0.3-got) <= 1e-12) {
+		t.Errorf("mean of the samples since the previous scrape: got %v, want %v ± %v", got, 0.3, 1e-12)
+	}
 
 	py, ok := resourceWith(md, "process.pid", int64(5000))
-	require.True(t, ok)
-	assert.Equal(t, float64(1024*mib), point(t, py, "gpu.process.memory.usage", map[string]any{"hw.id": uuidOf(srv, 1)}))
-	assert.Equal(t, float64(2048*mib), point(t, py, "gpu.process.memory.usage", map[string]any{"hw.id": uuidOf(srv, 2)}))
+	if !ok {
+		t.Fatalf("resourceWith: ok is false")
+	}
+	if got := point(t, py, "gpu.process.memory.usage", map[string]any{"hw.id": uuidOf(srv, 1)}); got != float64(1024*mib) {
+		t.Errorf("point(t, py, \"gpu.process.memory.usage\", map[string]any{\"hw.id\": uuidOf(srv, 1)}): got %v, want %v", got, float64(1024*mib))
+	}
+	if got := point(t, py, "gpu.process.memory.usage", map[string]any{"hw.id": uuidOf(srv, 2)}); got != float64(2048*mib) {
+		t.Errorf("point(t, py, \"gpu.process.memory.usage\", map[string]any{\"hw.id\": uuidOf(srv, 2)}): got %v, want %v", got, float64(2048*mib))
+	}
 
 	other, ok := resourceWith(md, "process.pid", int64(6000))
-	require.True(t, ok)
-	assert.Equal(t, map[string]any{"process.pid": int64(6000), "host.name": testNodeName, "k8s.node.name": testNodeName}, resourceAttrs(other.Resource()),
-		"a pid outside the proc root: the node's name and the pid, nothing read")
+	if !ok {
+		t.Fatalf("resourceWith: ok is false")
+	}
+	if got := resourceAttrs(other.Resource()); !reflect.DeepEqual(got, map[string]any{"process.pid": int64(6000), "host.name": testNodeName, "k8s.node.name": testNodeName}) {
+		t.Errorf("a pid outside the proc root: the node's name and the pid, nothing read: got %v, want %v", got, map[string]any{"process.pid": int64(6000), "host.name": testNodeName, "k8s.node.name": testNodeName})
+	}
 
 	// pid 5000 exits: its series disappear from the next scrape.
 	node.setProcess(1, 5000, 0)
 	node.setProcess(2, 5000, 0)
 	md = tr.scrapeOnce(t)
 	_, ok = resourceWith(md, "process.pid", int64(5000))
-	assert.False(t, ok)
+	if ok {
+		t.Errorf("resourceWith: ok is true")
+	}
 	_, ok = resourceWith(md, "process.pid", int64(4242))
-	assert.True(t, ok)
+	if !ok {
+		t.Errorf("resourceWith: ok is false")
+	}
 }
 
 func serveKubelet(t testing.TB, pods []*podresourcesv1.PodResources) string {
@@ -324,14 +419,18 @@ func TestPodAttribution(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.pid), func(t *testing.T) {
 			rm, ok := resourceWith(md, "process.pid", tt.pid)
-			require.True(t, ok)
+			if !ok {
+				t.Fatalf("resourceWith: ok is false")
+			}
 			got := map[string]any{}
 			for k, v := range resourceAttrs(rm.Resource()) {
 				if strings.HasPrefix(k, "k8s.") {
 					got[k] = v
 				}
 			}
-			assert.Equal(t, tt.want, got)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got: got %v, want %v", got, tt.want)
+			}
 		})
 	}
 }
@@ -345,7 +444,9 @@ func TestPodResourcesSocketAbsent(t *testing.T) {
 	node.setProcess(0, 100, mib)
 	tr.scrapeOnce(t)
 	tr.scrapeOnce(t)
-	assert.Equal(t, 1, tr.logged.FilterMessageSnippet("pod-resources socket not found").Len(), "said once")
+	if got := tr.logged.FilterMessageSnippet("pod-resources socket not found").Len(); got != 1 {
+		t.Errorf("said once: got %v, want %v", got, 1)
+	}
 }
 
 func TestMIG(t *testing.T) {
@@ -353,13 +454,19 @@ func TestMIG(t *testing.T) {
 	node := newFakeNode(t, srv)
 	d := srv.Devices[7].(*server.Device)
 	_, ret := d.SetMigMode(nvml.DEVICE_MIG_ENABLE)
-	require.Equal(t, nvml.SUCCESS, ret)
+	if ret != nvml.SUCCESS {
+		t.Fatalf("d.SetMigMode: got %v, want %v", ret, nvml.SUCCESS)
+	}
 	profile, ret := d.GetGpuInstanceProfileInfo(nvml.GPU_INSTANCE_PROFILE_1_SLICE)
-	require.Equal(t, nvml.SUCCESS, ret)
+	if ret != nvml.SUCCESS {
+		t.Fatalf("d.GetGpuInstanceProfileInfo: got %v, want %v", ret, nvml.SUCCESS)
+	}
 	var ids []int
 	for range 2 {
 		gi, ret := d.CreateGpuInstance(&profile)
-		require.Equal(t, nvml.SUCCESS, ret)
+		if ret != nvml.SUCCESS {
+			t.Fatalf("d.CreateGpuInstance: got %v, want %v", ret, nvml.SUCCESS)
+		}
 		info, _ := gi.GetInfo()
 		ids = append(ids, int(info.Id))
 	}
@@ -372,18 +479,31 @@ func TestMIG(t *testing.T) {
 
 	md := tr.scrapeOnce(t)
 	rm, ok := resourceWith(md, "hw.id", d.UUID)
-	require.True(t, ok)
+	if !ok {
+		t.Fatalf("resourceWith: ok is false")
+	}
 	a := map[string]any{"gpu.mig.device.id": "MIG-aaaa", "gpu.mig.gpu_instance.id": int64(ids[0]), "gpu.mig.profile": "1g.18gb"}
-	assert.Equal(t, float64(18*1024*mib), point(t, rm, "gpu.mig.memory.limit", a))
-	assert.Equal(t, float64(4*1024*mib), point(t, rm, "gpu.mig.memory.usage", a))
+	if got := point(t, rm, "gpu.mig.memory.limit", a); got != float64(18*1024*mib) {
+		t.Errorf("point(t, rm, \"gpu.mig.memory.limit\", a): got %v, want %v", got, float64(18*1024*mib))
+	}
+	if got := point(t, rm, "gpu.mig.memory.usage", a); got != float64(4*1024*mib) {
+		t.Errorf("point(t, rm, \"gpu.mig.memory.usage\", a): got %v, want %v", got, float64(4*1024*mib))
+	}
 	b := map[string]any{"gpu.mig.device.id": "MIG-bbbb"}
-	assert.Equal(t, 0.0, point(t, rm, "gpu.mig.memory.usage", b))
-	assert.Equal(t, float64(18*1024*mib), point(t, rm, "gpu.mig.memory.limit", b))
+	if got := point(t, rm, "gpu.mig.memory.usage", b); got != 0.0 {
+		t.Errorf("point(t, rm, \"gpu.mig.memory.usage\", b): got %v, want %v", got, 0.0)
+	}
+	if got := point(t, rm, "gpu.mig.memory.limit", b); got != float64(18*1024*mib) {
+		t.Errorf("point(t, rm, \"gpu.mig.memory.limit\", b): got %v, want %v", got, float64(18*1024*mib))
+	}
 
 	proc, ok := resourceWith(md, "process.pid", int64(700))
-	require.True(t, ok)
-	assert.Equal(t, float64(4*1024*mib), point(t, proc, "gpu.process.memory.usage", map[string]any{"hw.id": "MIG-aaaa"}),
-		"a process on a MIG device is reported against the MIG device")
+	if !ok {
+		t.Fatalf("resourceWith: ok is false")
+	}
+	if got := point(t, proc, "gpu.process.memory.usage", map[string]any{"hw.id": "MIG-aaaa"}); got != float64(4*1024*mib) {
+		t.Errorf("a process on a MIG device is reported against the MIG device: got %v, want %v", got, float64(4*1024*mib))
+	}
 }
 
 func TestLeakSuspicion(t *testing.T) {
@@ -418,24 +538,46 @@ func TestLeakSuspicion(t *testing.T) {
 			}
 		}
 	}
-	require.Len(t, leaks, 2, "onset, then once more after a window")
+	if got := len(leaks); got != 2 {
+		t.Fatalf("onset, then once more after a window: got %d, want %d", got, 2)
+	}
 	lr := leaks[0]
-	assert.Equal(t, "gpu.memory.leak_suspected", lr.EventName())
+	if got := lr.EventName(); got != "gpu.memory.leak_suspected" {
+		t.Errorf("lr.EventName(): got %q, want %q", got, "gpu.memory.leak_suspected")
+	}
 	attrs := lr.Attributes().AsRaw()
-	assert.Equal(t, uuidOf(srv, 0), attrs["hw.id"])
-	assert.InDelta(t, 8*mib/10.0, attrs["gpu.memory.growth_rate"], 1)
-	assert.GreaterOrEqual(t, attrs["gpu.memory.floor_growth"], int64(32*mib))
-	assert.GreaterOrEqual(t, attrs["gpu.memory.leak.window"], 150.0)
-	assert.Equal(t, int64(4242), resources[0].Attributes().AsRaw()["process.pid"])
-	assert.Equal(t, "java", resources[0].Attributes().AsRaw()["process.executable.name"])
-	assert.Equal(t, 2, tr.logged.FilterMessage("GPU memory leak suspected").Len())
+	if got := attrs["hw.id"]; !reflect.DeepEqual(got, uuidOf(srv, 0)) {
+		t.Errorf("attrs[\"hw.id\"]: got %v, want %q", got, uuidOf(srv, 0))
+	}
+	if got, ok := attrs["gpu.memory.growth_rate"].(float64); !ok || !(math.Abs(8*mib/10.0-got) <= 1) {
+		t.Errorf("attrs[\"gpu.memory.growth_rate\"]: got %v, want %v ± %v", attrs["gpu.memory.growth_rate"], 8*mib/10.0, 1)
+	}
+	if got, ok := attrs["gpu.memory.floor_growth"].(int64); !ok || got < int64(32*mib) {
+		t.Errorf("attrs[\"gpu.memory.floor_growth\"]: got %v, want >= %v", attrs["gpu.memory.floor_growth"], int64(32*mib))
+	}
+	if got, ok := attrs["gpu.memory.leak.window"].(float64); !ok || !(got >= 150.0) {
+		t.Errorf("attrs[\"gpu.memory.leak.window\"]: got %v, want >= %v", attrs["gpu.memory.leak.window"], 150.0)
+	}
+	if got := resources[0].Attributes().AsRaw()["process.pid"]; !reflect.DeepEqual(got, int64(4242)) {
+		t.Errorf("resources[0].Attributes().AsRaw()[\"process.pid\"]: got %v, want %v", got, int64(4242))
+	}
+	if got := resources[0].Attributes().AsRaw()["process.executable.name"]; !reflect.DeepEqual(got, "java") {
+		t.Errorf("resources[0].Attributes().AsRaw()[\"process.executable.name\"]: got %v, want %q", got, "java")
+	}
+	if got := tr.logged.FilterMessage("GPU memory leak suspected").Len(); got != 2 {
+		t.Errorf("tr.logged.FilterMessage(\"GPU memory leak suspected\").Len(): got %v, want %v", got, 2)
+	}
 
 	node.setProcess(0, 4242, (1024+8*50)*mib)
 	md := tr.scrapeOnce(t)
 	leaker, _ := resourceWith(md, "process.pid", int64(4242))
-	assert.InDelta(t, 8*mib/10.0, point(t, leaker, "gpu.process.memory.growth_rate", map[string]any{"hw.id": uuidOf(srv, 0)}), 1)
+	if got := point(t, leaker, "gpu.process.memory.growth_rate", map[string]any{"hw.id": uuidOf(srv, 0)}); !(math.Abs(8*mib/10.0-got) <= 1) {
+		t.Errorf("point(t, leaker, \"gpu.process.memory.growth_rate\", map[string]any{\"hw.id\": uuidOf(srv, 0)}): got %v, want %v ± %v", got, 8*mib/10.0, 1)
+	}
 	steady, _ := resourceWith(md, "process.pid", int64(5000))
-	assert.Equal(t, 0.0, point(t, steady, "gpu.process.memory.growth_rate", map[string]any{"hw.id": uuidOf(srv, 1)}))
+	if got := point(t, steady, "gpu.process.memory.growth_rate", map[string]any{"hw.id": uuidOf(srv, 1)}); got != 0.0 {
+		t.Errorf("point(t, steady, \"gpu.process.memory.growth_rate\", map[string]any{\"hw.id\": uuidOf(srv, 1)}): got %v, want %v", got, 0.0)
+	}
 }
 
 func TestSoftDisableAndRetry(t *testing.T) {
@@ -445,23 +587,45 @@ func TestSoftDisableAndRetry(t *testing.T) {
 	tr := newTestReceiver(t, node, func(c *Config) { c.InitRetryInterval = 5 * time.Millisecond })
 
 	ev := tr.host.last()
-	require.NotNil(t, ev)
-	assert.Equal(t, componentstatus.StatusRecoverableError, ev.Status())
-	assert.ErrorContains(t, ev.Err(), "ERROR_LIBRARY_NOT_FOUND")
-	assert.ErrorContains(t, ev.Err(), "not installed on this host or not mounted")
+	if ev == nil {
+		t.Fatalf("ev: got nil, want non-nil")
+	}
+	if got := ev.Status(); got != componentstatus.StatusRecoverableError {
+		t.Errorf("ev.Status(): got %v, want %v", got, componentstatus.StatusRecoverableError)
+	}
+	if err := ev.Err(); err == nil || !strings.Contains(err.Error(), "ERROR_LIBRARY_NOT_FOUND") {
+		t.Errorf("ev.Err: got error %v, want one containing %q", err, "ERROR_LIBRARY_NOT_FOUND")
+	}
+	if err := ev.Err(); err == nil || !strings.Contains(err.Error(), "not installed on this host or not mounted") {
+		t.Errorf("ev.Err: got error %v, want one containing %q", err, "not installed on this host or not mounted")
+	}
 	warn := tr.logged.FilterMessageSnippet("No NVIDIA driver library")
-	require.Equal(t, 1, warn.Len())
-	assert.Contains(t, warn.All()[0].Message, "On a GPU node it reports per-GPU memory")
+	if got := warn.Len(); got != 1 {
+		t.Fatalf("warn.Len(): got %v, want %v", got, 1)
+	}
+	if got := warn.All()[0].Message; !strings.Contains(got, "On a GPU node it reports per-GPU memory") {
+		t.Errorf("warn.All()[0].Message: got %q, want it to contain %q", got, "On a GPU node it reports per-GPU memory")
+	}
 
 	md := tr.scrapeOnce(t)
-	assert.Equal(t, 0, md.ResourceMetrics().Len(), "idle, not failing")
+	if got := md.ResourceMetrics().Len(); got != 0 {
+		t.Errorf("idle, not failing: got %v, want %v", got, 0)
+	}
 
 	// The driver appears (installed, or the container restarted with it).
 	node.initRet.Store(int32(nvml.SUCCESS))
-	require.Eventually(t, func() bool { return tr.session.Load() != nil }, 10*time.Second, time.Millisecond)
-	assert.Equal(t, componentstatus.StatusOK, tr.host.last().Status())
+	for deadline := time.Now().Add(10 * time.Second); tr.session.Load() == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("tr.session: still nil after 10s, want a session")
+		}
+	}
+	if got := tr.host.last().Status(); got != componentstatus.StatusOK {
+		t.Errorf("tr.host.last().Status(): got %v, want %v", got, componentstatus.StatusOK)
+	}
 	md = tr.scrapeOnce(t)
-	assert.Equal(t, 8, md.ResourceMetrics().Len())
+	if got := md.ResourceMetrics().Len(); got != 8 {
+		t.Errorf("md.ResourceMetrics().Len(): got %v, want %v", got, 8)
+	}
 }
 
 func TestSoftDisableWithoutDriverLibrary(t *testing.T) {
@@ -475,17 +639,33 @@ func TestSoftDisableWithoutDriverLibrary(t *testing.T) {
 	set.Logger = zap.New(core)
 	host := &statusHost{}
 	rcv, err := NewFactory().CreateMetrics(context.Background(), set, cfg, consumertest.NewNop())
-	require.NoError(t, err)
-	require.NoError(t, rcv.Start(context.Background(), host))
-	require.NoError(t, rcv.Shutdown(context.Background()))
+	if err != nil {
+		t.Fatalf("NewFactory().CreateMetrics: %v", err)
+	}
+	if err := rcv.Start(context.Background(), host); err != nil {
+		t.Fatalf("rcv.Start: %v", err)
+	}
+	if err := rcv.Shutdown(context.Background()); err != nil {
+		t.Fatalf("rcv.Shutdown: %v", err)
+	}
 
 	ev := host.last()
-	require.NotNil(t, ev)
-	assert.Equal(t, componentstatus.StatusRecoverableError, ev.Status())
+	if ev == nil {
+		t.Fatalf("ev: got nil, want non-nil")
+	}
+	if got := ev.Status(); got != componentstatus.StatusRecoverableError {
+		t.Errorf("ev.Status(): got %v, want %v", got, componentstatus.StatusRecoverableError)
+	}
 	var ie *InitError
-	require.ErrorAs(t, ev.Err(), &ie)
-	assert.True(t, ie.LibraryMissing())
-	assert.Equal(t, 1, logged.FilterMessageSnippet("No NVIDIA driver library").Len())
+	if err := ev.Err(); !errors.As(err, &ie) {
+		t.Fatalf("ev.Err: got error %v, want one of type %T", err, &ie)
+	}
+	if !ie.LibraryMissing() {
+		t.Errorf("ie.LibraryMissing() is false")
+	}
+	if got := logged.FilterMessageSnippet("No NVIDIA driver library").Len(); got != 1 {
+		t.Errorf("logged.FilterMessageSnippet(\"No NVIDIA driver library\").Len(): got %v, want %v", got, 1)
+	}
 }
 
 func TestInitShutdownBalanced(t *testing.T) {
@@ -506,24 +686,44 @@ func TestInitShutdownBalanced(t *testing.T) {
 			set := receivertest.NewNopSettings(metadata.Type)
 			set.ID = component.NewIDWithName(metadata.Type, name)
 			m, err := factory.CreateMetrics(context.Background(), set, cfg, consumertest.NewNop())
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatalf("factory.CreateMetrics: %v", err)
+			}
 			l, err := factory.CreateLogs(context.Background(), set, cfg, consumertest.NewNop())
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatalf("factory.CreateLogs: %v", err)
+			}
 			comps = append(comps, m, l)
 		}
 		for _, c := range comps {
-			require.NoError(t, c.Start(context.Background(), host))
+			if err := c.Start(context.Background(), host); err != nil {
+				t.Fatalf("c.Start: %v", err)
+			}
 		}
-		assert.Equal(t, int32(round+1), node.inits.Load(), "one Init per process, whatever the number of instances")
-		assert.Equal(t, 2, libraries.refs(cfg.LibraryPath))
+		if got := node.inits.Load(); got != int32(round+1) {
+			t.Errorf("one Init per process, whatever the number of instances: got %v, want %v", got, int32(round+1))
+		}
+		if got := libraries.refs(cfg.LibraryPath); got != 2 {
+			t.Errorf("libraries.refs(cfg.LibraryPath): got %v, want %v", got, 2)
+		}
 		for _, c := range comps {
-			require.NoError(t, c.Shutdown(context.Background()))
-			require.NoError(t, c.Shutdown(context.Background()), "twice is safe")
+			if err := c.Shutdown(context.Background()); err != nil {
+				t.Fatalf("c.Shutdown: %v", err)
+			}
+			if err := c.Shutdown(context.Background()); err != nil {
+				t.Fatalf("twice is safe: %v", err)
+			}
 		}
-		assert.Equal(t, node.inits.Load(), node.shutdowns.Load(), "Shutdown balances Init")
-		assert.Equal(t, 0, libraries.refs(cfg.LibraryPath))
+		if got := node.shutdowns.Load(); got != node.inits.Load() {
+			t.Errorf("Shutdown balances Init: got %v, want %v", got, node.inits.Load())
+		}
+		if got := libraries.refs(cfg.LibraryPath); got != 0 {
+			t.Errorf("libraries.refs(cfg.LibraryPath): got %v, want %v", got, 0)
+		}
 	}
-	assert.Equal(t, int32(6), node.eventSetsFreed.Load(), "each instance's event set freed, every round")
+	if got := node.eventSetsFreed.Load(); got != int32(6) {
+		t.Errorf("each instance's event set freed, every round: got %v, want %v", got, int32(6))
+	}
 }
 
 func TestSlowDeviceDoesNotStallOthers(t *testing.T) {
@@ -537,26 +737,40 @@ func TestSlowDeviceDoesNotStallOthers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	md, err := tr.scrape(ctx)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("tr.scrape: %v", err)
+	}
 	_, ok := resourceWith(md, "hw.id", uuidOf(srv, 3))
-	assert.False(t, ok, "the stuck GPU is left out of this scrape")
+	if ok {
+		t.Errorf("the stuck GPU is left out of this scrape (ok is true)")
+	}
 	for _, i := range []int{0, 1, 2, 4, 5, 6, 7} {
 		_, ok := resourceWith(md, "hw.id", uuidOf(srv, i))
-		assert.True(t, ok, "GPU %d still reported", i)
+		if !ok {
+			t.Errorf("GPU %d still reported (ok is false)", i)
+		}
 	}
 
-	assert.Equal(t, 1, tr.logged.FilterMessageSnippet("did not answer NVML within the scrape timeout").Len())
+	if got := tr.logged.FilterMessageSnippet("did not answer NVML within the scrape timeout").Len(); got != 1 {
+		t.Errorf("tr.logged.FilterMessageSnippet(\"did not answer NVML within the scrape timeout\").Len(): got %v, want %v", got, 1)
+	}
 
 	// Next scrape: GPU 3 is still busy, so no second goroutine piles up, and
 	// the GPU is not named again.
 	md = tr.scrapeOnce(t)
 	_, ok = resourceWith(md, "hw.id", uuidOf(srv, 3))
-	assert.False(t, ok)
-	assert.Equal(t, 0, tr.logged.FilterMessageSnippet("still busy").Len())
+	if ok {
+		t.Errorf("resourceWith: ok is true")
+	}
+	if got := tr.logged.FilterMessageSnippet("still busy").Len(); got != 0 {
+		t.Errorf("tr.logged.FilterMessageSnippet(\"still busy\").Len(): got %v, want %v", got, 0)
+	}
 	for i := 0; i < md.ResourceMetrics().Len()-1; i++ {
 		a, _ := md.ResourceMetrics().At(i).Resource().Attributes().Get("gpu.index")
 		b, _ := md.ResourceMetrics().At(i + 1).Resource().Attributes().Get("gpu.index")
-		assert.Less(t, a.Int(), b.Int(), "GPUs in index order")
+		if got := a.Int(); got >= b.Int() {
+			t.Errorf("GPUs in index order: got %v, want < %v", got, b.Int())
+		}
 	}
 }
 
@@ -568,7 +782,11 @@ func TestEvents(t *testing.T) {
 	node.events <- nvml.EventData{Device: dev0, EventType: nvml.EventTypeXidCriticalError, EventData: 31}
 	node.events <- nvml.EventData{Device: dev5, EventType: nvml.EventTypeDoubleBitEccError}
 	node.events <- nvml.EventData{Device: dev0, EventType: nvml.EventTypeXidCriticalError, EventData: 79}
-	require.Eventually(t, func() bool { return tr.logs.LogRecordCount() == 4 }, 10*time.Second, time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); tr.logs.LogRecordCount() != 4; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("tr.logs.LogRecordCount(): got %d after 10s, want 4", tr.logs.LogRecordCount())
+		}
+	}
 
 	type rec struct {
 		event string
@@ -584,18 +802,25 @@ func TestEvents(t *testing.T) {
 			got = append(got, rec{lrs.At(j).EventName(), id.Str(), lrs.At(j).Attributes().AsRaw()})
 		}
 	}
-	assert.ElementsMatch(t, []rec{
+	want := []rec{
 		{"gpu.xid", uuidOf(srv, 0), map[string]any{"gpu.xid.code": int64(31), "gpu.xid.description": "GPU memory page fault (an application accessed an invalid address)"}},
 		{"gpu.ecc", uuidOf(srv, 5), map[string]any{"error.type": "uncorrected"}},
 		{"gpu.xid", uuidOf(srv, 0), map[string]any{"gpu.xid.code": int64(79), "gpu.xid.description": "GPU has fallen off the bus"}},
 		{"gpu.device.lost", uuidOf(srv, 0), map[string]any{"gpu.nvml.return": "XID 79"}},
-	}, got)
+	}
+	if !sameElements(got, want) {
+		t.Errorf("log records: got %v, want %v in any order", got, want)
+	}
 
 	// The lost GPU is no longer scraped.
 	md := tr.scrapeOnce(t)
 	_, ok := resourceWith(md, "hw.id", uuidOf(srv, 0))
-	assert.False(t, ok)
-	assert.Equal(t, 7, md.ResourceMetrics().Len())
+	if ok {
+		t.Errorf("resourceWith: ok is true")
+	}
+	if got := md.ResourceMetrics().Len(); got != 7 {
+		t.Errorf("md.ResourceMetrics().Len(): got %v, want %v", got, 7)
+	}
 }
 
 func TestAverageSamples(t *testing.T) {
@@ -615,22 +840,38 @@ func TestAverageSamples(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			avg, last, ok := averageSamples(nvml.VALUE_TYPE_UNSIGNED_INT, tt.samples, tt.since)
-			assert.Equal(t, tt.wantOK, ok)
-			assert.Equal(t, tt.wantAvg, avg)
-			assert.Equal(t, tt.wantLast, last)
+			if ok != tt.wantOK {
+				t.Errorf("averageSamples: got %v, want %v", ok, tt.wantOK)
+			}
+			if avg != tt.wantAvg {
+				t.Errorf("averageSamples: got %v, want %v", avg, tt.wantAvg)
+			}
+			if last != tt.wantLast {
+				t.Errorf("averageSamples: got %v, want %v", last, tt.wantLast)
+			}
 		})
 	}
 }
 
 func TestMIGProfileName(t *testing.T) {
-	assert.Equal(t, "1g.10gb", migProfileName(nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GpuInstanceProfileInfo{SliceCount: 1, MemorySizeMB: 9856}))
-	assert.Equal(t, "1g.10gb+me", migProfileName(nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1, nvml.GpuInstanceProfileInfo{SliceCount: 1, MemorySizeMB: 9856}))
-	assert.Equal(t, "7g.80gb", migProfileName(nvml.GPU_INSTANCE_PROFILE_7_SLICE, nvml.GpuInstanceProfileInfo{SliceCount: 7, MemorySizeMB: 81920}))
+	if got := migProfileName(nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GpuInstanceProfileInfo{SliceCount: 1, MemorySizeMB: 9856}); got != "1g.10gb" {
+		t.Errorf("migProfileName(nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GpuInstanceProfileInfo{SliceCount: 1, MemorySizeMB: 9856}): got %q, want %q", got, "1g.10gb")
+	}
+	if got := migProfileName(nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1, nvml.GpuInstanceProfileInfo{SliceCount: 1, MemorySizeMB: 9856}); got != "1g.10gb+me" {
+		t.Errorf("migProfileName(nvml.GPU_INSTANCE_PROFILE_1_SLICE_REV1, nvml.GpuInstanceProfileInfo{SliceCount: 1, MemorySizeMB: 9856}): got %q, want %q", got, "1g.10gb+me")
+	}
+	if got := migProfileName(nvml.GPU_INSTANCE_PROFILE_7_SLICE, nvml.GpuInstanceProfileInfo{SliceCount: 7, MemorySizeMB: 81920}); got != "7g.80gb" {
+		t.Errorf("migProfileName(nvml.GPU_INSTANCE_PROFILE_7_SLICE, nvml.GpuInstanceProfileInfo{SliceCount: 7, MemorySizeMB: 81920}): got %q, want %q", got, "7g.80gb")
+	}
 }
 
 func TestXIDDescription(t *testing.T) {
-	assert.Equal(t, "double-bit ECC error (uncorrectable)", xidDescription(48))
-	assert.Equal(t, "unknown XID", xidDescription(99999))
+	if got := xidDescription(48); got != "double-bit ECC error (uncorrectable)" {
+		t.Errorf("xidDescription(48): got %q, want %q", got, "double-bit ECC error (uncorrectable)")
+	}
+	if got := xidDescription(99999); got != "unknown XID" {
+		t.Errorf("xidDescription(99999): got %q, want %q", got, "unknown XID")
+	}
 }
 
 func TestUnsupportedCallsAskedAgainAfterMIGModeChange(t *testing.T) {
@@ -639,15 +880,23 @@ func TestUnsupportedCallsAskedAgainAfterMIGModeChange(t *testing.T) {
 	tr := newTestReceiver(t, node, nil)
 	tr.scrapeOnce(t)
 	asked := node.decoderCalls.Load()
-	assert.Equal(t, int32(8), asked, "each GPU asked once")
+	if asked != int32(8) {
+		t.Errorf("each GPU asked once: got %v, want %v", asked, int32(8))
+	}
 	tr.scrapeOnce(t)
-	assert.Equal(t, asked, node.decoderCalls.Load(), "NOT_SUPPORTED remembered")
+	if got := node.decoderCalls.Load(); got != asked {
+		t.Errorf("NOT_SUPPORTED remembered: got %v, want %v", got, asked)
+	}
 
 	_, ret := srv.Devices[2].(*server.Device).SetMigMode(nvml.DEVICE_MIG_ENABLE)
-	require.Equal(t, nvml.SUCCESS, ret)
+	if ret != nvml.SUCCESS {
+		t.Fatalf("srv.Devices[2].(*server.Device).SetMigMode: got %v, want %v", ret, nvml.SUCCESS)
+	}
 	tr.scrapeOnce(t) // sees the new mode
 	tr.scrapeOnce(t)
-	assert.Equal(t, asked+1, node.decoderCalls.Load(), "GPU 2 asked again after its MIG mode changed")
+	if got := node.decoderCalls.Load(); got != asked + 1 {
+		t.Errorf("GPU 2 asked again after its MIG mode changed: got %v, want %v", got, asked+1)
+	}
 }
 
 func TestNotInHostPIDNamespace(t *testing.T) {
@@ -662,18 +911,33 @@ func TestNotInHostPIDNamespace(t *testing.T) {
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.Logger = zap.New(core)
 	r, err := newNVMLReceiver(set, cfg, node.open)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("newNVMLReceiver: %v", err)
+	}
 	r.hostPIDs = func() (bool, bool) { return false, true }
-	require.NoError(t, r.start(context.Background(), &statusHost{}))
-	defer func() { require.NoError(t, r.shutdown(context.Background())) }()
+	if err := r.start(context.Background(), &statusHost{}); err != nil {
+		t.Fatalf("r.start: %v", err)
+	}
+	defer func() {
+		if err := r.shutdown(context.Background()); err != nil {
+			t.Fatalf("r.shutdown: %v", err)
+		}
+	}()
 
 	md, err := r.scrape(context.Background())
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("r.scrape: %v", err)
+	}
 	rm, ok := resourceWith(md, "process.pid", int64(os.Getpid()))
-	require.True(t, ok)
-	assert.Equal(t, map[string]any{"process.pid": int64(os.Getpid()), "host.name": testNodeName, "k8s.node.name": testNodeName}, resourceAttrs(rm.Resource()),
-		"our /proc is another pid namespace: nothing is read from it")
-	assert.Equal(t, 1, logged.FilterMessageSnippet("not in the host's pid namespace").Len())
+	if !ok {
+		t.Fatalf("resourceWith: ok is false")
+	}
+	if got := resourceAttrs(rm.Resource()); !reflect.DeepEqual(got, map[string]any{"process.pid": int64(os.Getpid()), "host.name": testNodeName, "k8s.node.name": testNodeName}) {
+		t.Errorf("our /proc is another pid namespace: nothing is read from it: got %v, want %v", got, map[string]any{"process.pid": int64(os.Getpid()), "host.name": testNodeName, "k8s.node.name": testNodeName})
+	}
+	if got := logged.FilterMessageSnippet("not in the host's pid namespace").Len(); got != 1 {
+		t.Errorf("logged.FilterMessageSnippet(\"not in the host's pid namespace\").Len(): got %v, want %v", got, 1)
+	}
 }
 
 func TestMPSClientsSplitPerProcess(t *testing.T) {
@@ -690,8 +954,12 @@ func TestMPSClientsSplitPerProcess(t *testing.T) {
 	md := tr.scrapeOnce(t)
 	for pid, want := range map[int64]float64{900: 64 * mib, 901: 3 * 1024 * mib, 902: 5 * 1024 * mib} {
 		rm, ok := resourceWith(md, "process.pid", pid)
-		require.True(t, ok, "pid %d", pid)
-		assert.Equal(t, want, point(t, rm, "gpu.process.memory.usage", map[string]any{"hw.id": uuidOf(srv, 4)}), "pid %d", pid)
+		if !ok {
+			t.Fatalf("pid %d (ok is false)", pid)
+		}
+		if got := point(t, rm, "gpu.process.memory.usage", map[string]any{"hw.id": uuidOf(srv, 4)}); got != want {
+			t.Errorf("pid %d: got %v, want %v", pid, got, want)
+		}
 	}
 }
 
@@ -706,24 +974,50 @@ func TestFacesShareOneCore(t *testing.T) {
 	set := receivertest.NewNopSettings(metadata.Type)
 	f := NewFactory()
 	m, err := f.CreateMetrics(context.Background(), set, cfg, consumertest.NewNop())
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("f.CreateMetrics: %v", err)
+	}
 	l, err := f.CreateLogs(context.Background(), set, cfg, consumertest.NewNop())
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("f.CreateLogs: %v", err)
+	}
 	logs := l.(*sharedcomponent.Face[*nvmlReceiver])
-	assert.True(t, logs.Value().logs.IsOpen(), "logs connected at creation")
+	if !logs.Value().logs.IsOpen() {
+		t.Errorf("logs connected at creation (logs.Value().logs.IsOpen() is false)")
+	}
 
-	require.NoError(t, m.Start(context.Background(), &statusHost{}))
-	assert.Equal(t, 1, logs.Core().Started())
-	require.NoError(t, l.Shutdown(context.Background()))
-	assert.False(t, logs.Value().logs.IsOpen(), "logs disconnected by Shutdown without Start")
-	assert.Equal(t, 1, logs.Core().Started(), "the metrics face keeps the receiver running")
+	if err := m.Start(context.Background(), &statusHost{}); err != nil {
+		t.Fatalf("m.Start: %v", err)
+	}
+	if got := logs.Core().Started(); got != 1 {
+		t.Errorf("logs.Core().Started(): got %v, want %v", got, 1)
+	}
+	if err := l.Shutdown(context.Background()); err != nil {
+		t.Fatalf("l.Shutdown: %v", err)
+	}
+	if logs.Value().logs.IsOpen() {
+		t.Errorf("logs disconnected by Shutdown without Start (logs.Value().logs.IsOpen() is true)")
+	}
+	if got := logs.Core().Started(); got != 1 {
+		t.Errorf("the metrics face keeps the receiver running: got %v, want %v", got, 1)
+	}
 
-	require.NoError(t, m.Shutdown(context.Background()))
-	assert.Equal(t, 0, logs.Core().Started())
+	if err := m.Shutdown(context.Background()); err != nil {
+		t.Fatalf("m.Shutdown: %v", err)
+	}
+	if got := logs.Core().Started(); got != 0 {
+		t.Errorf("logs.Core().Started(): got %v, want %v", got, 0)
+	}
 	l2, err := f.CreateLogs(context.Background(), set, cfg, consumertest.NewNop())
-	require.NoError(t, err)
-	assert.NotSame(t, logs.Value(), l2.(*sharedcomponent.Face[*nvmlReceiver]).Value(), "a new build gets a fresh receiver")
-	require.NoError(t, l2.Shutdown(context.Background()))
+	if err != nil {
+		t.Fatalf("f.CreateLogs: %v", err)
+	}
+	if l2.(*sharedcomponent.Face[*nvmlReceiver]).Value() == logs.Value() {
+		t.Errorf("a new build gets a fresh receiver: got the same pointer %p, want a different one", l2.(*sharedcomponent.Face[*nvmlReceiver]).Value())
+	}
+	if err := l2.Shutdown(context.Background()); err != nil {
+		t.Fatalf("l2.Shutdown: %v", err)
+	}
 }
 
 // TestIdentityAttributesHaveSwitches: the identity attributes are generated
@@ -743,12 +1037,42 @@ func TestIdentityAttributesHaveSwitches(t *testing.T) {
 	})
 	node.setProcess(0, 4242, mib)
 	rm, ok := resourceWith(tr.scrapeOnce(t), "process.pid", int64(4242))
-	require.True(t, ok)
-	assert.Equal(t, map[string]any{
+	if !ok {
+		t.Fatalf("resourceWith: ok is false")
+	}
+	if got := resourceAttrs(rm.Resource()); !reflect.DeepEqual(got, map[string]any{
 		"process.pid":             int64(4242),
 		"process.executable.name": "java",
 		"container.id":            containerID,
 		"k8s.pod.uid":             podUID,
 		"k8s.node.name":           testNodeName,
-	}, resourceAttrs(rm.Resource()))
+	}) {
+		t.Errorf("resourceAttrs(rm.Resource()): got %v, want %v", got, map[string]any{
+			"process.pid":             int64(4242),
+			"process.executable.name": "java",
+			"container.id":            containerID,
+			"k8s.pod.uid":             podUID,
+			"k8s.node.name":           testNodeName,
+		})
+	}
+}
+
+// sameElements reports whether a and b hold the same elements, each as many
+// times, in any order (elements compared with reflect.DeepEqual).
+func sameElements[T any](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	used := make([]bool, len(b))
+next:
+	for _, x := range a {
+		for j, y := range b {
+			if !used[j] && reflect.DeepEqual(x, y) {
+				used[j] = true
+				continue next
+			}
+		}
+		return false
+	}
+	return true
 }

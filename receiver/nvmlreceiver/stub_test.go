@@ -5,12 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -29,13 +28,17 @@ func buildStubLibrary(t *testing.T) string {
 		t.Skip("gcc not found: the stub NVML library cannot be built")
 	}
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/NVIDIA/go-nvml").Output()
-	require.NoError(t, err, "locating go-nvml's nvml.h")
+	if err != nil {
+		t.Fatalf("locating go-nvml's nvml.h: %v", err)
+	}
 	include := filepath.Join(strings.TrimSpace(string(out)), "pkg", "nvml")
 	lib := filepath.Join(t.TempDir(), "libnvidia-ml.so.1")
 	cmd := exec.Command(gcc, "-Wall", "-Werror", "-Wno-deprecated-declarations", "-shared", "-fPIC",
 		"-I", include, "-o", lib, filepath.Join("testdata", "nvmlstub", "nvmlstub.c"))
 	msg, err := cmd.CombinedOutput()
-	require.NoError(t, err, "gcc: %s", msg)
+	if err != nil {
+		t.Fatalf("gcc: %s: %v", msg, err)
+	}
 	return lib
 }
 
@@ -55,22 +58,32 @@ func TestRealBindingAgainstStubLibrary(t *testing.T) {
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.ID = component.NewIDWithName(metadata.Type, "stub")
 	r, err := newNVMLReceiver(set, cfg, openSystemLibrary)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("newNVMLReceiver: %v", err)
+	}
 	// The stub reports this test's own pid, which its /proc shows whatever
 	// the namespace.
 	r.hostPIDs = func() (bool, bool) { return true, true }
 	logs := new(consumertest.LogsSink)
 	r.setLogsConsumer(logs)
 	host := &statusHost{}
-	require.NoError(t, r.start(context.Background(), host))
-	assert.Equal(t, componentstatus.StatusOK, host.last().Status())
+	if err := r.start(context.Background(), host); err != nil {
+		t.Fatalf("r.start: %v", err)
+	}
+	if got := host.last().Status(); got != componentstatus.StatusOK {
+		t.Errorf("host.last().Status(): got %v, want %v", got, componentstatus.StatusOK)
+	}
 
 	md, err := r.scrape(context.Background())
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("r.scrape: %v", err)
+	}
 
 	gpu0, ok := resourceWith(md, "hw.id", "GPU-5a17b0c2-0000-4000-8000-000000000000")
-	require.True(t, ok)
-	assert.Equal(t, map[string]any{
+	if !ok {
+		t.Fatalf("resourceWith: ok is false")
+	}
+	if got := resourceAttrs(gpu0.Resource()); !reflect.DeepEqual(got, map[string]any{
 		"hw.id":             "GPU-5a17b0c2-0000-4000-8000-000000000000",
 		"hw.type":           "gpu",
 		"hw.vendor":         "NVIDIA",
@@ -81,41 +94,100 @@ func TestRealBindingAgainstStubLibrary(t *testing.T) {
 		"gpu.pci.bus_id":    "00000000:18:00.0",
 		"host.name":         testNodeName,
 		"k8s.node.name":     testNodeName,
-	}, resourceAttrs(gpu0.Resource()))
+	}) {
+		t.Errorf("resourceAttrs(gpu0.Resource()): got %v, want %v", got, map[string]any{
+			"hw.id":             "GPU-5a17b0c2-0000-4000-8000-000000000000",
+			"hw.type":           "gpu",
+			"hw.vendor":         "NVIDIA",
+			"hw.model":          "NVIDIA H200 (stub)",
+			"hw.name":           "nvidia0",
+			"hw.driver_version": "570.86.15-stub",
+			"gpu.index":         int64(0),
+			"gpu.pci.bus_id":    "00000000:18:00.0",
+			"host.name":         testNodeName,
+			"k8s.node.name":     testNodeName,
+		})
+	}
 	const gib = 1 << 30
-	assert.Equal(t, float64(2*gib), point(t, gpu0, "hw.gpu.memory.usage", map[string]any{"hw.id": resourceAttrs(gpu0.Resource())["hw.id"]}))
-	assert.Equal(t, float64(600*mib), point(t, gpu0, "gpu.memory.reserved", nil))
-	assert.Equal(t, float64(141*gib), point(t, gpu0, "hw.gpu.memory.limit", nil))
-	assert.Equal(t, 0.4, point(t, gpu0, "hw.gpu.utilization", map[string]any{"hw.gpu.task": "general"}))
-	assert.Equal(t, 0.05, point(t, gpu0, "hw.gpu.utilization", map[string]any{"hw.gpu.task": "encoder"}))
-	assert.Equal(t, 275.5, point(t, gpu0, "hw.power", nil))
-	assert.Equal(t, 123456.789, point(t, gpu0, "hw.energy", nil))
-	assert.Equal(t, 51.0, point(t, gpu0, "hw.temperature", nil))
-	assert.Equal(t, 7.0, point(t, gpu0, "hw.errors", map[string]any{"error.type": "corrected"}))
-	assert.Equal(t, 1.0, point(t, gpu0, "hw.errors", map[string]any{"error.type": "uncorrected"}))
+	if got := point(t, gpu0, "hw.gpu.memory.usage", map[string]any{"hw.id": resourceAttrs(gpu0.Resource())["hw.id"]}); got != float64(2*gib) {
+		t.Errorf("point(t, gpu0, \"hw.gpu.memory.usage\", map[string]any{\"hw.id\": resourceAttrs(gpu0.Resource())[\"hw.id\"]}): got %v, want %v", got, float64(2*gib))
+	}
+	if got := point(t, gpu0, "gpu.memory.reserved", nil); got != float64(600*mib) {
+		t.Errorf("point(t, gpu0, \"gpu.memory.reserved\", nil): got %v, want %v", got, float64(600*mib))
+	}
+	if got := point(t, gpu0, "hw.gpu.memory.limit", nil); got != float64(141*gib) {
+		t.Errorf("point(t, gpu0, \"hw.gpu.memory.limit\", nil): got %v, want %v", got, float64(141*gib))
+	}
+	if got := point(t, gpu0, "hw.gpu.utilization", map[string]any{"hw.gpu.task": "general"}); got != 0.4 {
+		t.Errorf("point(t, gpu0, \"hw.gpu.utilization\", map[string]any{\"hw.gpu.task\": \"general\"}): got %v, want %v", got, 0.4)
+	}
+	if got := point(t, gpu0, "hw.gpu.utilization", map[string]any{"hw.gpu.task": "encoder"}); got != 0.05 {
+		t.Errorf("point(t, gpu0, \"hw.gpu.utilization\", map[string]any{\"hw.gpu.task\": \"encoder\"}): got %v, want %v", got, 0.05)
+	}
+	if got := point(t, gpu0, "hw.power", nil); got != 275.5 {
+		t.Errorf("point(t, gpu0, \"hw.power\", nil): got %v, want %v", got, 275.5)
+	}
+	if got := point(t, gpu0, "hw.energy", nil); got != 123456.789 {
+		t.Errorf("point(t, gpu0, \"hw.energy\", nil): got %v, want %v", got, 123456.789)
+	}
+	if got := point(t, gpu0, "hw.temperature", nil); got != 51.0 {
+		t.Errorf("point(t, gpu0, \"hw.temperature\", nil): got %v, want %v", got, 51.0)
+	}
+	if got := point(t, gpu0, "hw.errors", map[string]any{"error.type": "corrected"}); got != 7.0 {
+		t.Errorf("point(t, gpu0, \"hw.errors\", map[string]any{\"error.type\": \"corrected\"}): got %v, want %v", got, 7.0)
+	}
+	if got := point(t, gpu0, "hw.errors", map[string]any{"error.type": "uncorrected"}); got != 1.0 {
+		t.Errorf("point(t, gpu0, \"hw.errors\", map[string]any{\"error.type\": \"uncorrected\"}): got %v, want %v", got, 1.0)
+	}
 
 	// The stub reports this test process as the GPU's compute process, so
 	// the real /proc resolves it.
 	self, ok := resourceWith(md, "process.pid", int64(os.Getpid()))
-	require.True(t, ok)
+	if !ok {
+		t.Fatalf("resourceWith: ok is false")
+	}
 	exe, err := os.Executable()
-	require.NoError(t, err)
-	assert.Equal(t, filepath.Base(exe), resourceAttrs(self.Resource())["process.executable.name"])
-	assert.Equal(t, float64(2*gib), point(t, self, "gpu.process.memory.usage", map[string]any{"hw.id": "GPU-5a17b0c2-0000-4000-8000-000000000000"}))
+	if err != nil {
+		t.Fatalf("os.Executable: %v", err)
+	}
+	if got := resourceAttrs(self.Resource())["process.executable.name"]; !reflect.DeepEqual(got, filepath.Base(exe)) {
+		t.Errorf("resourceAttrs(self.Resource())[\"process.executable.name\"]: got %v, want %q", got, filepath.Base(exe))
+	}
+	if got := point(t, self, "gpu.process.memory.usage", map[string]any{"hw.id": "GPU-5a17b0c2-0000-4000-8000-000000000000"}); got != float64(2*gib) {
+		t.Errorf("point(t, self, \"gpu.process.memory.usage\", map[string]any{\"hw.id\": \"GPU-5a17b0c2-0000-4000-8000-000000000000\"}): got %v, want %v", got, float64(2*gib))
+	}
 	_, ok = findPoint(self, "gpu.process.utilization", nil)
-	assert.False(t, ok, "the stub lacks nvmlDeviceGetProcessUtilization: not called, not reported")
+	if ok {
+		t.Errorf("the stub lacks nvmlDeviceGetProcessUtilization: not called, not reported (ok is true)")
+	}
 
 	// The event loop delivered the scripted XID 13 on GPU 1.
-	require.Eventually(t, func() bool { return logs.LogRecordCount() >= 1 }, 10*time.Second, time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); logs.LogRecordCount() < 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("logs.LogRecordCount(): got %d after 10s, want at least 1", logs.LogRecordCount())
+		}
+	}
 	rl := logs.AllLogs()[0].ResourceLogs().At(0)
 	id, _ := rl.Resource().Attributes().Get("hw.id")
-	assert.Equal(t, "GPU-5a17b0c2-0000-4000-8000-000000000001", id.Str())
+	if got := id.Str(); got != "GPU-5a17b0c2-0000-4000-8000-000000000001" {
+		t.Errorf("id.Str(): got %q, want %q", got, "GPU-5a17b0c2-0000-4000-8000-000000000001")
+	}
 	lr := rl.ScopeLogs().At(0).LogRecords().At(0)
-	assert.Equal(t, "gpu.xid", lr.EventName())
-	assert.Equal(t, map[string]any{"gpu.xid.code": int64(13), "gpu.xid.description": xidDescription(13)}, lr.Attributes().AsRaw())
+	if got := lr.EventName(); got != "gpu.xid" {
+		t.Errorf("lr.EventName(): got %q, want %q", got, "gpu.xid")
+	}
+	if got := lr.Attributes().AsRaw(); !reflect.DeepEqual(got, map[string]any{"gpu.xid.code": int64(13), "gpu.xid.description": xidDescription(13)}) {
+		t.Errorf("lr.Attributes().AsRaw(): got %v, want %v", got, map[string]any{"gpu.xid.code": int64(13), "gpu.xid.description": xidDescription(13)})
+	}
 
-	require.NoError(t, r.shutdown(context.Background()))
+	if err := r.shutdown(context.Background()); err != nil {
+		t.Fatalf("r.shutdown: %v", err)
+	}
 	calls, err := os.ReadFile(stubLog)
-	require.NoError(t, err)
-	assert.Equal(t, "init\nshutdown\n", string(calls), "one nvmlInit, balanced by one nvmlShutdown")
+	if err != nil {
+		t.Fatalf("os.ReadFile: %v", err)
+	}
+	if got := string(calls); got != "init\nshutdown\n" {
+		t.Errorf("one nvmlInit, balanced by one nvmlShutdown: got %q, want %q", got, "init\nshutdown\n")
+	}
 }

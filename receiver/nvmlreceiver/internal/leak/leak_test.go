@@ -1,11 +1,9 @@
 package leak
 
 import (
+	"strings"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 const mib = 1 << 20
@@ -110,21 +108,35 @@ func TestScriptedSeries(t *testing.T) {
 			d := New(testConfig)
 			as := run(d, Key{PID: 1, Device: "GPU-0"}, step, tt.values)
 			last := as[len(as)-1]
-			require.True(t, last.Ready)
-			assert.Equal(t, tt.suspected, last.Suspected, "rate %.0f B/s, floor growth %d B", last.GrowthRate, last.FloorGrowth)
+			if !last.Ready {
+				t.Fatalf("last.Ready is false")
+			}
+			if last.Suspected != tt.suspected {
+				t.Errorf("rate %.0f B/s, floor growth %d B: got %v, want %v", last.GrowthRate, last.FloorGrowth, last.Suspected, tt.suspected)
+			}
 			reports := 0
 			for _, a := range as {
 				if a.Report {
 					reports++
 				}
 			}
-			assert.Equal(t, tt.reports, reports)
-			if tt.minRate != 0 || tt.maxRate != 0 {
-				assert.GreaterOrEqual(t, last.GrowthRate, tt.minRate)
-				assert.LessOrEqual(t, last.GrowthRate, tt.maxRate)
+			if reports != tt.reports {
+				t.Errorf("reports: got %v, want %v", reports, tt.reports)
 			}
-			assert.Equal(t, 61, last.Samples, "a 10 min window at 10 s holds 61 readings")
-			assert.Equal(t, 10*time.Minute, last.Span)
+			if tt.minRate != 0 || tt.maxRate != 0 {
+				if !(last.GrowthRate >= tt.minRate) {
+					t.Errorf("last.GrowthRate: got %v, want >= %v", last.GrowthRate, tt.minRate)
+				}
+				if !(last.GrowthRate <= tt.maxRate) {
+					t.Errorf("last.GrowthRate: got %v, want <= %v", last.GrowthRate, tt.maxRate)
+				}
+			}
+			if last.Samples != 61 {
+				t.Errorf("a 10 min window at 10 s holds 61 readings: got %v, want %v", last.Samples, 61)
+			}
+			if last.Span != 10 * time.Minute {
+				t.Errorf("last.Span: got %v, want %v", last.Span, 10*time.Minute)
+			}
 		})
 	}
 }
@@ -135,12 +147,22 @@ func TestNotReadyUntilHalfWindow(t *testing.T) {
 		return uint64(i) * 10 * mib
 	}))
 	for i, a := range as[:30] {
-		assert.False(t, a.Ready, "reading %d", i)
-		assert.False(t, a.Suspected, "reading %d", i)
+		if a.Ready {
+			t.Errorf("reading %d (a.Ready is true)", i)
+		}
+		if a.Suspected {
+			t.Errorf("reading %d (a.Suspected is true)", i)
+		}
 	}
-	assert.True(t, as[30].Ready, "5 minutes of readings is half the window")
-	assert.True(t, as[30].Suspected)
-	assert.True(t, as[30].Report)
+	if !as[30].Ready {
+		t.Errorf("5 minutes of readings is half the window (as[30].Ready is false)")
+	}
+	if !as[30].Suspected {
+		t.Errorf("as[30].Suspected is false")
+	}
+	if !as[30].Report {
+		t.Errorf("as[30].Report is false")
+	}
 }
 
 func TestSuspicionEndsAndRestarts(t *testing.T) {
@@ -165,9 +187,15 @@ func TestSuspicionEndsAndRestarts(t *testing.T) {
 			onsets++
 		}
 	}
-	assert.Equal(t, 2, onsets)
-	assert.False(t, as[119].Suspected, "flat for long enough clears the suspicion")
-	assert.True(t, as[179].Suspected)
+	if onsets != 2 {
+		t.Errorf("onsets: got %v, want %v", onsets, 2)
+	}
+	if as[119].Suspected {
+		t.Errorf("flat for long enough clears the suspicion (as[119].Suspected is true)")
+	}
+	if !as[179].Suspected {
+		t.Errorf("as[179].Suspected is false")
+	}
 }
 
 func TestSweepForgetsExitedProcesses(t *testing.T) {
@@ -176,17 +204,23 @@ func TestSweepForgetsExitedProcesses(t *testing.T) {
 	d.Observe(Key{PID: 1, Device: "a"}, now, 1)
 	d.Observe(Key{PID: 2, Device: "a"}, now, 1)
 	d.Sweep()
-	assert.Equal(t, 2, d.Len())
+	if got := d.Len(); got != 2 {
+		t.Errorf("d.Len(): got %v, want %v", got, 2)
+	}
 	// pid 1 keeps reporting; pid 2 is gone. A missed round or three (its
 	// device timed out) keeps the history; a fourth forgets it.
 	for round := 1; round <= keepMissed; round++ {
 		d.Observe(Key{PID: 1, Device: "a"}, now.Add(time.Duration(round)*time.Second), 1)
 		d.Sweep()
-		assert.Equal(t, 2, d.Len(), "round %d", round)
+		if got := d.Len(); got != 2 {
+			t.Errorf("round %d: got %v, want %v", round, got, 2)
+		}
 	}
 	d.Observe(Key{PID: 1, Device: "a"}, now.Add(10*time.Second), 1)
 	d.Sweep()
-	assert.Equal(t, 1, d.Len())
+	if got := d.Len(); got != 1 {
+		t.Errorf("d.Len(): got %v, want %v", got, 1)
+	}
 }
 
 func TestHistorySurvivesAMissedRound(t *testing.T) {
@@ -202,7 +236,9 @@ func TestHistorySurvivesAMissedRound(t *testing.T) {
 		a = d.Observe(k, t0.Add(time.Duration(i)*10*time.Second), uint64(i)*mib)
 		d.Sweep()
 	}
-	assert.Equal(t, 39, a.Samples)
+	if a.Samples != 39 {
+		t.Errorf("a.Samples: got %v, want %v", a.Samples, 39)
+	}
 }
 
 func TestOutOfOrderReadingIgnored(t *testing.T) {
@@ -211,7 +247,9 @@ func TestOutOfOrderReadingIgnored(t *testing.T) {
 	now := time.Now()
 	d.Observe(k, now, 10)
 	a := d.Observe(k, now.Add(-time.Second), 99)
-	assert.Equal(t, 1, a.Samples)
+	if a.Samples != 1 {
+		t.Errorf("a.Samples: got %v, want %v", a.Samples, 1)
+	}
 }
 
 func TestConfigValidate(t *testing.T) {
@@ -232,10 +270,14 @@ func TestConfigValidate(t *testing.T) {
 			tt.mut(&c)
 			err := c.Validate()
 			if tt.want == "" {
-				assert.NoError(t, err)
+				if err != nil {
+					t.Errorf("c.Validate: %v", err)
+				}
 				return
 			}
-			assert.ErrorContains(t, err, tt.want)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err: got error %v, want one containing %q", err, tt.want)
+			}
 		})
 	}
 }

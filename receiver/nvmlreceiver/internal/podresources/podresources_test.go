@@ -3,10 +3,10 @@ package podresources
 import (
 	"context"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
@@ -42,30 +42,59 @@ func TestList(t *testing.T) {
 		}},
 	})
 	c, err := NewClient(endpoint)
-	require.NoError(t, err)
-	defer func() { require.NoError(t, c.Close()) }()
+	if err != nil {
+		t.Fatalf("NewClient: %v", err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Fatalf("c.Close: %v", err)
+		}
+	}()
 
 	ix, err := c.List(context.Background(), "nvidia.com/")
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("c.List: %v", err)
+	}
 
-	assert.Equal(t, []Owner{{"inference", "triton-0", "triton"}}, ix.Lookup("GPU-aaaa"))
-	assert.Equal(t, []Owner{{"batch", "jvm-a", "app"}, {"batch", "jvm-b", "app"}}, ix.Lookup("GPU-bbbb"),
-		"replicas fold onto the GPU and each pod is listed once")
-	assert.Equal(t, []Owner{{"inference", "mig-user", "onnx"}}, ix.Lookup("MIG-cccc"))
-	assert.Nil(t, ix.Lookup("0000:3b:00.1"), "other vendors' devices are ignored")
-	assert.Nil(t, ix.Lookup("GPU-unallocated"))
-	assert.Len(t, ix, 3)
+	if got := ix.Lookup("GPU-aaaa"); !reflect.DeepEqual(got, []Owner{{"inference", "triton-0", "triton"}}) {
+		t.Errorf("ix.Lookup(\"GPU-aaaa\"): got %v, want %v", got, []Owner{{"inference", "triton-0", "triton"}})
+	}
+	if got := ix.Lookup("GPU-bbbb"); !reflect.DeepEqual(got, []Owner{{"batch", "jvm-a", "app"}, {"batch", "jvm-b", "app"}}) {
+		t.Errorf("replicas fold onto the GPU and each pod is listed once: got %v, want %v", got, []Owner{{"batch", "jvm-a", "app"}, {"batch", "jvm-b", "app"}})
+	}
+	if got := ix.Lookup("MIG-cccc"); !reflect.DeepEqual(got, []Owner{{"inference", "mig-user", "onnx"}}) {
+		t.Errorf("ix.Lookup(\"MIG-cccc\"): got %v, want %v", got, []Owner{{"inference", "mig-user", "onnx"}})
+	}
+	if ix.Lookup("0000:3b:00.1") != nil {
+		t.Errorf("other vendors' devices are ignored: got %v, want nil", ix.Lookup("0000:3b:00.1"))
+	}
+	if ix.Lookup("GPU-unallocated") != nil {
+		t.Errorf("ix.Lookup(\"GPU-unallocated\"): got %v, want nil", ix.Lookup("GPU-unallocated"))
+	}
+	if got := len(ix); got != 3 {
+		t.Errorf("len(c.List): got %d, want %d", got, 3)
+	}
 }
 
 func TestListWithoutKubelet(t *testing.T) {
 	c, err := NewClient("unix://" + filepath.Join(t.TempDir(), "absent.sock"))
-	require.NoError(t, err, "creating a client does not connect")
-	defer func() { require.NoError(t, c.Close()) }()
+	if err != nil {
+		t.Fatalf("creating a client does not connect: %v", err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Fatalf("c.Close: %v", err)
+		}
+	}()
 	_, err = c.List(context.Background(), "nvidia.com/")
-	assert.ErrorContains(t, err, "podresources: List")
+	if err == nil || !strings.Contains(err.Error(), "podresources: List") {
+		t.Errorf("c.List: got error %v, want one containing %q", err, "podresources: List")
+	}
 }
 
 func TestNewClientRejectsTCP(t *testing.T) {
 	_, err := NewClient("localhost:10250")
-	assert.ErrorContains(t, err, "unix://")
+	if err == nil || !strings.Contains(err.Error(), "unix://") {
+		t.Errorf("NewClient: got error %v, want one containing %q", err, "unix://")
+	}
 }
