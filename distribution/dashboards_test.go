@@ -1,14 +1,21 @@
 package distribution_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -256,5 +263,177 @@ func TestAlertRulesUnitTests(t *testing.T) {
 	}
 	if n != 10 {
 		t.Errorf("%d alerts, want 10", n)
+	}
+}
+
+// renderTemplates renders the chart with values and returns the named
+// templates' manifests.
+func renderTemplates(t *testing.T, values map[string]any, templates ...string) []string {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{
+		Name: releaseName, Namespace: namespace, IsInstall: true, Revision: 1,
+	}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Render(ch, vals)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	var docs []string
+	for _, tpl := range templates {
+		split := releaseutil.SplitManifests(files["otelcol-ai/templates/"+tpl])
+		keys := make([]string, 0, len(split))
+		for k := range split {
+			keys = append(keys, k)
+		}
+		sort.Sort(releaseutil.BySplitManifestsOrder(keys))
+		for _, k := range keys {
+			if d := strings.TrimSpace(split[k]); d != "" {
+				docs = append(docs, d)
+			}
+		}
+	}
+	return docs
+}
+
+func strictJSON(t *testing.T, doc string, into any) {
+	t.Helper()
+	js, err := yaml.YAMLToJSONStrict([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		t.Fatalf("%v\n%s", err, doc)
+	}
+}
+
+// The chart carries copies of the dashboards and rules (Helm reads files
+// inside the chart only); they must be the repository's.
+func TestChartCarriesTheDashboardsAndRules(t *testing.T) {
+	pairs := map[string]string{filepath.Join("alerts", "otelcol-ai.rules.yaml"): filepath.Join(chartDir, "files", "alerts", "otelcol-ai.rules.yaml")}
+	for _, f := range dashboardFiles(t) {
+		pairs[f] = filepath.Join(chartDir, "files", "dashboards", filepath.Base(f))
+	}
+	copies, _ := filepath.Glob(filepath.Join(chartDir, "files", "dashboards", "*.json"))
+	if len(copies) != len(pairs)-1 {
+		t.Errorf("chart has %d dashboards, the repository %d", len(copies), len(pairs)-1)
+	}
+	for src, cp := range pairs {
+		a, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs from %s: cp %s %s", cp, src, src, cp)
+		}
+	}
+}
+
+// prometheusRule is prometheus-operator's monitoring.coreos.com/v1
+// PrometheusRule, as much of it as the chart writes.
+type prometheusRule struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Spec struct {
+		Groups []struct {
+			Name     string `json:"name"`
+			Interval string `json:"interval,omitempty"`
+			Rules    []struct {
+				Alert       string            `json:"alert,omitempty"`
+				Record      string            `json:"record,omitempty"`
+				Expr        string            `json:"expr"`
+				For         string            `json:"for,omitempty"`
+				Labels      map[string]string `json:"labels,omitempty"`
+				Annotations map[string]string `json:"annotations,omitempty"`
+			} `json:"rules"`
+		} `json:"groups"`
+	} `json:"spec"`
+}
+
+func TestChartDashboardsAndRulesRender(t *testing.T) {
+	if docs := renderTemplates(t, nil, "dashboards-configmap.yaml", "prometheusrule.yaml"); len(docs) != 0 {
+		t.Fatalf("off by default, rendered %d manifests", len(docs))
+	}
+	docs := renderTemplates(t, map[string]any{
+		"dashboards": map[string]any{"enabled": true, "annotations": map[string]any{"grafana_folder": "otelcol-ai"}},
+		"alerts":     map[string]any{"prometheusRule": map[string]any{"enabled": true, "labels": map[string]any{"release": "kube-prometheus-stack"}}},
+	}, "dashboards-configmap.yaml", "prometheusrule.yaml")
+	files := dashboardFiles(t)
+	if len(docs) != len(files)+1 {
+		t.Fatalf("rendered %d manifests, want %d ConfigMaps and one PrometheusRule", len(docs), len(files))
+	}
+	seen := map[string]bool{}
+	for _, doc := range docs[:len(files)] {
+		var cm corev1.ConfigMap
+		strictJSON(t, doc, &cm)
+		if cm.Kind != "ConfigMap" || cm.Labels["grafana_dashboard"] != "1" || cm.Annotations["grafana_folder"] != "otelcol-ai" || cm.Namespace != namespace {
+			t.Errorf("ConfigMap %s: kind %s, labels %v, annotations %v, namespace %s", cm.Name, cm.Kind, cm.Labels, cm.Annotations, cm.Namespace)
+		}
+		if len(cm.Data) != 1 {
+			t.Fatalf("ConfigMap %s: %d keys, want one dashboard", cm.Name, len(cm.Data))
+		}
+		for key, body := range cm.Data {
+			src := filepath.Join("dashboards", strings.TrimPrefix(key, "otelcol-ai-"))
+			want, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatalf("ConfigMap %s key %s: %v", cm.Name, key, err)
+			}
+			if body != strings.TrimSpace(string(want)) {
+				t.Errorf("ConfigMap %s key %s is not %s", cm.Name, key, src)
+			}
+			seen[src] = true
+		}
+	}
+	for _, f := range files {
+		if !seen[f] {
+			t.Errorf("%s is in no ConfigMap", f)
+		}
+	}
+
+	var rule prometheusRule
+	strictJSON(t, docs[len(docs)-1], &rule)
+	if rule.APIVersion != "monitoring.coreos.com/v1" || rule.Kind != "PrometheusRule" || rule.Metadata.Labels["release"] != "kube-prometheus-stack" {
+		t.Errorf("PrometheusRule: %s %s labels %v", rule.APIVersion, rule.Kind, rule.Metadata.Labels)
+	}
+	var plain struct {
+		Groups json.RawMessage `json:"groups"`
+	}
+	b, err := os.ReadFile(filepath.Join("alerts", "otelcol-ai.rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSONStrict(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js, &plain); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(rule.Spec.Groups)
+	if !sameJSON(plain.Groups, string(got)) {
+		t.Errorf("the PrometheusRule's groups are not the rules file's:\n%s\n%s", got, plain.Groups)
+	}
+	n := 0
+	for _, g := range rule.Spec.Groups {
+		n += len(g.Rules)
+	}
+	if n != 10 {
+		t.Errorf("PrometheusRule has %d rules, want 10", n)
 	}
 }
