@@ -68,7 +68,7 @@ func benchmarkScrape(b *testing.B, withPods bool) {
 	if err != nil {
 		b.Fatalf("r.scrape: %v", err)
 	}
-	if got := md.ResourceMetrics().Len(); got != 8 + 200 {
+	if got := md.ResourceMetrics().Len(); got != 8+200 {
 		b.Fatalf("md.ResourceMetrics().Len(): got %v, want %v", got, 8+200)
 	}
 

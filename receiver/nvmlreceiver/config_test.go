@@ -44,7 +44,7 @@ func TestLoadConfig(t *testing.T) {
 		if !reflect.DeepEqual(cfg, createDefaultConfig()) {
 			t.Errorf("loadConfig: got %v, want %v", cfg, createDefaultConfig())
 		}
-		if cfg.CollectionInterval != 10 * time.Second {
+		if cfg.CollectionInterval != 10*time.Second {
 			t.Errorf("cfg.CollectionInterval: got %v, want %v", cfg.CollectionInterval, 10*time.Second)
 		}
 		if cfg.InitRetryInterval != time.Minute {
@@ -74,19 +74,19 @@ func TestLoadConfig(t *testing.T) {
 		if err := confmap.Validate(cfg); err != nil {
 			t.Fatalf("confmap.Validate: %v", err)
 		}
-		if cfg.CollectionInterval != 30 * time.Second {
+		if cfg.CollectionInterval != 30*time.Second {
 			t.Errorf("cfg.CollectionInterval: got %v, want %v", cfg.CollectionInterval, 30*time.Second)
 		}
-		if cfg.InitialDelay != 5 * time.Second {
+		if cfg.InitialDelay != 5*time.Second {
 			t.Errorf("cfg.InitialDelay: got %v, want %v", cfg.InitialDelay, 5*time.Second)
 		}
-		if cfg.Timeout != 5 * time.Second {
+		if cfg.Timeout != 5*time.Second {
 			t.Errorf("cfg.Timeout: got %v, want %v", cfg.Timeout, 5*time.Second)
 		}
 		if cfg.LibraryPath != "/usr/local/nvidia/lib64/libnvidia-ml.so.1" {
 			t.Errorf("cfg.LibraryPath: got %q, want %q", cfg.LibraryPath, "/usr/local/nvidia/lib64/libnvidia-ml.so.1")
 		}
-		if cfg.InitRetryInterval != 5 * time.Minute {
+		if cfg.InitRetryInterval != 5*time.Minute {
 			t.Errorf("cfg.InitRetryInterval: got %v, want %v", cfg.InitRetryInterval, 5*time.Minute)
 		}
 		if cfg.Processes != (ProcessesConfig{Enabled: true, ProcRoot: "/hostfs/proc", CommandLineMaxLength: 128}) {

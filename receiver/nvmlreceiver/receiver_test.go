@@ -894,7 +894,7 @@ func TestUnsupportedCallsAskedAgainAfterMIGModeChange(t *testing.T) {
 	}
 	tr.scrapeOnce(t) // sees the new mode
 	tr.scrapeOnce(t)
-	if got := node.decoderCalls.Load(); got != asked + 1 {
+	if got := node.decoderCalls.Load(); got != asked+1 {
 		t.Errorf("GPU 2 asked again after its MIG mode changed: got %v, want %v", got, asked+1)
 	}
 }

@@ -134,7 +134,7 @@ func TestScriptedSeries(t *testing.T) {
 			if last.Samples != 61 {
 				t.Errorf("a 10 min window at 10 s holds 61 readings: got %v, want %v", last.Samples, 61)
 			}
-			if last.Span != 10 * time.Minute {
+			if last.Span != 10*time.Minute {
 				t.Errorf("last.Span: got %v, want %v", last.Span, 10*time.Minute)
 			}
 		})
