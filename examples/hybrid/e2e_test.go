@@ -61,13 +61,24 @@ func tail(s string, n int) string {
 }
 
 // TestEmbeddedJVMAndCPython: one JVM embedding CPython, matched per process.
-func TestEmbeddedJVMAndCPython(t *testing.T) { runScenario(t, "embedded", "process") }
+func TestEmbeddedJVMAndCPython(t *testing.T) { runScenario(t, "embedded", "process", "") }
 
 // TestJVMAndCPythonSideBySide: a JVM and a CPython process on one host,
 // matched per host.
-func TestJVMAndCPythonSideBySide(t *testing.T) { runScenario(t, "sidecar", "host") }
+func TestJVMAndCPythonSideBySide(t *testing.T) { runScenario(t, "sidecar", "host", "") }
 
-func runScenario(t *testing.T, mode, scope string) {
+// scenario is what a run left: the collector's output folder, the JVM's
+// pid, the exported windows per pid and the overlap records.
+type scenario struct {
+	out      string
+	jvm      int64
+	windows  map[int64][]window.Window
+	overlaps []overlapRecord
+}
+
+// runScenario runs one mode against collector.yaml, with extra merged over
+// it when not empty, and checks what the collector wrote.
+func runScenario(t *testing.T, mode, scope, extra string) scenario {
 	ready(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -79,8 +90,9 @@ func runScenario(t *testing.T, mode, scope string) {
 		t.Fatal(err)
 	}
 	c := e2e.Start(t, e2e.Options{
-		Configs: []string{config},
-		Env:     map[string]string{"HYBRID_OUT": out, "HYBRID_MATCH_SCOPE": scope},
+		Configs:    []string{config},
+		ConfigYAML: extra,
+		Env:        map[string]string{"HYBRID_OUT": out, "HYBRID_MATCH_SCOPE": scope},
 	})
 	if err := c.WaitHealthy(60 * time.Second); err != nil {
 		t.Fatal(err)
@@ -218,6 +230,8 @@ func runScenario(t *testing.T, mode, scope string) {
 	if cross == 0 {
 		t.Errorf("no runtime.overlap of the JVM's pauses with a GIL window (%s)", mode)
 	}
+
+	return scenario{out: out, jvm: jvm, windows: windows, overlaps: overlaps}
 }
 
 func windowsStart(ws []window.Window) int64 {
@@ -238,6 +252,7 @@ type span struct {
 
 type overlapRecord struct {
 	first, second           string
+	secondTID               int64
 	firstPID, secondPID     int64
 	firstStart, secondStart int64
 	firstDur, secondDur     int64
@@ -289,7 +304,8 @@ func readLogs(t *testing.T, path string) (map[int64][]window.Window, []overlapRe
 						a := lr.Attributes()
 						overlaps = append(overlaps, overlapRecord{
 							first: strAttr(a, "runtime.overlap.first.kind"), second: strAttr(a, "runtime.overlap.second.kind"),
-							firstPID: intAttr(a, "runtime.overlap.first.process.pid"), secondPID: intAttr(a, "runtime.overlap.second.process.pid"),
+							secondTID: intAttr(a, "runtime.overlap.second.thread.id"),
+							firstPID:  intAttr(a, "runtime.overlap.first.process.pid"), secondPID: intAttr(a, "runtime.overlap.second.process.pid"),
 							firstStart: intAttr(a, "runtime.overlap.first.start"), secondStart: intAttr(a, "runtime.overlap.second.start"),
 							firstDur: intAttr(a, "runtime.overlap.first.duration"), secondDur: intAttr(a, "runtime.overlap.second.duration"),
 							timestamp: int64(lr.Timestamp()), duration: intAttr(a, "runtime.overlap.duration"),
