@@ -3,10 +3,9 @@ package jfrreceiver
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
@@ -26,7 +25,9 @@ func TestJVMResourceIdentity(t *testing.T) {
 	)
 	root := t.TempDir()
 	dir := filepath.Join(root, "4242")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("os.MkdirAll: %v", err)
+	}
 	files := map[string]string{
 		"stat":   "4242 (java) S 1 1 1 0 -1 4194304 100 0 0 0 5 3 0 0 20 0 1 0 777 1000000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n",
 		"status": "Name:\tjava\nPid:\t4242\nNSpid:\t4242\t1\n",
@@ -34,7 +35,9 @@ func TestJVMResourceIdentity(t *testing.T) {
 		"comm":   "java\n",
 	}
 	for name, data := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatalf("os.WriteFile: %v", err)
+		}
 	}
 	t.Setenv(procresource.EnvNodeName, "gpu-node-3")
 
@@ -46,7 +49,7 @@ func TestJVMResourceIdentity(t *testing.T) {
 		return info.resource.Attributes().AsRaw()
 	}
 
-	assert.Equal(t, map[string]any{
+	if got, want := resource(jvmevent.JVM{PID: 4242, StartTicks: 777}), map[string]any{
 		window.ResourceRuntimeName: window.RuntimeJava,
 		"process.executable.name":  "java",
 		window.ResourcePID:         int64(4242),
@@ -55,18 +58,24 @@ func TestJVMResourceIdentity(t *testing.T) {
 		window.ResourceK8sPodUID:   podUID,
 		window.ResourceHostName:    "gpu-node-3",
 		window.ResourceNodeName:    "gpu-node-3",
-	}, resource(jvmevent.JVM{PID: 4242, StartTicks: 777}))
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("resource(jvmevent.JVM{PID: 4242, StartTicks: 777}): got %v, want %v", got, want)
+	}
 
-	assert.Equal(t, map[string]any{
+	if got, want := resource(jvmevent.JVM{PID: 4242, StartTicks: 778}), map[string]any{
 		window.ResourceRuntimeName: window.RuntimeJava,
 		window.ResourcePID:         int64(4242),
 		window.ResourceHostName:    "gpu-node-3",
 		window.ResourceNodeName:    "gpu-node-3",
-	}, resource(jvmevent.JVM{PID: 4242, StartTicks: 778}), "a later process with the JVM's pid lends it nothing")
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("a later process with the JVM's pid lends it nothing: got %v, want %v", got, want)
+	}
 
-	assert.Equal(t, map[string]any{
+	if got, want := resource(jvmevent.JVM{Source: "recording.jfr"}), map[string]any{
 		window.ResourceRuntimeName: window.RuntimeJava,
 		window.ResourceHostName:    "gpu-node-3",
 		window.ResourceNodeName:    "gpu-node-3",
-	}, resource(jvmevent.JVM{Source: "recording.jfr"}), "a recording from elsewhere names only the node")
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("a recording from elsewhere names only the node: got %v, want %v", got, want)
+	}
 }
