@@ -130,6 +130,9 @@ const (
 	evCPULoad
 	evCPUInfo
 	evContainer
+	evG1Heap
+	evPSHeap
+	evGCConfig
 )
 
 func newSelection() *jfr.Selection {
@@ -139,7 +142,7 @@ func newSelection() *jfr.Selection {
 	s.Add("jdk.SafepointBegin", "startTime", "duration", "safepointId")
 	s.Add("jdk.SafepointEnd", "startTime", "duration", "safepointId")
 	s.Add("jdk.ExecuteVMOperation", "startTime", "duration", "operation", "safepoint", "safepointId")
-	s.Add("jdk.GCHeapSummary", "startTime", "when", "heapUsed", "heapSpace.committedSize", "heapSpace.reservedSize")
+	s.Add("jdk.GCHeapSummary", "startTime", "when", "heapUsed", "heapSpace.committedSize", "heapSpace.reservedSize", "gcId")
 	s.Add("jdk.MetaspaceSummary", "startTime", "when",
 		"metaspace.used", "metaspace.committed", "classSpace.used", "classSpace.committed", "classSpace.reserved")
 	s.Add("jdk.GCHeapMemoryUsage", "startTime", "used", "committed", "max")
@@ -152,6 +155,14 @@ func newSelection() *jfr.Selection {
 	s.Add("jdk.CPULoad", "startTime", "jvmUser", "jvmSystem")
 	s.Add("jdk.CPUInformation", "startTime", "hwThreads")
 	s.Add("jdk.ContainerConfiguration", "startTime", "effectiveCpuCount")
+	// oldGenUsedSize is JDK 21+; on 17 the old generation is the heap's
+	// use (jdk.GCHeapSummary of the same gcId and when) less eden and
+	// survivors.
+	s.Add("jdk.G1HeapSummary", "startTime", "when", "gcId", "edenUsedSize", "edenTotalSize", "survivorUsedSize", "oldGenUsedSize", "numberOfRegions")
+	s.Add("jdk.PSHeapSummary", "startTime", "when", "gcId",
+		"edenSpace.used", "edenSpace.size", "fromSpace.used", "fromSpace.size",
+		"oldObjectSpace.used", "oldObjectSpace.size", "oldSpace.reservedSize")
+	s.Add("jdk.GCConfiguration", "startTime", "youngCollector", "oldCollector")
 	return s
 }
 
@@ -198,6 +209,57 @@ type Stream struct {
 	// cpus is the container's effective CPU count once seen: it wins over
 	// the host's hardware threads.
 	cpus int64
+	// pools says how the heap splits into the MXBeans' memory pools
+	// (heapPools*), from jdk.GCConfiguration or the first per-collector
+	// heap summary.
+	pools heapPools
+	// heap is the latest jdk.GCHeapSummary, for G1's old generation on
+	// JDK 17.
+	heap heapSummary
+}
+
+// heapPools says which memory pools the heap is reported as.
+type heapPools int
+
+const (
+	poolsUnknown heapPools = iota // the heap as a whole, no pool name
+	poolsG1                       // jdk.G1HeapSummary: G1 Eden Space, G1 Survivor Space, G1 Old Gen
+	poolsPS                       // jdk.PSHeapSummary: PS Eden Space, PS Survivor Space, PS Old Gen
+	poolsZHeap                    // non-generational ZGC: one pool, ZHeap, the whole heap
+)
+
+// Memory pool names, as the JVM's MemoryPoolMXBeans (and the Java agent's
+// jvm.memory.pool.name) give them.
+const (
+	PoolG1Eden            = "G1 Eden Space"
+	PoolG1Survivor        = "G1 Survivor Space"
+	PoolG1Old             = "G1 Old Gen"
+	PoolPSEden            = "PS Eden Space"
+	PoolPSSurvivor        = "PS Survivor Space"
+	PoolPSOld             = "PS Old Gen"
+	PoolZHeap             = "ZHeap"
+	PoolMetaspace         = "Metaspace"
+	PoolCompressedClasses = "Compressed Class Space"
+)
+
+// poolsOf tells the heap's pools from jdk.GCConfiguration's collectors
+// (non-generational ZGC has no young one: "N/A" and "Z").
+func poolsOf(young, old string) heapPools {
+	switch {
+	case young == "G1New":
+		return poolsG1
+	case young == "ParallelScavenge":
+		return poolsPS
+	case old == "Z":
+		return poolsZHeap
+	}
+	return poolsUnknown
+}
+
+type heapSummary struct {
+	gcID                      int64
+	when                      string
+	used, committed, reserved int64
 }
 
 // New returns an empty stream.
@@ -276,15 +338,22 @@ func (s *Stream) scan(sc *jfr.Scanner, b *jvmevent.Batch) error {
 				sp.opEnd, sp.op = start+max(dur, 0), r.Str(2)
 			}
 		case evHeapSummary:
-			m := jvmevent.Memory{Time: start, Type: jvmevent.MemoryHeap, Used: r.Int(2), Committed: r.Int(3), Limit: r.Int(4), UsedAfterGC: -1}
-			if r.Str(1) == "After GC" {
-				m.UsedAfterGC = m.Used
+			s.heap = heapSummary{gcID: r.Int(5), when: r.Str(1), used: r.Int(2), committed: r.Int(3), reserved: r.Int(4)}
+			s.wholeHeap(b, jvmevent.Memory{Time: start, Type: jvmevent.MemoryHeap, Used: r.Int(2), Committed: r.Int(3), Limit: r.Int(4), UsedAfterGC: -1}, r.Str(1) == "After GC")
+		case evG1Heap:
+			s.pools = poolsG1
+			s.g1Pools(r, start, b)
+		case evPSHeap:
+			s.pools = poolsPS
+			s.psPools(r, start, b)
+		case evGCConfig:
+			if p := poolsOf(r.Str(1), r.Str(2)); p != poolsUnknown || s.pools == poolsUnknown {
+				s.pools = p
 			}
-			b.Memory = append(b.Memory, m)
 		case evMetaspace:
 			after := r.Str(1) == "After GC"
-			meta := jvmevent.Memory{Time: start, Type: jvmevent.MemoryNonHeap, Pool: "Metaspace", Used: r.Int(2), Committed: r.Int(3), Limit: -1, UsedAfterGC: -1}
-			class := jvmevent.Memory{Time: start, Type: jvmevent.MemoryNonHeap, Pool: "Compressed Class Space", Used: r.Int(4), Committed: r.Int(5), Limit: r.Int(6), UsedAfterGC: -1}
+			meta := jvmevent.Memory{Time: start, Type: jvmevent.MemoryNonHeap, Pool: PoolMetaspace, Used: r.Int(2), Committed: r.Int(3), Limit: -1, UsedAfterGC: -1}
+			class := jvmevent.Memory{Time: start, Type: jvmevent.MemoryNonHeap, Pool: PoolCompressedClasses, Used: r.Int(4), Committed: r.Int(5), Limit: r.Int(6), UsedAfterGC: -1}
 			if after {
 				meta.UsedAfterGC, class.UsedAfterGC = meta.Used, class.Used
 			}
@@ -293,7 +362,7 @@ func (s *Stream) scan(sc *jfr.Scanner, b *jvmevent.Batch) error {
 				b.Memory = append(b.Memory, class)
 			}
 		case evHeapUsage:
-			b.Memory = append(b.Memory, jvmevent.Memory{Time: start, Type: jvmevent.MemoryHeap, Used: r.Int(1), Committed: r.Int(2), Limit: r.Int(3), UsedAfterGC: -1})
+			s.wholeHeap(b, jvmevent.Memory{Time: start, Type: jvmevent.MemoryHeap, Used: r.Int(1), Committed: r.Int(2), Limit: r.Int(3), UsedAfterGC: -1}, false)
 		case evDirectBuffers:
 			b.Buffers = append(b.Buffers, jvmevent.Buffers{Time: start, Pool: "direct", Count: r.Int(1), Used: r.Int(2), Capacity: r.Int(3)})
 		case evNMT:
@@ -324,6 +393,85 @@ func (s *Stream) scan(sc *jfr.Scanner, b *jvmevent.Batch) error {
 	}
 	s.release(b, false)
 	return sc.Err()
+}
+
+// wholeHeap reports a sample of the whole heap: as the ZHeap pool on
+// non-generational ZGC, not at all where the heap is reported by pools
+// (G1, Parallel: their own summaries), else without a pool name (Serial,
+// Shenandoah, generational ZGC: JFR does not split their heaps).
+func (s *Stream) wholeHeap(b *jvmevent.Batch, m jvmevent.Memory, afterGC bool) {
+	switch s.pools {
+	case poolsG1, poolsPS:
+		return
+	case poolsZHeap:
+		m.Pool = PoolZHeap
+	}
+	if afterGC {
+		m.UsedAfterGC = m.Used
+	}
+	b.Memory = append(b.Memory, m)
+}
+
+// g1Pools reports G1's three pools from a jdk.G1HeapSummary. Committed
+// sizes follow G1's MemoryPoolMXBeans: survivors take whole regions, eden
+// what the young generation's target leaves them, the old generation the
+// rest of the committed heap.
+func (s *Stream) g1Pools(r *jfr.Record, start int64, b *jvmevent.Batch) {
+	when, gcID := r.Str(1), r.Int(2)
+	eden, edenTotal, surv := r.Int(3), r.Int(4), r.Int(5)
+	after := when == "After GC"
+	pool := func(name string, used, committed, limit int64) {
+		m := jvmevent.Memory{Time: start, Type: jvmevent.MemoryHeap, Pool: name, Used: used, Committed: committed, Limit: limit, UsedAfterGC: -1}
+		if after {
+			m.UsedAfterGC = used
+		}
+		b.Memory = append(b.Memory, m)
+	}
+	heap := s.heap
+	matched := heap.gcID == gcID && heap.when == when
+	survCommitted, edenCommitted := int64(-1), int64(-1)
+	if regions := r.Int(7); matched && regions > 0 && heap.committed > 0 {
+		region := heap.committed / regions
+		survCommitted = (surv + region - 1) / region * region
+		edenCommitted = max(edenTotal+surv-survCommitted, 0)
+	}
+	pool(PoolG1Eden, eden, edenCommitted, -1)
+	pool(PoolG1Survivor, surv, survCommitted, -1)
+	old := int64(-1)
+	switch {
+	case r.Has(6):
+		old = r.Int(6)
+	case matched:
+		old = max(heap.used-eden-surv, 0)
+	}
+	if old < 0 {
+		return
+	}
+	oldCommitted, limit := int64(-1), int64(-1)
+	if matched {
+		limit = heap.reserved
+		if survCommitted >= 0 {
+			oldCommitted = max(heap.committed-edenCommitted-survCommitted, 0)
+		}
+	}
+	pool(PoolG1Old, old, oldCommitted, limit)
+}
+
+// psPools reports the Parallel collector's three pools from a
+// jdk.PSHeapSummary, as its MemoryPoolMXBeans do: the spaces' use and
+// capacity, the survivor pool being the from-space.
+func (s *Stream) psPools(r *jfr.Record, start int64, b *jvmevent.Batch) {
+	after := r.Str(1) == "After GC"
+	pool := func(name string, used, committed, limit int64) {
+		m := jvmevent.Memory{Time: start, Type: jvmevent.MemoryHeap, Pool: name, Used: used, Committed: committed, Limit: limit, UsedAfterGC: -1}
+		if after {
+			m.UsedAfterGC = used
+		}
+		b.Memory = append(b.Memory, m)
+	}
+	pool(PoolPSEden, r.Int(3), r.Int(4), -1)
+	pool(PoolPSSurvivor, r.Int(5), r.Int(6), -1)
+	pool(PoolPSOld, r.Int(7), r.Int(8), r.Int(9))
 }
 
 // ParseVersion takes the runtime version out of jdk.JVMInformation's

@@ -43,6 +43,59 @@ func readAll(t *testing.T, path string) (jvmevent.Batch, *Stream) {
 	return b, s
 }
 
+// checkG1Pools checks G1's pools against jfr print: one sample of each per
+// jdk.G1HeapSummary, eden's and the survivors' use as recorded, the old
+// generation's the heap's use (jdk.GCHeapSummary of the same collection and
+// moment) less both, its limit the heap's reserved size, use after GC only
+// from After GC summaries; no sample of the heap as a whole.
+func checkG1Pools(t *testing.T, heap, g1 []jfroracle.Event, byPool map[string][]jvmevent.Memory) {
+	t.Helper()
+	if n := len(byPool[""]); n > 0 {
+		t.Errorf("%d samples of the whole heap beside G1's pools", n)
+	}
+	eden, surv, old := byPool[PoolG1Eden], byPool[PoolG1Survivor], byPool[PoolG1Old]
+	if len(eden) != len(g1) || len(surv) != len(g1) || len(old) != len(g1) {
+		t.Fatalf("%d/%d/%d eden/survivor/old samples, jfr print has %d G1HeapSummary", len(eden), len(surv), len(old), len(g1))
+	}
+	type at struct {
+		gcID int64
+		when string
+	}
+	summaries := map[at]jfroracle.Event{}
+	for _, e := range heap {
+		summaries[at{e.Int("gcId"), e.Str("when")}] = e
+	}
+	// jfr print sorts by time, the stream keeps the JVM's order: match on
+	// the time.
+	index := func(ms []jvmevent.Memory) map[int64]jvmevent.Memory {
+		out := map[int64]jvmevent.Memory{}
+		for _, m := range ms {
+			out[m.Time] = m
+		}
+		return out
+	}
+	edenAt, survAt, oldAt := index(eden), index(surv), index(old)
+	for i, e := range g1 {
+		h, ok := summaries[at{e.Int("gcId"), e.Str("when")}]
+		if !ok {
+			t.Fatalf("G1HeapSummary %v has no GCHeapSummary", e.Values)
+		}
+		ts, _ := e.Time("startTime")
+		ed, sv, ol := edenAt[ts], survAt[ts], oldAt[ts]
+		hs := h.Values["heapSpace"].(map[string]any)
+		wantOld := h.Int("heapUsed") - e.Int("edenUsedSize") - e.Int("survivorUsedSize")
+		after := int64(-1)
+		if e.Str("when") == "After GC" {
+			after = wantOld
+		}
+		if ed.Used != e.Int("edenUsedSize") || sv.Used != e.Int("survivorUsedSize") ||
+			ol.Used != wantOld || ol.UsedAfterGC != after || ol.Limit != int64(hs["reservedSize"].(float64)) ||
+			ed.Committed+sv.Committed+ol.Committed != int64(hs["committedSize"].(float64)) {
+			t.Errorf("G1 pools %d: %+v %+v %+v; jfr print %v, %v", i, ed, sv, ol, e.Values, h.Values)
+		}
+	}
+}
+
 func near(a, b int64) bool { d := a - b; return d > -2 && d < 2 }
 
 // TestStreamMatchesJFRPrint reads the project's fixture recordings and checks
@@ -164,19 +217,24 @@ func TestStreamMatchesJFRPrint(t *testing.T) {
 			}
 
 			heap := jfroracle.Events(t, j, path, "jdk.GCHeapSummary")
-			var heapSamples []jvmevent.Memory
+			byPool := map[string][]jvmevent.Memory{}
 			for _, m := range b.Memory {
-				if m.Type == jvmevent.MemoryHeap && m.Pool == "" {
-					heapSamples = append(heapSamples, m)
+				if m.Type == jvmevent.MemoryHeap {
+					byPool[m.Pool] = append(byPool[m.Pool], m)
 				}
 			}
-			if len(heap) == 0 || len(heapSamples) < len(heap) {
-				t.Fatalf("%d heap samples, jfr print has %d GCHeapSummary", len(heapSamples), len(heap))
-			}
-			first := heap[0]
-			hs := first.Values["heapSpace"].(map[string]any)
-			if m := heapSamples[0]; m.Used != first.Int("heapUsed") || m.Committed != int64(hs["committedSize"].(float64)) {
-				t.Errorf("first heap sample %+v, jfr print %v", m, first.Values)
+			if g1 := jfroracle.Events(t, j, path, "jdk.G1HeapSummary"); len(g1) > 0 {
+				checkG1Pools(t, heap, g1, byPool)
+			} else {
+				heapSamples := byPool[""]
+				if len(heap) == 0 || len(heapSamples) < len(heap) {
+					t.Fatalf("%d heap samples, jfr print has %d GCHeapSummary", len(heapSamples), len(heap))
+				}
+				first := heap[0]
+				hs := first.Values["heapSpace"].(map[string]any)
+				if m := heapSamples[0]; m.Used != first.Int("heapUsed") || m.Committed != int64(hs["committedSize"].(float64)) {
+					t.Errorf("first heap sample %+v, jfr print %v", m, first.Values)
+				}
 			}
 
 			nmt := jfroracle.Events(t, j, path, "jdk.NativeMemoryUsage", "jdk.NativeMemoryUsageTotal")
