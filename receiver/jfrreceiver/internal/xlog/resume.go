@@ -3,6 +3,7 @@ package xlog
 import (
 	"cmp"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,6 +25,11 @@ type Position struct {
 	// Offset is where the next line starts: a line read in part is read
 	// again whole.
 	Offset int64 `json:"offset"`
+	// Head is a hash of the file's first HeadLen bytes (at most
+	// headBytes): a file deleted and created again may get the same
+	// inode, and is then told apart by its start.
+	Head    uint64 `json:"head,omitempty"`
+	HeadLen int    `json:"head_len,omitempty"`
 	// Skipping: Offset lies inside a line longer than maxLine, dropped up
 	// to its newline.
 	Skipping bool `json:"skipping,omitempty"`
@@ -39,6 +45,27 @@ type Position struct {
 // collector was down lose the oldest of them.
 const maxChain = 16
 
+// headBytes is how much of a file's start Position.Head covers.
+const headBytes = 256
+
+// headOf hashes the first n bytes of f (fewer when it is shorter).
+func headOf(f *os.File, n int) (uint64, int) {
+	buf := make([]byte, n)
+	m, _ := f.ReadAt(buf, 0)
+	h := fnv.New64a()
+	h.Write(buf[:m])
+	return h.Sum64(), m
+}
+
+// sameHead says whether f starts as pos says its file did.
+func sameHead(f *os.File, pos Position) bool {
+	if pos.HeadLen == 0 {
+		return true
+	}
+	h, n := headOf(f, pos.HeadLen)
+	return n == pos.HeadLen && h == pos.Head
+}
+
 // Positions returns where the tail of every followed file stands, by the
 // path it is reported under. A file not read from yet (none is open) is
 // left out.
@@ -48,8 +75,11 @@ func (s *Source) Positions() map[string]Position {
 		if t.file == nil || t.gone {
 			continue
 		}
+		if t.headLen < headBytes {
+			t.head, t.headLen = headOf(t.file, headBytes)
+		}
 		pos := Position{Dev: t.dev, Ino: t.ino, Offset: t.offset - int64(len(t.partial)), Skipping: t.skipping,
-			Collector: t.collector, StartLow: t.startLow, StartHigh: t.startHigh}
+			Head: t.head, HeadLen: t.headLen, Collector: t.collector, StartLow: t.startLow, StartHigh: t.startHigh}
 		out[p] = pos
 	}
 	return out
@@ -78,7 +108,9 @@ func (t *tail) resume(pos Position, logger *zap.Logger) error {
 		if err := t.open(true); err != nil {
 			return err
 		}
-		if fi.Size() < pos.Offset { // truncated meanwhile: all of it is new
+		if fi.Size() < pos.Offset || !sameHead(t.file, pos) {
+			// Truncated meanwhile, or another file under a reused inode:
+			// all of it is new.
 			t.restore(pos, false)
 			return nil
 		}
@@ -92,6 +124,7 @@ func (t *tail) resume(pos Position, logger *zap.Logger) error {
 		return t.open(true)
 	}
 	t.file, t.dev, t.ino, t.offset = rotated, pos.Dev, pos.Ino, 0
+	t.headLen = 0
 	t.partial, t.skipping = t.partial[:0], false
 	t.chain = chain
 	logger.Debug("resuming a rotated -Xlog file", zap.String("file", t.path), zap.String("rotated", rotated.Name()), zap.Int("after", len(chain)))
@@ -150,7 +183,7 @@ func (t *tail) rotatedSince(pos Position, current os.FileInfo) (*os.File, []*os.
 		}
 		dev, ino := identity(fi)
 		switch {
-		case dev == pos.Dev && ino == pos.Ino:
+		case dev == pos.Dev && ino == pos.Ino && sameHead(f, pos):
 			found, foundTime = f, fi.ModTime().UnixNano()
 		case dev == curDev && ino == curIno: // a hard link to the current file
 			f.Close()
@@ -190,6 +223,7 @@ func (t *tail) next() error {
 	}
 	t.file, t.offset = f, 0
 	t.dev, t.ino = identity(fi)
+	t.headLen = 0
 	t.partial, t.skipping = t.partial[:0], false
 	return nil
 }

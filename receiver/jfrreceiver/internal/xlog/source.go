@@ -379,6 +379,8 @@ type tail struct {
 	// chain are files rotated while the collector was down, after the
 	// one being read: read whole, in order, before the file under name.
 	chain   []*os.File
+	head    uint64 // Position.Head of file, once headLen is headBytes
+	headLen int
 	offset  int64
 	drained bool // the last poll read the file to its end
 	partial []byte
@@ -420,6 +422,7 @@ func (t *tail) open(fromStart bool) error {
 	}
 	t.file, t.offset = f, 0
 	t.dev, t.ino = identity(fi)
+	t.headLen = 0
 	t.partial, t.skipping = t.partial[:0], false
 	if !fromStart {
 		t.offset = fi.Size()
