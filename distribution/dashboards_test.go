@@ -437,3 +437,49 @@ func TestChartDashboardsAndRulesRender(t *testing.T) {
 		t.Errorf("PrometheusRule has %d rules, want 10", n)
 	}
 }
+
+// TestDefaultConfigPlacesSpanEvents: the embedded default config (the file
+// the binary embeds) makes pauses visible in a stock trace UI, one span event
+// per overlapping window, and the chart's agent config, merged over it, does
+// not turn that off. internal/e2e's dashboards test sees the events on spans.
+func TestDefaultConfigPlacesSpanEvents(t *testing.T) {
+	b, err := os.ReadFile("config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Processors map[string]struct {
+			Spans struct {
+				Events     *bool `json:"events"`
+				ChildSpans *bool `json:"child_spans"`
+			} `json:"spans"`
+		} `json:"processors"`
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	rc, ok := cfg.Processors["runtimecorrelation"]
+	if !ok || rc.Spans.Events == nil || !*rc.Spans.Events {
+		t.Errorf("config.yaml: processors::runtimecorrelation::spans::events is not true")
+	}
+	for _, values := range []map[string]any{nil, {"agent": map[string]any{"k8sAttributes": map[string]any{"enabled": false}}}} {
+		for _, doc := range renderTemplates(t, values, "agent-configmap.yaml") {
+			var cm corev1.ConfigMap
+			strictJSON(t, doc, &cm)
+			for key, body := range cm.Data {
+				var over map[string]any
+				if err := yaml.Unmarshal([]byte(body), &over); err != nil {
+					t.Fatalf("%s %s: %v", cm.Name, key, err)
+				}
+				procs, _ := over["processors"].(map[string]any)
+				if rc, ok := procs["runtimecorrelation"]; ok {
+					if spans, _ := rc.(map[string]any)["spans"].(map[string]any); spans != nil {
+						if ev, ok := spans["events"]; ok && ev != true {
+							t.Errorf("%s %s sets runtimecorrelation spans::events %v over the default", cm.Name, key, ev)
+						}
+					}
+				}
+			}
+		}
+	}
+}

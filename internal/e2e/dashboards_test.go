@@ -55,6 +55,11 @@ extensions:
 processors:
   runtimecorrelation:
     match_scope: host
+    # As distribution/config.yaml sets it (TestDefaultConfigPlacesSpanEvents
+    # in distribution/ checks the default); restated so that a binary built
+    # before that default still shows what it does.
+    spans:
+      events: true
     metrics:
       interval: 2s
   resource/k8s:
@@ -476,6 +481,23 @@ scrape_configs:
 		t.Error(pr)
 	}
 	t.Logf("%d panel queries checked against Prometheus, %d failing", checked, len(problems))
+
+	// Where traces are looked at: the windows that overlapped each span are
+	// placed on it as span events named for their kind.
+	traces, err := c.Traces("traces.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := map[string]int{}
+	forEachSpan(traces, func(s ptrace.Span) {
+		for k := 0; k < s.Events().Len(); k++ {
+			events[s.Events().At(k).Name()]++
+		}
+	})
+	if events["python.gil.wait"] == 0 && events["python.gil.released"] == 0 && events["jvm.safepoint"] == 0 {
+		t.Errorf("the default config placed no runtime window on the spans as span events: %v", events)
+	}
+	t.Logf("span events by name: %v", events)
 
 	// The cardinality a user pays for: one node agent's scrape.
 	for _, ep := range []string{c.Endpoints.Prometheus, c.Endpoints.Telemetry} {
