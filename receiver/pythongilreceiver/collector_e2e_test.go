@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
@@ -72,7 +70,9 @@ func TestBuiltCollectorEmitsGILWindows(t *testing.T) {
 	logs, metrics := filepath.Join(c.OutputDir, "logs.jsonl"), filepath.Join(c.OutputDir, "metrics.jsonl")
 	// The receiver discovers, selects and attaches before its first
 	// collection, so once its own metrics appear the workload is probed.
-	require.NoError(t, c.Eventually(time.Minute, func() bool { return fileContains(metrics, `"python.gil.probe.hits"`) }))
+	if err := c.Eventually(time.Minute, func() bool { return fileContains(metrics, `"python.gil.probe.hits"`) }); err != nil {
+		t.Fatalf("c.Eventually: %v", err)
+	}
 	var res struct {
 		TID   int64       `json:"tid"`
 		N     int         `json:"n"`
@@ -80,19 +80,29 @@ func TestBuiltCollectorEmitsGILWindows(t *testing.T) {
 		Calls []sleepCall `json:"calls"`
 	}
 	w.Run(&res)
-	require.Len(t, res.Calls, res.N)
+	if got := len(res.Calls); got != res.N {
+		t.Fatalf("len(res.Calls): got %d, want %d", got, res.N)
+	}
 	// Each sleep is one released window, matched to its call by the
 	// workload's clock readings (matchSleeps), not by length.
 	self := func(win window.Window) window.Window { return win }
 	sleeps := func() [][]window.Window {
 		return matchSleeps(fileWindows(t, logs, w.PID), self, res.TID, res.Calls, time.Duration(res.DNS), res.DNS/2)
 	}
-	require.NoError(t, c.Eventually(time.Minute, func() bool { return everyCallMatched(sleeps()) }))
+	if err := c.Eventually(time.Minute, func() bool { return everyCallMatched(sleeps()) }); err != nil {
+		t.Fatalf("c.Eventually: %v", err)
+	}
 	oneWindowPerCall(t, "sleep thread", sleeps(), self, res.Calls)
-	require.NoError(t, c.Eventually(time.Minute, func() bool { return fileContains(metrics, `"python.gil.released.duration"`) }))
+	if err := c.Eventually(time.Minute, func() bool { return fileContains(metrics, `"python.gil.released.duration"`) }); err != nil {
+		t.Fatalf("c.Eventually: %v", err)
+	}
 	code, err := c.Stop(30 * time.Second)
-	require.NoError(t, err)
-	assert.Equal(t, 0, code)
+	if err != nil {
+		t.Fatalf("c.Stop: %v", err)
+	}
+	if code != 0 {
+		t.Errorf("c.Stop: got %v, want %v", code, 0)
+	}
 }
 
 func fileContains(path, s string) bool {

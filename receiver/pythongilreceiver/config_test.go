@@ -2,12 +2,11 @@ package pythongilreceiver
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
@@ -18,31 +17,67 @@ import (
 func loadConfig(t *testing.T, name string) *Config {
 	t.Helper()
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("confmaptest.LoadConf: %v", err)
+	}
 	cfg := NewFactory().CreateDefaultConfig()
 	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
-	require.NoError(t, err)
-	require.NoError(t, sub.Unmarshal(cfg))
+	if err != nil {
+		t.Fatalf("cm.Sub: %v", err)
+	}
+	if err := sub.Unmarshal(cfg); err != nil {
+		t.Fatalf("sub.Unmarshal: %v", err)
+	}
 	return cfg.(*Config)
 }
 
 func TestDefaultConfig(t *testing.T) {
 	cfg := loadConfig(t, "")
-	assert.Equal(t, createDefaultConfig(), cfg)
-	assert.Equal(t, "/proc", cfg.ProcRoot)
-	assert.Equal(t, 5*time.Second, cfg.DiscoveryInterval)
-	assert.Equal(t, 100*time.Microsecond, cfg.MinDuration)
-	assert.True(t, cfg.SwitchProbes)
-	assert.Equal(t, waitSourceFutex, cfg.WaitSource)
-	assert.True(t, cfg.GC)
-	assert.Equal(t, 10*time.Second, cfg.CollectionInterval)
-	assert.Equal(t, time.Second, cfg.FlushInterval)
-	assert.Equal(t, 1024, cfg.MaxBatchSize)
-	assert.False(t, cfg.PerThread)
-	assert.Equal(t, time.Minute, cfg.RetryInterval)
-	assert.Equal(t, OverheadConfig{Budget: 0.02, Period: 10 * time.Second, CostPerHit: time.Microsecond}, cfg.Overhead)
-	assert.False(t, cfg.filtered())
-	require.NoError(t, confmap.Validate(cfg))
+	if !reflect.DeepEqual(cfg, createDefaultConfig()) {
+		t.Errorf("loadConfig: got %v, want %v", cfg, createDefaultConfig())
+	}
+	if cfg.ProcRoot != "/proc" {
+		t.Errorf("cfg.ProcRoot: got %q, want %q", cfg.ProcRoot, "/proc")
+	}
+	if cfg.DiscoveryInterval != 5*time.Second {
+		t.Errorf("cfg.DiscoveryInterval: got %v, want %v", cfg.DiscoveryInterval, 5*time.Second)
+	}
+	if cfg.MinDuration != 100*time.Microsecond {
+		t.Errorf("cfg.MinDuration: got %v, want %v", cfg.MinDuration, 100*time.Microsecond)
+	}
+	if !cfg.SwitchProbes {
+		t.Errorf("cfg.SwitchProbes is false")
+	}
+	if cfg.WaitSource != waitSourceFutex {
+		t.Errorf("cfg.WaitSource: got %q, want %q", cfg.WaitSource, waitSourceFutex)
+	}
+	if !cfg.GC {
+		t.Errorf("cfg.GC is false")
+	}
+	if cfg.CollectionInterval != 10*time.Second {
+		t.Errorf("cfg.CollectionInterval: got %v, want %v", cfg.CollectionInterval, 10*time.Second)
+	}
+	if cfg.FlushInterval != time.Second {
+		t.Errorf("cfg.FlushInterval: got %v, want %v", cfg.FlushInterval, time.Second)
+	}
+	if cfg.MaxBatchSize != 1024 {
+		t.Errorf("cfg.MaxBatchSize: got %v, want %v", cfg.MaxBatchSize, 1024)
+	}
+	if cfg.PerThread {
+		t.Errorf("cfg.PerThread is true")
+	}
+	if cfg.RetryInterval != time.Minute {
+		t.Errorf("cfg.RetryInterval: got %v, want %v", cfg.RetryInterval, time.Minute)
+	}
+	if got, want := cfg.Overhead, (OverheadConfig{Budget: 0.02, Period: 10 * time.Second, CostPerHit: time.Microsecond}); got != want {
+		t.Errorf("cfg.Overhead: got %v, want %v", got, want)
+	}
+	if cfg.filtered() {
+		t.Errorf("cfg.filtered() is true")
+	}
+	if err := confmap.Validate(cfg); err != nil {
+		t.Fatalf("confmap.Validate: %v", err)
+	}
 }
 
 func TestCustomConfig(t *testing.T) {
@@ -69,20 +104,34 @@ func TestCustomConfig(t *testing.T) {
 	want.Metrics.PythonGilSwitches.Enabled = false
 	want.Metrics.PythonGilWaitDuration.Enabled = false
 	want.ResourceAttributes.ProcessExecutableName.Enabled = false
-	assert.Equal(t, want.Metrics.PythonGilSwitches.Enabled, cfg.Metrics.PythonGilSwitches.Enabled)
-	assert.Equal(t, want.ResourceAttributes.ProcessExecutableName.Enabled, cfg.ResourceAttributes.ProcessExecutableName.Enabled)
+	if cfg.Metrics.PythonGilSwitches.Enabled != want.Metrics.PythonGilSwitches.Enabled {
+		t.Errorf("cfg.Metrics.PythonGilSwitches.Enabled: got %v, want %v", cfg.Metrics.PythonGilSwitches.Enabled, want.Metrics.PythonGilSwitches.Enabled)
+	}
+	if cfg.ResourceAttributes.ProcessExecutableName.Enabled != want.ResourceAttributes.ProcessExecutableName.Enabled {
+		t.Errorf("cfg.ResourceAttributes.ProcessExecutableName.Enabled: got %v, want %v", cfg.ResourceAttributes.ProcessExecutableName.Enabled, want.ResourceAttributes.ProcessExecutableName.Enabled)
+	}
 	want.Metrics.PythonGilSwitches = cfg.Metrics.PythonGilSwitches // enabledSetByUser is unexported
 	want.ResourceAttributes.ProcessExecutableName = cfg.ResourceAttributes.ProcessExecutableName
-	assert.Equal(t, want, cfg)
-	assert.True(t, cfg.filtered())
-	require.NoError(t, confmap.Validate(cfg))
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("cfg: got %v, want %v", cfg, want)
+	}
+	if !cfg.filtered() {
+		t.Errorf("cfg.filtered() is false")
+	}
+	if err := confmap.Validate(cfg); err != nil {
+		t.Fatalf("confmap.Validate: %v", err)
+	}
 }
 
 func TestInvalidConfigNamesEveryKey(t *testing.T) {
 	err := confmap.Validate(loadConfig(t, "bad"))
-	require.Error(t, err)
+	if err == nil {
+		t.Fatalf("confmap.Validate: got nil error, want an error")
+	}
 	for _, key := range []string{"discovery_interval", "include.executables[0]", "include.pids[0]", "overhead.budget"} {
-		assert.True(t, strings.Contains(err.Error(), key), "error %q does not name %s", err, key)
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("error %q does not name %s (strings.Contains(err.Error(), key) is false)", err, key)
+		}
 	}
 }
 
@@ -107,8 +156,12 @@ func TestValidateEachKey(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
 			tt.mutate(cfg)
 			err := cfg.Validate()
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tt.key)
+			if err == nil {
+				t.Fatalf("cfg.Validate: got nil error, want an error")
+			}
+			if got := err.Error(); !strings.Contains(got, tt.key) {
+				t.Errorf("err.Error(): got %q, want it to contain %q", got, tt.key)
+			}
 		})
 	}
 }

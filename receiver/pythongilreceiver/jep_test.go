@@ -4,13 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
@@ -75,15 +74,21 @@ func TestJVMEmbeddingCPythonThroughJep(t *testing.T) {
 	// Java runs), inside the call's wall-clock bounds (1 ms slack, plus the
 	// clock offset's uncertainty).
 	for _, th := range res.Threads {
-		require.Len(t, th.Calls, res.N)
+		if got := len(th.Calls); got != res.N {
+			t.Fatalf("len(th.Calls): got %d, want %d", got, res.N)
+		}
 		got, ok := h.sleepWindows(w.PID, th.TID, th.Calls, time.Duration(res.DNS), res.DNS/2)
 		if !ok {
 			continue
 		}
 		slack := h.slack()
 		for i, r := range got {
-			assert.GreaterOrEqual(t, r.w.Start, th.Calls[i][0]-slack, "java thread %d: window of call %d starts before the call", th.TID, i)
-			assert.LessOrEqual(t, r.w.End(), th.Calls[i][1]+slack, "java thread %d: window of call %d ends after the call", th.TID, i)
+			if r.w.Start < th.Calls[i][0]-slack {
+				t.Errorf("java thread %d: window of call %d starts before the call: got %v, want >= %v", th.TID, i, r.w.Start, th.Calls[i][0]-slack)
+			}
+			if got := r.w.End(); got > th.Calls[i][1]+slack {
+				t.Errorf("java thread %d: window of call %d ends after the call: got %v, want <= %v", th.TID, i, got, th.Calls[i][1]+slack)
+			}
 		}
 	}
 	// The JVM names its threads; the windows carry the name.
@@ -96,13 +101,23 @@ func TestJVMEmbeddingCPythonThroughJep(t *testing.T) {
 		}
 	}
 	for i := range res.Threads {
-		assert.True(t, names["jep-worker-"+strconv.Itoa(i)], "no window named jep-worker-%d among %v", i, names)
+		if !names["jep-worker-"+strconv.Itoa(i)] {
+			t.Errorf("no window named jep-worker-%d among %v (names[\"jep-worker-\"+strconv.Itoa(i)] is false)", i, names)
+		}
 	}
 	got := h.windows(w.PID)
-	if assert.NotEmpty(t, got) {
+	if len(got) == 0 {
+		t.Errorf("h.windows(w.PID): got no windows, want at least one")
+	} else {
 		attrs := got[0].res.AsRaw()
-		assert.Equal(t, "java", attrs["process.executable.name"])
-		assert.Equal(t, window.RuntimeCPython, attrs[window.ResourceRuntimeName])
-		assert.Equal(t, "3.11", attrs[window.ResourceRuntimeVersion])
+		if got := attrs["process.executable.name"]; !reflect.DeepEqual(got, "java") {
+			t.Errorf("attrs[\"process.executable.name\"]: got %v, want %q", got, "java")
+		}
+		if got := attrs[window.ResourceRuntimeName]; !reflect.DeepEqual(got, window.RuntimeCPython) {
+			t.Errorf("attrs[window.ResourceRuntimeName]: got %v, want %q", got, window.RuntimeCPython)
+		}
+		if got := attrs[window.ResourceRuntimeVersion]; !reflect.DeepEqual(got, "3.11") {
+			t.Errorf("attrs[window.ResourceRuntimeVersion]: got %v, want %q", got, "3.11")
+		}
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -61,44 +59,62 @@ func checkDeclared(t *testing.T, decl declaredMetadata, got pmetric.Metrics) map
 	for _, rm := range got.ResourceMetrics().All() {
 		for k, v := range rm.Resource().Attributes().All() {
 			a, ok := decl.ResourceAttributes[k]
-			if assert.True(t, ok, "resource attribute %s is not declared", k) {
-				assert.Equal(t, a.Type, valueTypeName(v), "resource attribute %s", k)
+			if !ok {
+				t.Errorf("resource attribute %s is not declared", k)
+			} else if got := valueTypeName(v); got != a.Type {
+				t.Errorf("resource attribute %s: got %q, want %q", k, got, a.Type)
 			}
 		}
 		for _, sm := range rm.ScopeMetrics().All() {
 			for _, m := range sm.Metrics().All() {
 				seen[m.Name()] = true
 				if m.Type() == pmetric.MetricTypeHistogram {
-					assert.True(t, histograms[m.Name()], "histogram %s is not declared", m.Name())
-					assert.Equal(t, "s", m.Unit())
-					assert.Equal(t, pmetric.AggregationTemporalityCumulative, m.Histogram().AggregationTemporality())
+					if !histograms[m.Name()] {
+						t.Errorf("histogram %s is not declared (histograms[m.Name()] is false)", m.Name())
+					}
+					if got := m.Unit(); got != "s" {
+						t.Errorf("m.Unit(): got %q, want %q", got, "s")
+					}
+					if got := m.Histogram().AggregationTemporality(); got != pmetric.AggregationTemporalityCumulative {
+						t.Errorf("m.Histogram().AggregationTemporality(): got %v, want %v", got, pmetric.AggregationTemporalityCumulative)
+					}
 					for _, dp := range m.Histogram().DataPoints().All() {
 						for k, v := range dp.Attributes().All() {
-							assert.Equal(t, histogramAttributes[k], valueTypeName(v), "attribute %s on %s", k, m.Name())
+							if got := valueTypeName(v); got != histogramAttributes[k] {
+								t.Errorf("attribute %s on %s: got %q, want %q", k, m.Name(), got, histogramAttributes[k])
+							}
 						}
 					}
 					continue
 				}
 				d, ok := decl.Metrics[m.Name()]
-				if !assert.True(t, ok, "metric %s is emitted but not declared", m.Name()) {
+				if !ok {
+					t.Errorf("metric %s is emitted but not declared", m.Name())
 					continue
 				}
-				assert.Equal(t, d.Unit, m.Unit(), "unit of %s", m.Name())
+				if got := m.Unit(); got != d.Unit {
+					t.Errorf("unit of %s: got %q, want %q", m.Name(), got, d.Unit)
+				}
 				var dps pmetric.NumberDataPointSlice
 				var valueType string
 				switch m.Type() {
 				case pmetric.MetricTypeGauge:
-					if !assert.NotNil(t, d.Gauge, "%s is a gauge, declared otherwise", m.Name()) {
+					if d.Gauge == nil {
+						t.Errorf("%s is a gauge, declared otherwise", m.Name())
 						continue
 					}
 					dps, valueType = m.Gauge().DataPoints(), d.Gauge.ValueType
 				case pmetric.MetricTypeSum:
-					if !assert.NotNil(t, d.Sum, "%s is a sum, declared otherwise", m.Name()) {
+					if d.Sum == nil {
+						t.Errorf("%s is a sum, declared otherwise", m.Name())
 						continue
 					}
-					assert.Equal(t, d.Sum.Monotonic, m.Sum().IsMonotonic(), "monotonicity of %s", m.Name())
-					assert.Equal(t, d.Sum.Temporality == "cumulative", m.Sum().AggregationTemporality() == pmetric.AggregationTemporalityCumulative,
-						"temporality of %s", m.Name())
+					if got := m.Sum().IsMonotonic(); got != d.Sum.Monotonic {
+						t.Errorf("monotonicity of %s: got %v, want %v", m.Name(), got, d.Sum.Monotonic)
+					}
+					if got := m.Sum().AggregationTemporality() == pmetric.AggregationTemporalityCumulative; got != (d.Sum.Temporality == "cumulative") {
+						t.Errorf("temporality of %s: got %v, want %v", m.Name(), got, d.Sum.Temporality == "cumulative")
+					}
 					dps, valueType = m.Sum().DataPoints(), d.Sum.ValueType
 				default:
 					t.Errorf("metric %s has type %s", m.Name(), m.Type())
@@ -114,23 +130,32 @@ func checkDeclared(t *testing.T, decl declaredMetadata, got pmetric.Metrics) map
 					want[name] = a
 				}
 				for _, dp := range dps.All() {
-					assert.Equal(t, valueType, map[pmetric.NumberDataPointValueType]string{
+					if got := map[pmetric.NumberDataPointValueType]string{
 						pmetric.NumberDataPointValueTypeInt: "int", pmetric.NumberDataPointValueTypeDouble: "double",
-					}[dp.ValueType()], "value type of %s", m.Name())
+					}[dp.ValueType()]; got != valueType {
+						t.Errorf("value type of %s: got %q, want %q", m.Name(), got, valueType)
+					}
 					for name, v := range dp.Attributes().All() {
 						a, ok := want[name]
-						if !assert.True(t, ok, "attribute %s on %s is not declared for it", name, m.Name()) {
+						if !ok {
+							t.Errorf("attribute %s on %s is not declared for it", name, m.Name())
 							continue
 						}
-						assert.Equal(t, a.Type, valueTypeName(v), "type of %s on %s", name, m.Name())
+						if got := valueTypeName(v); got != a.Type {
+							t.Errorf("type of %s on %s: got %q, want %q", name, m.Name(), got, a.Type)
+						}
 						if len(a.Enum) > 0 {
-							assert.Contains(t, a.Enum, v.Str(), "value of %s on %s", name, m.Name())
+							if !slices.Contains(a.Enum, v.Str()) {
+								t.Errorf("value of %s on %s: got %v, want it to contain %q", name, m.Name(), a.Enum, v.Str())
+							}
 						}
 					}
 					for name, a := range want {
 						if a.RequirementLevel != "conditionally_required" {
 							_, ok := dp.Attributes().Get(name)
-							assert.True(t, ok, "a %s point without %s", m.Name(), name)
+							if !ok {
+								t.Errorf("a %s point without %s (ok is false)", m.Name(), name)
+							}
 						}
 					}
 				}
@@ -160,9 +185,13 @@ func valueTypeName(v pcommon.Value) string {
 // (the histograms included) is emitted. Runs in about 5 s.
 func TestEmittedMetricsAreDeclared(t *testing.T) {
 	data, err := os.ReadFile("metadata.yaml")
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("os.ReadFile: %v", err)
+	}
 	var decl declaredMetadata
-	require.NoError(t, yaml.Unmarshal(data, &decl))
+	if err := yaml.Unmarshal(data, &decl); err != nil {
+		t.Fatalf("yaml.Unmarshal: %v", err)
+	}
 	want := []string{}
 	for name := range decl.Metrics {
 		want = append(want, name)
@@ -182,7 +211,9 @@ func TestEmittedMetricsAreDeclared(t *testing.T) {
 		h.waitAttached(w.PID)
 	}
 	img, err := readImage(libPython(t, spin.PID))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("readImage: %v", err)
+	}
 	if !img.Symbols.Switch() || img.Symbols.GC() == "" {
 		t.Skipf("python3 has no take_gil/drop_gil or gc_collect_main symbols: held time, switches and GC pauses cannot be probed")
 	}
@@ -205,13 +236,17 @@ func TestEmittedMetricsAreDeclared(t *testing.T) {
 		checked = len(all)
 		missing = slices.DeleteFunc(slices.Clone(want), func(name string) bool { return seen[name] })
 	}
-	assert.Empty(t, missing, "declared but never emitted")
+	if len(missing) != 0 {
+		t.Errorf("declared but never emitted: got %v, want empty", missing)
+	}
 }
 
 // libPython is the interpreter file pid maps, as this process sees it.
 func libPython(t *testing.T, pid int) string {
 	t.Helper()
 	path, err := workload.LibPython(pid)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("workload.LibPython: %v", err)
+	}
 	return path
 }

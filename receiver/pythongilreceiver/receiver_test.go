@@ -3,16 +3,17 @@ package pythongilreceiver
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -56,14 +57,22 @@ func startReceiver(t testing.TB, cfg *Config, host component.Host) *harness {
 	h := &harness{t: t, logs: new(consumertest.LogsSink), metrics: new(consumertest.MetricsSink)}
 	set := receivertest.NewNopSettings(metadata.Type)
 	lr, err := nf.CreateLogs(context.Background(), set, cfg, h.logs)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("nf.CreateLogs: %v", err)
+	}
 	mr, err := nf.CreateMetrics(context.Background(), set, cfg, h.metrics)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("nf.CreateMetrics: %v", err)
+	}
 	h.faces = []component.Component{lr, mr}
 	h.core = lr.(*sharedcomponent.Face[*gilReceiver]).Value()
-	require.Same(t, h.core, mr.(*sharedcomponent.Face[*gilReceiver]).Value(), "logs and metrics share one receiver")
+	if mr.(*sharedcomponent.Face[*gilReceiver]).Value() != h.core {
+		t.Fatalf("logs and metrics share one receiver: got %p, want the same pointer as %p", mr.(*sharedcomponent.Face[*gilReceiver]).Value(), h.core)
+	}
 	for _, c := range h.faces {
-		require.NoError(t, c.Start(context.Background(), host))
+		if err := c.Start(context.Background(), host); err != nil {
+			t.Fatalf("c.Start: %v", err)
+		}
 	}
 	t.Cleanup(h.stop)
 	return h
@@ -71,7 +80,9 @@ func startReceiver(t testing.TB, cfg *Config, host component.Host) *harness {
 
 func (h *harness) stop() {
 	for _, c := range h.faces {
-		assert.NoError(h.t, c.Shutdown(context.Background()))
+		if err := c.Shutdown(context.Background()); err != nil {
+			h.t.Errorf("c.Shutdown: %v", err)
+		}
 	}
 	h.faces = nil
 }
@@ -97,8 +108,12 @@ func (h *harness) waitAttached(pid int) {
 	if errors.Is(err, gil.ErrUnavailable) {
 		h.t.Skipf("eBPF unavailable: %v", err)
 	}
-	require.NoError(h.t, err)
-	require.NoError(h.t, p.Close())
+	if err != nil {
+		h.t.Fatalf("unexpected error: %v", err)
+	}
+	if err := p.Close(); err != nil {
+		h.t.Fatalf("p.Close: %v", err)
+	}
 	waitFor(h.t, "pid "+strconv.Itoa(pid)+" probed", func() bool {
 		h.core.stateMu.Lock()
 		defer h.core.stateMu.Unlock()
@@ -141,7 +156,9 @@ func (h *harness) windows(pid int) []received {
 			for _, sl := range rl.ScopeLogs().All() {
 				for _, lr := range sl.LogRecords().All() {
 					w, err := window.Decode(lr)
-					require.NoError(h.t, err)
+					if err != nil {
+						h.t.Fatalf("window.Decode: %v", err)
+					}
 					out = append(out, received{w: w, res: rl.Resource().Attributes()})
 				}
 			}
@@ -199,17 +216,28 @@ func everyCallMatched[T any](m [][]T) bool {
 // windows, one a call, and whether all that held.
 func oneWindowPerCall[T any](t testing.TB, what string, m [][]T, win func(T) window.Window, calls []sleepCall) ([]T, bool) {
 	t.Helper()
-	ok := assert.Len(t, m, len(calls), "%s: calls", what)
+	ok := true
+	if len(m) != len(calls) {
+		t.Errorf("%s: calls: got %d, want %d", what, len(m), len(calls))
+		ok = false
+	}
 	one := make([]T, len(m))
 	for j, ws := range m {
-		if !assert.Len(t, ws, 1, "%s: windows of call %d", what, j) {
+		if len(ws) != 1 {
+			t.Errorf("%s: windows of call %d: got %d, want 1", what, j, len(ws))
 			ok = false
 			continue
 		}
 		one[j] = ws[0]
 		d, call := win(ws[0]).Duration, time.Duration(calls[j][3]-calls[j][2])
-		ok = assert.Positive(t, d, "%s: window of call %d", what, j) && ok
-		ok = assert.LessOrEqual(t, d, call, "%s: window of call %d longer than the call", what, j) && ok
+		if d <= 0 {
+			t.Errorf("%s: window of call %d: got %v, want > 0", what, j, d)
+			ok = false
+		}
+		if d > call {
+			t.Errorf("%s: window of call %d longer than the call: got %v, want <= %v", what, j, d, call)
+			ok = false
+		}
 	}
 	return one, ok
 }
@@ -242,11 +270,15 @@ func TestSleepWindowsEndToEnd(t *testing.T) {
 		Calls []sleepCall `json:"calls"`
 	}
 	w.Run(&res)
-	require.Len(t, res.Calls, res.N)
+	if got := len(res.Calls); got != res.N {
+		t.Fatalf("len(res.Calls): got %d, want %d", got, res.N)
+	}
 	// Matching needs only to tell the calls apart (half a sleep); the
 	// Unix times are checked to h.slack() below.
 	got, ok := h.sleepWindows(w.PID, res.TID, res.Calls, time.Duration(res.DNS), res.DNS/2)
-	require.True(t, ok, "one window per call")
+	if !ok {
+		t.Fatalf("one window per call (ok is false)")
+	}
 	// Durations agree with the calls within 1 ms; on a busy host (other test
 	// packages run beside this one) one call of the five may have waited
 	// for a CPU around its sleep or before releasing the GIL, so one
@@ -258,23 +290,43 @@ func TestSleepWindowsEndToEnd(t *testing.T) {
 		// clock offset's uncertainty.
 		w0, w1 := res.Calls[i][0], res.Calls[i][1]
 		slack := h.slack()
-		assert.GreaterOrEqual(t, r.w.Start, w0-slack, "window %d starts before the call", i)
-		assert.LessOrEqual(t, r.w.End(), w1+slack, "window %d ends after the call", i)
+		if r.w.Start < w0-slack {
+			t.Errorf("window %d starts before the call: got %v, want >= %v", i, r.w.Start, w0-slack)
+		}
+		if got := r.w.End(); got > w1+slack {
+			t.Errorf("window %d ends after the call: got %v, want <= %v", i, got, w1+slack)
+		}
 		call := time.Duration(res.Calls[i][3] - res.Calls[i][2])
-		assert.InDelta(t, call, r.w.Duration, float64(10*time.Millisecond), "window %d", i)
+		if !(math.Abs(float64(call)-float64(r.w.Duration)) <= float64(10*time.Millisecond)) {
+			t.Errorf("window %d: got %v, want %v ± %v", i, r.w.Duration, call, float64(10*time.Millisecond))
+		}
 		if d := call - r.w.Duration; d > time.Millisecond || d < -time.Millisecond {
 			late++
 		}
 		diffs[i] = call - r.w.Duration
 		attrs := r.res.AsRaw()
-		assert.Equal(t, int64(w.PID), attrs[window.ResourcePID])
-		assert.Equal(t, window.RuntimeCPython, attrs[window.ResourceRuntimeName])
-		assert.Equal(t, "3.11", attrs[window.ResourceRuntimeVersion])
-		assert.Contains(t, attrs["process.executable.name"], "python3")
-		assert.Equal(t, procresource.LocalNode().HostName, attrs[window.ResourceHostName])
-		assert.Equal(t, int64(w.PID), attrs[window.ResourceVPID], "the workload runs in the test's (host) pid namespace")
+		if got := attrs[window.ResourcePID]; !reflect.DeepEqual(got, int64(w.PID)) {
+			t.Errorf("attrs[window.ResourcePID]: got %v, want %v", got, int64(w.PID))
+		}
+		if got := attrs[window.ResourceRuntimeName]; !reflect.DeepEqual(got, window.RuntimeCPython) {
+			t.Errorf("attrs[window.ResourceRuntimeName]: got %v, want %q", got, window.RuntimeCPython)
+		}
+		if got := attrs[window.ResourceRuntimeVersion]; !reflect.DeepEqual(got, "3.11") {
+			t.Errorf("attrs[window.ResourceRuntimeVersion]: got %v, want %q", got, "3.11")
+		}
+		if name, _ := attrs["process.executable.name"].(string); !strings.Contains(name, "python3") {
+			t.Errorf("attrs[\"process.executable.name\"]: got %v, want it to contain %q", attrs["process.executable.name"], "python3")
+		}
+		if got := attrs[window.ResourceHostName]; !reflect.DeepEqual(got, procresource.LocalNode().HostName) {
+			t.Errorf("attrs[window.ResourceHostName]: got %v, want %q", got, procresource.LocalNode().HostName)
+		}
+		if got := attrs[window.ResourceVPID]; !reflect.DeepEqual(got, int64(w.PID)) {
+			t.Errorf("the workload runs in the test's (host) pid namespace: got %v, want %v", got, int64(w.PID))
+		}
 	}
-	assert.LessOrEqual(t, late, 1, "windows differing from their call by more than 1 ms (call minus window: %v)", diffs)
+	if late > 1 {
+		t.Errorf("windows differing from their call by more than 1 ms (call minus window: %v): got %v, want <= %v", diffs, late, 1)
+	}
 
 	// Metrics: the released-duration histogram of the process counts the
 	// 20 ms sleeps in buckets above 10 ms (with the main thread's wait on
@@ -358,14 +410,18 @@ func TestManyProcessesAtOnce(t *testing.T) {
 	// and what came before them, apart.
 	for i, w := range ws {
 		res := results[i]
-		require.Len(t, res.Calls, res.N, "pid %d", w.PID)
+		if got := len(res.Calls); got != res.N {
+			t.Fatalf("pid %d: got %d, want %d", w.PID, got, res.N)
+		}
 		h.sleepWindows(w.PID, res.TID, res.Calls, sleep, int64(sleep/2))
 	}
 	// One library file, shared by all twenty processes.
 	h.core.stateMu.Lock()
 	libs := len(h.core.state.libraries)
 	h.core.stateMu.Unlock()
-	assert.Equal(t, 1, libs)
+	if libs != 1 {
+		t.Errorf("libs: got %v, want %v", libs, 1)
+	}
 }
 
 func TestProcessExitDetachesAndForgets(t *testing.T) {
@@ -422,27 +478,47 @@ func TestUnavailableEBPFReportsStatusAndKeepsRunning(t *testing.T) {
 	}
 	host := &statusHost{Host: componenttest.NewNopHost()}
 	f := newCore(r).NewFace(sharedcomponent.Hooks{})
-	require.NoError(t, f.Start(context.Background(), host), "Start must not fail the collector")
+	if err := f.Start(context.Background(), host); err != nil {
+		t.Fatalf("Start must not fail the collector: %v", err)
+	}
 	waitFor(t, "a retry", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return attempts >= 2
 	})
 	ev := host.last()
-	require.NotNil(t, ev)
-	assert.Equal(t, componentstatus.StatusRecoverableError, ev.Status())
-	assert.ErrorIs(t, ev.Err(), gil.ErrUnavailable)
-	assert.Contains(t, ev.Err().Error(), "CAP_BPF")
-	assert.Contains(t, ev.Err().Error(), "hostPID")
-	require.NoError(t, f.Shutdown(context.Background()))
-	require.NoError(t, f.Shutdown(context.Background()), "second Shutdown")
+	if ev == nil {
+		t.Fatalf("ev: got nil, want non-nil")
+	}
+	if got := ev.Status(); got != componentstatus.StatusRecoverableError {
+		t.Errorf("ev.Status(): got %v, want %v", got, componentstatus.StatusRecoverableError)
+	}
+	if err := ev.Err(); !errors.Is(err, gil.ErrUnavailable) {
+		t.Errorf("ev.Err: got error %v, want %v", err, gil.ErrUnavailable)
+	}
+	if got := ev.Err().Error(); !strings.Contains(got, "CAP_BPF") {
+		t.Errorf("ev.Err().Error(): got %q, want it to contain %q", got, "CAP_BPF")
+	}
+	if got := ev.Err().Error(); !strings.Contains(got, "hostPID") {
+		t.Errorf("ev.Err().Error(): got %q, want it to contain %q", got, "hostPID")
+	}
+	if err := f.Shutdown(context.Background()); err != nil {
+		t.Fatalf("f.Shutdown: %v", err)
+	}
+	if err := f.Shutdown(context.Background()); err != nil {
+		t.Fatalf("second Shutdown: %v", err)
+	}
 }
 
 func TestShutdownWithoutStart(t *testing.T) {
 	nf := NewFactory()
 	lr, err := nf.CreateLogs(context.Background(), receivertest.NewNopSettings(metadata.Type), createDefaultConfig(), consumertest.NewNop())
-	require.NoError(t, err)
-	require.NoError(t, lr.Shutdown(context.Background()))
+	if err != nil {
+		t.Fatalf("nf.CreateLogs: %v", err)
+	}
+	if err := lr.Shutdown(context.Background()); err != nil {
+		t.Fatalf("lr.Shutdown: %v", err)
+	}
 }
 
 // readImage reads the ELF image of path.
@@ -491,6 +567,10 @@ func TestGCPausesFromUSDTEndToEnd(t *testing.T) {
 	}
 	waitFor(t, "the GC pause windows", func() bool { return len(pauses()) >= res.N })
 	got := pauses()
-	require.Len(t, got, res.N)
-	assert.Equal(t, filepath.Base(py), got[0].res.AsRaw()["process.executable.name"])
+	if got2 := len(got); got2 != res.N {
+		t.Fatalf("len(pauses): got %d, want %d", got2, res.N)
+	}
+	if got2 := got[0].res.AsRaw()["process.executable.name"]; !reflect.DeepEqual(got2, filepath.Base(py)) {
+		t.Errorf("got[0].res.AsRaw()[\"process.executable.name\"]: got %v, want %q", got2, filepath.Base(py))
+	}
 }

@@ -1,9 +1,9 @@
 package pythongilreceiver
 
 import (
+	"reflect"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
@@ -56,13 +56,18 @@ func TestResourceIdentity(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res := pcommon.NewResource()
 			st.putResource(res, tt.p)
-			assert.Equal(t, tt.want, res.Attributes().AsRaw())
-			assert.Equal(t, tt.want, st.metricsResource(tt.p).Attributes().AsRaw(), "metrics carry the same resource")
+			if got := res.Attributes().AsRaw(); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("res.Attributes().AsRaw(): got %v, want %v", got, tt.want)
+			}
+			if got := st.metricsResource(tt.p).Attributes().AsRaw(); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("metrics carry the same resource: got %v, want %v", got, tt.want)
+			}
 		})
 	}
 
 	md := pmetric.NewMetrics()
 	st.probeMetrics(md, gil.Counters{}, pcommon.Timestamp(1))
-	assert.Equal(t, map[string]any{window.ResourceHostName: "gpu-node-3", window.ResourceNodeName: "gpu-node-3"},
-		md.ResourceMetrics().At(0).Resource().Attributes().AsRaw())
+	if got, want := md.ResourceMetrics().At(0).Resource().Attributes().AsRaw(), map[string]any{window.ResourceHostName: "gpu-node-3", window.ResourceNodeName: "gpu-node-3"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("md.ResourceMetrics().At(0).Resource().Attributes().AsRaw(): got %v, want %v", got, want)
+	}
 }

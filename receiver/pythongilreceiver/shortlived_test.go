@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.uber.org/zap"
 
@@ -39,7 +37,9 @@ func needEBPF(t *testing.T) {
 	t.Helper()
 	p, err := gil.Load(gil.Options{})
 	if err == nil {
-		require.NoError(t, p.Close())
+		if err := p.Close(); err != nil {
+			t.Fatalf("p.Close: %v", err)
+		}
 		s := procevents.Subscribe(zap.NewNop())
 		defer s.Close()
 		if s.Mechanism() != procevents.MechanismNone {
@@ -79,7 +79,9 @@ func TestShortLivedPythonIsProbedAtItsExec(t *testing.T) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	started := time.Now()
-	require.NoError(t, cmd.Run(), out.String())
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %v", out.String(), err)
+	}
 	ended := time.Now()
 	pid := cmd.Process.Pid
 
@@ -100,8 +102,12 @@ func TestShortLivedPythonIsProbedAtItsExec(t *testing.T) {
 	for _, r := range got {
 		first = min(first, r.w.Start)
 		slack := h.slack()
-		assert.GreaterOrEqual(t, r.w.Start, started.UnixNano()-slack, "window before the process started")
-		assert.LessOrEqual(t, r.w.End(), ended.UnixNano()+slack, "window after the process ended")
+		if r.w.Start < started.UnixNano()-slack {
+			t.Errorf("window before the process started: got %v, want >= %v", r.w.Start, started.UnixNano()-slack)
+		}
+		if got := r.w.End(); got > ended.UnixNano()+slack {
+			t.Errorf("window after the process ended: got %v, want <= %v", got, ended.UnixNano()+slack)
+		}
 	}
 	released := 0
 	for _, r := range got {
@@ -111,7 +117,9 @@ func TestShortLivedPythonIsProbedAtItsExec(t *testing.T) {
 	}
 	// 2 threads x 300 ms / 5 ms is some 120 sleeps; the first ones may
 	// come before the probes are attached.
-	assert.GreaterOrEqual(t, released, 40, "sleep-long GIL release windows")
+	if released < 40 {
+		t.Errorf("sleep-long GIL release windows: got %v, want >= %v", released, 40)
+	}
 	toFirst := time.Duration(first - started.UnixNano())
 	t.Logf("CPython lived %v; %d windows (%d sleeps released); first window %v after its start",
 		ended.Sub(started).Round(time.Millisecond), len(got), released, toFirst.Round(time.Microsecond))
