@@ -102,7 +102,7 @@ func TestEmittedMetricsAreDeclared(t *testing.T) {
 	}
 	emitted := map[string]bool{}
 	deadline := time.Now().Add(30 * time.Second)
-	for len(emitted) < len(d.Metrics)-3 && time.Now().Before(deadline) {
+	for len(emitted) < len(d.Metrics)-3-len(liveOnly) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 		for _, md := range sink.AllMetrics() {
 			for i := range md.ResourceMetrics().Len() {
@@ -136,7 +136,7 @@ func TestEmittedMetricsAreDeclared(t *testing.T) {
 	}
 	var missing []string
 	for name := range d.Metrics {
-		if !emitted[name] && !strings.HasPrefix(name, "jvm.safepoint.") {
+		if !emitted[name] && !strings.HasPrefix(name, "jvm.safepoint.") && !liveOnly[name] {
 			missing = append(missing, name)
 		}
 	}
@@ -145,6 +145,10 @@ func TestEmittedMetricsAreDeclared(t *testing.T) {
 		t.Errorf("declared but not emitted on the fixtures: %v", missing)
 	}
 }
+
+// liveOnly are the metrics of running JVMs only, which recording files do
+// not give: TestAgentParity checks their declarations.
+var liveOnly = map[string]bool{"jvm.cpu.time": true}
 
 func checkDeclared(t *testing.T, d declarations, m pmetric.Metric) {
 	t.Helper()

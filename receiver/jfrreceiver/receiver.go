@@ -118,7 +118,11 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 	r.lastErrs = make([]string, len(r.sources))
 	r.cache = procresource.NewCache(procresource.NewReader(r.cfg.ProcRoot, 0))
 	r.jvms = map[jvmevent.JVM]*jvmInfo{}
-	r.agg = jvmmetrics.New(jvmmetrics.Config{Metrics: r.cfg.Metrics, ResourceAttributes: r.cfg.ResourceAttributes}, r.set)
+	cpu := procresource.NewReader(r.cfg.ProcRoot, 0)
+	r.agg = jvmmetrics.New(jvmmetrics.Config{
+		Metrics: r.cfg.Metrics, ResourceAttributes: r.cfg.ResourceAttributes,
+		CPUTime: func(jvm jvmevent.JVM) (time.Duration, bool) { return cpuTime(cpu, jvm) },
+	}, r.set)
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan struct{})
 	go r.loop(ctx, host, r.done)
@@ -356,6 +360,21 @@ func (r *jfrReceiver) putResource(info *jvmInfo, jvm jvmevent.JVM) {
 		}
 	}
 	procresource.PutIdentity(attrs, id, r.node)
+}
+
+// cpuTime reads a JVM's CPU time from its /proc/<pid>/stat (a capped read)
+// when the JVM was found in the proc root and the process at its pid is
+// still the one that started then (its start time): a pid from a folder
+// name or a recording names no process of ours.
+func cpuTime(r *procresource.Reader, jvm jvmevent.JVM) (time.Duration, bool) {
+	if jvm.StartTicks == 0 || jvm.PID <= 0 {
+		return 0, false
+	}
+	c, err := r.CPUTime(jvm.PID)
+	if err != nil || c.StartTicks != jvm.StartTicks {
+		return 0, false
+	}
+	return c.Total(), true
 }
 
 // releaseVersion reads JAVA_RUNTIME_VERSION (else JAVA_VERSION) from the

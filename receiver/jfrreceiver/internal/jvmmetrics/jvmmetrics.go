@@ -46,6 +46,7 @@ const (
 	ClassCount               = "jvm.class.count"
 	CPUCount                 = "jvm.cpu.count"
 	CPURecentUtilization     = "jvm.cpu.recent_utilization"
+	CPUTime                  = "jvm.cpu.time"
 )
 
 // HistogramConfig switches one histogram on or off (metrics::<name>::enabled).
@@ -73,6 +74,10 @@ func DefaultMetricsConfig() MetricsConfig {
 type Config struct {
 	Metrics            MetricsConfig
 	ResourceAttributes metadata.ResourceAttributesConfig
+	// CPUTime returns a JVM's cumulative CPU time (user + system) when it
+	// can be read (a live process of the collector's proc root); nil, or
+	// false, emits no jvm.cpu.time for it. Asked at every Emit.
+	CPUTime func(jvmevent.JVM) (time.Duration, bool)
 }
 
 // Histogram declares one of the histograms this package builds, as
@@ -159,7 +164,10 @@ type jvmState struct {
 	unloaded sample
 	cpuUtil  fsample
 	cpuCount sample
-	ended    bool
+	// cpuTime is the process's CPU time read for this Emit, in seconds
+	// (negative: none).
+	cpuTime float64
+	ended   bool
 }
 
 type fsample struct {
@@ -304,6 +312,12 @@ func (a *Aggregator) Emit(now time.Time) pmetric.Metrics {
 	kept := a.order[:0]
 	for _, key := range a.order {
 		s := a.jvms[key]
+		s.cpuTime = -1
+		if a.cfg.CPUTime != nil && !s.ended && a.cfg.Metrics.JvmCPUTime.Enabled {
+			if d, ok := a.cfg.CPUTime(key); ok {
+				s.cpuTime = d.Seconds()
+			}
+		}
 		if !s.empty() {
 			a.emitJVM(s, ts).ResourceMetrics().MoveAndAppendTo(md.ResourceMetrics())
 		}
@@ -427,6 +441,9 @@ func (s *jvmState) record(mb *metadata.MetricsBuilder, now pcommon.Timestamp) {
 	}
 	if s.cpuUtil.t >= 0 {
 		mb.RecordJvmCPURecentUtilizationDataPoint(pcommon.Timestamp(s.cpuUtil.t), s.cpuUtil.value)
+	}
+	if s.cpuTime >= 0 {
+		mb.RecordJvmCPUTimeDataPoint(now, s.cpuTime)
 	}
 }
 

@@ -223,3 +223,35 @@ func TestForget(t *testing.T) {
 		t.Errorf("the log's new series: count %d from %v, want 1 from its new start", dp.Count(), dp.StartTimestamp())
 	}
 }
+
+// TestCPUTime: jvm.cpu.time is what the CPUTime hook reads at each Emit,
+// stamped then, for the JVMs it knows; none for one it cannot read, none
+// when switched off.
+func TestCPUTime(t *testing.T) {
+	cfg := defaultConfig()
+	reads := 0
+	cfg.CPUTime = func(j jvmevent.JVM) (time.Duration, bool) {
+		reads++
+		return time.Duration(j.PID) * 1500 * time.Millisecond, j.PID == 1
+	}
+	a := New(cfg, settings())
+	for _, pid := range []int{1, 2} {
+		res := pcommon.NewResource()
+		res.Attributes().PutInt("process.pid", int64(pid))
+		a.Add(&jvmevent.Batch{JVM: jvmevent.JVM{PID: pid}, Classes: []jvmevent.Classes{{Time: 10, Loaded: 1, Unloaded: 0}}}, res, time.Unix(1, 0))
+	}
+	md := a.Emit(time.Unix(2, 0))
+	dp := find(t, md, 0, CPUTime).Sum().DataPoints().At(0)
+	if dp.DoubleValue() != 1.5 || dp.Timestamp() != pcommon.NewTimestampFromTime(time.Unix(2, 0)) || dp.StartTimestamp() != pcommon.NewTimestampFromTime(time.Unix(1, 0)) {
+		t.Errorf("jvm.cpu.time %v at %v from %v", dp.DoubleValue(), dp.Timestamp(), dp.StartTimestamp())
+	}
+	if has(md, 1, CPUTime) || reads != 2 {
+		t.Errorf("jvm.cpu.time for the unreadable JVM, or %d reads", reads)
+	}
+	cfg.Metrics.JvmCPUTime.Enabled = false
+	off := New(cfg, settings())
+	off.Add(&jvmevent.Batch{JVM: jvmevent.JVM{PID: 1}, Classes: []jvmevent.Classes{{Time: 10, Loaded: 1}}}, pcommon.NewResource(), time.Unix(1, 0))
+	if md := off.Emit(time.Unix(2, 0)); has(md, 0, CPUTime) || reads != 2 {
+		t.Errorf("jvm.cpu.time switched off but emitted, or read (%d)", reads)
+	}
+}

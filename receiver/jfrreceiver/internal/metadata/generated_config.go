@@ -253,6 +253,26 @@ func (ms *JvmCPURecentUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) e
 	return nil
 }
 
+// JvmCPUTimeMetricConfig provides config for the jvm.cpu.time metric.
+type JvmCPUTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *JvmCPUTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // JvmMemoryCommittedMetricAttributeKey specifies the key of an attribute for the jvm.memory.committed metric.
 type JvmMemoryCommittedMetricAttributeKey string
 
@@ -623,6 +643,7 @@ type MetricsConfig struct {
 	JvmClassUnloaded         JvmClassUnloadedMetricConfig         `mapstructure:"jvm.class.unloaded"`
 	JvmCPUCount              JvmCPUCountMetricConfig              `mapstructure:"jvm.cpu.count"`
 	JvmCPURecentUtilization  JvmCPURecentUtilizationMetricConfig  `mapstructure:"jvm.cpu.recent_utilization"`
+	JvmCPUTime               JvmCPUTimeMetricConfig               `mapstructure:"jvm.cpu.time"`
 	JvmMemoryCommitted       JvmMemoryCommittedMetricConfig       `mapstructure:"jvm.memory.committed"`
 	JvmMemoryLimit           JvmMemoryLimitMetricConfig           `mapstructure:"jvm.memory.limit"`
 	JvmMemoryUsed            JvmMemoryUsedMetricConfig            `mapstructure:"jvm.memory.used"`
@@ -663,6 +684,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		JvmCPURecentUtilization: JvmCPURecentUtilizationMetricConfig{
+			Enabled: true,
+		},
+		JvmCPUTime: JvmCPUTimeMetricConfig{
 			Enabled: true,
 		},
 		JvmMemoryCommitted: JvmMemoryCommittedMetricConfig{

@@ -56,6 +56,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					JvmCPURecentUtilization: JvmCPURecentUtilizationMetricConfig{
 						Enabled: true,
 					},
+					JvmCPUTime: JvmCPUTimeMetricConfig{
+						Enabled: true,
+					},
 					JvmMemoryCommitted: JvmMemoryCommittedMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
@@ -142,6 +145,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					JvmCPURecentUtilization: JvmCPURecentUtilizationMetricConfig{
 						Enabled: false,
 					},
+					JvmCPUTime: JvmCPUTimeMetricConfig{
+						Enabled: false,
+					},
 					JvmMemoryCommitted: JvmMemoryCommittedMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
@@ -198,7 +204,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(JvmBufferCountMetricConfig{}, JvmBufferMemoryLimitMetricConfig{}, JvmBufferMemoryUsedMetricConfig{}, JvmClassCountMetricConfig{}, JvmClassLoadedMetricConfig{}, JvmClassUnloadedMetricConfig{}, JvmCPUCountMetricConfig{}, JvmCPURecentUtilizationMetricConfig{}, JvmMemoryCommittedMetricConfig{}, JvmMemoryLimitMetricConfig{}, JvmMemoryUsedMetricConfig{}, JvmMemoryUsedAfterLastGcMetricConfig{}, JvmNativeMemoryCommittedMetricConfig{}, JvmNativeMemoryReservedMetricConfig{}, JvmSafepointCountMetricConfig{}, JvmThreadCountMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(JvmBufferCountMetricConfig{}, JvmBufferMemoryLimitMetricConfig{}, JvmBufferMemoryUsedMetricConfig{}, JvmClassCountMetricConfig{}, JvmClassLoadedMetricConfig{}, JvmClassUnloadedMetricConfig{}, JvmCPUCountMetricConfig{}, JvmCPURecentUtilizationMetricConfig{}, JvmCPUTimeMetricConfig{}, JvmMemoryCommittedMetricConfig{}, JvmMemoryLimitMetricConfig{}, JvmMemoryUsedMetricConfig{}, JvmMemoryUsedAfterLastGcMetricConfig{}, JvmNativeMemoryCommittedMetricConfig{}, JvmNativeMemoryReservedMetricConfig{}, JvmSafepointCountMetricConfig{}, JvmThreadCountMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}

@@ -47,6 +47,9 @@ var MetricsInfo = metricsInfo{
 	JvmCPURecentUtilization: metricInfo{
 		Name: "jvm.cpu.recent_utilization",
 	},
+	JvmCPUTime: metricInfo{
+		Name: "jvm.cpu.time",
+	},
 	JvmMemoryCommitted: metricInfo{
 		Name:       "jvm.memory.committed",
 		Attributes: []string{"jvm.memory.type", "jvm.memory.pool.name"},
@@ -90,6 +93,7 @@ type metricsInfo struct {
 	JvmClassUnloaded         metricInfo
 	JvmCPUCount              metricInfo
 	JvmCPURecentUtilization  metricInfo
+	JvmCPUTime               metricInfo
 	JvmMemoryCommitted       metricInfo
 	JvmMemoryLimit           metricInfo
 	JvmMemoryUsed            metricInfo
@@ -650,6 +654,58 @@ func (m *metricJvmCPURecentUtilization) emit(metrics pmetric.MetricSlice) {
 
 func newMetricJvmCPURecentUtilization(cfg JvmCPURecentUtilizationMetricConfig) metricJvmCPURecentUtilization {
 	m := metricJvmCPURecentUtilization{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricJvmCPUTime struct {
+	data     pmetric.Metric         // data buffer for generated metric.
+	config   JvmCPUTimeMetricConfig // metric config provided by user.
+	capacity int                    // max observed number of data points added to the metric.
+}
+
+// init fills jvm.cpu.time metric with initial data.
+func (m *metricJvmCPUTime) init() {
+	m.data.SetName("jvm.cpu.time")
+	m.data.SetDescription("CPU time used by the process as reported by the JVM (here /proc/<pid>/stat's utime + stime of a JVM the receiver found in proc_root; recording files and include matches have none).")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricJvmCPUTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricJvmCPUTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricJvmCPUTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricJvmCPUTime(cfg JvmCPUTimeMetricConfig) metricJvmCPUTime {
+	m := metricJvmCPUTime{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -1381,6 +1437,7 @@ type MetricsBuilder struct {
 	metricJvmClassUnloaded         metricJvmClassUnloaded
 	metricJvmCPUCount              metricJvmCPUCount
 	metricJvmCPURecentUtilization  metricJvmCPURecentUtilization
+	metricJvmCPUTime               metricJvmCPUTime
 	metricJvmMemoryCommitted       metricJvmMemoryCommitted
 	metricJvmMemoryLimit           metricJvmMemoryLimit
 	metricJvmMemoryUsed            metricJvmMemoryUsed
@@ -1422,6 +1479,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricJvmClassUnloaded:         newMetricJvmClassUnloaded(mbc.Metrics.JvmClassUnloaded),
 		metricJvmCPUCount:              newMetricJvmCPUCount(mbc.Metrics.JvmCPUCount),
 		metricJvmCPURecentUtilization:  newMetricJvmCPURecentUtilization(mbc.Metrics.JvmCPURecentUtilization),
+		metricJvmCPUTime:               newMetricJvmCPUTime(mbc.Metrics.JvmCPUTime),
 		metricJvmMemoryCommitted:       newMetricJvmMemoryCommitted(mbc.Metrics.JvmMemoryCommitted),
 		metricJvmMemoryLimit:           newMetricJvmMemoryLimit(mbc.Metrics.JvmMemoryLimit),
 		metricJvmMemoryUsed:            newMetricJvmMemoryUsed(mbc.Metrics.JvmMemoryUsed),
@@ -1564,6 +1622,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricJvmClassUnloaded.emit(ils.Metrics())
 	mb.metricJvmCPUCount.emit(ils.Metrics())
 	mb.metricJvmCPURecentUtilization.emit(ils.Metrics())
+	mb.metricJvmCPUTime.emit(ils.Metrics())
 	mb.metricJvmMemoryCommitted.emit(ils.Metrics())
 	mb.metricJvmMemoryLimit.emit(ils.Metrics())
 	mb.metricJvmMemoryUsed.emit(ils.Metrics())
@@ -1641,6 +1700,11 @@ func (mb *MetricsBuilder) RecordJvmCPUCountDataPoint(ts pcommon.Timestamp, val i
 // RecordJvmCPURecentUtilizationDataPoint adds a data point to jvm.cpu.recent_utilization metric.
 func (mb *MetricsBuilder) RecordJvmCPURecentUtilizationDataPoint(ts pcommon.Timestamp, val float64) {
 	mb.metricJvmCPURecentUtilization.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordJvmCPUTimeDataPoint adds a data point to jvm.cpu.time metric.
+func (mb *MetricsBuilder) RecordJvmCPUTimeDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricJvmCPUTime.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordJvmMemoryCommittedDataPoint adds a data point to jvm.memory.committed metric.

@@ -120,6 +120,9 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordJvmCPURecentUtilizationDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordJvmCPUTimeDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordJvmMemoryCommittedDataPoint(ts, 1, "jvm.memory.type-val", WithJvmMemoryPoolNameMetricAttribute("jvm.memory.pool.name-val"))
 			if tt.name == "reaggregate_set" {
 				mb.RecordJvmMemoryCommittedDataPoint(ts, 3, "jvm.memory.type-val-2", WithJvmMemoryPoolNameMetricAttribute("jvm.memory.pool.name-val"))
@@ -410,6 +413,20 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, "Recent CPU utilization of the JVM, user and system, as a fraction of the processors available to it (jdk.CPULoad).", mi.Description())
 					assert.Equal(t, "1", mi.Unit())
 					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "jvm.cpu.time":
+					assert.False(t, validatedMetrics["jvm.cpu.time"], "Found a duplicate in the metrics slice: jvm.cpu.time")
+					validatedMetrics["jvm.cpu.time"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "CPU time used by the process as reported by the JVM (here /proc/<pid>/stat's utime + stime of a JVM the receiver found in proc_root; recording files and include matches have none).", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
