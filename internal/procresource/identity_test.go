@@ -143,10 +143,10 @@ func TestIdentityBadFiles(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("unexpected error: %v", err)
+				t.Fatalf("r.Identity: %v", err)
 			}
 			if got != tt.want {
-				t.Errorf("got: got %v, want %v", got, tt.want)
+				t.Errorf("r.Identity: got %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -56,7 +56,7 @@ func TestRealContainerIdentity(t *testing.T) {
 		t.Fatalf("r.StartTicks: %v", err)
 	}
 	if got != (Identity{PID: pid, VPID: 1, StartTicks: start, ContainerID: id, PodUID: c.PodUID}) {
-		t.Errorf("got: got %v, want %v", got, Identity{PID: pid, VPID: 1, StartTicks: start, ContainerID: id, PodUID: c.PodUID})
+		t.Errorf("r.Identity: got %v, want %v", got, Identity{PID: pid, VPID: 1, StartTicks: start, ContainerID: id, PodUID: c.PodUID})
 	}
 
 	x := NewIndex(r, time.Second)

@@ -149,7 +149,7 @@ func TestResolve(t *testing.T) {
 			t.Errorf("got %v (errors.Is(err, ErrNoProcess) is false)", err)
 		}
 		if got := err.Error(); !strings.Contains(got, "31337") {
-			t.Errorf("err.Error(): got %q, want it to contain %q", got, "31337")
+			t.Errorf("error: got %q, want it to contain %q", got, "31337")
 		}
 	})
 

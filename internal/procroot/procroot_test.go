@@ -117,7 +117,7 @@ func TestPathsResolveInsideTheRoot(t *testing.T) {
 					return
 				}
 				if err != nil {
-					t.Fatalf("unexpected error: %v", err)
+					t.Fatalf("r.ReadFile: %v", err)
 				}
 				if got := string(data); got != tc.want {
 					t.Errorf("data: got %q, want %q", got, tc.want)
@@ -142,10 +142,10 @@ func TestNonRegularFilesAreRefusedWithoutBlocking(t *testing.T) {
 		select {
 		case err := <-done:
 			if !errors.Is(err, ErrNotRegular) {
-				t.Fatalf("err: got error %v, want %v", err, ErrNotRegular)
+				t.Fatalf("r.OpenFile(\"/tmp/fifo\"): got error %v, want %v", err, ErrNotRegular)
 			}
 			if got := err.Error(); !strings.Contains(got, "FIFO") {
-				t.Errorf("err.Error(): got %q, want it to contain %q", got, "FIFO")
+				t.Errorf("error: got %q, want it to contain %q", got, "FIFO")
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("opening a FIFO blocked")
@@ -160,7 +160,7 @@ func TestNonRegularFilesAreRefusedWithoutBlocking(t *testing.T) {
 				t.Fatalf("r.ReadFile: got error %v, want %v", err, ErrNotRegular)
 			}
 			if got := err.Error(); !strings.Contains(got, "character device") {
-				t.Errorf("err.Error(): got %q, want it to contain %q", got, "character device")
+				t.Errorf("error: got %q, want it to contain %q", got, "character device")
 			}
 		}
 	})
@@ -346,10 +346,10 @@ func TestDialUnixOnlyDialsSocketsInsideTheRoot(t *testing.T) {
 		got, err := io.ReadAll(conn)
 		conn.Close()
 		if err != nil {
-			t.Fatalf("unexpected error: %v", err)
+			t.Fatalf("io.ReadAll: %v", err)
 		}
 		if got2 := string(got); got2 != "hello from the container" {
-			t.Errorf("got: got %q, want %q", got2, "hello from the container")
+			t.Errorf("io.ReadAll: got %q, want %q", got2, "hello from the container")
 		}
 
 		_, err = r.DialUnix("/tmp/to-host.sock", time.Now().Add(time.Second))
