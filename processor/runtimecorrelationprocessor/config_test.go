@@ -92,7 +92,7 @@ func TestLoadConfig(t *testing.T) {
 			}
 			for _, want := range tt.wantErr {
 				if got := err.Error(); !strings.Contains(got, want) {
-					t.Errorf("err.Error(): got %q, want it to contain %q", got, want)
+					t.Errorf("error: got %q, want it to contain %q", got, want)
 				}
 			}
 			if got := strings.Count(err.Error(), "\n") + 1; got != len(tt.wantErr) {

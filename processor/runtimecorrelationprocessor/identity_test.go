@@ -480,14 +480,11 @@ func TestOverlapRecordsNameTheContainer(t *testing.T) {
 	if got := len(recs); got != 1 {
 		t.Fatalf("inB's safepoint is another process's: got %d, want %d", got, 1)
 	}
-	if got := recs[0]["resource"]; !reflect.DeepEqual(got, map[string]any{
+	if got, want := recs[0]["resource"], map[string]any{
 		"host.name": node, "process.pid": inA.pid, "process.vpid": int64(1),
 		"container.id": containerA, "k8s.pod.uid": podP,
-	}) {
-		t.Errorf("recs[0][\"resource\"]: got %v, want %v", got, map[string]any{
-			"host.name": node, "process.pid": inA.pid, "process.vpid": int64(1),
-			"container.id": containerA, "k8s.pod.uid": podP,
-		})
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("recs[0][\"resource\"]: got %v, want %v", got, want)
 	}
 
 	md := h.c.overlapMetrics()

@@ -137,7 +137,7 @@ func TestOverlapsAreComputedExactly(t *testing.T) {
 				got = append(got, overlapRecords(h.sendWindows(proc, b...))...)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got: got %v, want %v", got, tt.want)
+				t.Errorf("overlap records: got %v, want %v", got, tt.want)
 			}
 			want := make([]metricdata.DataPoint[int64], 0, 1)
 			if len(tt.want) > 0 {

@@ -57,22 +57,15 @@ func TestOverlapMetricsArePerScopeAndPair(t *testing.T) {
 	md := h.c.overlapMetrics()
 	pid7 := map[string]any{"host.name": "node-1", "process.pid": int64(7)}
 	pid4242 := map[string]any{"host.name": "node-1", "process.pid": int64(4242)}
-	if got := points(md); !reflect.DeepEqual(got, []point{
+	if got, want := points(md), []point{
 		{pid7, "runtime.overlap.count", "jvm.safepoint", "python.gc.pause", 1, start},
 		{pid7, "runtime.overlap.duration", "jvm.safepoint", "python.gc.pause", 250e-6, start},
 		{pid4242, "runtime.overlap.count", "jvm.safepoint", "python.gil.wait", 1, start},
 		{pid4242, "runtime.overlap.count", "jvm.gc.pause", "python.gil.wait", 2, start},
 		{pid4242, "runtime.overlap.duration", "jvm.safepoint", "python.gil.wait", 500e-6, start},
 		{pid4242, "runtime.overlap.duration", "jvm.gc.pause", "python.gil.wait", 2e-3, start},
-	}) {
-		t.Errorf("points(md): got %v, want %v", got, []point{
-			{pid7, "runtime.overlap.count", "jvm.safepoint", "python.gc.pause", 1, start},
-			{pid7, "runtime.overlap.duration", "jvm.safepoint", "python.gc.pause", 250e-6, start},
-			{pid4242, "runtime.overlap.count", "jvm.safepoint", "python.gil.wait", 1, start},
-			{pid4242, "runtime.overlap.count", "jvm.gc.pause", "python.gil.wait", 2, start},
-			{pid4242, "runtime.overlap.duration", "jvm.safepoint", "python.gil.wait", 500e-6, start},
-			{pid4242, "runtime.overlap.duration", "jvm.gc.pause", "python.gil.wait", 2e-3, start},
-		})
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("points(md): got %v, want %v", got, want)
 	}
 	m := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(1)
 	if got := m.Unit(); got != "s" {
