@@ -176,7 +176,7 @@ func TestValidate(t *testing.T) {
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("err: got error %v, want one containing %q", err, tt.want)
+				t.Errorf("cfg.Validate: got error %v, want one containing %q", err, tt.want)
 			}
 		})
 	}

@@ -171,7 +171,7 @@ func TestScrapeDevices(t *testing.T) {
 	if !ok {
 		t.Fatalf("resourceWith: ok is false")
 	}
-	if got := resourceAttrs(gpu0.Resource()); !reflect.DeepEqual(got, map[string]any{
+	if got, want := resourceAttrs(gpu0.Resource()), map[string]any{
 		"hw.id":             uuidOf(srv, 0),
 		"hw.type":           "gpu",
 		"hw.vendor":         "NVIDIA",
@@ -182,19 +182,8 @@ func TestScrapeDevices(t *testing.T) {
 		"gpu.pci.bus_id":    "0000:00:00.0",
 		"host.name":         testNodeName,
 		"k8s.node.name":     testNodeName,
-	}) {
-		t.Errorf("resourceAttrs(gpu0.Resource()): got %v, want %v", got, map[string]any{
-			"hw.id":             uuidOf(srv, 0),
-			"hw.type":           "gpu",
-			"hw.vendor":         "NVIDIA",
-			"hw.model":          "NVIDIA H100 80GB HBM3",
-			"hw.name":           "nvidia0",
-			"hw.driver_version": "550.54.15",
-			"gpu.index":         int64(0),
-			"gpu.pci.bus_id":    "0000:00:00.0",
-			"host.name":         testNodeName,
-			"k8s.node.name":     testNodeName,
-		})
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("resourceAttrs(gpu0.Resource()): got %v, want %v", got, want)
 	}
 
 	total := float64(81920 * mib)
@@ -305,7 +294,7 @@ func TestScrapeProcessesWithContainers(t *testing.T) {
 	if !ok {
 		t.Fatalf("resourceWith: ok is false")
 	}
-	if got := resourceAttrs(java.Resource()); !reflect.DeepEqual(got, map[string]any{
+	if got, want := resourceAttrs(java.Resource()), map[string]any{
 		"process.pid":             int64(4242),
 		"process.vpid":            int64(1),
 		"process.executable.name": "java",
@@ -314,17 +303,8 @@ func TestScrapeProcessesWithContainers(t *testing.T) {
 		"k8s.pod.uid":             podUID,
 		"host.name":               testNodeName,
 		"k8s.node.name":           testNodeName,
-	}) {
-		t.Errorf("resourceAttrs(java.Resource()): got %v, want %v", got, map[string]any{
-			"process.pid":             int64(4242),
-			"process.vpid":            int64(1),
-			"process.executable.name": "java",
-			"process.command_line":    "java -jar /app/inference.jar",
-			"container.id":            containerID,
-			"k8s.pod.uid":             podUID,
-			"host.name":               testNodeName,
-			"k8s.node.name":           testNodeName,
-		})
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("resourceAttrs(java.Resource()): got %v, want %v", got, want)
 	}
 	if got := point(t, java, "gpu.process.memory.usage", map[string]any{"hw.id": uuidOf(srv, 0)}); got != float64(3*1024*mib) {
 		t.Errorf("listed as compute and graphics, counted once: got %v, want %v", got, float64(3*1024*mib))
@@ -429,7 +409,7 @@ func TestPodAttribution(t *testing.T) {
 				}
 			}
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got: got %v, want %v", got, tt.want)
+				t.Errorf("k8s.* resource attributes: got %v, want %v", got, tt.want)
 			}
 		})
 	}
@@ -1040,20 +1020,14 @@ func TestIdentityAttributesHaveSwitches(t *testing.T) {
 	if !ok {
 		t.Fatalf("resourceWith: ok is false")
 	}
-	if got := resourceAttrs(rm.Resource()); !reflect.DeepEqual(got, map[string]any{
+	if got, want := resourceAttrs(rm.Resource()), map[string]any{
 		"process.pid":             int64(4242),
 		"process.executable.name": "java",
 		"container.id":            containerID,
 		"k8s.pod.uid":             podUID,
 		"k8s.node.name":           testNodeName,
-	}) {
-		t.Errorf("resourceAttrs(rm.Resource()): got %v, want %v", got, map[string]any{
-			"process.pid":             int64(4242),
-			"process.executable.name": "java",
-			"container.id":            containerID,
-			"k8s.pod.uid":             podUID,
-			"k8s.node.name":           testNodeName,
-		})
+	}; !reflect.DeepEqual(got, want) {
+		t.Errorf("resourceAttrs(rm.Resource()): got %v, want %v", got, want)
 	}
 }
 

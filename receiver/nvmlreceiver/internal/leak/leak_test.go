@@ -276,7 +276,7 @@ func TestConfigValidate(t *testing.T) {
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("err: got error %v, want one containing %q", err, tt.want)
+				t.Errorf("c.Validate: got error %v, want one containing %q", err, tt.want)
 			}
 		})
 	}
