@@ -223,6 +223,8 @@ type Pause struct {
 	// Cause is the last parenthesized part when it names a cause.
 	Cause    string
 	Duration time.Duration
+	// Generation is generational ZGC's "Y" (young) or "O" (old), else "".
+	Generation string
 }
 
 // maxPause bounds a logged pause: a longer one is a malformed line.
@@ -230,7 +232,7 @@ const maxPause = 24 * time.Hour
 
 // pauseLine matches `GC(12) Pause … [24M->2M(256M)] 3.456ms`, with the
 // generational ZGC's "Y: " / "O: " prefix.
-var pauseLine = regexp.MustCompile(`^GC\((\d+)\) (?:[YO]: )?(Pause .*?)(?: \d+[KMGT]?->\d+[KMGT]?\(\d+[KMGT]?\))? (\d+(?:\.\d+)?)ms$`)
+var pauseLine = regexp.MustCompile(`^GC\((\d+)\) (?:([YO]): )?(Pause .*?)(?: \d+[KMGT]?->\d+[KMGT]?\(\d+[KMGT]?\))? (\d+(?:\.\d+)?)ms$`)
 
 // ParsePause reads a GC pause line (tags gc or gc,phases).
 func ParsePause(msg string) (Pause, bool) {
@@ -239,11 +241,11 @@ func ParsePause(msg string) (Pause, bool) {
 		return Pause{}, false
 	}
 	id, _ := strconv.ParseInt(m[1], 10, 64)
-	ms, err := strconv.ParseFloat(m[3], 64)
+	ms, err := strconv.ParseFloat(m[4], 64)
 	if err != nil || ms*1e6 > float64(maxPause) {
 		return Pause{}, false // not a pause any JVM logs (and past int64 ns)
 	}
-	p := Pause{GCID: id, Name: m[2], Duration: time.Duration(ms * 1e6)}
+	p := Pause{GCID: id, Name: m[3], Duration: time.Duration(ms * 1e6), Generation: m[2]}
 	// "Pause Young (Normal) (G1 Evacuation Pause)": the cause is the last
 	// group, unless it is the only one and a pause type.
 	if i := strings.LastIndex(p.Name, " ("); i >= 0 && strings.HasSuffix(p.Name, ")") {

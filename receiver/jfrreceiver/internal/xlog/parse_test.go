@@ -77,7 +77,7 @@ func TestParsePause(t *testing.T) {
 		ok   bool
 	}{
 		{g1Pause17, Pause{GCID: 0, Name: "Pause Young (Normal) (G1 Evacuation Pause)", Cause: "G1 Evacuation Pause", Duration: 17024 * time.Microsecond}, true},
-		{zPause25, Pause{GCID: 0, Name: "Pause Mark Start (Major)", Duration: 20 * time.Microsecond}, true},
+		{zPause25, Pause{GCID: 0, Name: "Pause Mark Start (Major)", Duration: 20 * time.Microsecond, Generation: "Y"}, true},
 		{parallel17, Pause{GCID: 0, Name: "Pause Young (Allocation Failure)", Cause: "Allocation Failure", Duration: 10858 * time.Microsecond}, true},
 		{g1Start17, Pause{}, false},
 		{`[0.1s][info][gc,phases] GC(3)   Pre Evacuate Collection Set: 0.1ms`, Pause{}, false},

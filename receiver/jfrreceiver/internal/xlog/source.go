@@ -401,6 +401,8 @@ type tail struct {
 	// every line that has both an absolute time (ms) and an uptime.
 	startLow, startHigh int64
 	collector           string
+	// zgc is generational ZGC's recent collections (Major, Minor) by GC id.
+	zgc zgcKinds
 }
 
 // open opens the file (a regular one, without blocking), positioned at its
@@ -595,13 +597,14 @@ func (t *tail) line(s string, clock *window.Clock, b *jvmevent.Batch) {
 	if l.Tags != "gc" && l.Tags != "gc,phases" {
 		return
 	}
+	t.zgc.note(l.Message)
 	if p, ok := ParsePause(l.Message); ok {
 		attrs := map[string]any{AttrWindowSource: "xlog", window.AttrJVMGCID: p.GCID, jvmevent.AttrGCPhase: p.Name}
 		if p.Cause != "" {
 			attrs[window.AttrJVMGCCause] = p.Cause
 		}
 		if t.collector != "" {
-			attrs[window.AttrJVMGCName] = t.collector
+			attrs[window.AttrJVMGCName] = PauseBean(t.collector, p, t.zgc.major(p.GCID))
 		}
 		b.Windows = append(b.Windows, window.Window{Kind: window.KindJVMGCPause, Start: end - int64(p.Duration), Duration: p.Duration, Attributes: attrs})
 	}

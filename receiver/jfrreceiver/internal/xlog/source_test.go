@@ -156,7 +156,7 @@ func TestXlogAgreesWithJFR(t *testing.T) {
 			if err != nil {
 				t.Fatalf("JVM: %v\n%s", err, out)
 			}
-			jfrWindows, endStarts := recordingSafepoints(t, dump)
+			jfrWindows, endStarts, jfrPauseNames := recordingSafepoints(t, dump)
 			if len(jfrWindows) == 0 {
 				t.Fatal("the recording has no safepoints")
 			}
@@ -172,6 +172,7 @@ func TestXlogAgreesWithJFR(t *testing.T) {
 					t.Fatal(err)
 				}
 				s := NewSource(Config{Include: []string{filepath.Join(logDir, "*.log")}, FromStart: true, DiscoveryInterval: time.Hour})
+				namedAsJFR := 0
 				b := pollAll(t, s)
 				s.Close()
 				var logWindows []window.Window
@@ -182,10 +183,18 @@ func TestXlogAgreesWithJFR(t *testing.T) {
 						logWindows = append(logWindows, w)
 					case window.KindJVMGCPause:
 						pauses++
+						// Named as JFR's window of the same collection is
+						// (jfrstream.CollectorOf's MXBean names).
+						id, _ := w.Attributes[window.AttrJVMGCID].(int64)
+						if want, ok := jfrPauseNames[id]; ok && w.Attributes[window.AttrJVMGCName] != want {
+							t.Errorf("%s: log pause %v of GC(%d) is named %v, JFR's %q", name, w.Attributes[jvmevent.AttrGCPhase], id, w.Attributes[window.AttrJVMGCName], want)
+						} else if ok {
+							namedAsJFR++
+						}
 					}
 				}
-				if pauses == 0 {
-					t.Errorf("%s: no GC pause windows from the log", name)
+				if pauses == 0 || namedAsJFR < pauses/2 {
+					t.Errorf("%s: %d GC pause windows from the log, %d of them compared with JFR's", name, pauses, namedAsJFR)
 				}
 				// Paired by end within the same VM operation: the instant
 				// both sources stamp as the safepoint's end (HotSpot logs
@@ -240,8 +249,9 @@ func TestXlogAgreesWithJFR(t *testing.T) {
 }
 
 // recordingSafepoints reads the safepoint windows of a finished recording,
-// and the start of each safepoint's jdk.SafepointEnd event by id.
-func recordingSafepoints(t *testing.T, path string) ([]window.Window, map[int64]int64) {
+// the start of each safepoint's jdk.SafepointEnd event by id, and the
+// jvm.gc.name of its pause windows by GC id.
+func recordingSafepoints(t *testing.T, path string) ([]window.Window, map[int64]int64, map[int64]string) {
 	t.Helper()
 	r, err := jfr.Open(path)
 	if err != nil {
@@ -269,12 +279,16 @@ func recordingSafepoints(t *testing.T, path string) ([]window.Window, map[int64]
 	}
 	s.Flush(&b, true)
 	var out []window.Window
+	names := map[int64]string{}
 	for _, w := range b.Windows {
 		if w.Kind == window.KindJVMSafepoint && w.Attributes[jfrstream.AttrSafepointEndSource] == "jdk.SafepointEnd" {
 			out = append(out, w)
 		}
+		if name, ok := w.Attributes[window.AttrJVMGCName].(string); ok && w.Kind == window.KindJVMGCPause {
+			names[w.Attributes[window.AttrJVMGCID].(int64)] = name
+		}
 	}
-	return out, endStarts
+	return out, endStarts, names
 }
 
 func closest(ws []window.Window, start int64) (window.Window, bool) {
