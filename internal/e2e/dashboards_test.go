@@ -238,6 +238,8 @@ func resolveVariables(p promClient, d dashboard) (map[string]string, error) {
 	return vars, nil
 }
 
+var promLabelRe = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+
 var legendLabelRe = regexp.MustCompile(`\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}`)
 
 // checkPanels returns one line per panel whose query fails.
@@ -506,11 +508,37 @@ scrape_configs:
 			t.Fatal(err)
 		}
 		series := 0
+		perProcess := map[string]int{}
+		values := map[string]map[string]bool{}
 		for _, line := range strings.Split(body, "\n") {
-			if line != "" && !strings.HasPrefix(line, "#") {
-				series++
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			series++
+			runtime, pid := "", ""
+			for _, m := range promLabelRe.FindAllStringSubmatch(line, -1) {
+				if values[m[1]] == nil {
+					values[m[1]] = map[string]bool{}
+				}
+				values[m[1]][m[2]] = true
+				switch m[1] {
+				case "process_runtime_name":
+					runtime = m[2]
+				case "process_pid":
+					pid = m[2]
+				}
+			}
+			if runtime != "" {
+				perProcess[runtime+" "+pid]++
 			}
 		}
-		t.Logf("scrape of %s: %d bytes, %d series", ep, len(body), series)
+		var distinct []string
+		for k, v := range values {
+			if len(v) > 1 {
+				distinct = append(distinct, fmt.Sprintf("%s=%d", k, len(v)))
+			}
+		}
+		sort.Strings(distinct)
+		t.Logf("scrape of %s: %d bytes, %d series; series per runtime process %v; labels with more than one value: %v", ep, len(body), series, perProcess, distinct)
 	}
 }
