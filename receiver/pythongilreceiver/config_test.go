@@ -160,7 +160,7 @@ func TestValidateEachKey(t *testing.T) {
 				t.Fatalf("cfg.Validate: got nil error, want an error")
 			}
 			if got := err.Error(); !strings.Contains(got, tt.key) {
-				t.Errorf("err.Error(): got %q, want it to contain %q", got, tt.key)
+				t.Errorf("error: got %q, want it to contain %q", got, tt.key)
 			}
 		})
 	}

@@ -109,7 +109,7 @@ func (h *harness) waitAttached(pid int) {
 		h.t.Skipf("eBPF unavailable: %v", err)
 	}
 	if err != nil {
-		h.t.Fatalf("unexpected error: %v", err)
+		h.t.Fatalf("gil.Load: %v", err)
 	}
 	if err := p.Close(); err != nil {
 		h.t.Fatalf("p.Close: %v", err)

@@ -117,7 +117,7 @@ func TestHostileSourcesAreRefusedAndCounted(t *testing.T) {
 		t.Skipf("eBPF unavailable: %v", err)
 	}
 	if err != nil {
-		t.Fatalf("unexpected error: %v", err)
+		t.Fatalf("gil.Load: %v", err)
 	}
 	w := workload.Start(t, "sleep", "3", "10")
 
