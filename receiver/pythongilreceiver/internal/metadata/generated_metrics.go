@@ -118,7 +118,7 @@ type metricCpythonGcCollections struct {
 // init fills cpython.gc.collections metric with initial data.
 func (m *metricCpythonGcCollections) init() {
 	m.data.SetName("cpython.gc.collections")
-	m.data.SetDescription("Collections of a generation by CPython's cyclic garbage collector since the process was first probed, counted from the GC pauses at least min_duration long (the kernel keeps no generation for shorter ones, which python.gc.pause.duration counts); while the probes are duty-cycled an estimate, scaled by the inverse of the sampling ratio.")
+	m.data.SetDescription("Collections of a generation by CPython's cyclic garbage collector since the process was first probed, counted from every GC pause, short ones too (pauses shorter than min_duration are summed in the kernel per generation); while the probes are duty-cycled an estimate, scaled by the inverse of the sampling ratio.")
 	m.data.SetUnit("{collection}")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)

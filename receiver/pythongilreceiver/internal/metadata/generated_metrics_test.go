@@ -147,7 +147,7 @@ func TestMetricsBuilder(t *testing.T) {
 					validatedMetrics["cpython.gc.collections"] = true
 					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-					assert.Equal(t, "Collections of a generation by CPython's cyclic garbage collector since the process was first probed, counted from the GC pauses at least min_duration long (the kernel keeps no generation for shorter ones, which python.gc.pause.duration counts); while the probes are duty-cycled an estimate, scaled by the inverse of the sampling ratio.", mi.Description())
+					assert.Equal(t, "Collections of a generation by CPython's cyclic garbage collector since the process was first probed, counted from every GC pause, short ones too (pauses shorter than min_duration are summed in the kernel per generation); while the probes are duty-cycled an estimate, scaled by the inverse of the sampling ratio.", mi.Description())
 					assert.Equal(t, "{collection}", mi.Unit())
 					assert.True(t, mi.Sum().IsMonotonic())
 					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
