@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
-	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
 
 // probes loads the full BPF programs with opts, attaches them to the
@@ -20,7 +20,7 @@ func probes(b *testing.B, opts gil.Options, stats *progStats) func(pid int) func
 		if err != nil {
 			b.Fatal(err)
 		}
-		path, err := workload.LibPython(pid)
+		path, err := workloadtest.LibPython(pid)
 		if err != nil {
 			b.Fatal(err)
 		}

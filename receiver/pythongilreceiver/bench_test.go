@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
-	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
 
 // churnResult is what gilwork.py churn reports.
@@ -63,7 +63,7 @@ func bareProbes(b *testing.B, opts gil.Options) func(pid int) func() {
 		if err != nil {
 			b.Fatal(err)
 		}
-		path, err := workload.LibPython(pid)
+		path, err := workloadtest.LibPython(pid)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -261,8 +261,8 @@ type privateLib struct {
 
 func newPrivateLib(b *testing.B) privateLib {
 	b.Helper()
-	w := workload.Start(b, "sleep", "1", "1")
-	lib, err := workload.LibPython(w.PID)
+	w := workloadtest.Start(b, "sleep", "1", "1")
+	lib, err := workloadtest.LibPython(w.PID)
 	w.Stop()
 	if err != nil {
 		b.Fatal(err)
@@ -282,12 +282,12 @@ func newPrivateLib(b *testing.B) privateLib {
 }
 
 // churn starts gilwork.py churn on the copy.
-func (pl privateLib) churn(b *testing.B, rate, n int) *workload.Process {
+func (pl privateLib) churn(b *testing.B, rate, n int) *workloadtest.Process {
 	b.Helper()
-	cmd := exec.Command(workload.Python(b), workload.Script(), "churn", strconv.Itoa(rate), strconv.Itoa(n), "--exit")
+	cmd := exec.Command(workloadtest.Python(b), workloadtest.Script(), "churn", strconv.Itoa(rate), strconv.Itoa(n), "--exit")
 	cmd.Env = pl.env
-	w := workload.StartCommand(b, cmd)
-	if lib, err := workload.LibPython(w.PID); err != nil || filepath.Dir(lib) != pl.dir {
+	w := workloadtest.StartCommand(b, cmd)
+	if lib, err := workloadtest.LibPython(w.PID); err != nil || filepath.Dir(lib) != pl.dir {
 		b.Fatalf("workload %d maps %q (%v), not the copy in %s", w.PID, lib, err, pl.dir)
 	}
 	return w

@@ -12,7 +12,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
-	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
 
 // These tests drive the built distribution ($OTELCOL_AI_BIN, which `make
@@ -65,7 +65,7 @@ func fileWindows(t *testing.T, path string, pid int) []window.Window {
 
 func TestBuiltCollectorEmitsGILWindows(t *testing.T) {
 	e2e.RequireComponents(t, "pythongil")
-	w := workload.Start(t, "sleep", "3", "20")
+	w := workloadtest.Start(t, "sleep", "3", "20")
 	c := e2e.Start(t, e2e.Options{ConfigYAML: pythongilConfig(w.PID)})
 	logs, metrics := filepath.Join(c.OutputDir, "logs.jsonl"), filepath.Join(c.OutputDir, "metrics.jsonl")
 	// The receiver discovers, selects and attaches before its first

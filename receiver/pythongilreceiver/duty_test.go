@@ -14,7 +14,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
-	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
 
 func TestRatioFor(t *testing.T) {
@@ -74,7 +74,7 @@ func TestSpendAccountsWhatTheProbesCost(t *testing.T) {
 // a budget it exceeds: the receiver detaches for part of each period,
 // reports a sampling ratio below 1 and puts it on the windows it emits.
 func TestBudgetDutyCyclesAnExpensiveWorkload(t *testing.T) {
-	w := workload.Start(t, "churn", "0", "1000000", "--exit")
+	w := workloadtest.Start(t, "churn", "0", "1000000", "--exit")
 	cfg := fastConfig(w.PID)
 	cfg.MinDuration = 0 // every release a window, so that windows carry the ratio
 	// About 15 times the budget: attached about 7% of each period, after

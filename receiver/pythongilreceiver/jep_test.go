@@ -13,14 +13,14 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
-	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
 
 // jepSetup compiles testdata/jep/GilJep.java against the installed Jep and
 // returns the command that runs it, or skips with what is missing.
 func jepSetup(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
-	python := workload.Python(t)
+	python := workloadtest.Python(t)
 	out, err := exec.Command(python, "-c", "import importlib.util, os, sysconfig; print(os.path.dirname(importlib.util.find_spec('jep').origin)); print(sysconfig.get_config_var('LIBDIR'))").Output()
 	if err != nil {
 		t.Skip("Jep is not installed for python3 (install: JAVA_HOME=<jdk> python3 -m pip install jep==4.3.2)")
@@ -57,7 +57,7 @@ func jepSetup(t *testing.T, args ...string) *exec.Cmd {
 // libpython: four Java threads each call into Python five times, and each
 // call sleeps 10 ms without the GIL.
 func TestJVMEmbeddingCPythonThroughJep(t *testing.T) {
-	w := workload.StartCommand(t, jepSetup(t, "4", "5", "10"))
+	w := workloadtest.StartCommand(t, jepSetup(t, "4", "5", "10"))
 	h := startReceiver(t, fastConfig(w.PID), componenttest.NewNopHost())
 	h.waitAttached(w.PID)
 	var res struct {

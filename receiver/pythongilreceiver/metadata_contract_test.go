@@ -12,7 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
-	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
 
 // declaredMetadata is the part of metadata.yaml that says what the
@@ -201,13 +201,13 @@ func TestEmittedMetricsAreDeclared(t *testing.T) {
 	}
 	slices.Sort(want)
 
-	sleep := workload.Start(t, "sleep", "3", "20")
-	spin := workload.Start(t, "spin", "2", "0.5")
-	collect := workload.Start(t, "gc", "3")
+	sleep := workloadtest.Start(t, "sleep", "3", "20")
+	spin := workloadtest.Start(t, "spin", "2", "0.5")
+	collect := workloadtest.Start(t, "gc", "3")
 	cfg := fastConfig(sleep.PID, spin.PID, collect.PID)
 	cfg.PerThread = true
 	h := startReceiver(t, cfg, componenttest.NewNopHost())
-	for _, w := range []*workload.Process{sleep, spin, collect} {
+	for _, w := range []*workloadtest.Process{sleep, spin, collect} {
 		h.waitAttached(w.PID)
 	}
 	img, err := readImage(libPython(t, spin.PID))
@@ -218,7 +218,7 @@ func TestEmittedMetricsAreDeclared(t *testing.T) {
 		t.Skipf("python3 has no take_gil/drop_gil or gc_collect_main symbols: held time, switches and GC pauses cannot be probed")
 	}
 	var v map[string]any
-	for _, w := range []*workload.Process{sleep, spin, collect} {
+	for _, w := range []*workloadtest.Process{sleep, spin, collect} {
 		w.Run(&v)
 	}
 
@@ -244,9 +244,9 @@ func TestEmittedMetricsAreDeclared(t *testing.T) {
 // libPython is the interpreter file pid maps, as this process sees it.
 func libPython(t *testing.T, pid int) string {
 	t.Helper()
-	path, err := workload.LibPython(pid)
+	path, err := workloadtest.LibPython(pid)
 	if err != nil {
-		t.Fatalf("workload.LibPython: %v", err)
+		t.Fatalf("workloadtest.LibPython: %v", err)
 	}
 	return path
 }

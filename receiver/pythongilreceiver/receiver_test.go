@@ -27,7 +27,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
-	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
 
 // harness runs one receiver, with both pipelines, on the real probes.
@@ -260,7 +260,7 @@ func (h *harness) sleepWindows(pid int, tid int64, calls []sleepCall, sleep time
 // first call while starting up), and the window's Unix times, length and
 // resource agree with the call.
 func TestSleepWindowsEndToEnd(t *testing.T) {
-	w := workload.Start(t, "sleep", "5", "20")
+	w := workloadtest.Start(t, "sleep", "5", "20")
 	h := startReceiver(t, fastConfig(w.PID), componenttest.NewNopHost())
 	h.waitAttached(w.PID)
 	var res struct {
@@ -381,12 +381,12 @@ func TestManyProcessesAtOnce(t *testing.T) {
 		procs = 20
 		sleep = 5 * time.Millisecond
 	)
-	ws := make([]*workload.Process, procs)
+	ws := make([]*workloadtest.Process, procs)
 	pids := make([]int, procs)
 	var wg sync.WaitGroup
 	for i := range procs {
 		wg.Go(func() {
-			ws[i] = workload.Start(t, "sleep", "3", strconv.Itoa(int(sleep/time.Millisecond)))
+			ws[i] = workloadtest.Start(t, "sleep", "3", strconv.Itoa(int(sleep/time.Millisecond)))
 			pids[i] = ws[i].PID
 		})
 	}
@@ -425,7 +425,7 @@ func TestManyProcessesAtOnce(t *testing.T) {
 }
 
 func TestProcessExitDetachesAndForgets(t *testing.T) {
-	w := workload.Start(t, "sleep", "2", "5", "--exit")
+	w := workloadtest.Start(t, "sleep", "2", "5", "--exit")
 	h := startReceiver(t, fastConfig(w.PID), componenttest.NewNopHost())
 	h.waitAttached(w.PID)
 	var res struct{}
@@ -548,7 +548,7 @@ func TestGCPausesFromUSDTEndToEnd(t *testing.T) {
 	if py == "" {
 		t.Skip("no stripped /usr/bin/python3.X with USDT notes here")
 	}
-	w := workload.StartWith(t, py, "gc", "4")
+	w := workloadtest.StartWith(t, py, "gc", "4")
 	h := startReceiver(t, fastConfig(w.PID), componenttest.NewNopHost())
 	h.waitAttached(w.PID)
 	var res struct {

@@ -25,7 +25,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadatatest"
-	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
 
 // procTree is a proc filesystem written by the test: fake processes, each
@@ -119,7 +119,7 @@ func TestHostileSourcesAreRefusedAndCounted(t *testing.T) {
 	if err != nil {
 		t.Fatalf("gil.Load: %v", err)
 	}
-	w := workload.Start(t, "sleep", "3", "10")
+	w := workloadtest.Start(t, "sleep", "3", "10")
 
 	tree := &procTree{t: t, root: t.TempDir()}
 	tree.link(w.PID)

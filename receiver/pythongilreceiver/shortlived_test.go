@@ -15,7 +15,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/procevents"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
-	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
 
 // shortPython lives 300 ms: two threads sleep 5 ms at a time (each sleep
@@ -59,7 +59,7 @@ func needEBPF(t *testing.T) {
 // arrive: about one per 5 ms sleep of each thread, all inside its life.
 func TestShortLivedPythonIsProbedAtItsExec(t *testing.T) {
 	needEBPF(t)
-	python := workload.Python(t)
+	python := workloadtest.Python(t)
 	marker := "short-lived-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	cfg := fastConfig()
 	cfg.DiscoveryInterval = time.Hour

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
 
 var futexDefaults = Options{MinDuration: 100 * time.Microsecond, Futex: true, GC: true}
@@ -51,7 +51,7 @@ func TestFutexWaitsMatchTheWorkloadsClock(t *testing.T) {
 	for name, py := range interpreters(t) {
 		t.Run(name, func(t *testing.T) {
 			p := load(t, futexDefaults)
-			w := workload.StartWith(t, py, "contend", "10", "20")
+			w := workloadtest.StartWith(t, py, "contend", "10", "20")
 			l := attach(t, p, w.PID)
 			if links := l.Links(); links == 0 {
 				t.Fatal("no links")
@@ -136,7 +136,7 @@ func TestFutexWaitsMatchTheWorkloadsClock(t *testing.T) {
 // the held time from the windows around it.
 func TestFutexHashChurnCountsEveryRelease(t *testing.T) {
 	p := load(t, futexDefaults)
-	w := workload.Start(t, "hash", "1", "5000", "4096")
+	w := workloadtest.Start(t, "hash", "1", "5000", "4096")
 	attach(t, p, w.PID)
 	var res struct {
 		TIDs []uint32 `json:"tids"`
@@ -173,7 +173,7 @@ func TestFutexHashChurnCountsEveryRelease(t *testing.T) {
 // those waits (long, cause switch_interval) and the forced drops.
 func TestFutexSpinnersForcedOff(t *testing.T) {
 	p := load(t, futexDefaults)
-	w := workload.Start(t, "spin", "3", "0.5")
+	w := workloadtest.Start(t, "spin", "3", "0.5")
 	attach(t, p, w.PID)
 	var res struct {
 		Threads []struct {

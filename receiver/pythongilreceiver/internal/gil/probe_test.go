@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
 
 // load loads a probe or skips the test when eBPF is unavailable here.
@@ -35,7 +35,7 @@ func load(t *testing.T, opts Options) *Probe {
 
 func attach(t *testing.T, p *Probe, pid int) *Library {
 	t.Helper()
-	path, err := workload.LibPython(pid)
+	path, err := workloadtest.LibPython(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ var defaults = Options{MinDuration: 100 * time.Microsecond, SwitchProbes: true, 
 
 func TestSleepReleasesGILOncePerCall(t *testing.T) {
 	p := load(t, defaults)
-	w := workload.Start(t, "sleep", "5", "20")
+	w := workloadtest.Start(t, "sleep", "5", "20")
 	attach(t, p, w.PID)
 	var res struct {
 		TID   uint32     `json:"tid"`
@@ -139,7 +139,7 @@ func aggregatesOf(t *testing.T, p *Probe, pid int) map[AggregateKey]Aggregate {
 
 func TestHashlibReleasesCountedPerThread(t *testing.T) {
 	p := load(t, defaults)
-	w := workload.Start(t, "hash", "3", "2000", "65536")
+	w := workloadtest.Start(t, "hash", "3", "2000", "65536")
 	attach(t, p, w.PID)
 	var res struct {
 		TIDs []uint32 `json:"tids"`
@@ -170,7 +170,7 @@ func TestHashlibReleasesCountedPerThread(t *testing.T) {
 
 func TestContendingThreadsWaitOnSwitchInterval(t *testing.T) {
 	p := load(t, defaults)
-	w := workload.Start(t, "spin", "3", "0.5")
+	w := workloadtest.Start(t, "spin", "3", "0.5")
 	attach(t, p, w.PID)
 	var res struct {
 		Threads []struct {
@@ -220,7 +220,7 @@ func TestContendingThreadsWaitOnSwitchInterval(t *testing.T) {
 
 func TestGCPausesWithGeneration(t *testing.T) {
 	p := load(t, defaults)
-	w := workload.Start(t, "gc", "4")
+	w := workloadtest.Start(t, "gc", "4")
 	l := attach(t, p, w.PID)
 	if l.Symbols().GC() == "" {
 		t.Skipf("libpython of pid %d has no gc_collect_main", w.PID)
@@ -256,7 +256,7 @@ func TestShortGCPausesKeepGeneration(t *testing.T) {
 	opts := defaults
 	opts.MinDuration = time.Hour
 	p := load(t, opts)
-	w := workload.Start(t, "gc", "4")
+	w := workloadtest.Start(t, "gc", "4")
 	l := attach(t, p, w.PID)
 	if l.Symbols().GC() == "" {
 		t.Skipf("libpython of pid %d has no gc_collect_main", w.PID)
@@ -297,8 +297,8 @@ func openFDs(t *testing.T) int {
 
 func TestAttachDetachCyclesLeakNothing(t *testing.T) {
 	p := load(t, defaults)
-	w := workload.Start(t, "sleep", "1", "1")
-	path, err := workload.LibPython(w.PID)
+	w := workloadtest.Start(t, "sleep", "1", "1")
+	path, err := workloadtest.LibPython(w.PID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func TestAttachDetachCyclesLeakNothing(t *testing.T) {
 func TestProcessExitingWhileProbed(t *testing.T) {
 	p := load(t, defaults)
 	before := openFDs(t)
-	w := workload.Start(t, "sleep", "3", "5", "--exit")
+	w := workloadtest.Start(t, "sleep", "3", "5", "--exit")
 	l := attach(t, p, w.PID)
 	var res struct {
 		TID uint32 `json:"tid"`
@@ -362,7 +362,7 @@ func TestProcessExitingWhileProbed(t *testing.T) {
 
 func TestInactiveProbeSeesNothing(t *testing.T) {
 	p := load(t, defaults)
-	w := workload.Start(t, "sleep", "3", "5")
+	w := workloadtest.Start(t, "sleep", "3", "5")
 	attach(t, p, w.PID)
 	if err := p.SetActive(false); err != nil {
 		t.Fatal(err)
@@ -410,7 +410,7 @@ func TestPythonVersions(t *testing.T) {
 		tested++
 		t.Run(version, func(t *testing.T) {
 			p := load(t, defaults)
-			w := workload.StartWith(t, py, "sleep", "3", "10")
+			w := workloadtest.StartWith(t, py, "sleep", "3", "10")
 			l := attach(t, p, w.PID)
 			var res struct {
 				TID uint32 `json:"tid"`
@@ -430,7 +430,7 @@ func TestPythonVersions(t *testing.T) {
 			if !s.Switch() || s.GC() == "" {
 				t.Logf("symbols: %v", s)
 			}
-			g := workload.StartWith(t, py, "gc", "2")
+			g := workloadtest.StartWith(t, py, "gc", "2")
 			attach(t, p, g.PID)
 			var gres struct {
 				TID uint32 `json:"tid"`
@@ -460,7 +460,7 @@ func TestOneLinkPerPointFallback(t *testing.T) {
 	defer func() { forceSingleLinks = false }()
 	p := load(t, defaults)
 	before := openFDs(t)
-	w := workload.Start(t, "sleep", "3", "10")
+	w := workloadtest.Start(t, "sleep", "3", "10")
 	l := attach(t, p, w.PID)
 	if n := l.Links(); n < 6 {
 		t.Fatalf("%d links, want one per probe point (at least 6)", n)
@@ -578,7 +578,7 @@ func TestGCPausesFromUSDTOnSystemPython(t *testing.T) {
 		t.Skip("no /usr/bin/python3.X with USDT notes here")
 	}
 	p := load(t, defaults)
-	w := workload.StartWith(t, py, "gc", "4")
+	w := workloadtest.StartWith(t, py, "gc", "4")
 	l := attach(t, p, w.PID)
 	gc, err := l.GC()
 	if err != nil {

@@ -1,7 +1,7 @@
-// Package workload starts the CPython workloads of
+// Package workloadtest starts the CPython workloads of
 // testdata/workloads/gilwork.py for tests: real processes that report their
 // own ground truth (thread ids, call counts, times) as JSON lines.
-package workload // import "github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workload"
+package workloadtest // import "github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 
 import (
 	"bufio"
