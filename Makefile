@@ -68,7 +68,7 @@ run: build ## Build, then run the collector on its embedded default config.
 # Python packages the tests' workloads use (Jep: CPython embedded in a JVM),
 # built against the JDK on PATH.
 JEP_VERSION := 4.3.2
-# The end-to-end containers test's SDKs (internal/e2e/containers_test.go).
+# The end-to-end containers test's SDKs (internal/e2etest/containers_test.go).
 OTEL_JAVAAGENT_VERSION          := 2.22.0
 OTEL_JAVA_API_VERSION           := 1.56.0
 OTEL_PYTHON_VERSION             := 1.45.2
@@ -89,14 +89,14 @@ test: build test-deps ## Build the binary once, then run every test against it.
 test-deps: ## Install what the tests' workloads need (idempotent).
 	@# the timeline page's tests: headless Chromium (Debian's package).
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
-	@# distribution/dashboards_test.go and internal/e2e/dashboards_test.go:
+	@# distribution/dashboards_test.go and internal/e2etest/dashboards_test.go:
 	@# promtool and a real Prometheus (Debian's package).
 	@command -v prometheus >/dev/null && command -v promtool >/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus; }
 	@python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('jep') is None)" || \
 		JAVA_HOME=$$(dirname $$(dirname $$(readlink -f $$(command -v javac)))) \
 		python3 -m pip install --quiet jep==$(JEP_VERSION)
-	@# internal/e2e TestContainersCorrelation: the OpenTelemetry Java agent and
+	@# internal/e2etest TestContainersCorrelation: the OpenTelemetry Java agent and
 	@# the API it bundles (Maven Central), and a venv of the OpenTelemetry Python
 	@# SDK with its container-id detector (PyPI), made from python3 (pyenv's,
 	@# which the pythongil receiver probes). Versions as in containers_test.go.

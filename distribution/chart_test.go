@@ -24,7 +24,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 )
 
 var update = flag.Bool("update", false, "rewrite kubernetes/otelcol-ai.yaml from the chart")
@@ -338,7 +338,7 @@ func TestRenderedConfigsValidate(t *testing.T) {
 		for _, w := range podConfigs(t, render(t, values)) {
 			// The container's environment: k8s_attributes' node filter
 			// fails validation when its variable is unset.
-			if res := e2e.Run(t, w.env, validateArgs(t, w)...); res.ExitCode != 0 {
+			if res := e2etest.Run(t, w.env, validateArgs(t, w)...); res.ExitCode != 0 {
 				t.Errorf("%s (values %v): validate failed:\n%s%s", w.component, values, res.Stdout, res.Stderr)
 			}
 		}

@@ -24,7 +24,7 @@ import (
 // every panel and target uses (no data-source UID written in), the cluster,
 // namespace and pod variables, and every panel titled, described and with
 // its unit set. Their queries are run against a real Prometheus by
-// internal/e2e's TestDashboardPanelsAgainstRealPrometheus.
+// internal/e2etest's TestDashboardPanelsAgainstRealPrometheus.
 
 type grafanaDashboard struct {
 	UID           string `json:"uid"`
@@ -441,7 +441,7 @@ func TestChartDashboardsAndRulesRender(t *testing.T) {
 // TestDefaultConfigPlacesSpanEvents: the embedded default config (the file
 // the binary embeds) makes pauses visible in a stock trace UI, one span event
 // per overlapping window, and the chart's agent config, merged over it, does
-// not turn that off. internal/e2e's dashboards test sees the events on spans.
+// not turn that off. internal/e2etest's dashboards test sees the events on spans.
 func TestDefaultConfigPlacesSpanEvents(t *testing.T) {
 	b, err := os.ReadFile("config.yaml")
 	if err != nil {

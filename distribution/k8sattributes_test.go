@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 )
 
 const k8sProcessor = "k8s_attributes"
@@ -192,7 +192,7 @@ func TestValidateChecksTheNodeFilterVariable(t *testing.T) {
 	if err := os.Unsetenv("K8S_NODE_NAME"); err != nil {
 		t.Fatal(err)
 	}
-	res := e2e.Run(t, env, validateArgs(t, w)...)
+	res := e2etest.Run(t, env, validateArgs(t, w)...)
 	if res.ExitCode == 0 || !strings.Contains(res.Stderr, `"K8S_NODE_NAME" is not set`) {
 		t.Errorf("validate without K8S_NODE_NAME: exit %d, stderr:\n%s", res.ExitCode, res.Stderr)
 	}

@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/otelcol-ai/otelcol-ai/distribution"
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 )
 
 // agentCapabilities is what the agent adds back after dropping ALL, each
@@ -482,7 +482,7 @@ func TestDefaultConfigExportsNoCommandLine(t *testing.T) {
 	lr.SetTimestamp(now)
 	lr.Body().SetStr("redaction-log")
 
-	c := e2e.Start(t, e2e.Options{Configs: []string{"embedded:default"}})
+	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default"}})
 	if err := c.WaitHealthy(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -557,7 +557,7 @@ func TestDefaultConfigExportsNoCommandLine(t *testing.T) {
 	var body string
 	if err := c.Eventually(20*time.Second, func() bool {
 		var err error
-		body, err = e2e.Get("http://" + c.Endpoints.Prometheus + "/metrics")
+		body, err = e2etest.Get("http://" + c.Endpoints.Prometheus + "/metrics")
 		return err == nil && strings.Contains(body, "redaction_probe")
 	}); err != nil {
 		t.Fatalf("prometheus endpoint has no redaction_probe: %v\n%s", err, body)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 )
 
 // TestVersionIsTheBuilds: the binary's --version and the service.version of
@@ -22,12 +22,12 @@ func TestVersionIsTheBuilds(t *testing.T) {
 		}
 		t.Skip("OTELCOL_AI_VERSION unset: `make test` sets it to `make version`")
 	}
-	res := e2e.Run(t, nil, "--version")
+	res := e2etest.Run(t, nil, "--version")
 	if got := strings.TrimSpace(res.Stdout); res.ExitCode != 0 || got != "otelcol-ai version "+want {
 		t.Fatalf("--version: exit %d, %q; want %q", res.ExitCode, got, "otelcol-ai version "+want)
 	}
 
-	c := e2e.Start(t, e2e.Options{Configs: []string{"embedded:default"}})
+	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default"}})
 	if err := c.WaitHealthy(time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestVersionIsTheBuilds(t *testing.T) {
 	var got []string
 	err := c.Eventually(30*time.Second, func() bool {
 		var err error
-		body, err = e2e.Get("http://" + c.Endpoints.Telemetry + "/metrics")
+		body, err = e2etest.Get("http://" + c.Endpoints.Telemetry + "/metrics")
 		got = re.FindStringSubmatch(body)
 		return err == nil && got != nil
 	})

@@ -21,7 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 )
 
@@ -32,7 +32,7 @@ const requests = 120
 // JDK and Maven.
 func ready(t *testing.T) {
 	t.Helper()
-	e2e.RequireComponents(t, "jfr", "pythongil", "runtimecorrelation")
+	e2etest.RequireComponents(t, "jfr", "pythongil", "runtimecorrelation")
 	if os.Geteuid() != 0 {
 		t.Skip("hybrid end-to-end: the pythongil receiver's probes need root")
 	}
@@ -89,7 +89,7 @@ func runScenario(t *testing.T, mode, scope, extra string) scenario {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := e2e.Start(t, e2e.Options{
+	c := e2etest.Start(t, e2etest.Options{
 		Configs:    []string{config},
 		ConfigYAML: extra,
 		Env:        map[string]string{"HYBRID_OUT": out, "HYBRID_MATCH_SCOPE": scope},
@@ -98,7 +98,7 @@ func runScenario(t *testing.T, mode, scope, extra string) scenario {
 		t.Fatal(err)
 	}
 	runMake(t, ctx, "run-"+mode, fmt.Sprintf("REQUESTS=%d", requests), "OUT="+out,
-		"OTLP_ENDPOINT=http://"+c.Endpoints.OTLPGRPC, fmt.Sprintf("SIDECAR=127.0.0.1:%d", e2e.FreePorts(t, 1)[0]))
+		"OTLP_ENDPOINT=http://"+c.Endpoints.OTLPGRPC, fmt.Sprintf("SIDECAR=127.0.0.1:%d", e2etest.FreePorts(t, 1)[0]))
 	if err := c.Eventually(60*time.Second, func() bool {
 		return len(readSpans(t, filepath.Join(out, "traces.jsonl"))) == requests
 	}); err != nil {
@@ -348,7 +348,7 @@ func strAttr(m pcommon.Map, k string) string {
 // readLines reads a file exporter's output with the harness's reader.
 func readLines[T any](t *testing.T, path string, decode func([]byte) (T, error)) []T {
 	t.Helper()
-	out, err := e2e.ReadJSONLines(path, decode)
+	out, err := e2etest.ReadJSONLines(path, decode)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/cdptest"
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
 	"github.com/otelcol-ai/otelcol-ai/pkg/timeline/timelinetest"
@@ -35,7 +35,7 @@ func skipOrFail(t *testing.T, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
-// jepWorkload compiles and starts internal/e2e's JepOverlap: one JVM
+// jepWorkload compiles and starts internal/e2etest's JepOverlap: one JVM
 // embedding CPython through Jep, its young GCs and safepoints overlapping
 // three Python threads' GIL waits. It returns the JVM's pid.
 func jepWorkload(t *testing.T) int64 {
@@ -52,12 +52,12 @@ func jepWorkload(t *testing.T) int64 {
 	if len(jars) != 1 {
 		t.Fatalf("want one jep jar in %s, found %v", dirs[0], jars)
 	}
-	root, err := e2e.ModuleRoot()
+	root, err := e2etest.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	classes := t.TempDir()
-	src := filepath.Join(root, "internal", "e2e", "testdata", "containers", "JepOverlap.java")
+	src := filepath.Join(root, "internal", "e2etest", "testdata", "containers", "JepOverlap.java")
 	if out, err := exec.Command("javac", "-d", classes, "-cp", jars[0], src).CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
@@ -131,14 +131,14 @@ type exportedInRange struct {
 	spans   map[string]ptrace.Span
 }
 
-func exported(t *testing.T, c *e2e.Collector, pid int64, from, to int64) exportedInRange {
+func exported(t *testing.T, c *e2etest.Collector, pid int64, from, to int64) exportedInRange {
 	t.Helper()
 	logs, err := c.Logs("logs.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ex := exportedInRange{windows: map[string][]window.Window{}, spans: map[string]ptrace.Span{}}
-	for _, w := range e2e.WindowsOf(logs, pid) {
+	for _, w := range e2etest.WindowsOf(logs, pid) {
 		if w.End() > from && w.Start < to {
 			ex.windows[string(w.Kind)] = append(ex.windows[string(w.Kind)], w)
 		}
@@ -284,7 +284,7 @@ func cpuTicks(t *testing.T, pid int) int64 {
 // It logs the page's weight, its first paint and the collector's CPU with
 // the page polling and without.
 func TestLivePageAndStaticFileDrawWhatTheCollectorExported(t *testing.T) {
-	e2e.RequireComponents(t, "timeline", "runtimecorrelation", "jfr", "pythongil")
+	e2etest.RequireComponents(t, "timeline", "runtimecorrelation", "jfr", "pythongil")
 	if os.Geteuid() != 0 {
 		skipOrFail(t, "timeline e2e: the pythongil receiver's probes need root")
 	}
@@ -296,7 +296,7 @@ func TestLivePageAndStaticFileDrawWhatTheCollectorExported(t *testing.T) {
 	cdptest.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := e2e.Start(t, e2e.Options{Configs: []string{"embedded:default"}})
+	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default"}})
 	if err := c.WaitHealthy(60 * time.Second); err != nil {
 		t.Fatalf("%v\n%s", err, c.Log())
 	}

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e/containertest"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest/containertest"
 )
 
 // These tests make "containers" from real kernel namespaces with

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 )
 
 func copyModel(t *testing.T, repo, model string, version int, src string) {
@@ -63,7 +63,7 @@ service:
 `, repo, features)
 }
 
-func send(t *testing.T, c *e2e.Collector, prefix string, n int) {
+func send(t *testing.T, c *e2etest.Collector, prefix string, n int) {
 	t.Helper()
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
@@ -88,7 +88,7 @@ func send(t *testing.T, c *e2e.Collector, prefix string, n int) {
 }
 
 // received returns the spans written so far whose name starts with prefix.
-func received(t *testing.T, c *e2e.Collector, prefix string) map[string]ptrace.Span {
+func received(t *testing.T, c *e2etest.Collector, prefix string) map[string]ptrace.Span {
 	t.Helper()
 	batches, err := c.Traces("traces.jsonl")
 	if err != nil {
@@ -111,7 +111,7 @@ func received(t *testing.T, c *e2e.Collector, prefix string) map[string]ptrace.S
 }
 
 // round sends n spans named prefix-i and waits until all come back.
-func round(t *testing.T, c *e2e.Collector, prefix string, n int) map[string]ptrace.Span {
+func round(t *testing.T, c *e2etest.Collector, prefix string, n int) map[string]ptrace.Span {
 	t.Helper()
 	send(t, c, prefix, n)
 	var got map[string]ptrace.Span
@@ -139,10 +139,10 @@ func labels(t *testing.T, spans map[string]ptrace.Span) map[int64]int {
 }
 
 func TestEndToEndVersionsThroughTheBinary(t *testing.T) {
-	e2e.RequireComponents(t, "onnxinference", "inference")
+	e2etest.RequireComponents(t, "onnxinference", "inference")
 	repo := t.TempDir()
 	copyModel(t, repo, "runtime_overlap", 1, filepath.Join("..", "..", "models", "runtime_overlap", "2", "model.onnx"))
-	c := e2e.Start(t, e2e.Options{Configs: []string{"embedded:default"}, ConfigYAML: overlay(repo, "    {}")})
+	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default"}, ConfigYAML: overlay(repo, "    {}")})
 	if err := c.WaitHealthy(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestEndToEndVersionsThroughTheBinary(t *testing.T) {
 }
 
 func TestEndToEndWrongConfigFailsAtStartup(t *testing.T) {
-	e2e.RequireComponents(t, "onnxinference", "inference")
+	e2etest.RequireComponents(t, "onnxinference", "inference")
 	repo := t.TempDir()
 	copyModel(t, repo, "runtime_overlap", 1, filepath.Join("..", "..", "models", "runtime_overlap", "2", "model.onnx"))
 	// Four features for a model that takes five.
@@ -215,7 +215,7 @@ func TestEndToEndWrongConfigFailsAtStartup(t *testing.T) {
       - field: kind
       - attribute: x
         default: 0`
-	c := e2e.Start(t, e2e.Options{Configs: []string{"embedded:default"}, ConfigYAML: overlay(repo, features)})
+	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default"}, ConfigYAML: overlay(repo, features)})
 	if err := c.Eventually(60*time.Second, c.Exited); err != nil {
 		t.Fatalf("the collector kept running with a model that does not fit: %v", err)
 	}
@@ -229,7 +229,7 @@ func TestEndToEndWrongConfigFailsAtStartup(t *testing.T) {
 
 // A logs pipeline with an OTTL condition: only the selected records are judged.
 func TestEndToEndLogs(t *testing.T) {
-	e2e.RequireComponents(t, "onnxinference", "inference")
+	e2etest.RequireComponents(t, "onnxinference", "inference")
 	repo := t.TempDir()
 	copyModel(t, repo, "runtime_overlap", 1, filepath.Join("..", "..", "models", "runtime_overlap", "2", "model.onnx"))
 	config := fmt.Sprintf(`
@@ -258,7 +258,7 @@ service:
     logs:
       processors: [memory_limiter, inference/logs, batch]
 `, repo)
-	c := e2e.Start(t, e2e.Options{Configs: []string{"embedded:default"}, ConfigYAML: config})
+	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default"}, ConfigYAML: config})
 	if err := c.WaitHealthy(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}

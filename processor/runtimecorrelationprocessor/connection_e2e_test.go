@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 )
 
@@ -30,7 +30,7 @@ func otelPython(t *testing.T) string {
 	t.Helper()
 	venv := os.Getenv(EnvPythonOTelVenv)
 	if venv == "" {
-		root, err := e2e.ModuleRoot()
+		root, err := e2etest.ModuleRoot()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,9 +55,9 @@ func TestEndToEndPythonSpansFoundByTheirConnection(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the pythongil receiver's eBPF probes and other processes' sockets")
 	}
-	e2e.RequireComponents(t, "runtimecorrelation", "pythongil", "inference")
+	e2etest.RequireComponents(t, "runtimecorrelation", "pythongil", "inference")
 	python := otelPython(t)
-	c := e2e.Start(t, e2e.Options{Configs: []string{"embedded:default"}})
+	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default"}})
 	if err := c.WaitHealthy(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestEndToEndPythonSpansFoundByTheirConnection(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, w := range e2e.WindowsOf(batches, pid) {
+		for _, w := range e2etest.WindowsOf(batches, pid) {
 			if w.Kind == window.KindPythonGILWait {
 				return true
 			}
@@ -119,7 +119,7 @@ func TestEndToEndPythonSpansFoundByTheirConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := 0
-		for _, w := range e2e.WindowsOf(batches, pid) {
+		for _, w := range e2etest.WindowsOf(batches, pid) {
 			if w.Kind == window.KindPythonGILWait && w.Start > serving {
 				n++
 			}
@@ -177,7 +177,7 @@ func TestEndToEndPythonSpansFoundByTheirConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	var waits []window.Window
-	for _, w := range e2e.WindowsOf(logs, pid) {
+	for _, w := range e2etest.WindowsOf(logs, pid) {
 		if w.Kind == window.KindPythonGILWait {
 			waits = append(waits, w)
 		}

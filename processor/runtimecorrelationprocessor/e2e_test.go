@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 )
 
@@ -72,8 +72,8 @@ func requestSpans(base int64, names ...string) ptrace.Traces {
 }
 
 func TestEndToEndOverlapsSpansAndMetrics(t *testing.T) {
-	e2e.RequireComponents(t, "runtimecorrelation")
-	c := e2e.Start(t, e2e.Options{Configs: []string{"embedded:default"}, ConfigYAML: overlay})
+	e2etest.RequireComponents(t, "runtimecorrelation")
+	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default"}, ConfigYAML: overlay})
 	if err := c.WaitHealthy(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}

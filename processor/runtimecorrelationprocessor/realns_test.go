@@ -7,7 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e/containertest"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest/containertest"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadatatest"
 )

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracle"
@@ -23,7 +23,7 @@ import (
 // collection. Then SIGTERM: a clean exit.
 func TestBuiltCollectorFollowsJVM(t *testing.T) {
 	j := jfrtest.Find(t, 17)
-	c := e2e.Start(t, e2e.Options{
+	c := e2etest.Start(t, e2etest.Options{
 		Configs: []string{"embedded:default"},
 		ConfigYAML: `
 receivers:
@@ -83,7 +83,7 @@ receivers:
 // windowsOf counts, per kind, the window records under pid's resource.
 func windowsOf(batches []plog.Logs, pid int64) map[window.Kind]int {
 	kinds := map[window.Kind]int{}
-	for _, w := range e2e.WindowsOf(batches, pid) {
+	for _, w := range e2etest.WindowsOf(batches, pid) {
 		kinds[w.Kind]++
 	}
 	return kinds
@@ -120,7 +120,7 @@ func whereMissing(t *testing.T, batches []plog.Logs, pid int64, events []jfrorac
 		starts = append(starts, s)
 	}
 	var ws []int64
-	for _, w := range e2e.WindowsOf(batches, pid) {
+	for _, w := range e2etest.WindowsOf(batches, pid) {
 		if w.Kind == kind {
 			ws = append(ws, w.Start)
 		}

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e/containertest"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest/containertest"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach/kubetest"

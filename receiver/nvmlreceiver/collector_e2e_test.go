@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 )
 
 // These tests drive the built distribution ($OTELCOL_AI_BIN, which `make
@@ -29,10 +29,10 @@ func nvmlOnlyConfig(library string) string {
       endpoint: ""
 exporters:
   file/metrics:
-    path: ${env:` + e2e.EnvOutputDir + `}/metrics.jsonl
+    path: ${env:` + e2etest.EnvOutputDir + `}/metrics.jsonl
     flush_interval: 100ms
   file/logs:
-    path: ${env:` + e2e.EnvOutputDir + `}/logs.jsonl
+    path: ${env:` + e2etest.EnvOutputDir + `}/logs.jsonl
     flush_interval: 100ms
 service:
   telemetry:
@@ -50,8 +50,8 @@ service:
 
 func skipWithoutBinary(t *testing.T) {
 	t.Helper()
-	if os.Getenv(e2e.EnvBinary) == "" {
-		t.Skip(e2e.EnvBinary + " is not set: these tests run against the built distribution (make test)")
+	if os.Getenv(e2etest.EnvBinary) == "" {
+		t.Skip(e2etest.EnvBinary + " is not set: these tests run against the built distribution (make test)")
 	}
 }
 
@@ -64,7 +64,7 @@ func TestBuiltCollectorWithStubLibrary(t *testing.T) {
 	skipWithoutBinary(t)
 	lib := buildStubLibrary(t)
 	stubLog := filepath.Join(t.TempDir(), "calls.log")
-	c := e2e.Start(t, e2e.Options{ConfigYAML: nvmlOnlyConfig(lib), Env: map[string]string{"NVML_STUB_LOG": stubLog}})
+	c := e2etest.Start(t, e2etest.Options{ConfigYAML: nvmlOnlyConfig(lib), Env: map[string]string{"NVML_STUB_LOG": stubLog}})
 
 	metrics, logs := filepath.Join(c.OutputDir, "metrics.jsonl"), filepath.Join(c.OutputDir, "logs.jsonl")
 	pid := strconv.Itoa(c.Pid())
@@ -103,7 +103,7 @@ func TestBuiltCollectorWithStubLibrary(t *testing.T) {
 func TestBuiltCollectorStaysUpWithoutDriver(t *testing.T) {
 	skipWithoutBinary(t)
 	absent := filepath.Join(t.TempDir(), "absent", "libnvidia-ml.so.1")
-	c := e2e.Start(t, e2e.Options{ConfigYAML: nvmlOnlyConfig(absent)})
+	c := e2etest.Start(t, e2etest.Options{ConfigYAML: nvmlOnlyConfig(absent)})
 	if err := c.Eventually(time.Minute, func() bool {
 		out := c.Log()
 		return strings.Contains(out, "Everything is ready") && strings.Contains(out, "No NVIDIA driver library")

@@ -10,7 +10,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
@@ -34,10 +34,10 @@ func pythongilConfig(pid int) string {
       budget: 0
 exporters:
   file/metrics:
-    path: ${env:` + e2e.EnvOutputDir + `}/metrics.jsonl
+    path: ${env:` + e2etest.EnvOutputDir + `}/metrics.jsonl
     flush_interval: 100ms
   file/logs:
-    path: ${env:` + e2e.EnvOutputDir + `}/logs.jsonl
+    path: ${env:` + e2etest.EnvOutputDir + `}/logs.jsonl
     flush_interval: 100ms
 service:
   telemetry:
@@ -56,17 +56,17 @@ service:
 // fileWindows decodes every window of pid in a file exporter's JSON lines.
 func fileWindows(t *testing.T, path string, pid int) []window.Window {
 	t.Helper()
-	batches, err := e2e.ReadJSONLines(path, (&plog.JSONUnmarshaler{}).UnmarshalLogs)
+	batches, err := e2etest.ReadJSONLines(path, (&plog.JSONUnmarshaler{}).UnmarshalLogs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e2e.WindowsOf(batches, int64(pid))
+	return e2etest.WindowsOf(batches, int64(pid))
 }
 
 func TestBuiltCollectorEmitsGILWindows(t *testing.T) {
-	e2e.RequireComponents(t, "pythongil")
+	e2etest.RequireComponents(t, "pythongil")
 	w := workloadtest.Start(t, "sleep", "3", "20")
-	c := e2e.Start(t, e2e.Options{ConfigYAML: pythongilConfig(w.PID)})
+	c := e2etest.Start(t, e2etest.Options{ConfigYAML: pythongilConfig(w.PID)})
 	logs, metrics := filepath.Join(c.OutputDir, "logs.jsonl"), filepath.Join(c.OutputDir, "metrics.jsonl")
 	// The receiver discovers, selects and attaches before its first
 	// collection, so once its own metrics appear the workload is probed.

@@ -1,4 +1,4 @@
-// Package e2e drives the built otelcol-ai binary the way a user does: start it
+// Package e2etest drives the built otelcol-ai binary the way a user does: start it
 // on a configuration with free loopback ports, send OTLP traces, logs and
 // metrics, read what the file exporter wrote, probe the health endpoint, stop
 // it with SIGTERM and check the exit.
@@ -10,7 +10,7 @@
 // distribution/config.yaml), so a test can run the shipped default
 // configuration unchanged, or a configuration of its own that uses the same
 // ${env:...} names.
-package e2e // import "github.com/otelcol-ai/otelcol-ai/internal/e2e"
+package e2etest
 
 import (
 	"bufio"

@@ -26,7 +26,7 @@
 // Everything is removed in t.Cleanup, also when the test fails; a test
 // binary that dies takes its pods' namespaces and veths with it (the
 // sandbox dies with it, and with it the last holder of the namespace).
-package containertest // import "github.com/otelcol-ai/otelcol-ai/internal/e2e/containertest"
+package containertest // import "github.com/otelcol-ai/otelcol-ai/internal/e2etest/containertest"
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package e2e
+package e2etest
 
 import (
 	"crypto/sha256"
@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/e2e/containertest"
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest/containertest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 )
 
@@ -87,7 +87,7 @@ func prepareContainerDeps(t *testing.T) containerDeps {
 	if out, err := exec.Command(d.python, "-c", "import opentelemetry.sdk, opentelemetry.exporter.otlp.proto.grpc, opentelemetry.resource.detector.containerid").CombinedOutput(); err != nil {
 		t.Skipf("containers end-to-end: the venv lacks the OpenTelemetry packages (run make test-deps): %v\n%s", err, out)
 	}
-	src := filepath.Join(root, "internal", "e2e", "testdata", "containers")
+	src := filepath.Join(root, "internal", "e2etest", "testdata", "containers")
 	d.service = filepath.Join(src, "service.py")
 	d.classpath = strings.Join(append([]string{compileJava(t, filepath.Join(src, "Service.java"), api)}, api...), ":")
 
