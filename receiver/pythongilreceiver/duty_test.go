@@ -3,13 +3,12 @@ package pythongilreceiver
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
@@ -37,7 +36,9 @@ func TestRatioFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.InDelta(t, tt.want, ratioFor(cfg, tt.hits, tt.attached, tt.processes), 1e-9)
+			if got := ratioFor(cfg, tt.hits, tt.attached, tt.processes); !(math.Abs(tt.want-got) <= 1e-9) {
+				t.Errorf("ratioFor(cfg, tt.hits, tt.attached, tt.processes): got %v, want %v ± %v", got, tt.want, 1e-9)
+			}
 		})
 	}
 }
@@ -66,7 +67,9 @@ func TestSpendAccountsWhatTheProbesCost(t *testing.T) {
 	for _, s := range steps {
 		now = now.Add(s.after)
 		d.spend(now, s.hits, s.processes)
-		assert.InDelta(t, s.want, d.tokens, 1e-9, s.name)
+		if !(math.Abs(s.want-d.tokens) <= 1e-9) {
+			t.Errorf("%v: got %v, want %v ± %v", s.name, d.tokens, s.want, 1e-9)
+		}
 	}
 }
 
@@ -94,18 +97,28 @@ func TestBudgetDutyCyclesAnExpensiveWorkload(t *testing.T) {
 		return h.core.state != nil && h.core.state.sampling < 1
 	})
 	<-done
-	require.NoError(t, h.faces[0].Shutdown(context.Background()))
+	if err := h.faces[0].Shutdown(context.Background()); err != nil {
+		t.Fatalf("h.faces[0].Shutdown: %v", err)
+	}
 	var sampled, total int
 	for _, r := range h.windows(w.PID) {
 		total++
 		if ratio, ok := r.w.Attributes[window.AttrSamplingRatio].(float64); ok {
 			sampled++
-			assert.Greater(t, ratio, 0.0)
-			assert.Less(t, ratio, 1.0)
+			if !(ratio > 0.0) {
+				t.Errorf("ratio: got %v, want > %v", ratio, 0.0)
+			}
+			if !(ratio < 1.0) {
+				t.Errorf("ratio: got %v, want < %v", ratio, 1.0)
+			}
 		}
 	}
-	assert.Positive(t, total)
-	assert.Positive(t, sampled, "no window carries %s", window.AttrSamplingRatio)
+	if total <= 0 {
+		t.Errorf("total: got %v, want > %v", total, 0)
+	}
+	if sampled <= 0 {
+		t.Errorf("no window carries %s: got %v, want > %v", window.AttrSamplingRatio, sampled, 0)
+	}
 	// The ratio also goes out with the metrics.
 	var gauge float64 = -1
 	for _, md := range h.metrics.AllMetrics() {
@@ -119,7 +132,9 @@ func TestBudgetDutyCyclesAnExpensiveWorkload(t *testing.T) {
 			}
 		}
 	}
-	assert.GreaterOrEqual(t, gauge, 0.0, "no %s metric", metricSamplingRatio)
+	if !(gauge >= 0.0) {
+		t.Errorf("no %s metric: got %v, want >= %v", metricSamplingRatio, gauge, 0.0)
+	}
 	t.Logf("%d of %d windows sampled; last ratio gauge %s", sampled, total, strconv.FormatFloat(gauge, 'f', 3, 64))
 }
 
@@ -150,19 +165,29 @@ func TestDetachedPhaseEndsToLearnAGIL(t *testing.T) {
 				}
 				t.Skipf("eBPF unavailable: %v", err)
 			}
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
 			defer p.Close()
 			d := newDutyCycle(cfg, p)
 			defer d.stop()
-			require.NoError(t, p.SetActive(false))
+			if err := p.SetActive(false); err != nil {
+				t.Fatalf("p.SetActive: %v", err)
+			}
 			now := time.Now()
 			d.on, d.since, d.ratio = false, now, 0.1
 			d.offUntil, d.nextCost = now.Add(cfg.Period), 0.005
 			d.tokens, d.tokensAt = tt.tokens, now
 			_, err = d.step(tt.processes)
-			require.NoError(t, err)
-			assert.Equal(t, tt.attached, d.on, "attached")
-			assert.Equal(t, tt.attached, p.Active(), "uprobes attached")
+			if err != nil {
+				t.Fatalf("d.step: %v", err)
+			}
+			if d.on != tt.attached {
+				t.Errorf("attached: got %v, want %v", d.on, tt.attached)
+			}
+			if got := p.Active(); got != tt.attached {
+				t.Errorf("uprobes attached: got %v, want %v", got, tt.attached)
+			}
 		})
 	}
 }

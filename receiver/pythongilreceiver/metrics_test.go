@@ -1,11 +1,11 @@
 package pythongilreceiver
 
 import (
+	"math"
+	"reflect"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
@@ -63,27 +63,47 @@ func TestHistogramsScaledBySampling(t *testing.T) {
 		md := pmetric.NewMetrics()
 		st.processMetrics(md, p, aggs, pcommon.NewTimestampFromTime(time.Now()))
 		hist, ok := findMetric(md, metricWaitDuration)
-		require.True(t, ok)
+		if !ok {
+			t.Fatalf("findMetric: ok is false")
+		}
 		waitTime, ok := findMetric(md, metricWaitTime)
-		require.True(t, ok)
+		if !ok {
+			t.Fatalf("findMetric: ok is false")
+		}
 		return hist.Histogram().DataPoints().At(0), waitTime.Sum().DataPoints().At(0).DoubleValue()
 	}
 
 	// 10 short waits (5 µs each) counted in the kernel at ratio 1.
 	aggKey := gil.AggregateKey{PID: 7, Kind: gil.KindWait}
 	dp, waitTime := collect(map[gil.AggregateKey]gil.Aggregate{aggKey: {Count: 10, Sum: 50 * time.Microsecond}})
-	require.Equal(t, []uint64{10, 1, 0, 0, 4}, dp.BucketCounts().AsRaw()[:5])
-	assert.Equal(t, uint64(15), dp.Count())
-	assert.InDelta(t, 50e-6+200e-6+4*2e-3, dp.Sum(), 1e-12)
-	assert.InDelta(t, 50e-6+200e-6+2e-3, waitTime, 1e-12, "counter from raw sums at ratio 1")
+	if got := dp.BucketCounts().AsRaw()[:5]; !reflect.DeepEqual(got, []uint64{10, 1, 0, 0, 4}) {
+		t.Fatalf("dp.BucketCounts().AsRaw()[:5]: got %v, want %v", got, []uint64{10, 1, 0, 0, 4})
+	}
+	if got := dp.Count(); got != uint64(15) {
+		t.Errorf("dp.Count(): got %v, want %v", got, uint64(15))
+	}
+	if got := dp.Sum(); !(math.Abs(50e-6+200e-6+4*2e-3-got) <= 1e-12) {
+		t.Errorf("dp.Sum(): got %v, want %v ± %v", got, 50e-6+200e-6+4*2e-3, 1e-12)
+	}
+	if !(math.Abs(50e-6+200e-6+2e-3-waitTime) <= 1e-12) {
+		t.Errorf("counter from raw sums at ratio 1: got %v, want %v ± %v", waitTime, 50e-6+200e-6+2e-3, 1e-12)
+	}
 
 	// 10 more at ratio 0.5 stand for 20.
 	st.sampling = 0.5
 	dp, waitTime = collect(map[gil.AggregateKey]gil.Aggregate{aggKey: {Count: 20, Sum: 100 * time.Microsecond}})
-	assert.Equal(t, uint64(30), dp.BucketCounts().At(0))
-	assert.Equal(t, uint64(35), dp.Count())
-	assert.InDelta(t, 150e-6+200e-6+4*2e-3, dp.Sum(), 1e-12)
-	assert.InDelta(t, 50e-6+200e-6+2e-3+2*50e-6, waitTime, 1e-12, "the counter's growth scaled once")
+	if got := dp.BucketCounts().At(0); got != uint64(30) {
+		t.Errorf("dp.BucketCounts().At(0): got %v, want %v", got, uint64(30))
+	}
+	if got := dp.Count(); got != uint64(35) {
+		t.Errorf("dp.Count(): got %v, want %v", got, uint64(35))
+	}
+	if got := dp.Sum(); !(math.Abs(150e-6+200e-6+4*2e-3-got) <= 1e-12) {
+		t.Errorf("dp.Sum(): got %v, want %v ± %v", got, 150e-6+200e-6+4*2e-3, 1e-12)
+	}
+	if !(math.Abs(50e-6+200e-6+2e-3+2*50e-6-waitTime) <= 1e-12) {
+		t.Errorf("the counter's growth scaled once: got %v, want %v ± %v", waitTime, 50e-6+200e-6+2e-3+2*50e-6, 1e-12)
+	}
 }
 
 // TestFutexTotalsNotScaled: with wait_source futex the tracepoints stay
@@ -93,7 +113,9 @@ func TestHistogramsScaledBySampling(t *testing.T) {
 // windows, which only the uprobes see, stand for four times what grew.
 func TestFutexTotalsNotScaled(t *testing.T) {
 	st := newTestRunState(t, createDefaultConfig().(*Config))
-	require.Equal(t, waitSourceFutex, st.cfg.WaitSource)
+	if st.cfg.WaitSource != waitSourceFutex {
+		t.Fatalf("st.cfg.WaitSource: got %q, want %q", st.cfg.WaitSource, waitSourceFutex)
+	}
 	st.sampling = 0.25
 	p := newTestProcess(11)
 	collect := func(aggs map[gil.AggregateKey]gil.Aggregate) (map[string]float64, map[string]pmetric.HistogramDataPoint) {
@@ -102,14 +124,18 @@ func TestFutexTotalsNotScaled(t *testing.T) {
 		sums := map[string]float64{}
 		for _, name := range []string{metricWaitTime, "python.gil.held.time", "python.gil.switches"} {
 			m, ok := findMetric(md, name)
-			require.True(t, ok, name)
+			if !ok {
+				t.Fatalf("%v (ok is false)", name)
+			}
 			dp := m.Sum().DataPoints().At(0)
 			sums[name] = dp.DoubleValue() + float64(dp.IntValue())
 		}
 		hists := map[string]pmetric.HistogramDataPoint{}
 		for _, name := range []string{metricWaitDuration, metricReleasedDuration} {
 			m, ok := findMetric(md, name)
-			require.True(t, ok, name)
+			if !ok {
+				t.Fatalf("%v (ok is false)", name)
+			}
 			hists[name] = m.Histogram().DataPoints().At(0)
 		}
 		return sums, hists
@@ -124,13 +150,27 @@ func TestFutexTotalsNotScaled(t *testing.T) {
 	}
 	collect(aggs(10))
 	sums, hists := collect(aggs(30)) // 20 more of each
-	assert.InDelta(t, 30*10e-6, sums[metricWaitTime], 1e-12, "wait time as counted")
-	assert.InDelta(t, 30, sums["python.gil.switches"], 1e-9, "switches as counted")
-	assert.InDelta(t, 4*30*100e-6, sums["python.gil.held.time"], 1e-12, "held time scaled by 1/0.25")
-	assert.Equal(t, uint64(30), hists[metricWaitDuration].Count(), "short waits as counted")
-	assert.InDelta(t, 30*10e-6, hists[metricWaitDuration].Sum(), 1e-12)
-	assert.Equal(t, uint64(4*30), hists[metricReleasedDuration].Count(), "short releases scaled by 1/0.25")
-	assert.InDelta(t, 4*30*20e-6, hists[metricReleasedDuration].Sum(), 1e-12)
+	if got := sums[metricWaitTime]; !(math.Abs(30*10e-6-got) <= 1e-12) {
+		t.Errorf("wait time as counted: got %v, want %v ± %v", got, 30*10e-6, 1e-12)
+	}
+	if got := sums["python.gil.switches"]; !(math.Abs(float64(30)-got) <= 1e-9) {
+		t.Errorf("switches as counted: got %v, want %v ± %v", got, 30, 1e-9)
+	}
+	if got := sums["python.gil.held.time"]; !(math.Abs(4*30*100e-6-got) <= 1e-12) {
+		t.Errorf("held time scaled by 1/0.25: got %v, want %v ± %v", got, 4*30*100e-6, 1e-12)
+	}
+	if got := hists[metricWaitDuration].Count(); got != uint64(30) {
+		t.Errorf("short waits as counted: got %v, want %v", got, uint64(30))
+	}
+	if got := hists[metricWaitDuration].Sum(); !(math.Abs(30*10e-6-got) <= 1e-12) {
+		t.Errorf("hists[metricWaitDuration].Sum(): got %v, want %v ± %v", got, 30*10e-6, 1e-12)
+	}
+	if got := hists[metricReleasedDuration].Count(); got != uint64(4*30) {
+		t.Errorf("short releases scaled by 1/0.25: got %v, want %v", got, uint64(4*30))
+	}
+	if got := hists[metricReleasedDuration].Sum(); !(math.Abs(4*30*20e-6-got) <= 1e-12) {
+		t.Errorf("hists[metricReleasedDuration].Sum(): got %v, want %v ± %v", got, 4*30*20e-6, 1e-12)
+	}
 }
 
 // TestGCCollectionsPerGeneration: cpython.gc.collections counts, per
@@ -158,23 +198,35 @@ func TestGCCollectionsPerGeneration(t *testing.T) {
 	st.processMetrics(md, p, short, pcommon.NewTimestampFromTime(time.Now()))
 
 	m, ok := findMetric(md, metricGCCollections)
-	require.True(t, ok)
-	assert.True(t, m.Sum().IsMonotonic())
+	if !ok {
+		t.Fatalf("findMetric: ok is false")
+	}
+	if !m.Sum().IsMonotonic() {
+		t.Errorf("m.Sum().IsMonotonic() is false")
+	}
 	got := map[int64]int64{}
 	for _, dp := range m.Sum().DataPoints().All() {
 		gen, ok := dp.Attributes().Get("cpython.gc.generation")
-		require.True(t, ok)
+		if !ok {
+			t.Fatalf("dp.Attributes().Get: ok is false")
+		}
 		got[gen.Int()] = dp.IntValue()
 	}
-	assert.Equal(t, map[int64]int64{0: 3 + 40, 1: 2 + 5, 2: 2}, got)
+	if got, want := got, map[int64]int64{0: 3 + 40, 1: 2 + 5, 2: 2}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got: got %v, want %v", got, want)
+	}
 
 	pauses, ok := findMetric(md, metricGCDuration)
-	require.True(t, ok)
+	if !ok {
+		t.Fatalf("findMetric: ok is false")
+	}
 	var total uint64
 	for _, dp := range pauses.Histogram().DataPoints().All() {
 		total += dp.Count()
 	}
-	assert.Equal(t, uint64(3+2+2+40+5+7), total, "the pause histogram counts every collection")
+	if total != uint64(3+2+2+40+5+7) {
+		t.Errorf("the pause histogram counts every collection: got %v, want %v", total, uint64(3+2+2+40+5+7))
+	}
 }
 
 // TestMetricSwitches: metrics::<name>::enabled turns a generated metric and
@@ -196,13 +248,23 @@ func TestMetricSwitches(t *testing.T) {
 	st.processMetrics(md, p, nil, pcommon.NewTimestampFromTime(time.Now()))
 
 	_, ok := findMetric(md, metricWaitTime)
-	assert.False(t, ok)
+	if ok {
+		t.Errorf("findMetric: ok is true")
+	}
 	_, ok = findMetric(md, metricWaitDuration)
-	assert.False(t, ok)
+	if ok {
+		t.Errorf("findMetric: ok is true")
+	}
 	_, ok = findMetric(md, metricReleasedDuration)
-	assert.True(t, ok)
+	if !ok {
+		t.Errorf("findMetric: ok is false")
+	}
 	_, ok = md.ResourceMetrics().At(0).Resource().Attributes().Get("process.executable.name")
-	assert.False(t, ok)
+	if ok {
+		t.Errorf("md.ResourceMetrics().At(0).Resource().Attributes().Get: ok is true")
+	}
 	pid, _ := md.ResourceMetrics().At(0).Resource().Attributes().Get("process.pid")
-	assert.Equal(t, int64(11), pid.Int())
+	if got := pid.Int(); got != int64(11) {
+		t.Errorf("pid.Int(): got %v, want %v", got, int64(11))
+	}
 }
