@@ -252,11 +252,16 @@ func documentedCapabilities(t *testing.T) []corev1.Capability {
 }
 
 func TestHostPathsAreTheNeededOnesReadOnly(t *testing.T) {
-	// Host paths each component needs and why; none needs to write.
+	// Host paths each component needs and why; only the agent's storage
+	// folder (the jfr receiver's checkpoints, agent.storageDir) is written.
 	want := map[string]map[string]string{
-		"agent":   {"/var/lib/kubelet/pod-resources": "nvml: the kubelet's pod-resources socket"},
+		"agent": {
+			"/var/lib/kubelet/pod-resources": "nvml: the kubelet's pod-resources socket",
+			"/var/lib/otelcol-ai":            "file_storage: the jfr receiver's checkpoints",
+		},
 		"gateway": {},
 	}
+	writable := map[string]bool{"/var/lib/otelcol-ai": true}
 	for component, pod := range podSpecs(render(t, nil)) {
 		hostPaths := map[string]*corev1.HostPathVolumeSource{}
 		for _, v := range pod.Volumes {
@@ -270,7 +275,12 @@ func TestHostPathsAreTheNeededOnesReadOnly(t *testing.T) {
 			if _, ok := want[component][hp.Path]; !ok {
 				t.Errorf("%s mounts host path %s, which nothing in its configuration reads", component, hp.Path)
 			}
-			if hp.Type == nil || (*hp.Type != corev1.HostPathDirectory && *hp.Type != corev1.HostPathSocket && *hp.Type != corev1.HostPathFile) {
+			switch {
+			case writable[hp.Path]:
+				if hp.Type == nil || *hp.Type != corev1.HostPathDirectoryOrCreate {
+					t.Errorf("%s: host path %s has type %v, want DirectoryOrCreate (a folder the agent owns)", component, hp.Path, hp.Type)
+				}
+			case hp.Type == nil || (*hp.Type != corev1.HostPathDirectory && *hp.Type != corev1.HostPathSocket && *hp.Type != corev1.HostPathFile):
 				t.Errorf("%s: host path %s has type %v, which may create it on the host", component, hp.Path, hp.Type)
 			}
 			mounts := 0
@@ -280,7 +290,7 @@ func TestHostPathsAreTheNeededOnesReadOnly(t *testing.T) {
 						continue
 					}
 					mounts++
-					if !m.ReadOnly {
+					if !m.ReadOnly && !writable[hp.Path] {
 						t.Errorf("%s: host path %s is mounted read-write at %s", component, hp.Path, m.MountPath)
 					}
 				}
