@@ -12,7 +12,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
-	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracle"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracletest"
 )
 
 // TestBuiltCollectorFollowsJVM runs the built otelcol-ai on its embedded
@@ -42,9 +42,9 @@ receivers:
 	pid, exited, out := startJVM(t, j, dir, 3000)
 	waitExit(t, exited, out)
 	dump := dir + "/dump.jfr"
-	gcs := jfroracle.Events(t, j, dump, "jdk.GarbageCollection")
-	pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")
-	begins := jfroracle.Events(t, j, dump, "jdk.SafepointBegin")
+	gcs := jfroracletest.Events(t, j, dump, "jdk.GarbageCollection")
+	pauses := jfroracletest.Events(t, j, dump, "jdk.GCPhasePause")
+	begins := jfroracletest.Events(t, j, dump, "jdk.SafepointBegin")
 	if len(gcs) == 0 || len(pauses) == 0 || len(begins) == 0 {
 		t.Fatalf("recording too thin: %d GCs, %d pauses, %d safepoints", len(gcs), len(pauses), len(begins))
 	}
@@ -110,7 +110,7 @@ func lastGCCount(batches []pmetric.Metrics, pid int64) uint64 {
 // whereMissing says where in the recording the GC pauses that have no
 // window are: how many jfr print pauses start before the first window of
 // kind and after the last one (1 ms slack), and the spans of both.
-func whereMissing(t *testing.T, batches []plog.Logs, pid int64, events []jfroracle.Event, kind window.Kind) string {
+func whereMissing(t *testing.T, batches []plog.Logs, pid int64, events []jfroracletest.Event, kind window.Kind) string {
 	var starts []int64
 	for _, e := range events {
 		s, err := e.Time("startTime")

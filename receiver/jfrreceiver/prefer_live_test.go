@@ -10,7 +10,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
-	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracle"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracletest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 )
 
@@ -70,8 +70,8 @@ func TestJFRPreferredOverXlogOfTheSameJVM(t *testing.T) {
 			}
 
 			dump := filepath.Join(dir, "dump.jfr")
-			begins := jfroracle.Events(t, j, dump, "jdk.SafepointBegin")
-			pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")
+			begins := jfroracletest.Events(t, j, dump, "jdk.SafepointBegin")
+			pauses := jfroracletest.Events(t, j, dump, "jdk.GCPhasePause")
 			if len(begins) == 0 || len(pauses) == 0 {
 				t.Fatalf("recording too thin: %d safepoints, %d pauses", len(begins), len(pauses))
 			}

@@ -30,7 +30,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
-	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracle"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracletest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfrstream"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
@@ -78,13 +78,13 @@ func startJVM(t *testing.T, j jfrtest.JDK, dir string, millis int, flags ...stri
 // measuredGCs is how many collections jvm.gc.duration counts for jfr
 // print's collections and pauses: a collection once under its MXBean, and
 // each pause of a collector with a pause bean (jfrstream.CollectorOf).
-func measuredGCs(gcs, pauses []jfroracle.Event) int {
+func measuredGCs(gcs, pauses []jfroracletest.Event) int {
 	n, _ := measured(gcs, pauses)
 	return n
 }
 
 // measured returns measuredGCs and the sum of their durations in seconds.
-func measured(gcs, pauses []jfroracle.Event) (n int, seconds float64) {
+func measured(gcs, pauses []jfroracletest.Event) (n int, seconds float64) {
 	withPauses := map[int64]bool{}
 	for _, e := range gcs {
 		c := jfrstream.CollectorOf(e.Str("name"))
@@ -181,10 +181,10 @@ func TestReceiverFollowsLiveJVM(t *testing.T) {
 	pid, exited, out := startJVM(t, j, dir, 3000)
 	waitExit(t, exited, out)
 	dump := filepath.Join(dir, "dump.jfr")
-	gcs := jfroracle.Events(t, j, dump, "jdk.GarbageCollection")
-	pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")
-	begins := jfroracle.Events(t, j, dump, "jdk.SafepointBegin")
-	buffers := jfroracle.Events(t, j, dump, "jdk.DirectBufferStatistics")
+	gcs := jfroracletest.Events(t, j, dump, "jdk.GarbageCollection")
+	pauses := jfroracletest.Events(t, j, dump, "jdk.GCPhasePause")
+	begins := jfroracletest.Events(t, j, dump, "jdk.SafepointBegin")
+	buffers := jfroracletest.Events(t, j, dump, "jdk.DirectBufferStatistics")
 	if len(gcs) == 0 || len(pauses) == 0 || len(begins) == 0 || len(buffers) == 0 {
 		t.Fatalf("recording too thin: %d GCs, %d pauses, %d safepoints, %d buffer samples", len(gcs), len(pauses), len(begins), len(buffers))
 	}

@@ -22,7 +22,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
-	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracle"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracletest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/xlog"
@@ -418,10 +418,10 @@ func TestRepositoryRestartJVMKeepsRunning(t *testing.T) {
 
 			dump := filepath.Join(repoDir, "dump.jfr")
 			want := map[string]int{}
-			for _, e := range jfroracle.Events(t, j, dump, "jdk.GCPhasePause") {
+			for _, e := range jfroracletest.Events(t, j, dump, "jdk.GCPhasePause") {
 				want[fmt.Sprintf("GC(%d) %s", e.Int("gcId"), e.Str("name"))]++
 			}
-			for _, e := range jfroracle.Events(t, j, dump, "jdk.SafepointBegin") {
+			for _, e := range jfroracletest.Events(t, j, dump, "jdk.SafepointBegin") {
 				want[fmt.Sprintf("safepoint %d", e.Int("safepointId"))]++
 			}
 			got := jfrWindows(t, int64(pid), sink1, sink2)
@@ -536,10 +536,10 @@ func TestRepositoryRestartJVMExitsDuringDowntime(t *testing.T) {
 			}
 			want := map[string]int{}
 			for _, f := range files {
-				for _, e := range jfroracle.Events(t, j, f, "jdk.GCPhasePause") {
+				for _, e := range jfroracletest.Events(t, j, f, "jdk.GCPhasePause") {
 					want[fmt.Sprintf("GC(%d) %s", e.Int("gcId"), e.Str("name"))]++
 				}
-				for _, e := range jfroracle.Events(t, j, f, "jdk.SafepointBegin") {
+				for _, e := range jfroracletest.Events(t, j, f, "jdk.SafepointBegin") {
 					want[fmt.Sprintf("safepoint %d", e.Int("safepointId"))]++
 				}
 			}

@@ -9,7 +9,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
-	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracle"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracletest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 )
 
@@ -48,7 +48,7 @@ func readAll(t *testing.T, path string) (jvmevent.Batch, *Stream) {
 // generation's the heap's use (jdk.GCHeapSummary of the same collection and
 // moment) less both, its limit the heap's reserved size, use after GC only
 // from After GC summaries; no sample of the heap as a whole.
-func checkG1Pools(t *testing.T, heap, g1 []jfroracle.Event, byPool map[string][]jvmevent.Memory) {
+func checkG1Pools(t *testing.T, heap, g1 []jfroracletest.Event, byPool map[string][]jvmevent.Memory) {
 	t.Helper()
 	if n := len(byPool[""]); n > 0 {
 		t.Errorf("%d samples of the whole heap beside G1's pools", n)
@@ -61,7 +61,7 @@ func checkG1Pools(t *testing.T, heap, g1 []jfroracle.Event, byPool map[string][]
 		gcID int64
 		when string
 	}
-	summaries := map[at]jfroracle.Event{}
+	summaries := map[at]jfroracletest.Event{}
 	for _, e := range heap {
 		summaries[at{e.Int("gcId"), e.Str("when")}] = e
 	}
@@ -122,9 +122,9 @@ func TestStreamMatchesJFRPrint(t *testing.T) {
 				t.Error("no pid from jdk.JVMInformation")
 			}
 
-			gcs := jfroracle.Events(t, j, path, "jdk.GarbageCollection")
-			pauses := jfroracle.Events(t, j, path, "jdk.GCPhasePause")
-			names := map[int64]jfroracle.Event{}
+			gcs := jfroracletest.Events(t, j, path, "jdk.GarbageCollection")
+			pauses := jfroracletest.Events(t, j, path, "jdk.GCPhasePause")
+			names := map[int64]jfroracletest.Event{}
 			for _, e := range gcs {
 				names[e.Int("gcId")] = e
 			}
@@ -179,9 +179,9 @@ func TestStreamMatchesJFRPrint(t *testing.T) {
 				}
 			}
 
-			begins := jfroracle.Events(t, j, path, "jdk.SafepointBegin")
+			begins := jfroracletest.Events(t, j, path, "jdk.SafepointBegin")
 			ends := map[int64]int64{}
-			for _, e := range jfroracle.Events(t, j, path, "jdk.SafepointEnd") {
+			for _, e := range jfroracletest.Events(t, j, path, "jdk.SafepointEnd") {
 				st, _ := e.Time("startTime")
 				d, _ := e.Duration("duration")
 				ends[e.Int("safepointId")] = st + int64(d)
@@ -205,7 +205,7 @@ func TestStreamMatchesJFRPrint(t *testing.T) {
 				}
 			}
 
-			bufs := jfroracle.Events(t, j, path, "jdk.DirectBufferStatistics")
+			bufs := jfroracletest.Events(t, j, path, "jdk.DirectBufferStatistics")
 			if len(b.Buffers) != len(bufs) || len(bufs) == 0 {
 				t.Fatalf("%d buffer samples, jfr print has %d", len(b.Buffers), len(bufs))
 			}
@@ -216,14 +216,14 @@ func TestStreamMatchesJFRPrint(t *testing.T) {
 				}
 			}
 
-			heap := jfroracle.Events(t, j, path, "jdk.GCHeapSummary")
+			heap := jfroracletest.Events(t, j, path, "jdk.GCHeapSummary")
 			byPool := map[string][]jvmevent.Memory{}
 			for _, m := range b.Memory {
 				if m.Type == jvmevent.MemoryHeap {
 					byPool[m.Pool] = append(byPool[m.Pool], m)
 				}
 			}
-			if g1 := jfroracle.Events(t, j, path, "jdk.G1HeapSummary"); len(g1) > 0 {
+			if g1 := jfroracletest.Events(t, j, path, "jdk.G1HeapSummary"); len(g1) > 0 {
 				checkG1Pools(t, heap, g1, byPool)
 			} else {
 				heapSamples := byPool[""]
@@ -237,12 +237,12 @@ func TestStreamMatchesJFRPrint(t *testing.T) {
 				}
 			}
 
-			nmt := jfroracle.Events(t, j, path, "jdk.NativeMemoryUsage", "jdk.NativeMemoryUsageTotal")
+			nmt := jfroracletest.Events(t, j, path, "jdk.NativeMemoryUsage", "jdk.NativeMemoryUsageTotal")
 			if tt.nmt != (len(nmt) > 0) || len(b.NativeMemory) != len(nmt) {
 				t.Fatalf("%d NMT samples, jfr print has %d", len(b.NativeMemory), len(nmt))
 			}
 
-			threads := jfroracle.Events(t, j, path, "jdk.JavaThreadStatistics")
+			threads := jfroracletest.Events(t, j, path, "jdk.JavaThreadStatistics")
 			if len(b.Threads) != len(threads) || len(threads) == 0 {
 				t.Fatalf("%d thread samples, jfr print has %d", len(b.Threads), len(threads))
 			}
@@ -251,7 +251,7 @@ func TestStreamMatchesJFRPrint(t *testing.T) {
 					t.Errorf("thread sample %d %+v, jfr print %v", i, got, e.Values)
 				}
 			}
-			classes := jfroracle.Events(t, j, path, "jdk.ClassLoadingStatistics")
+			classes := jfroracletest.Events(t, j, path, "jdk.ClassLoadingStatistics")
 			if len(b.Classes) != len(classes) || len(classes) == 0 {
 				t.Fatalf("%d class samples, jfr print has %d", len(b.Classes), len(classes))
 			}
@@ -260,8 +260,8 @@ func TestStreamMatchesJFRPrint(t *testing.T) {
 					t.Errorf("class sample %d %+v, jfr print %v", i, got, e.Values)
 				}
 			}
-			loads := jfroracle.Events(t, j, path, "jdk.CPULoad")
-			cpuInfo := jfroracle.Events(t, j, path, "jdk.CPUInformation")
+			loads := jfroracletest.Events(t, j, path, "jdk.CPULoad")
+			cpuInfo := jfroracletest.Events(t, j, path, "jdk.CPUInformation")
 			var utils, counts []jvmevent.CPU
 			for _, c := range b.CPU {
 				if c.Utilization >= 0 {
@@ -338,7 +338,7 @@ func TestSafepointFallbacks(t *testing.T) {
 // wantGCs is what jfr print's collections and pauses should give as
 // measurements: each collection under its MXBean's name, and the pauses of
 // collectors that have a pause bean under that one.
-func wantGCs(t *testing.T, gcs, pauses []jfroracle.Event, names map[int64]jfroracle.Event) []jvmevent.GC {
+func wantGCs(t *testing.T, gcs, pauses []jfroracletest.Event, names map[int64]jfroracletest.Event) []jvmevent.GC {
 	t.Helper()
 	var want []jvmevent.GC
 	for _, e := range gcs {

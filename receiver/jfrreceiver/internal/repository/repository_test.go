@@ -18,7 +18,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
-	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracle"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracletest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfrstream"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 )
@@ -133,8 +133,8 @@ func TestFollowsLiveJVM(t *testing.T) {
 		}
 
 		dump := filepath.Join(dir, "dump.jfr")
-		gcs := jfroracle.Events(t, j, dump, "jdk.GarbageCollection")
-		if want := measuredGCs(gcs, jfroracle.Events(t, j, dump, "jdk.GCPhasePause")); len(got.GCs) != want || len(gcs) == 0 {
+		gcs := jfroracletest.Events(t, j, dump, "jdk.GarbageCollection")
+		if want := measuredGCs(gcs, jfroracletest.Events(t, j, dump, "jdk.GCPhasePause")); len(got.GCs) != want || len(gcs) == 0 {
 			t.Errorf("%d GCs, jfr print gives %d", len(got.GCs), want)
 		}
 		// A live chunk's header is read while the JVM writes it; jfr
@@ -143,7 +143,7 @@ func TestFollowsLiveJVM(t *testing.T) {
 		// window lies at one common offset from jfr print's, within a
 		// microsecond, and that offset is under a millisecond.
 		pausesGot := byKind(got.Windows, window.KindJVMGCPause)
-		pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")
+		pauses := jfroracletest.Events(t, j, dump, "jdk.GCPhasePause")
 		if len(pauses) == 0 || len(pausesGot) != len(pauses) {
 			t.Errorf("%d pause windows, jfr print has %d", len(pausesGot), len(pauses))
 		}
@@ -156,7 +156,7 @@ func TestFollowsLiveJVM(t *testing.T) {
 				t.Errorf("pause at %d (%v), offset %d ns: window %+v found %v", start, dur, offset, w, ok)
 			}
 		}
-		begins := jfroracle.Events(t, j, dump, "jdk.SafepointBegin")
+		begins := jfroracletest.Events(t, j, dump, "jdk.SafepointBegin")
 		sps := byKind(got.Windows, window.KindJVMSafepoint)
 		if len(begins) == 0 || len(sps) != len(begins) {
 			t.Errorf("%d safepoint windows, jfr print has %d SafepointBegin", len(sps), len(begins))
@@ -167,7 +167,7 @@ func TestFollowsLiveJVM(t *testing.T) {
 				t.Errorf("safepoint %d at %d: window %+v found %v", e.Int("safepointId"), start, w, ok)
 			}
 		}
-		bufs := jfroracle.Events(t, j, dump, "jdk.DirectBufferStatistics")
+		bufs := jfroracletest.Events(t, j, dump, "jdk.DirectBufferStatistics")
 		if len(bufs) == 0 || len(got.Buffers) != len(bufs) {
 			t.Errorf("%d buffer samples, jfr print has %d", len(got.Buffers), len(bufs))
 		}
@@ -247,9 +247,9 @@ func TestChunksDeletedBetweenPollsAreRead(t *testing.T) {
 		if !strings.Contains(summary, "Chunks:") || strings.Contains(summary, "Chunks: 1\n") {
 			t.Fatalf("the JVM wrote one chunk; the test needs many:\n%s", summary)
 		}
-		gcs := jfroracle.Events(t, j, dump, "jdk.GarbageCollection")
-		pauses := jfroracle.Events(t, j, dump, "jdk.GCPhasePause")
-		begins := jfroracle.Events(t, j, dump, "jdk.SafepointBegin")
+		gcs := jfroracletest.Events(t, j, dump, "jdk.GarbageCollection")
+		pauses := jfroracletest.Events(t, j, dump, "jdk.GCPhasePause")
+		begins := jfroracletest.Events(t, j, dump, "jdk.SafepointBegin")
 		pausesGot := byKind(got.Windows, window.KindJVMGCPause)
 		sps := byKind(got.Windows, window.KindJVMSafepoint)
 		if len(gcs) == 0 || len(got.GCs) != measuredGCs(gcs, pauses) || len(pausesGot) != len(pauses) || len(sps) != len(begins) {
@@ -262,7 +262,7 @@ func TestChunksDeletedBetweenPollsAreRead(t *testing.T) {
 // commonOffset is the median difference between the start of each event
 // and of the window nearest to it (within 10 ms); it fails the test when
 // that is a millisecond or more.
-func commonOffset(t *testing.T, ws []window.Window, events []jfroracle.Event) int64 {
+func commonOffset(t *testing.T, ws []window.Window, events []jfroracletest.Event) int64 {
 	t.Helper()
 	var offsets []int64
 	for _, e := range events {
@@ -334,7 +334,7 @@ func contains(list []string, s string) bool {
 // measuredGCs is how many collections the receiver measures for jfr
 // print's collections and pauses: a collection once under its MXBean, and
 // each pause of a collector with a pause bean (jfrstream.CollectorOf).
-func measuredGCs(gcs, pauses []jfroracle.Event) int {
+func measuredGCs(gcs, pauses []jfroracletest.Event) int {
 	n := 0
 	withPauses := map[int64]bool{}
 	for _, e := range gcs {

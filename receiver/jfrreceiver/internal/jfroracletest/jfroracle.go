@@ -1,6 +1,6 @@
-// Package jfroracle reads what the JDK's own `jfr print --json` says about a
+// Package jfroracletest reads what the JDK's own `jfr print --json` says about a
 // recording, for tests that check the receiver's values against it.
-package jfroracle // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracle"
+package jfroracletest // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracletest"
 
 import (
 	"encoding/json"
