@@ -228,12 +228,24 @@ func hoverOverlapped(t *testing.T, b *cdptest.Browser, d timelinetest.Drawn, lan
 		if len(wants) == 0 {
 			continue
 		}
-		if err := b.MoveMouse(r.CX, r.CY); err != nil {
-			t.Fatal(err)
-		}
+		// The live page redraws while it follows the node: lanes move when
+		// other processes come and go, so the span is found again where it
+		// is drawn now, and the tip is given a moment to follow the mouse.
 		var tip string
-		if err := b.Eval(`document.getElementById("tip").textContent`, &tip); err != nil {
-			t.Fatal(err)
+		for try := 0; try < 20 && !strings.Contains(tip, "overlapped by:"); try++ {
+			x, y := r.CX, r.CY
+			for _, now := range timelinetest.ReadDrawn(t, b).Spans {
+				if now.Span == r.Span {
+					x, y = now.CX, now.CY
+				}
+			}
+			if err := b.MoveMouse(x, y); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(50 * time.Millisecond)
+			if err := b.Eval(`document.getElementById("tip").textContent`, &tip); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if !strings.Contains(tip, "overlapped by:") {
 			t.Errorf("hover over span %s: %q, want its overlap totals", r.Span, tip)
