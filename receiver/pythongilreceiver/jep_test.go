@@ -1,12 +1,8 @@
 package pythongilreceiver
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,48 +12,11 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
 
-// jepSetup compiles testdata/jep/GilJep.java against the installed Jep and
-// returns the command that runs it, or skips with what is missing.
-func jepSetup(t *testing.T, args ...string) *exec.Cmd {
-	t.Helper()
-	python := workloadtest.Python(t)
-	out, err := exec.Command(python, "-c", "import importlib.util, os, sysconfig; print(os.path.dirname(importlib.util.find_spec('jep').origin)); print(sysconfig.get_config_var('LIBDIR'))").Output()
-	if err != nil {
-		t.Skip("Jep is not installed for python3 (install: JAVA_HOME=<jdk> python3 -m pip install jep==4.3.2)")
-	}
-	lines := strings.Fields(string(out))
-	if len(lines) != 2 {
-		t.Fatalf("unexpected jep/libdir output %q", out)
-	}
-	jepDir, libDir := lines[0], lines[1]
-	jars, _ := filepath.Glob(filepath.Join(jepDir, "jep-*.jar"))
-	if len(jars) == 0 {
-		t.Skipf("no jep-*.jar in %s", jepDir)
-	}
-	javac, err := exec.LookPath("javac")
-	if err != nil {
-		t.Skip("no javac (a JDK 17+ is needed)")
-	}
-	build := t.TempDir()
-	src, _ := filepath.Abs(filepath.Join("testdata", "jep", "GilJep.java"))
-	if out, err := exec.Command(javac, "-cp", jars[0], "-d", build, src).CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
-	java, err := exec.LookPath("java")
-	if err != nil {
-		t.Skip("no java")
-	}
-	cmd := exec.Command(java, append([]string{"-cp", jars[0] + string(os.PathListSeparator) + build,
-		"-Djava.library.path=" + jepDir, "GilJep"}, args...)...)
-	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+libDir)
-	return cmd
-}
-
 // TestJVMEmbeddingCPythonThroughJep probes a java process that embeds
 // libpython: four Java threads each call into Python five times, and each
 // call sleeps 10 ms without the GIL.
 func TestJVMEmbeddingCPythonThroughJep(t *testing.T) {
-	w := workloadtest.StartCommand(t, jepSetup(t, "4", "5", "10"))
+	w := workloadtest.StartCommand(t, workloadtest.Jep(t, "GilJep.java", "4", "5", "10"))
 	h := startReceiver(t, fastConfig(w.PID), componenttest.NewNopHost())
 	h.waitAttached(w.PID)
 	var res struct {

@@ -110,16 +110,22 @@ func newHistogram(minDuration time.Duration) *histogram {
 // minScaleRatio bounds the weight of one window.
 const minScaleRatio = 1e-3
 
-func (h *histogram) record(d time.Duration, sampling float64) {
+func (h *histogram) record(d time.Duration, sampling float64) { h.add(d, sampling, 1) }
+
+// unrecord takes back a window recorded with the same sampling ratio (a
+// wait that a continuation lengthened, see runState.add).
+func (h *histogram) unrecord(d time.Duration, sampling float64) { h.add(d, sampling, -1) }
+
+func (h *histogram) add(d time.Duration, sampling, sign float64) {
 	s := d.Seconds()
 	i := 0
 	for i < len(h.bounds) && s > h.bounds[i] {
 		i++
 	}
-	w := 1 / max(min(sampling, 1), minScaleRatio)
+	w := sign / max(min(sampling, 1), minScaleRatio)
 	h.counts[i] += w
 	h.sum += s * w
-	h.rawSum += s
+	h.rawSum += sign * s
 }
 
 // bucketCounts returns the (estimated) counts rounded, and their total.

@@ -10,6 +10,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"go.uber.org/zap"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
 )
@@ -266,5 +269,54 @@ func TestMetricSwitches(t *testing.T) {
 	pid, _ := md.ResourceMetrics().At(0).Resource().Attributes().Get("process.pid")
 	if got := pid.Int(); got != int64(11) {
 		t.Errorf("pid.Int(): got %v, want %v", got, int64(11))
+	}
+}
+
+// TestWaitContinuationJoined: a wait the kernel sent in two parts (the
+// thread woke with the GIL free, another took it first) is one window and
+// one histogram count, of the whole length; a continuation that does not
+// start where the thread's pending wait ends, or of another thread, is a
+// window of its own.
+func TestWaitContinuationJoined(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	st := newTestRunState(t, cfg)
+	st.clock = window.NewFixedClock(1_700_000_000_000_000_000)
+	st.logger = zap.NewNop()
+	p := newTestProcess(7)
+	p.threadNames = map[uint32]string{1: "", 2: ""}
+	st.processes[7] = p
+	st.resetPending()
+	first := gil.Event{Kind: gil.KindWait, Cause: gil.CauseRestore, PID: 7, TID: 1, Start: 1_000_000, Duration: 300 * time.Microsecond}
+	st.add(first)
+	st.add(gil.Event{Kind: gil.KindWait, PID: 7, TID: 1, Start: first.Start + int64(first.Duration), Duration: 2 * time.Millisecond, Continues: true})
+	// Another thread's continuation, and one with a gap: their own windows.
+	st.add(gil.Event{Kind: gil.KindWait, PID: 7, TID: 2, Start: first.Start + int64(first.Duration), Duration: time.Millisecond, Continues: true})
+	st.add(gil.Event{Kind: gil.KindWait, PID: 7, TID: 1, Start: 9_000_000, Duration: time.Millisecond, Continues: true})
+	logs, n := st.takeLogs()
+	if n != 3 {
+		t.Fatalf("takeLogs: got %d windows, want 3", n)
+	}
+	var durations []int64
+	for _, rl := range logs.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				d, _ := lr.Attributes().Get(window.AttrDuration)
+				durations = append(durations, d.Int())
+			}
+		}
+	}
+	if want := []int64{int64(2300 * time.Microsecond), int64(time.Millisecond), int64(time.Millisecond)}; !reflect.DeepEqual(durations, want) {
+		t.Errorf("window durations: got %v, want %v", durations, want)
+	}
+	h := p.hists[histKey{kind: gil.KindWait, gen: -1}]
+	counts, total := h.bucketCounts()
+	if total != 3 || math.Abs(h.rawSum-0.0043) > 1e-12 {
+		t.Errorf("wait histogram: %d waits summing to %gs (buckets %v), want 3 summing to 0.0043s", total, h.rawSum, counts)
+	}
+	// The first part was taken back from its bucket (≤ 500 µs).
+	for i, b := range h.bounds {
+		if b >= 300e-6 && b < 1e-3 && counts[i] != 0 {
+			t.Errorf("wait histogram bucket ≤ %gs: got %d, want 0", b, counts[i])
+		}
 	}
 }

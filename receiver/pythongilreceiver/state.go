@@ -56,6 +56,9 @@ type runState struct {
 	pending      plog.Logs
 	pendingByPID map[uint32]plog.LogRecordSlice
 	pendingCount int
+	// lastWait is each thread's latest wait in pending, which a
+	// continuation (gil.Event.Continues) lengthens.
+	lastWait map[threadKey]pendingWait
 }
 
 // library is one probed ELF file and the live processes that map it.
@@ -116,6 +119,40 @@ func (st *runState) resetPending() {
 	st.pending = plog.NewLogs()
 	st.pendingByPID = map[uint32]plog.LogRecordSlice{}
 	st.pendingCount = 0
+	st.lastWait = map[threadKey]pendingWait{}
+}
+
+type threadKey struct{ pid, tid uint32 }
+
+// pendingWait is a wait in the pending batch: its record, the event it was
+// made from, and the histogram and ratio it was recorded with.
+type pendingWait struct {
+	lr   plog.LogRecord
+	ev   gil.Event
+	hist *histogram
+	kept float64
+}
+
+// join lengthens the thread's pending wait by ev when ev continues it: the
+// kernel sent the wait at a wake-up that found the GIL free, and another
+// thread took the GIL first; the two parts are one wait. A continuation
+// whose first part already left (another batch) is a window of its own.
+func (st *runState) join(ev gil.Event) bool {
+	k := threadKey{ev.PID, ev.TID}
+	pw, ok := st.lastWait[k]
+	if !ok {
+		return false
+	}
+	joined := pw.ev
+	if !gil.Join(&joined, ev) {
+		return false
+	}
+	pw.hist.unrecord(pw.ev.Duration, pw.kept)
+	pw.hist.record(joined.Duration, pw.kept)
+	pw.lr.Attributes().PutInt(window.AttrDuration, int64(joined.Duration))
+	pw.ev = joined
+	st.lastWait[k] = pw
+	return true
 }
 
 // close detaches every library and releases the probe.
@@ -359,8 +396,12 @@ func (st *runState) process(pid uint32) *process {
 }
 
 // add records one event: into its process's histogram and, as a window,
-// into the pending logs. It reports whether the batch is full.
+// into the pending logs; a wait's continuation lengthens the thread's
+// pending wait instead (join). It reports whether the batch is full.
 func (st *runState) add(ev gil.Event) bool {
+	if ev.Continues && st.join(ev) {
+		return false
+	}
 	p := st.process(ev.PID)
 	tid := uint32(0)
 	if st.cfg.PerThread {
@@ -406,6 +447,7 @@ func (st *runState) add(ev gil.Event) bool {
 		if cause := causeName(ev.Cause); cause != "" {
 			attrs.PutStr(window.AttrPythonGILWaitCause, cause)
 		}
+		st.lastWait[threadKey{ev.PID, ev.TID}] = pendingWait{lr: lr, ev: ev, hist: h, kept: kept}
 	case gil.KindGC:
 		attrs.PutInt(window.AttrPythonGCGeneration, int64(ev.Generation))
 	}

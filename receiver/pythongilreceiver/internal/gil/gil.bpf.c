@@ -56,8 +56,14 @@ struct event {
 	__u8 kind;
 	__u8 cause;
 	__u8 generation;
-	__u8 _pad[5];
+	// flags: EVENT_CONTINUES on a wait that goes on from the end of the
+	// thread's previous wait (sent at a wake-up that found the GIL free,
+	// before another thread took it first).
+	__u8 flags;
+	__u8 _pad[4];
 };
+
+#define EVENT_CONTINUES 1
 
 // Referenced so that the types reach BTF and bpf2go generates them.
 const struct event *unused_event __attribute__((unused));
@@ -90,10 +96,22 @@ struct thread {
 	// still taken; if its next GIL event is not another wait, it took the
 	// GIL then.
 	__u64 woke_at;
+	// woke_switch: the GIL's switch_number at that wake-up (~0 when it
+	// could not be read).
+	__u64 woke_switch;
+	// taken_at: when the thread last left a GIL futex wait with the GIL
+	// free, its wait then sent; taken_blocked is what blocked was. If it
+	// blocks on the GIL's cond again soon after, with no release between,
+	// another thread took the GIL first: it waits on.
+	__u64 taken_at;
 	__u8 blocked;
 	// in_gil_futex: inside a futex wait on a GIL word now.
 	__u8 in_gil_futex;
-	__u8 _pad1[6];
+	__u8 taken_blocked;
+	// wait_continues: the wait under way began where the thread's
+	// previous one, already sent, ended (EVENT_CONTINUES).
+	__u8 wait_continues;
+	__u8 _pad1[4];
 	__u64 released_at;
 	__u64 wait_at;
 	__u64 held_at;
@@ -131,6 +149,21 @@ volatile const __u8 futex_waits = 0;
 #define GIL_SWITCH_COND 120
 #define GIL_END 208
 #endif
+
+// glibc's pthread_cond_t: waiters block on __g_signals (40-47 bytes in); a
+// thread signalling the cond may block on __g_refs (16-23 bytes in) until
+// the waiters it woke have left. In drop_gil that is the thread letting go
+// of the GIL (cond), in take_gil the thread that took it waking the one it
+// forced off (switch_cond): both held the GIL, neither waits for it.
+#define COND_REFS 16
+#define COND_REFS_END 24
+
+static __always_inline int signalling(__u64 base, __u64 uaddr)
+{
+	__u64 off = uaddr - base;
+	return (off >= GIL_COND + COND_REFS && off < GIL_COND + COND_REFS_END) ||
+	       (off >= GIL_SWITCH_COND + COND_REFS && off < GIL_SWITCH_COND + COND_REFS_END);
+}
 
 // thread.blocked: not blocked, blocked in a wait that began at a uprobe,
 // blocked in a wait that began at the tracepoint.
@@ -268,7 +301,7 @@ static __always_inline void aggregate_gen(struct thread *t, __u32 kind, __u8 gen
 	aggregate(t, kind, duration);
 }
 
-static __always_inline void emit(struct thread *t, __u32 pid, __u32 tid, __u8 kind, __u8 cause, __u8 generation, __u64 start, __u64 end)
+static __always_inline void emit(struct thread *t, __u32 pid, __u32 tid, __u8 kind, __u8 cause, __u8 generation, __u8 flags, __u64 start, __u64 end)
 {
 	__u64 duration = end - start;
 	if (duration < min_duration_ns) {
@@ -289,6 +322,7 @@ static __always_inline void emit(struct thread *t, __u32 pid, __u32 tid, __u8 ki
 	e->kind = kind;
 	e->cause = cause;
 	e->generation = generation;
+	e->flags = flags;
 	__builtin_memset(e->_pad, 0, sizeof(e->_pad));
 	bpf_ringbuf_submit(e, 0);
 }
@@ -303,20 +337,24 @@ static __always_inline __u64 read_switch_number(__u32 pid)
 	return n;
 }
 
-// settle ends the wait of a thread still marked blocked when it does
-// something that needs the GIL (releases it, or asks for it again): it took
-// the GIL when it last woke.
+// settle ends the wait of a thread still marked blocked: it took the GIL
+// when it last woke. That is known at the wake-up when the GIL is free then
+// (futex_exit), or else when the thread next does something that needs the
+// GIL (releases it, or asks for it again). Both ends of a futex wait are
+// seen by the tracepoints, or its start by a uprobe just before the thread
+// blocked (BLOCKED), so a wait stays whole across a detach of the uprobes.
 static __always_inline void settle(struct thread *t, __u32 pid, __u32 tid)
 {
 	if (!t->blocked)
 		return;
-	if (t->woke_at && (t->blocked == BLOCKED_SEEN ? t->wait_at != 0 : valid(t->wait_at)) && t->woke_at >= t->wait_at) {
-		emit(t, pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_at, t->woke_at);
+	if (t->woke_at && t->wait_at && t->woke_at >= t->wait_at) {
+		emit(t, pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_continues ? EVENT_CONTINUES : 0, t->wait_at, t->woke_at);
 		t->held_at = t->woke_at;
 	}
 	t->blocked = 0;
 	t->woke_at = 0;
 	t->wait_at = 0;
+	t->wait_continues = 0;
 	t->in_restore = 0;
 }
 
@@ -332,6 +370,7 @@ static __always_inline int save_thread(struct pt_regs *ctx)
 	t->in_save = 1;
 	if (futex_waits) {
 		settle(t, pid, tid);
+		t->taken_at = 0;
 		if (valid(t->held_at))
 			aggregate(t, KIND_HELD, now - t->held_at);
 		t->held_at = 0;
@@ -349,10 +388,12 @@ static __always_inline int restore_thread(struct pt_regs *ctx)
 	if (!t)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
-	if (futex_waits)
+	if (futex_waits) {
 		settle(t, pid, tid);
+		t->taken_at = 0;
+	}
 	if (valid(t->released_at))
-		emit(t, pid, tid, KIND_RELEASED, 0, 0, t->released_at, now);
+		emit(t, pid, tid, KIND_RELEASED, 0, 0, 0, t->released_at, now);
 	t->released_at = 0;
 	t->in_save = 0;
 	t->wait_at = now;
@@ -377,7 +418,7 @@ static __always_inline int restore_thread_return(struct pt_regs *ctx)
 	if (!t)
 		return 0;
 	if (valid(t->wait_at))
-		emit(t, pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_at, bpf_ktime_get_ns());
+		emit(t, pid, tid, KIND_WAIT, t->wait_cause, 0, 0, t->wait_at, bpf_ktime_get_ns());
 	t->wait_at = 0;
 	t->in_restore = 0;
 	return 0;
@@ -451,7 +492,7 @@ static __always_inline int take_gil_return(struct pt_regs *ctx)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	if (valid(t->wait_at))
-		emit(t, pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_at, now);
+		emit(t, pid, tid, KIND_WAIT, t->wait_cause, 0, 0, t->wait_at, now);
 	t->wait_at = 0;
 	t->in_restore = 0;
 	t->held_at = now;
@@ -538,7 +579,7 @@ static __always_inline int gc_collect_return(struct pt_regs *ctx)
 	if (!t)
 		return 0;
 	if (valid(t->gc_at))
-		emit(t, pid, tid, KIND_GC, 0, t->gc_generation, t->gc_at, bpf_ktime_get_ns());
+		emit(t, pid, tid, KIND_GC, 0, t->gc_generation, 0, t->gc_at, bpf_ktime_get_ns());
 	t->gc_at = 0;
 	return 0;
 }
@@ -699,6 +740,33 @@ static __always_inline __u64 learn(__u32 pid, __u64 uaddr)
 	return 0;
 }
 
+// took_since reports whether a thread woken from a GIL futex wait at
+// since, with the GIL's switch_number then in woke_switch, and blocking on
+// the GIL again now, took the GIL at that wake-up and ran. While the
+// uprobes were detached: the GIL changed
+// hands at least twice since (to this thread, then to another; a take by a
+// thread that is not last_holder increments switch_number), not at most
+// once (another thread took it first: the last holder taking it back does
+// not count, anyone else does). Without switch_number, time decides: over
+// half a switch interval (a holder is forced off only after another thread
+// waited a whole interval from its take).
+static __always_inline int took_since(struct thread *t, struct gil_info *g, __u64 base, __u64 now, __u64 since)
+{
+	__u64 grace = g ? g->interval * 1000 / 2 : 1000000;
+	__u32 zero = 0;
+	struct control *c = bpf_map_lookup_elem(&control_map, &zero);
+	if (!c || (c->active && since >= c->attached_since))
+		// The uprobes were attached all along: the thread neither released
+		// nor asked for the GIL since (that would have settled the wait),
+		// so it ran at most Python code, which is forced off only after a
+		// whole interval.
+		return now - since >= grace;
+	__u64 sw = ~0ULL;
+	if (t->woke_switch != ~0ULL && !bpf_probe_read_user(&sw, sizeof(sw), (void *)(base + GIL_SWITCH_NUMBER)) && sw != ~0ULL)
+		return sw - t->woke_switch >= 2;
+	return now - since >= grace;
+}
+
 SEC("tracepoint/syscalls/sys_enter_futex")
 int futex_enter(struct futex_enter_args *ctx)
 {
@@ -733,28 +801,52 @@ int futex_enter(struct futex_enter_args *ctx)
 		base = learn(pid, uaddr);
 	if (!base || uaddr < base + GIL_COND || uaddr >= base + GIL_END)
 		return 0;
+	if (signalling(base, uaddr)) {
+		// It holds the GIL: a wait it was in ended at its last wake-up.
+		settle(t, pid, tid);
+		t->taken_at = 0;
+		return 0;
+	}
 	t->in_gil_futex = 1;
+	__u64 now = bpf_ktime_get_ns();
 	if (t->blocked && t->woke_at) {
-		// Woken before, and blocking again. Soon after the wake-up (the
-		// GIL was taken again before this thread could take it) it is the
-		// same wait. A holder is forced off only after another thread
-		// waited a whole switch interval from this one's take (the waiter
-		// checks switch_number), and a thread dropping by force blocks on
-		// switch_cond: then the wait ended at the wake-up and the thread
-		// ran since.
-		__u64 grace = g ? g->interval * 1000 / 2 : 1000000;
-		if (uaddr >= base + GIL_SWITCH_COND || bpf_ktime_get_ns() - t->woke_at >= grace)
+		// Woken before, and blocking again: if another thread took the GIL
+		// first, it is the same wait (took_since); if this one took it at
+		// the wake-up and ran since, or it blocks on switch_cond (forced
+		// off, it waits for another thread to take the GIL), the wait
+		// ended at the wake-up.
+		if (uaddr >= base + GIL_SWITCH_COND || took_since(t, g, base, now, t->woke_at))
 			settle(t, pid, tid);
 	}
 	if (t->blocked) {
 		t->woke_at = 0;
 		return 0;
 	}
+	if (t->taken_at && !(uaddr >= base + GIL_MUTEX && uaddr < base + GIL_SWITCH_COND)) {
+		// Its wait was sent at a wake-up that found the GIL free. Blocking
+		// on the cond again with no release seen between, and another
+		// thread took the GIL first (took_since): this one has waited on
+		// since that wake-up, for the same cause; the rest is sent as a
+		// continuation (EVENT_CONTINUES), which user space joins to the
+		// part sent. (On the mutex it is taking the free GIL: no wait, see
+		// below.)
+		int again = uaddr < base + GIL_MUTEX && !took_since(t, g, base, now, t->taken_at);
+		__u64 from = t->taken_at;
+		t->taken_at = 0;
+		if (again) {
+			t->blocked = t->taken_blocked;
+			t->futex_gil = base;
+			t->in_restore = 1;
+			t->wait_at = from;
+			t->wait_continues = 1;
+			t->held_at = 0;
+			return 0;
+		}
+	}
 	// A thread holding the GIL that blocks on the mutex (glibc re-locking
 	// it as a cond wait returns, drop_gil taking it): no wait for the GIL.
 	if (!t->in_restore && uaddr >= base + GIL_MUTEX && uaddr < base + GIL_SWITCH_COND)
 		return 0;
-	__u64 now = bpf_ktime_get_ns();
 	t->blocked = BLOCKED;
 	t->futex_gil = base;
 	if (!uprobes_active() || (t->in_restore && !valid(t->wait_at))) {
@@ -802,9 +894,36 @@ int futex_exit(struct futex_exit_args *ctx)
 		return 0;
 	count(COUNTER_HITS);
 	// Woken (or timed out): the thread takes the GIL now unless it blocks
-	// again at once. The wait is ended (settle) at the last wake-up by the
-	// thread's next release, its next RestoreThread or its next forced
-	// drop, so a wake-up that lost the GIL to another thread stays one wait.
-	t->woke_at = bpf_ktime_get_ns();
+	// again at once. When the GIL is free now, it takes it (it checks
+	// locked again under the mutex, which it locks next), and the wait is
+	// sent now, whatever the thread does next: a Jep thread may leave
+	// Python through PyEval_ReleaseThread and not come back for a long
+	// time, and the uprobes may be detached. If another thread gets there
+	// first, this one blocks on the cond again at once and the rest of its
+	// wait is sent as a continuation (futex_enter). Otherwise the wait is
+	// ended at the last wake-up by the thread's next release, its next
+	// RestoreThread or its next GIL futex wait well after (settle), so a
+	// wake-up that lost the GIL to another thread stays one wait.
+	__u64 now = bpf_ktime_get_ns();
+	t->woke_at = now;
+	// locked (an int) and switch_number, 8 bytes apart.
+	struct {
+		__u32 locked;
+		__u32 _pad;
+		__u64 switch_number;
+	} head;
+	if (bpf_probe_read_user(&head, sizeof(head), (void *)(t->futex_gil + GIL_LOCKED))) {
+		t->woke_switch = ~0ULL;
+		return 0;
+	}
+	t->woke_switch = head.switch_number;
+	// A wait shorter than min_duration would be summed in the kernel, and
+	// a continuation could not be joined to it: it is settled the old way.
+	if (head.locked || !t->wait_at || now - t->wait_at < min_duration_ns)
+		return 0;
+	__u8 blocked = t->blocked;
+	settle(t, pid, tid);
+	t->taken_at = now;
+	t->taken_blocked = blocked;
 	return 0;
 }

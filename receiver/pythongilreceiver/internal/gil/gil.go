@@ -101,6 +101,11 @@ type Event struct {
 	Duration time.Duration
 	// Generation is the GC generation for KindGC.
 	Generation uint8
+	// Continues marks a KindWait that goes on from the end of the same
+	// thread's previous wait: that one was sent at a wake-up that found
+	// the GIL free, and another thread took it first. Start is then that
+	// wait's end; the two are one wait.
+	Continues bool
 }
 
 // AggregateKey names one in-kernel aggregate.
@@ -186,3 +191,15 @@ func (s Symbols) GC() string {
 
 // Switch reports whether take_gil and drop_gil can both be probed.
 func (s Symbols) Switch() bool { return s.Has(SymTakeGIL) && s.Has(SymDropGIL) }
+
+// Join adds next to prev when next continues prev (Event.Continues: the
+// same thread's wait, starting where prev ends) and reports whether it
+// did.
+func Join(prev *Event, next Event) bool {
+	if !next.Continues || prev.Kind != KindWait || next.Kind != KindWait || prev.PID != next.PID || prev.TID != next.TID ||
+		prev.Start+int64(prev.Duration) != next.Start {
+		return false
+	}
+	prev.Duration += next.Duration
+	return true
+}

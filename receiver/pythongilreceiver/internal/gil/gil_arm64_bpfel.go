@@ -34,7 +34,8 @@ type gilEvent struct {
 	Kind       uint8
 	Cause      uint8
 	Generation uint8
-	Pad        [5]uint8
+	Flags      uint8
+	Pad        [4]uint8
 }
 
 type gilGilInfo struct {
@@ -52,9 +53,13 @@ type gilThread struct {
 	FutexGil      uint64
 	RestoreSwitch uint64
 	WokeAt        uint64
+	WokeSwitch    uint64
+	TakenAt       uint64
 	Blocked       uint8
 	InGilFutex    uint8
-	Pad1          [6]uint8
+	TakenBlocked  uint8
+	WaitContinues uint8
+	Pad1          [4]uint8
 	ReleasedAt    uint64
 	WaitAt        uint64
 	HeldAt        uint64

@@ -579,6 +579,9 @@ func (p *Probe) SetDeadline(t time.Time) { p.reader.SetDeadline(t) }
 // before Close.
 func (p *Probe) Flush() error { return p.reader.Flush() }
 
+// eventContinues is gil.bpf.c's EVENT_CONTINUES.
+const eventContinues = 1
+
 // ErrFlushed is wrapped by ReadEvent's error after Flush, once the pending
 // events have been read.
 var ErrFlushed = ringbuf.ErrFlushed
@@ -606,6 +609,7 @@ func (p *Probe) ReadEvent() (Event, error) {
 			Start:      int64(raw.Start),
 			Duration:   time.Duration(raw.Duration),
 			Generation: raw.Generation,
+			Continues:  raw.Flags&eventContinues != 0,
 		}, nil
 	}
 }

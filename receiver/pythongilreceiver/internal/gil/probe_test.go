@@ -55,12 +55,15 @@ func attach(t *testing.T, p *Probe, pid int) *Library {
 	return l
 }
 
-// drain returns the pending events of pid.
+// drain returns the pending events of pid, each wait's continuations
+// joined to it (Join).
 func drain(t *testing.T, p *Probe, pid int) []Event {
 	t.Helper()
 	p.SetDeadline(time.Now())
 	defer p.SetDeadline(time.Time{})
 	var out []Event
+	// last is each thread's latest wait in out.
+	last := map[uint32]int{}
 	for {
 		e, err := p.ReadEvent()
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -69,9 +72,16 @@ func drain(t *testing.T, p *Probe, pid int) []Event {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if int(e.PID) == pid {
-			out = append(out, e)
+		if int(e.PID) != pid {
+			continue
 		}
+		if i, ok := last[e.TID]; ok && Join(&out[i], e) {
+			continue
+		}
+		if e.Kind == KindWait {
+			last[e.TID] = len(out)
+		}
+		out = append(out, e)
 	}
 }
 

@@ -164,3 +164,50 @@ func LibPython(pid int) (string, error) {
 	}
 	return os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 }
+
+// Jep compiles testdata/jep/<source> (a Java program that embeds CPython
+// through Jep and speaks gilwork.py's protocol) against the Jep installed
+// for python3 and returns the command that runs it, or skips with what is
+// missing (in CI, where everything is installed, it fails instead).
+func Jep(t testing.TB, source string, args ...string) *exec.Cmd {
+	t.Helper()
+	missing := func(format string, a ...any) {
+		t.Helper()
+		if os.Getenv("CI") != "" {
+			t.Fatalf(format, a...)
+		}
+		t.Skipf(format, a...)
+	}
+	python := Python(t)
+	out, err := exec.Command(python, "-c", "import importlib.util, os, sysconfig; print(os.path.dirname(importlib.util.find_spec('jep').origin)); print(sysconfig.get_config_var('LIBDIR'))").Output()
+	if err != nil {
+		missing("Jep is not installed for python3 (install: JAVA_HOME=<jdk> python3 -m pip install jep==4.3.2)")
+	}
+	lines := strings.Fields(string(out))
+	if len(lines) != 2 {
+		t.Fatalf("unexpected jep/libdir output %q", out)
+	}
+	jepDir, libDir := lines[0], lines[1]
+	jars, _ := filepath.Glob(filepath.Join(jepDir, "jep-*.jar"))
+	if len(jars) == 0 {
+		missing("no jep-*.jar in %s", jepDir)
+	}
+	javac, err := exec.LookPath("javac")
+	if err != nil {
+		missing("no javac (a JDK 17+ is needed)")
+	}
+	java, err := exec.LookPath("java")
+	if err != nil {
+		missing("no java")
+	}
+	build := t.TempDir()
+	src := filepath.Join(filepath.Dir(Script()), "..", "jep", source)
+	if out, err := exec.Command(javac, "-cp", jars[0], "-d", build, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	class := strings.TrimSuffix(source, ".java")
+	cmd := exec.Command(java, append([]string{"-cp", jars[0] + string(os.PathListSeparator) + build,
+		"-Djava.library.path=" + jepDir, class}, args...)...)
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+libDir)
+	return cmd
+}

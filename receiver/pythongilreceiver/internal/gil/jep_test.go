@@ -1,0 +1,96 @@
+//go:build linux && amd64
+
+package gil
+
+import (
+	"testing"
+	"time"
+
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
+)
+
+// jepWait is one waiter of testdata/jep/GilJepWait.java: its thread, and
+// CLOCK_MONOTONIC before it entered Python (System.nanoTime) and at its
+// first statement there.
+type jepWait struct {
+	TID     uint32   `json:"tid"`
+	Before  int64    `json:"before"`
+	Entered int64    `json:"entered"`
+	Spin    [2]int64 `json:"spin"`
+}
+
+// TestFutexJepThreadsWaitWhileDetached: Java threads that enter Python
+// through Jep (PyEval_AcquireThread, PyEval_ReleaseThread) wait for the GIL
+// while another Java thread holds it in a Python loop. The futex mechanism
+// must time each of those waits whether the uprobes are attached (the
+// first rounds, which also teach it the JVM's GIL) or detached by the
+// budget (the waiters are then threads it never met): every waiter that
+// asked while the holder's loop ran has one wait inside its own readings,
+// ending after the loop, most within 1 ms of its first Python statement, sent although the thread may never block on the GIL again
+// (each waiter enters Python a few more times and exits).
+func TestFutexJepThreadsWaitWhileDetached(t *testing.T) {
+	p := load(t, futexDefaults)
+	w := workloadtest.StartCommand(t, workloadtest.Jep(t, "GilJepWait.java", "4", "2", "20"))
+	attach(t, p, w.PID)
+	for _, phase := range []string{"attached", "detached"} {
+		t.Run(phase, func(t *testing.T) {
+			if phase == "detached" {
+				if _, _, ok := p.GIL(uint32(w.PID)); !ok {
+					t.Fatal("the JVM's GIL was not learned while the uprobes were attached")
+				}
+				if err := p.SetActive(false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var res struct {
+				Waits []jepWait `json:"waits"`
+			}
+			w.Run(&res)
+			// A wait sent at the thread's next GIL event would come only
+			// when it blocks again, which it never does: drain at once.
+			events := drain(t, p, w.PID)
+			found, close, waited := 0, 0, 0
+			for _, jw := range res.Waits {
+				// Only a waiter that asked while the holder's loop ran
+				// (with 1 ms to spare) surely waited: on a loaded host the
+				// holder may not have been running yet.
+				if jw.Before < jw.Spin[0] || jw.Before > jw.Spin[1]-int64(time.Millisecond) {
+					continue
+				}
+				waited++
+				var in []Event
+				for _, e := range events {
+					if e.Kind != KindWait || e.TID != jw.TID || e.Start+int64(e.Duration) < jw.Before || e.Start > jw.Entered {
+						continue
+					}
+					in = append(in, e)
+				}
+				if len(in) != 1 {
+					t.Errorf("thread %d: %d waits overlap its readings [%d, %d], want 1: %+v", jw.TID, len(in), jw.Before, jw.Entered, in)
+					continue
+				}
+				e := in[0]
+				end := e.Start + int64(e.Duration)
+				if e.Start < jw.Before || end > jw.Entered || end < jw.Spin[1] {
+					t.Errorf("thread %d: wait [%d, %d] outside its readings [%d, %d] or ending before the holder's loop [%d, %d]", jw.TID, e.Start, end, jw.Before, jw.Entered, jw.Spin[0], jw.Spin[1])
+				}
+				found++
+				// The wait ends at the wake-up that found the GIL free; a
+				// thread preempted right after it (two CPUs, a JVM) takes
+				// the GIL later.
+				if d := time.Duration(jw.Entered - end); d <= time.Millisecond {
+					close++
+				} else {
+					t.Logf("thread %d: wait ends %s before its first statement in Python", jw.TID, d)
+				}
+			}
+			t.Logf("%s: %d of %d Jep waiters asked while the holder ran; their waits found: %d, %d of them ending within 1 ms of the thread's first statement", phase, waited, len(res.Waits), found, close)
+			if waited < len(res.Waits)/2 {
+				t.Fatalf("%d of %d waiters asked for the GIL while the holder's loop ran, want at least half", waited, len(res.Waits))
+			}
+			if 4*close < 3*waited {
+				t.Errorf("%d of %d waits end within 1 ms of the thread's first statement in Python, want at least 3/4", close, waited)
+			}
+		})
+	}
+}
