@@ -79,12 +79,14 @@ type jvmKey struct {
 }
 
 type jvmEntry struct {
-	jvm     JVM
-	status  Status
-	tries   int
-	first   time.Time // the first try
-	ours    bool      // a recording named RecordingName runs, which we stop
-	checked bool      // command line and environment read (they do not change)
+	jvm    JVM
+	status Status
+	tries  int
+	first  time.Time // the first try
+	ours   bool      // a recording named RecordingName runs, which we stop
+	// pending is the attach exchange running now (start), nil when none.
+	pending chan tryOutcome
+	checked bool // command line and environment read (they do not change)
 }
 
 // Recorder decides for every discovered JVM whether the receiver starts a
@@ -116,6 +118,12 @@ func (r *Recorder) Consider(j JVM, hasRepository bool) error {
 	if e == nil {
 		e = &jvmEntry{jvm: j}
 		r.jvms[k] = e
+	}
+	if e.pending != nil {
+		// Still exchanging (nil), or what the exchange found; a JVM not
+		// ready yet is tried again at the next discovery.
+		_, err := r.settle(e, false)
+		return err
 	}
 	switch {
 	case e.ours:
@@ -171,8 +179,20 @@ func (r *Recorder) optOut(e *jvmEntry) (string, bool) {
 	return why, true
 }
 
+// tryOutcome is what one try's attach exchange found: JFR.check's answer
+// (or its error), then, when no recording ran, JFR.start's error.
+type tryOutcome struct {
+	check    string
+	checkErr error
+	started  bool // JFR.start was sent
+	startErr error
+}
+
 // start checks that the JVM runs no recording (an in-memory one has no
-// repository) and starts the receiver's.
+// repository) and starts the receiver's. The exchange runs in a goroutine
+// of its own (a busy JVM can take seconds to answer, and a JVM's first JFR
+// command initializes JFR in it): discovery and the reading of every other
+// JVM go on meanwhile, and a later Consider takes the outcome.
 func (r *Recorder) start(e *jvmEntry) error {
 	j := e.jvm
 	t := Target{ProcRoot: r.cfg.ProcRoot, PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, Timeout: r.cfg.Timeout}
@@ -184,9 +204,46 @@ func (r *Recorder) start(e *jvmEntry) error {
 	if e.tries == 1 {
 		e.first = time.Now()
 	}
-	check, err := t.Jcmd("JFR.check")
+	ch := make(chan tryOutcome, 1)
+	e.pending = ch
+	go func() {
+		var x tryOutcome
+		x.check, x.checkErr = t.Jcmd("JFR.check")
+		if x.checkErr == nil {
+			if _, running := runningRecording(x.check); !running {
+				x.started = true
+				x.startErr = r.startRecording(t)
+			}
+		}
+		ch <- x
+	}()
+	return nil
+}
+
+// settle takes the outcome of e's exchange when it has come (wait: waits
+// for it), and reports whether it has.
+func (r *Recorder) settle(e *jvmEntry, wait bool) (bool, error) {
+	var x tryOutcome
+	if wait {
+		x = <-e.pending
+	} else {
+		select {
+		case x = <-e.pending:
+		default:
+			return false, nil
+		}
+	}
+	e.pending = nil
+	return true, r.outcome(e, x)
+}
+
+// outcome records what an exchange found.
+func (r *Recorder) outcome(e *jvmEntry, x tryOutcome) error {
+	j := e.jvm
+	err := x.checkErr
 	if err == nil {
-		if name, running := runningRecording(check); running {
+		if !x.started {
+			name, _ := runningRecording(x.check)
 			if name == RecordingName {
 				// A collector before this one started it and did not stop
 				// it: ours to read and stop.
@@ -197,7 +254,7 @@ func (r *Recorder) start(e *jvmEntry) error {
 			}
 			return nil
 		}
-		err = r.startRecording(t)
+		err = x.startErr
 	}
 	if err == nil {
 		e.ours = true
@@ -296,6 +353,13 @@ func (r *Recorder) Forget(alive func(pid int, startTicks uint64) bool) {
 // in the JVMs still running with the start time they had: a pid that names
 // another process now is left alone.
 func (r *Recorder) StopAll() {
+	for _, e := range r.jvms {
+		if e.pending != nil {
+			// A JFR.start in flight may start a recording: its outcome
+			// (within the attach timeout) says whether to stop one.
+			_, _ = r.settle(e, true)
+		}
+	}
 	for k, e := range r.jvms {
 		if !e.ours {
 			continue

@@ -197,12 +197,28 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 		s.lastScan = s.now()
 		s.started, s.rescan = true, false
 	}
-	for _, dir := range s.Following() {
+	// Every repository is read at once, each in its own goroutine, and
+	// waited for until one deadline: a poll lasts at most pollTimeout
+	// however many JVMs there are, so that discovery (at the next poll)
+	// is not held back by busy repositories, and a JVM that lives a few
+	// seconds is found while its repository exists.
+	dirs := s.Following()
+	for _, dir := range dirs {
+		s.startPoll(s.followers[dir])
+	}
+	deadline := time.NewTimer(pollTimeout)
+	defer deadline.Stop()
+	expired := false
+	for _, dir := range dirs {
 		if ctx.Err() != nil {
 			break
 		}
 		f := s.followers[dir]
-		res, ok := s.pollBounded(f)
+		var (
+			res pollResult
+			ok  bool
+		)
+		res, ok, expired = s.awaitPoll(f, deadline.C, expired)
 		if res.err != nil {
 			errs = append(errs, res.err)
 		}
@@ -223,17 +239,25 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 			}
 			f.closeAll()
 			delete(s.followers, dir)
-			s.ended[dir] = true
-			s.endedTicks[dir] = f.jvm.StartTicks
+			// A folder read to its end is not read again while it
+			// exists; one that is gone is not remembered: HotSpot makes
+			// a repository folder to probe that it can, deletes it, and
+			// makes the real one, often within the same second and so
+			// under the same name, which is then a new repository.
+			if !f.gone {
+				s.ended[dir] = true
+				s.endedTicks[dir] = f.jvm.StartTicks
+			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// pollTimeout bounds how long one repository's poll may hold the others: a
-// read that has not returned by then (a chunk file on a stalled FUSE or NFS
-// mount in the JVM's container) goes on in its own goroutine, the other
-// repositories are read, and its batch is taken at a later poll.
+// pollTimeout bounds how long the repositories' reads, which run at once,
+// may hold a poll: a read that has not returned by then (a chunk file on a
+// stalled FUSE or NFS mount in the JVM's container, or a busy host) goes on
+// in its own goroutine, the others' batches are taken, and its batch is
+// taken at a later poll.
 var pollTimeout = 2 * time.Second
 
 // pollResult is what one repository's poll produced.
@@ -243,33 +267,51 @@ type pollResult struct {
 	panicked bool
 }
 
-// pollBounded polls f in a goroutine of its own and waits for it at most
-// pollTimeout. It returns false (and, once per stall, an error saying so)
-// while the poll is still running; f is then left alone until it ends.
-func (s *Source) pollBounded(f *follower) (pollResult, bool) {
-	if f.inflight == nil {
-		ch := make(chan pollResult, 1)
-		f.inflight = ch
-		go func() {
-			b := jvmevent.Batch{JVM: f.jvm}
-			err, panicked := s.pollIsolated(f, &b)
-			ch <- pollResult{batch: b, err: err, panicked: panicked}
-		}()
+// startPoll polls f in a goroutine of its own unless a poll of it is
+// still running; while it runs, only that goroutine touches f's reading
+// state.
+func (s *Source) startPoll(f *follower) {
+	if f.inflight != nil {
+		return
 	}
-	t := time.NewTimer(pollTimeout)
-	defer t.Stop()
+	ch := make(chan pollResult, 1)
+	f.inflight = ch
+	go func() {
+		b := jvmevent.Batch{JVM: f.jvm}
+		err, panicked := s.pollIsolated(f, &b)
+		ch <- pollResult{batch: b, err: err, panicked: panicked}
+	}()
+}
+
+// awaitPoll takes f's poll result, waiting for it until deadline fires
+// (not at all once expired says it has, or once f's read was reported
+// stalled). It returns false (and, once per
+// stall, an error saying so) while the poll is still running; f is then
+// left alone until it ends. The third result says the deadline has fired.
+func (s *Source) awaitPoll(f *follower, deadline <-chan time.Time, expired bool) (pollResult, bool, bool) {
+	// A read reported stalled is not waited for again: it would hold
+	// every poll until it returns.
+	if !expired && !f.stalled {
+		select {
+		case res := <-f.inflight:
+			f.inflight, f.stalled = nil, false
+			return res, true, false
+		case <-deadline:
+			expired = true
+		}
+	}
 	select {
 	case res := <-f.inflight:
 		f.inflight, f.stalled = nil, false
-		return res, true
-	case <-t.C:
-		if f.stalled {
-			return pollResult{}, false
-		}
-		f.stalled = true
-		s.count(RefusedStalled)
-		return pollResult{err: fmt.Errorf("repository %s: a read has not returned after %v; the repository is skipped until it does, the others are read", f.dir, pollTimeout)}, false
+		return res, true, expired
+	default:
 	}
+	if f.stalled {
+		return pollResult{}, false, expired
+	}
+	f.stalled = true
+	s.count(RefusedStalled)
+	return pollResult{err: fmt.Errorf("repository %s: a read has not returned after %v; the repository is skipped until it does, the others are read", f.dir, pollTimeout)}, false, expired
 }
 
 // pollIsolated polls one repository, turning a panic in its decoding into
@@ -549,6 +591,7 @@ type follower struct {
 	live      *jfr.LiveChunk
 	lastStart int64 // start of the chunk read last; the next one starts later
 	done      bool
+	gone      bool // done because the folder no longer exists
 	lastErr   string
 
 	// held are chunk files opened before the follower got to them (by
@@ -885,7 +928,7 @@ func (f *follower) openNext() (bool, error) {
 			}
 		}
 		if gone {
-			f.done = true
+			f.done, f.gone = true, true
 		}
 		return false, nil
 	}

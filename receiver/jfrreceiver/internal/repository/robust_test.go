@@ -310,3 +310,47 @@ func lastChunkAfterDeletion(t *testing.T, s *Source, repo string, want int) {
 		t.Fatalf("still following %v", f)
 	}
 }
+
+// TestProbedRepositoryFolderRemadeUnderItsNameIsRead: HotSpot makes a
+// repository folder to check that it can, deletes it, and makes the real
+// one, often within the same second and so under the same name (seen with
+// JFR.start through the attach protocol and with -XX:StartFlightRecording
+// in a busy JVM). A follower that met the probe ends when it is deleted;
+// the folder made under its name afterwards is another folder, and is
+// followed and read.
+func TestProbedRepositoryFolderRemadeUnderItsNameIsRead(t *testing.T) {
+	want := fixturePauses(t)
+	base := t.TempDir()
+	repo := filepath.Join(base, "2026_11_29_10_00_00_4248")
+	if err := os.Mkdir(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Include: []string{filepath.Join(base, "2*_*")}, DiscoveryInterval: time.Hour})
+	defer s.Close()
+	if p := poll(s); p.err != nil || p.pauses != 0 || p.ended {
+		t.Fatalf("the probe folder: %+v", p)
+	}
+	if f := s.Following(); len(f) != 1 {
+		t.Fatalf("following %v, want the probe folder", f)
+	}
+	// Deleted before the next discovery: its follower ends.
+	if err := os.Remove(repo); err != nil {
+		t.Fatal(err)
+	}
+	if p := poll(s); p.err != nil || !p.ended {
+		t.Fatalf("after the probe folder was deleted: %+v, want its end", p)
+	}
+	// The real repository, under the same name, before any discovery
+	// could see the name gone.
+	write(t, filepath.Join(repo, "a.jfr"), chunkFile(t, 0, true))
+	s.Rescan()
+	p := poll(s)
+	if p.err != nil || p.pauses != want {
+		t.Fatalf("the repository made under the probe's name: %+v, want %d pauses", p, want)
+	}
+	// A folder that ended and is still the same folder stays ended.
+	s.Rescan()
+	if p := poll(s); p.pauses != 0 {
+		t.Errorf("a repository read to its end was read again: %+v", p)
+	}
+}

@@ -33,7 +33,10 @@ func TestStartsRecordingWhereNoneRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(j.Java(), "-Xmx64m", src, "15000")
+	// It runs a minute (killed at the end): on a busy host, JFR's start
+	// in the JVM (the first JFR command initializes it) can take many
+	// seconds.
+	cmd := exec.Command(j.Java(), "-Xmx64m", src, "60000")
 	cmd.Dir = t.TempDir()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
