@@ -87,6 +87,10 @@ test: build test-deps ## Build the binary once, then run every test against it.
 	@$(MAKE) --no-print-directory fuzz
 
 test-deps: ## Install what the tests' workloads need (idempotent).
+	@# the pythongil receiver's default wait_source (futex) attaches syscall
+	@# tracepoints, whose ids only tracefs gives: mounted where a host has not.
+	@mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing || \
+		echo "tracefs not mounted at /sys/kernel/tracing: the pythongil futex tests will fail" >&2
 	@# the timeline page's tests: headless Chromium (Debian's package).
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 	@# distribution/dashboards_test.go and internal/e2etest/dashboards_test.go:

@@ -258,6 +258,7 @@ func TestHostPathsAreTheNeededOnesReadOnly(t *testing.T) {
 		"agent": {
 			"/var/lib/kubelet/pod-resources": "nvml: the kubelet's pod-resources socket",
 			"/var/lib/otelcol-ai":            "file_storage: the jfr receiver's checkpoints",
+			"/sys/kernel/tracing":            "pythongil: the futex tracepoints' ids (tracefs)",
 		},
 		"gateway": {},
 	}
