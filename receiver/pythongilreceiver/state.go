@@ -336,6 +336,11 @@ func (st *runState) consider(in discovery.Interpreter) bool {
 			st.logger.Warn("selecting process", zap.Uint32("pid", pid), zap.Error(err))
 		}
 	}
+	if in.DataHi > in.DataLo && st.probe.WaitsFromFutex() {
+		if err := st.probe.SetDataRange(pid, in.DataLo, in.DataHi); err != nil {
+			st.logger.Warn("telling the probes where the GIL is", zap.Uint32("pid", pid), zap.Error(err))
+		}
+	}
 	p := st.process(pid)
 	p.res, p.version, p.exited = in.Resource, in.Version, false
 	st.statuses.Set(in.Resource.PID, discovery.StateProbed, "")

@@ -80,6 +80,9 @@ type Interpreter struct {
 	// FreeThreaded is set for free-threaded builds (3.13t, 3.14t), which
 	// have no GIL to probe.
 	FreeThreaded bool
+	// DataLo and DataHi bound the file's writable data in the process
+	// (gil.WritableRange), where its GIL is; both 0 when not found.
+	DataLo, DataHi uint64
 }
 
 // Filter selects processes. An empty Filter selects every interpreter.
@@ -280,12 +283,15 @@ func (s *Scanner) inspect(pid int) (Interpreter, bool, error) {
 		return Interpreter{}, false, nil
 	}
 	version, ft := versionOf(filepath.Base(path))
+	lo, hi, _ := gil.WritableRange(maps, id.Dev, id.Inode)
 	return Interpreter{
 		Resource:     res,
 		Path:         path,
 		FileID:       id,
 		Version:      version,
 		FreeThreaded: ft,
+		DataLo:       lo,
+		DataHi:       hi,
 	}, true, nil
 }
 

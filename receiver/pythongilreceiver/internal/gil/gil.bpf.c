@@ -185,6 +185,24 @@ struct {
 	__type(value, struct gil_info);
 } gils SEC(".maps");
 
+// Where a process's GIL can be, set by user space when it starts probing
+// the process: the interpreter file's writable mappings and the bss after
+// them (the main interpreter's GIL is static data of libpython, or of a
+// static python executable, on 3.9-3.13). Until the GIL is known, a futex
+// wait there is checked as a GIL (learn), so the GIL is learned from any
+// thread blocking on it, not only from one the uprobes saw ask for it.
+struct data_range {
+	__u64 lo;
+	__u64 hi;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct data_range);
+} data_ranges SEC(".maps");
+
 // attached_since is when the probes were last attached (bpf_ktime_get_ns),
 // set by user space through the control map: state recorded before it may
 // have lost its closing probe during a detached period and is discarded.
@@ -712,17 +730,19 @@ struct futex_exit_args {
 #define FUTEX_WAIT_BITSET 9
 #define FUTEX_CMD_MASK 127
 
-// learn finds the GIL a thread waiting in PyEval_RestoreThread blocks on:
+// learn finds the GIL a thread waiting in PyEval_RestoreThread blocks on,
+// or (r set) a thread blocking on a futex in the interpreter's static data:
 // uaddr lies in the cond (glibc's futex words sit 40-47 bytes in) or is the
 // mutex's lock word; the struct's start is where the interval is plausible
-// and locked is 0 or 1.
-static __always_inline __u64 learn(__u32 pid, __u64 uaddr)
+// and locked is 0 or 1, and with r, the whole struct lies in r and the
+// thread waits on the cond of a GIL that is taken.
+static __always_inline __u64 learn(__u32 pid, __u64 uaddr, struct data_range *r)
 {
 	// Offsets of uaddr from the GIL's start, most likely first.
 	const __u16 offs[] = {72, 76, 80, 64, 68, 56, 60, 48, 52, 40, 44, 32, 36};
 	for (int i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
 		__u64 base = uaddr - offs[i];
-		if (base & 7)
+		if (base & 7 || (r && (base < r->lo || base + GIL_END > r->hi)))
 			continue;
 		__u64 head[3];
 		if (bpf_probe_read_user(head, sizeof(head), (void *)base))
@@ -732,6 +752,13 @@ static __always_inline __u64 learn(__u32 pid, __u64 uaddr)
 			continue;
 		// last_holder is NULL or a pointer.
 		if (head[1] && head[1] < 4096)
+			continue;
+		// A futex in the data, not known to be a GIL wait: only a waiter's
+		// word of the cond (__g_signals, 72-79 bytes in), with the GIL
+		// taken and a holder (an aligned pointer). A thread forced off
+		// waits on switch_cond, whose words, 88 bytes further, would
+		// otherwise pass for a GIL's head inside the mutex.
+		if (r && ((offs[i] != 72 && offs[i] != 76) || locked != 1 || !head[1] || head[1] & 7))
 			continue;
 		struct gil_info g = {.base = base, .interval = head[0]};
 		bpf_map_update_elem(&gils, &pid, &g, BPF_NOEXIST);
@@ -777,12 +804,22 @@ int futex_enter(struct futex_enter_args *ctx)
 	__u32 pid = id >> 32, tid = (__u32)id;
 	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
 	struct gil_info *g = 0;
+	__u64 uaddr = ctx->uaddr;
+	__u64 base = 0;
 	if (!t || t->pid != pid) {
 		// A thread the uprobes have not seen (a pure-Python thread that
-		// never released the GIL) of a process whose GIL is known.
+		// never released the GIL, a Jep thread met while the uprobes are
+		// detached) of a process whose GIL is known, or blocking in the
+		// interpreter's static data of a probed process whose GIL is not.
 		g = bpf_map_lookup_elem(&gils, &pid);
-		if (!g)
-			return 0;
+		if (!g) {
+			struct data_range *r = bpf_map_lookup_elem(&data_ranges, &pid);
+			if (!r || uaddr < r->lo || uaddr >= r->hi)
+				return 0;
+			base = learn(pid, uaddr, r);
+			if (!base)
+				return 0;
+		}
 		struct thread zero = {.pid = pid};
 		if (bpf_map_update_elem(&threads, &tid, &zero, BPF_ANY))
 			return 0;
@@ -791,14 +828,17 @@ int futex_enter(struct futex_enter_args *ctx)
 			return 0;
 	}
 	count(COUNTER_HITS);
-	__u64 uaddr = ctx->uaddr;
-	__u64 base = 0;
 	if (!g)
 		g = bpf_map_lookup_elem(&gils, &pid);
-	if (g)
+	if (g) {
 		base = g->base;
-	else if (t->in_restore)
-		base = learn(pid, uaddr);
+	} else if (!base) {
+		struct data_range *r = bpf_map_lookup_elem(&data_ranges, &pid);
+		if (r && uaddr >= r->lo && uaddr < r->hi)
+			base = learn(pid, uaddr, r);
+		else if (t->in_restore)
+			base = learn(pid, uaddr, 0);
+	}
 	if (!base || uaddr < base + GIL_COND || uaddr >= base + GIL_END)
 		return 0;
 	if (signalling(base, uaddr)) {

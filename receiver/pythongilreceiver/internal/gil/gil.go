@@ -13,6 +13,8 @@ package gil // import "github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiv
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -202,4 +204,41 @@ func Join(prev *Event, next Event) bool {
 	}
 	prev.Duration += next.Duration
 	return true
+}
+
+// WritableRange returns, from a process's /proc/<pid>/maps, the address
+// range of the writable mappings of the file dev:inode (the interpreter's
+// .data) and of the anonymous mapping right after them (its .bss): where
+// the main interpreter's GIL lies. ok is false when the file has no
+// writable mapping.
+func WritableRange(maps []byte, dev string, inode uint64) (lo, hi uint64, ok bool) {
+	after := false
+	for line := range strings.SplitSeq(string(maps), "\n") {
+		// address perms offset dev inode [path]
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			after = false
+			continue
+		}
+		start, end, found := strings.Cut(f[0], "-")
+		s, err1 := strconv.ParseUint(start, 16, 64)
+		e, err2 := strconv.ParseUint(end, 16, 64)
+		if !found || err1 != nil || err2 != nil || e <= s {
+			after = false
+			continue
+		}
+		writable := len(f[1]) > 1 && f[1][1] == 'w'
+		switch {
+		case f[3] == dev && f[4] == strconv.FormatUint(inode, 10) && writable:
+			if !ok || s < lo {
+				lo = s
+			}
+			hi, ok, after = max(hi, e), true, true
+		case after && f[4] == "0" && len(f) == 5 && writable && s == hi:
+			hi, after = e, false
+		default:
+			after = false
+		}
+	}
+	return lo, hi, ok
 }

@@ -25,6 +25,12 @@ type gilControl struct {
 	Active        uint64
 }
 
+type gilDataRange struct {
+	_  structs.HostLayout
+	Lo uint64
+	Hi uint64
+}
+
 type gilEvent struct {
 	_          structs.HostLayout
 	Start      uint64
@@ -132,6 +138,7 @@ type gilProgramSpecs struct {
 type gilMapSpecs struct {
 	ControlMap *ebpf.MapSpec `ebpf:"control_map"`
 	Counters   *ebpf.MapSpec `ebpf:"counters"`
+	DataRanges *ebpf.MapSpec `ebpf:"data_ranges"`
 	Events     *ebpf.MapSpec `ebpf:"events"`
 	Gils       *ebpf.MapSpec `ebpf:"gils"`
 	Pids       *ebpf.MapSpec `ebpf:"pids"`
@@ -172,6 +179,7 @@ func (o *gilObjects) Close() error {
 type gilMaps struct {
 	ControlMap *ebpf.Map `ebpf:"control_map"`
 	Counters   *ebpf.Map `ebpf:"counters"`
+	DataRanges *ebpf.Map `ebpf:"data_ranges"`
 	Events     *ebpf.Map `ebpf:"events"`
 	Gils       *ebpf.Map `ebpf:"gils"`
 	Pids       *ebpf.Map `ebpf:"pids"`
@@ -182,6 +190,7 @@ func (m *gilMaps) Close() error {
 	return _GilClose(
 		m.ControlMap,
 		m.Counters,
+		m.DataRanges,
 		m.Events,
 		m.Gils,
 		m.Pids,

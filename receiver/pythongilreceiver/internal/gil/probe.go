@@ -681,6 +681,9 @@ func (p *Probe) Forget(pid uint32) error {
 	if err := p.objs.Gils.Delete(pid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		errs = append(errs, err)
 	}
+	if err := p.objs.DataRanges.Delete(pid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("gil: forget pid %d: %w", pid, err)
 	}
@@ -710,6 +713,18 @@ func (p *Probe) KnownGILs() (int, error) {
 		return 0, fmt.Errorf("gil: read learned GILs: %w", err)
 	}
 	return n, nil
+}
+
+// SetDataRange tells the futex mechanism where pid's GIL can be: the
+// interpreter file's writable data (WritableRange). Until the GIL is known,
+// a futex wait of any of pid's threads in [lo, hi) is checked as one on the
+// GIL, so that it is learned while the uprobes are detached too, from
+// threads they never saw.
+func (p *Probe) SetDataRange(pid uint32, lo, hi uint64) error {
+	if err := p.objs.DataRanges.Put(pid, gilDataRange{Lo: lo, Hi: hi}); err != nil {
+		return fmt.Errorf("gil: data range of pid %d: %w", pid, err)
+	}
+	return nil
 }
 
 // Select adds pid to the processes probed when Options.FilterPIDs is set.
