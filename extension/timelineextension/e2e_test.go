@@ -214,6 +214,7 @@ func checkAgainstExport(t *testing.T, what string, d timelinetest.Drawn, lane in
 // overlapped and checks that the tooltip gives its exported totals.
 func hoverOverlapped(t *testing.T, b *cdptest.Browser, d timelinetest.Drawn, lane int, ex exportedInRange) {
 	t.Helper()
+	var tried []string
 	for _, r := range d.Spans {
 		sp, ok := ex.spans[r.Span]
 		if r.Lane != lane || !ok {
@@ -231,13 +232,20 @@ func hoverOverlapped(t *testing.T, b *cdptest.Browser, d timelinetest.Drawn, lan
 		// The live page redraws while it follows the node: lanes move when
 		// other processes come and go, so the span is found again where it
 		// is drawn now, and the tip is given a moment to follow the mouse.
+		// A span that scrolls out of view meanwhile is given up for the
+		// next one.
 		var tip string
-		for try := 0; try < 20 && !strings.Contains(tip, "overlapped by:"); try++ {
-			x, y := r.CX, r.CY
+		drawn := true
+		for try := 0; try < 20 && drawn && !strings.Contains(tip, "overlapped by:"); try++ {
+			var x, y float64
+			drawn = false
 			for _, now := range timelinetest.ReadDrawn(t, b).Spans {
 				if now.Span == r.Span {
-					x, y = now.CX, now.CY
+					x, y, drawn = now.CX, now.CY, true
 				}
+			}
+			if !drawn {
+				break
 			}
 			if err := b.MoveMouse(x, y); err != nil {
 				t.Fatal(err)
@@ -246,6 +254,10 @@ func hoverOverlapped(t *testing.T, b *cdptest.Browser, d timelinetest.Drawn, lan
 			if err := b.Eval(`document.getElementById("tip").textContent`, &tip); err != nil {
 				t.Fatal(err)
 			}
+		}
+		if !drawn {
+			tried = append(tried, r.Span+" (left the view)")
+			continue
 		}
 		if !strings.Contains(tip, "overlapped by:") {
 			t.Errorf("hover over span %s: %q, want its overlap totals", r.Span, tip)
@@ -257,7 +269,7 @@ func hoverOverlapped(t *testing.T, b *cdptest.Browser, d timelinetest.Drawn, lan
 		}
 		return
 	}
-	t.Errorf("no drawn span had overlap totals to hover")
+	t.Errorf("no drawn span had overlap totals to hover (tried %v)", tried)
 }
 
 func laneOf(t *testing.T, b *cdptest.Browser, pid int64) int {

@@ -152,8 +152,14 @@ func TestZeroTouch(t *testing.T) {
 		}
 	}()
 
+	// Attach exchanges run beside the poll loop: the JVM recording in
+	// memory is decided once its JFR.check has answered.
+	settled := func() bool {
+		state, _ := statusOf(observed, inMemory)
+		return state == string(attach.StateRecordingTheirs)
+	}
 	deadline := time.Now().Add(60 * time.Second)
-	for gcPausesOf(sink, plain17) == 0 || gcPausesOf(sink, plain25) == 0 {
+	for gcPausesOf(sink, plain17) == 0 || gcPausesOf(sink, plain25) == 0 || !settled() {
 		if time.Now().After(deadline) {
 			t.Fatalf("GC pauses after a minute: JDK 17 %d, JDK 25 %d\nstatuses %v\nJDK 17 JVM:\n%s\nJDK 25 JVM:\n%s",
 				gcPausesOf(sink, plain17), gcPausesOf(sink, plain25), observed.FilterMessage("JVM status").All(), out17, out25)
@@ -183,6 +189,9 @@ func TestZeroTouch(t *testing.T) {
 	if _, err := os.Stat(fmt.Sprintf("/tmp/.java_pid%d", optedOut)); !os.IsNotExist(err) {
 		t.Errorf("the opted-out JVM's attach socket exists (%v): something attached to it", err)
 	}
+	// The gauge is recorded after each poll: one more poll after the last
+	// status change.
+	time.Sleep(3 * cfg.PollInterval)
 	point := func(state attach.State, n int64) metricdata.DataPoint[int64] {
 		return metricdata.DataPoint[int64]{Value: n, Attributes: attribute.NewSet(attribute.String("state", string(state)))}
 	}

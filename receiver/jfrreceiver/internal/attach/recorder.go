@@ -204,6 +204,9 @@ func (r *Recorder) start(e *jvmEntry) error {
 	if e.tries == 1 {
 		e.first = time.Now()
 	}
+	if e.status.State == "" {
+		r.set(e, StateFound, "attaching (JFR.check, then JFR.start)")
+	}
 	ch := make(chan tryOutcome, 1)
 	e.pending = ch
 	go func() {
