@@ -204,3 +204,42 @@ func TestFutexSpinnersForcedOff(t *testing.T) {
 		}
 	}
 }
+
+// TestFutexGILLearnedFromData: on every interpreter, with the uprobes
+// detached before any thread waited and told where the interpreter's data
+// lies (SetDataRange), the futex mechanism learns the GIL at the same
+// address as a second probe that learns it the old way (a thread its
+// attached uprobes saw blocked in PyEval_RestoreThread), and times waits.
+func TestFutexGILLearnedFromData(t *testing.T) {
+	for name, py := range interpreters(t) {
+		t.Run(name, func(t *testing.T) {
+			p := load(t, futexDefaults)
+			ref := load(t, futexDefaults)
+			w := workloadtest.StartWith(t, py, "contend", "10", "20")
+			attach(t, p, w.PID)
+			attach(t, ref, w.PID)
+			if err := p.SetActive(false); err != nil {
+				t.Fatal(err)
+			}
+			setDataRange(t, p, w.PID)
+			var res struct {
+				N int `json:"n"`
+			}
+			w.Run(&res)
+			waits := 0
+			for _, e := range drain(t, p, w.PID) {
+				if e.Kind == KindWait {
+					waits++
+				}
+			}
+			got, _, ok := p.GIL(uint32(w.PID))
+			want, _, refOK := ref.GIL(uint32(w.PID))
+			if !ok || !refOK || got != want {
+				t.Errorf("GIL learned from the data at %#x (%v), by the uprobes at %#x (%v)", got, ok, want, refOK)
+			}
+			if waits < res.N/2 {
+				t.Errorf("%d waits with the uprobes detached, want at least %d", waits, res.N/2)
+			}
+		})
+	}
+}

@@ -833,11 +833,17 @@ int futex_enter(struct futex_enter_args *ctx)
 	if (g) {
 		base = g->base;
 	} else if (!base) {
+		// Where the interpreter's data is known, the GIL is learned only
+		// there: a thread marked in_restore may hold the GIL (it took it
+		// without blocking) and block on another lock, whose futex could
+		// pass for a GIL's.
 		struct data_range *r = bpf_map_lookup_elem(&data_ranges, &pid);
-		if (r && uaddr >= r->lo && uaddr < r->hi)
-			base = learn(pid, uaddr, r);
-		else if (t->in_restore)
+		if (r) {
+			if (uaddr >= r->lo && uaddr < r->hi)
+				base = learn(pid, uaddr, r);
+		} else if (t->in_restore) {
 			base = learn(pid, uaddr, 0);
+		}
 	}
 	if (!base || uaddr < base + GIL_COND || uaddr >= base + GIL_END)
 		return 0;

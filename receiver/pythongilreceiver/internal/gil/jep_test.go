@@ -121,7 +121,7 @@ func checkJepWaits(t *testing.T, p *Probe, w *workloadtest.Process, phase string
 	// A wait sent at the thread's next GIL event would come only
 	// when it blocks again, which it never does: drain at once.
 	events := drain(t, p, w.PID)
-	found, close, waited := 0, 0, 0
+	found, close, waited, split := 0, 0, 0, 0
 	for _, jw := range res.Waits {
 		// Only a waiter that asked while the holder's loop ran
 		// (with 1 ms to spare) surely waited: on a loaded host the
@@ -142,14 +142,29 @@ func checkJepWaits(t *testing.T, p *Probe, w *workloadtest.Process, phase string
 			t.Logf("thread %d: no wait overlaps its readings [%d, %d]", jw.TID, jw.Before, jw.Entered)
 			continue
 		}
-		if len(in) != 1 {
-			t.Errorf("thread %d: %d waits overlap its readings [%d, %d], want 1: %+v", jw.TID, len(in), jw.Before, jw.Entered, in)
+		if len(in) == 0 {
+			t.Errorf("thread %d: no wait overlaps its readings [%d, %d]", jw.TID, jw.Before, jw.Entered)
 			continue
 		}
-		e := in[0]
-		end := e.Start + int64(e.Duration)
-		if e.Start < jw.Before || end > jw.Entered || end < jw.Spin[1] {
-			t.Errorf("thread %d: wait [%d, %d] outside its readings [%d, %d] or ending before the holder's loop [%d, %d]", jw.TID, e.Start, end, jw.Before, jw.Entered, jw.Spin[0], jw.Spin[1])
+		// A thread that woke with the GIL free and lost it to another
+		// comes in two parts (joined when the kernel tells, Continues);
+		// told apart only by switch_number while the uprobes are
+		// detached, two parts stay apart when the GIL changed hands twice
+		// meanwhile. Every part lies within the readings, the last ends
+		// after the holder's loop.
+		if len(in) > 1 {
+			split++
+			t.Logf("thread %d: %d waits overlap its readings [%d, %d]: %+v", jw.TID, len(in), jw.Before, jw.Entered, in)
+		}
+		var end int64
+		for _, e := range in {
+			end = max(end, e.Start+int64(e.Duration))
+			if e.Start < jw.Before || e.Start+int64(e.Duration) > jw.Entered {
+				t.Errorf("thread %d: wait [%d, +%s] outside its readings [%d, %d]", jw.TID, e.Start, e.Duration, jw.Before, jw.Entered)
+			}
+		}
+		if end < jw.Spin[1] {
+			t.Errorf("thread %d: its wait ends at %d, before the holder's loop ends at %d", jw.TID, end, jw.Spin[1])
 		}
 		found++
 		// The wait ends at the wake-up that found the GIL free; a
@@ -161,7 +176,10 @@ func checkJepWaits(t *testing.T, p *Probe, w *workloadtest.Process, phase string
 			t.Logf("thread %d: wait ends %s before its first statement in Python", jw.TID, d)
 		}
 	}
-	t.Logf("%s: %d of %d Jep waiters asked while the holder ran; their waits found: %d, %d of them ending within 1 ms of the thread's first statement", phase, waited, len(res.Waits), found, close)
+	t.Logf("%s: %d of %d Jep waiters asked while the holder ran; their waits found: %d (%d in more than one part), %d of them ending within 1 ms of the thread's first statement", phase, waited, len(res.Waits), found, split, close)
+	if 4*split > waited {
+		t.Errorf("%d of %d waits in more than one part, want at most 1/4", split, waited)
+	}
 	if waited < len(res.Waits)/2 {
 		t.Fatalf("%d of %d waiters asked for the GIL while the holder's loop ran, want at least half", waited, len(res.Waits))
 	}
