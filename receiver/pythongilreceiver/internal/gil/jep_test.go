@@ -29,8 +29,8 @@ type jepWait struct {
 // must time each of those waits whether the uprobes are attached (the
 // first rounds, which also teach it the JVM's GIL) or detached by the
 // budget (the waiters are then threads it never met): every waiter that
-// asked while the holder's loop ran has one wait inside its own readings,
-// ending after the loop, at least half within 1 ms of its first Python
+// asked while the holder's loop ran has its wait inside its own readings
+// (in one part, but for at most a quarter of them), ending after the loop, at least half within 1 ms of its first Python
 // statement,
 // sent although the thread may never block on the GIL again (each waiter
 // enters Python a few more times and exits).
