@@ -32,8 +32,9 @@ const (
 	// heldRecheck: how long a "the JVM does not hold the file open"
 	// answer is trusted (the JVM may rotate the file meanwhile).
 	heldRecheck = 10 * time.Second
-	// pairWithin: an -Xlog window and JFR's copy of it end this close (the
-	// log's end falls within JFR's SafepointEnd event, give or take 1 ms).
+	// pairWithin: an -Xlog window and JFR's copy of it start or end this
+	// close (the log's end falls within JFR's SafepointEnd event, give or
+	// take 1 ms, unless the line was written late; the starts agree).
 	pairWithin = 2 * time.Millisecond
 )
 
@@ -332,7 +333,7 @@ func pairWindow(pending []window.Window, w window.Window) int {
 		if x.Kind != w.Kind || !sameAttr(x, w, window.AttrJVMGCID) || !sameAttr(x, w, window.AttrJVMVMOperation) {
 			continue
 		}
-		if off := absInt64(x.End() - w.End()); off < bestOff {
+		if off := pairOffset(x.Start, x.End(), w.Start, w.End()); off < bestOff {
 			best, bestOff = i, off
 		}
 	}
@@ -347,11 +348,20 @@ func pairSafepoint(pending []jvmevent.Safepoint, s jvmevent.Safepoint) int {
 		if x.Operation != "" && s.Operation != "" && x.Operation != s.Operation {
 			continue
 		}
-		if off := absInt64(x.End - s.End); off < bestOff {
+		if off := pairOffset(x.End-int64(x.Duration), x.End, s.End-int64(s.Duration), s.End); off < bestOff {
 			best, bestOff = i, off
 		}
 	}
 	return best
+}
+
+// pairOffset is how far apart two copies of one pause are: the nearer of
+// their starts and their ends. The log's line is stamped when it is
+// written, which on a busy host can come milliseconds after the safepoint
+// ended (seen: 10.8 ms late, the starts 5 µs apart); JFR's events are
+// stamped when the pause begins and ends.
+func pairOffset(start1, end1, start2, end2 int64) int64 {
+	return min(absInt64(start1-start2), absInt64(end1-end2))
 }
 
 // sameAttr is false only when both windows carry key with different values.

@@ -232,3 +232,41 @@ func TestPreferenceHandover(t *testing.T) {
 		t.Errorf("after pendingFor: %+v, pending %d", j.Windows, len(c.pendingWindows))
 	}
 }
+
+// TestPreferencePairsALateLogLine: on a busy host the log's safepoint line
+// is written, and stamped, milliseconds after the safepoint ended (seen:
+// JFR 15.57 ms from its begin, the log 26.33 ms from 4.9 µs before): the
+// starts pair them, and JFR's copy is dropped; a safepoint of its own a
+// few milliseconds later is not taken for a copy.
+func TestPreferencePairsALateLogLine(t *testing.T) {
+	repos := &fakeRepos{}
+	p := newPreference("/nonexistent", repos.followed, zap.NewNop())
+	now := time.Unix(1000, 0)
+	p.now = func() time.Time { return now }
+	t0 := now.UnixNano() - int64(3*time.Second)
+	op := map[string]any{window.AttrJVMVMOperation: "G1CollectForAllocation"}
+	logJVM := jvmevent.JVM{PID: 42, Source: "/var/log/gc.log"}
+	logStart, logDur := t0, 26331558*time.Nanosecond
+	b := jvmevent.Batch{JVM: logJVM, Windows: []window.Window{sp(window.KindJVMSafepoint, logStart+int64(logDur), logDur, op)},
+		Safepoints: []jvmevent.Safepoint{{End: logStart + int64(logDur), Duration: logDur, Operation: "G1CollectForAllocation"}}}
+	p.fromXlog(&b)
+
+	dir := "/var/jfr/2026_01_01_00_00_00_42"
+	repos.list = []repository.Followed{{Dir: dir, JVM: jvmevent.JVM{PID: 42}, OwnPID: 42, From: t0 - int64(time.Millisecond)}}
+	jfrStart, jfrDur := t0+4870, 15572272*time.Nanosecond
+	later := jfrStart + int64(40*time.Millisecond)
+	j := jvmevent.Batch{JVM: jvmevent.JVM{PID: 42, Source: dir}, Windows: []window.Window{
+		sp(window.KindJVMSafepoint, jfrStart+int64(jfrDur), jfrDur, op),
+		sp(window.KindJVMSafepoint, later+int64(time.Millisecond), time.Millisecond, op),
+	}, Safepoints: []jvmevent.Safepoint{
+		{End: jfrStart + int64(jfrDur), Duration: jfrDur, Operation: "G1CollectForAllocation"},
+		{End: later + int64(time.Millisecond), Duration: time.Millisecond, Operation: "G1CollectForAllocation"},
+	}}
+	p.fromJFR(&j)
+	if len(j.Windows) != 1 || j.Windows[0].Start != later {
+		t.Errorf("JFR windows: %+v, want only the later safepoint's", j.Windows)
+	}
+	if len(j.Safepoints) != 1 || j.Safepoints[0].End != later+int64(time.Millisecond) {
+		t.Errorf("JFR safepoints: %+v, want only the later one", j.Safepoints)
+	}
+}
