@@ -1,10 +1,13 @@
 package attach
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 )
@@ -62,6 +65,16 @@ func TestProcessOptOut(t *testing.T) {
 				_ = cmd.Process.Kill()
 				_ = cmd.Wait()
 			}()
+			// Until the child has exec'd, its environment is the test's.
+			execd := []byte(sleep + "\x00" + strings.Join(tc.args, "\x00"))
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid)); err == nil && bytes.HasPrefix(b, execd) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("pid %d did not exec %s", cmd.Process.Pid, sleep)
+				}
+			}
 			if got := ProcessOptOut(procresource.NewReader("/proc", 0), cmd.Process.Pid); got != tc.want {
 				t.Errorf("opt-out %q, want %q", got, tc.want)
 			}
