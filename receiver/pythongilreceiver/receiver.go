@@ -129,7 +129,8 @@ func (r *gilReceiver) run(ctx context.Context, host component.Host, filter disco
 		if err != nil && opts.Futex {
 			// No syscall tracepoints here: waits from the uprobes instead.
 			if p, uerr := r.load(withoutFutex(opts)); uerr == nil {
-				r.set.Logger.Warn("futex tracepoints unavailable; GIL waits come from uprobes (wait_source: uprobes)", zap.Error(err))
+				r.set.Logger.Warn("futex tracepoints unavailable; GIL waits come from uprobes (wait_source: uprobes), whose cost follows every release and which the overhead budget duty-cycles. "+
+					"The tracepoints' ids come from tracefs: mount it at /sys/kernel/tracing (mount -t tracefs nodev /sys/kernel/tracing; the Helm chart mounts the host's, agent.tracefsDir)", zap.Error(err))
 				probe, err = p, nil
 			}
 		}
