@@ -199,6 +199,7 @@ func (r *jfrReceiver) loop(ctx context.Context, host component.Host, done chan s
 	for {
 		select {
 		case <-ctx.Done():
+			r.finishReads()
 			r.saveCheckpoints(context.Background(), true)
 			for _, s := range r.sources {
 				if err := s.Close(); err != nil {
@@ -273,6 +274,27 @@ func (r *jfrReceiver) pollOnce(ctx context.Context, host component.Host) {
 	r.logs.Send(func(next consumer.Logs) {
 		if err := next.ConsumeLogs(ctx, logs); err != nil && ctx.Err() == nil {
 			r.set.Logger.Warn("sending windows", zap.Int("records", logs.LogRecordCount()), zap.Error(err))
+		}
+	})
+}
+
+// finishReads sends what the repositories' reads still running found (a
+// poll whose deadline passed leaves them to the next poll, which shutdown
+// does not have), before the last checkpoint says it was sent.
+func (r *jfrReceiver) finishReads() {
+	if r.repos == nil {
+		return
+	}
+	ctx := context.Background()
+	logs := plog.NewLogs()
+	now := pcommon.NewTimestampFromTime(time.Now())
+	r.repos.Finish(func(b jvmevent.Batch) { r.handle(r.repos, &b, logs, now) })
+	if logs.LogRecordCount() == 0 {
+		return
+	}
+	r.logs.Send(func(next consumer.Logs) {
+		if err := next.ConsumeLogs(ctx, logs); err != nil {
+			r.set.Logger.Warn("sending windows at shutdown", zap.Int("records", logs.LogRecordCount()), zap.Error(err))
 		}
 	})
 }

@@ -225,32 +225,60 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 		if !ok {
 			continue // still reading: its batch comes at a later poll
 		}
-		b := res.batch
-		f.sentOnly(&b)
-		b.RuntimeVersion = f.stream.RuntimeVersion()
-		b.Ended = f.done
-		f.ownPID = int(f.stream.PID())
-		if !b.Empty() || b.Ended {
-			emit(b)
-		}
-		if f.done {
-			if !res.panicked {
-				s.cfg.Logger.Debug("JFR repository read to the end", zap.String("repository", dir), zap.Int("pid", f.jvm.PID))
-			}
-			f.closeAll()
-			delete(s.followers, dir)
-			// A folder read to its end is not read again while it
-			// exists; one that is gone is not remembered: HotSpot makes
-			// a repository folder to probe that it can, deletes it, and
-			// makes the real one, often within the same second and so
-			// under the same name, which is then a new repository.
-			if !f.gone {
-				s.ended[dir] = true
-				s.endedTicks[dir] = f.jvm.StartTicks
-			}
-		}
+		s.deliver(dir, f, res, emit)
 	}
 	return errors.Join(errs...)
+}
+
+// deliver hands on the batch of one follower's poll that ended, and lets
+// the follower go once it is done.
+func (s *Source) deliver(dir string, f *follower, res pollResult, emit func(jvmevent.Batch)) {
+	b := res.batch
+	f.sentOnly(&b)
+	b.RuntimeVersion = f.stream.RuntimeVersion()
+	b.Ended = f.done
+	f.ownPID = int(f.stream.PID())
+	if !b.Empty() || b.Ended {
+		emit(b)
+	}
+	if f.done {
+		if !res.panicked {
+			s.cfg.Logger.Debug("JFR repository read to the end", zap.String("repository", dir), zap.Int("pid", f.jvm.PID))
+		}
+		f.closeAll()
+		delete(s.followers, dir)
+		// A folder read to its end is not read again while it
+		// exists; one that is gone is not remembered: HotSpot makes
+		// a repository folder to probe that it can, deletes it, and
+		// makes the real one, often within the same second and so
+		// under the same name, which is then a new repository.
+		if !f.gone {
+			s.ended[dir] = true
+			s.endedTicks[dir] = f.jvm.StartTicks
+		}
+	}
+}
+
+// Finish waits, at most pollTimeout, for the reads still running (left by
+// a poll whose deadline passed) and hands on their batches as a poll
+// does; it starts none. At shutdown, before the last checkpoint: what
+// those reads found is sent, and the checkpoint says so.
+func (s *Source) Finish(emit func(jvmevent.Batch)) {
+	deadline := time.NewTimer(pollTimeout)
+	defer deadline.Stop()
+	for _, dir := range s.Following() {
+		f := s.followers[dir]
+		if f.inflight == nil {
+			continue
+		}
+		select {
+		case res := <-f.inflight:
+			f.inflight, f.stalled = nil, false
+			s.deliver(dir, f, res, emit)
+		case <-deadline.C:
+			return
+		}
+	}
 }
 
 // pollTimeout bounds how long the repositories' reads, which run at once,
