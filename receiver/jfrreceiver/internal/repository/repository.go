@@ -582,6 +582,7 @@ func (s *Source) add(st *scanState, c candidate, openRoot func() (*procroot.Root
 		}
 	}
 	if w := s.watch(); w != nil {
+		f.watcher = w
 		e, err := w.watch(root, c.inside, c.dir)
 		if err != nil {
 			s.cfg.Logger.Debug("cannot watch JFR repository; chunk files are found by polling only", zap.String("repository", c.dir), zap.Error(err))
@@ -620,6 +621,7 @@ type follower struct {
 	lastStart int64 // start of the chunk read last; the next one starts later
 	done      bool
 	gone      bool // done because the folder no longer exists
+	awaited   bool // the folder was found gone once, and waited for (awaitReturn)
 	lastErr   string
 
 	// held are chunk files opened before the follower got to them (by
@@ -629,8 +631,9 @@ type follower struct {
 	// readable when the JVM deletes its repository at exit, which can
 	// come before the next poll: a chunk begun just before exit may live
 	// a few milliseconds.
-	held  map[string]*os.File
-	early *early // the watcher's, nil without one
+	held    map[string]*os.File
+	early   *early   // the watcher's, nil without one
+	watcher *watcher // the source's, for watching the folder afresh; nil without one
 
 	// refused are the file names refused, so that each is counted once
 	// and not opened again; reported are the reasons already reported,
@@ -914,6 +917,11 @@ func (f *follower) nextChunk() (name string, start int64, unwritten fs.DirEntry,
 	if err != nil {
 		return "", 0, nil, false, err
 	}
+	if l.gone && f.awaitReturn() {
+		if l, err = f.list(); err != nil {
+			return "", 0, nil, false, err
+		}
+	}
 	better := func(s int64) bool {
 		return s > f.lastStart && (name == "" || (f.newest && s > start) || (!f.newest && s < start))
 	}
@@ -938,6 +946,49 @@ func (f *follower) nextChunk() (name string, start int64, unwritten fs.DirEntry,
 		}
 	}
 	return name, start, unwritten, l.gone, nil
+}
+
+// goneGrace is how long a follower whose folder is gone waits, once, for
+// a folder of the same name: HotSpot makes a repository folder to probe
+// that it can, deletes it, and makes the real one within milliseconds,
+// often within the same second and so under the same name.
+const goneGrace = 500 * time.Millisecond
+
+// awaitReturn waits, the first time the follower finds its folder gone,
+// up to goneGrace for a folder of the same name, and reports whether one
+// came: the follower then follows it, watched afresh so that its chunk
+// files are held from their creation (a JVM that lives a second deletes
+// them at its exit, before any later poll). It runs in the follower's own
+// poll goroutine, within the poll's deadline.
+func (f *follower) awaitReturn() bool {
+	// A pattern's folder is its own root: a new folder under its name is
+	// another root, found by the next scan.
+	if f.awaited || f.inside == "/" {
+		return false
+	}
+	f.awaited = true
+	for deadline := time.Now().Add(goneGrace); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if info, err := f.root.Stat(f.inside); err == nil && info.IsDir() {
+			f.rewatch()
+			return true
+		}
+	}
+	return false
+}
+
+// rewatch watches the folder now under the follower's name.
+func (f *follower) rewatch() {
+	if f.watcher == nil {
+		return
+	}
+	if f.early != nil {
+		f.takeEarly()
+		f.early.unwatch()
+		f.early = nil
+	}
+	if e, err := f.watcher.watch(f.root, f.inside, f.dir); err == nil {
+		f.early = e
+	}
 }
 
 // openNext opens the chunk file that follows the last one read

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfrstream"
@@ -352,5 +353,73 @@ func TestProbedRepositoryFolderRemadeUnderItsNameIsRead(t *testing.T) {
 	s.Rescan()
 	if p := poll(s); p.pauses != 0 {
 		t.Errorf("a repository read to its end was read again: %+v", p)
+	}
+}
+
+// TestProbedRepositoryFolderRemadeWhileWaitedFor: the real repository is
+// made under the probe's name within milliseconds of the probe's deletion,
+// while the follower that met the probe waits for it (the first time it
+// finds its folder gone): the same follower reads it, watching the new
+// folder, so a chunk the JVM makes, finishes and deletes (it exits) before
+// the next poll is read too.
+func TestProbedRepositoryFolderRemadeWhileWaitedFor(t *testing.T) {
+	want := fixturePauses(t)
+	base := t.TempDir()
+	repo := filepath.Join(base, "2026_11_29_10_00_00_4249")
+	if err := os.Mkdir(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Followed as a discovered JVM's repository is: a folder inside the
+	// JVM's root (here base), the JVM running.
+	s := New(Config{DiscoveryInterval: time.Hour})
+	defer s.Close()
+	info, err := os.Stat(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := candidate{inside: "/" + filepath.Base(repo), dir: repo, info: info, discovered: true,
+		jvm: jvmevent.JVM{PID: 4249, Source: repo}, alive: func() bool { return true }}
+	if s.add(&scanState{found: map[string]bool{}}, c, func() (*procroot.Root, error) { return procroot.OpenDir(base) }) == nil {
+		t.Fatal("not followed")
+	}
+	if p := poll(s); p.err != nil || p.pauses != 0 || p.ended {
+		t.Fatalf("the probe folder: %+v", p)
+	}
+	if err := os.Remove(repo); err != nil {
+		t.Fatal(err)
+	}
+	remade := make(chan error, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		remade <- os.Mkdir(repo, 0o755)
+	}()
+	if p := poll(s); p.err != nil || p.ended || p.pauses != 0 {
+		t.Fatalf("the probe deleted and its name remade: %+v, want the follower to go on", p)
+	}
+	if err := <-remade; err != nil {
+		t.Fatal(err)
+	}
+	f := s.followers[repo]
+	if f == nil || f.early == nil {
+		t.Fatalf("the remade folder is not followed and watched: %+v", f)
+	}
+	// A chunk made and the folder deleted between two polls: held by the
+	// new watch.
+	write(t, filepath.Join(repo, "a.jfr"), chunkFile(t, 0, true))
+	held := func() bool {
+		f.early.mu.Lock()
+		defer f.early.mu.Unlock()
+		return f.early.files["a.jfr"] != nil
+	}
+	for deadline := time.Now().Add(10 * time.Second); !held(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the new watch did not open a.jfr")
+		}
+	}
+	if err := os.RemoveAll(repo); err != nil {
+		t.Fatal(err)
+	}
+	if p := poll(s); p.err != nil || p.pauses != want {
+		t.Fatalf("after the chunk and the folder were deleted: %+v, want %d pauses", p, want)
 	}
 }
