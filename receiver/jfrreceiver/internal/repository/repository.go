@@ -34,6 +34,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -98,9 +99,13 @@ type Source struct {
 	noWatcher bool                 // inotify could not be used: poll only
 	started   bool
 	rescan    bool // Rescan was called since the last scan
-	lastScan  time.Time
-	now       func() time.Time
-	memory    budget
+	// rescanSoon: a follower found its folder gone while its JVM runs (set
+	// from its poll's goroutine): the next poll scans, for the folder
+	// HotSpot makes after its probe.
+	rescanSoon atomic.Bool
+	lastScan   time.Time
+	now        func() time.Time
+	memory     budget
 	// tooMany are the discovered JVMs whose surplus repository folders
 	// were reported, so each is counted once; pruned at each discovery.
 	tooMany map[jvmKey]bool
@@ -190,7 +195,8 @@ func (s *Source) Rescan() { s.rescan = true }
 // poll and emits one batch per JVM.
 func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 	var errs []error
-	if !s.started || s.rescan || s.now().Sub(s.lastScan) >= s.cfg.DiscoveryInterval {
+	soon := s.rescanSoon.Swap(false)
+	if !s.started || s.rescan || soon || s.now().Sub(s.lastScan) >= s.cfg.DiscoveryInterval {
 		if err := s.scan(); err != nil {
 			errs = append(errs, err)
 		}
@@ -313,9 +319,9 @@ func (s *Source) startPoll(f *follower) {
 
 // awaitPoll takes f's poll result, waiting for it until deadline fires
 // (not at all once expired says it has, or once f's read was reported
-// stalled). It returns false (and, once per
-// stall, an error saying so) while the poll is still running; f is then
-// left alone until it ends. The third result says the deadline has fired.
+// stalled). It returns false (and, once per stall, an error saying so)
+// while the poll is still running; f is then left alone until it ends.
+// The third result says the deadline has fired.
 func (s *Source) awaitPoll(f *follower, deadline <-chan time.Time, expired bool) (pollResult, bool, bool) {
 	// A read reported stalled is not waited for again: it would hold
 	// every poll until it returns.
@@ -620,8 +626,8 @@ type follower struct {
 	live      *jfr.LiveChunk
 	lastStart int64 // start of the chunk read last; the next one starts later
 	done      bool
-	gone      bool // done because the folder no longer exists
-	awaited   bool // the folder was found gone once, and waited for (awaitReturn)
+	gone      bool      // done because the folder no longer exists
+	goneSince time.Time // when the folder was found gone while the JVM runs (mayReturn), zero otherwise
 	lastErr   string
 
 	// held are chunk files opened before the follower got to them (by
@@ -917,10 +923,18 @@ func (f *follower) nextChunk() (name string, start int64, unwritten fs.DirEntry,
 	if err != nil {
 		return "", 0, nil, false, err
 	}
-	if l.gone && f.awaitReturn() {
-		if l, err = f.list(); err != nil {
-			return "", 0, nil, false, err
-		}
+	gone = l.gone
+	switch {
+	case gone && f.mayReturn():
+		// Not gone yet: looked for again at the next poll (what is held
+		// is read meanwhile).
+		gone = false
+	case !gone && !f.goneSince.IsZero():
+		// Back under its name: another folder, watched afresh so that its
+		// chunk files are held from their creation (a JVM that lives a
+		// second deletes them at its exit, before any later poll).
+		f.goneSince = time.Time{}
+		f.rewatch()
 	}
 	better := func(s int64) bool {
 		return s > f.lastStart && (name == "" || (f.newest && s > start) || (!f.newest && s < start))
@@ -945,35 +959,30 @@ func (f *follower) nextChunk() (name string, start int64, unwritten fs.DirEntry,
 			name, start = n, h.StartNanos
 		}
 	}
-	return name, start, unwritten, l.gone, nil
+	return name, start, unwritten, gone, nil
 }
 
-// goneGrace is how long a follower whose folder is gone waits, once, for
-// a folder of the same name: HotSpot makes a repository folder to probe
-// that it can, deletes it, and makes the real one within milliseconds,
-// often within the same second and so under the same name.
-const goneGrace = 500 * time.Millisecond
+// goneGrace is how long a discovered JVM's follower that finds its folder
+// gone, the JVM running, goes on looking for a folder of the same name:
+// HotSpot makes a repository folder to probe that it can, deletes it, and
+// makes the real one within milliseconds, often within the same second
+// and so under the same name.
+const goneGrace = 2 * time.Second
 
-// awaitReturn waits, the first time the follower finds its folder gone,
-// up to goneGrace for a folder of the same name, and reports whether one
-// came: the follower then follows it, watched afresh so that its chunk
-// files are held from their creation (a JVM that lives a second deletes
-// them at its exit, before any later poll). It runs in the follower's own
-// poll goroutine, within the poll's deadline.
-func (f *follower) awaitReturn() bool {
-	// A pattern's folder is its own root: a new folder under its name is
-	// another root, found by the next scan.
-	if f.awaited || f.inside == "/" {
+// mayReturn reports whether a folder found gone may still come back under
+// its name: the follower is then not done, and follows the new folder
+// (watched afresh) when a later poll finds it. A pattern's folder is its
+// own root: a new folder under its name is another root, found by the
+// next scan. Polls never wait for it.
+func (f *follower) mayReturn() bool {
+	if f.inside == "/" || !f.alive() {
 		return false
 	}
-	f.awaited = true
-	for deadline := time.Now().Add(goneGrace); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if info, err := f.root.Stat(f.inside); err == nil && info.IsDir() {
-			f.rewatch()
-			return true
-		}
+	if f.goneSince.IsZero() {
+		f.goneSince = time.Now()
+		f.src.rescanSoon.Store(true)
 	}
-	return false
+	return time.Since(f.goneSince) < goneGrace
 }
 
 // rewatch watches the folder now under the follower's name.

@@ -357,11 +357,10 @@ func TestProbedRepositoryFolderRemadeUnderItsNameIsRead(t *testing.T) {
 }
 
 // TestProbedRepositoryFolderRemadeWhileWaitedFor: the real repository is
-// made under the probe's name within milliseconds of the probe's deletion,
-// while the follower that met the probe waits for it (the first time it
-// finds its folder gone): the same follower reads it, watching the new
-// folder, so a chunk the JVM makes, finishes and deletes (it exits) before
-// the next poll is read too.
+// made under the probe's name after the follower that met the probe found
+// it gone, the JVM running: the follower goes on looking for its name for
+// a while, and then reads the new folder, watching it, so a chunk the JVM
+// makes, finishes and deletes (it exits) before the next poll is read too.
 func TestProbedRepositoryFolderRemadeWhileWaitedFor(t *testing.T) {
 	want := fixturePauses(t)
 	base := t.TempDir()
@@ -388,16 +387,14 @@ func TestProbedRepositoryFolderRemadeWhileWaitedFor(t *testing.T) {
 	if err := os.Remove(repo); err != nil {
 		t.Fatal(err)
 	}
-	remade := make(chan error, 1)
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		remade <- os.Mkdir(repo, 0o755)
-	}()
 	if p := poll(s); p.err != nil || p.ended || p.pauses != 0 {
-		t.Fatalf("the probe deleted and its name remade: %+v, want the follower to go on", p)
+		t.Fatalf("the probe deleted: %+v, want the follower to go on looking for its name", p)
 	}
-	if err := <-remade; err != nil {
+	if err := os.Mkdir(repo, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if p := poll(s); p.err != nil || p.ended || p.pauses != 0 {
+		t.Fatalf("its name remade: %+v, want the follower to go on", p)
 	}
 	f := s.followers[repo]
 	if f == nil || f.early == nil {
