@@ -268,6 +268,11 @@ func (r *jfrReceiver) pollOnce(ctx context.Context, host component.Host) {
 		}
 	}
 	r.cache.Sweep()
+	r.send(ctx, logs)
+}
+
+// send hands the windows found to the logs pipeline, if any.
+func (r *jfrReceiver) send(ctx context.Context, logs plog.Logs) {
 	if logs.LogRecordCount() == 0 {
 		return
 	}
@@ -285,18 +290,10 @@ func (r *jfrReceiver) finishReads() {
 	if r.repos == nil {
 		return
 	}
-	ctx := context.Background()
 	logs := plog.NewLogs()
 	now := pcommon.NewTimestampFromTime(time.Now())
 	r.repos.Finish(func(b jvmevent.Batch) { r.handle(r.repos, &b, logs, now) })
-	if logs.LogRecordCount() == 0 {
-		return
-	}
-	r.logs.Send(func(next consumer.Logs) {
-		if err := next.ConsumeLogs(ctx, logs); err != nil {
-			r.set.Logger.Warn("sending windows at shutdown", zap.Int("records", logs.LogRecordCount()), zap.Error(err))
-		}
-	})
+	r.send(context.Background(), logs)
 }
 
 // countRefused counts what a source refused (repository.Refused*,

@@ -122,8 +122,7 @@ func (r *Recorder) Consider(j JVM, hasRepository bool) error {
 	if e.pending != nil {
 		// Still exchanging (nil), or what the exchange found; a JVM not
 		// ready yet is tried again at the next discovery.
-		_, err := r.settle(e, false)
-		return err
+		return r.settle(e, false)
 	}
 	switch {
 	case e.ours:
@@ -224,8 +223,8 @@ func (r *Recorder) start(e *jvmEntry) error {
 }
 
 // settle takes the outcome of e's exchange when it has come (wait: waits
-// for it), and reports whether it has.
-func (r *Recorder) settle(e *jvmEntry, wait bool) (bool, error) {
+// for it); nil while it has not.
+func (r *Recorder) settle(e *jvmEntry, wait bool) error {
 	var x tryOutcome
 	if wait {
 		x = <-e.pending
@@ -233,11 +232,11 @@ func (r *Recorder) settle(e *jvmEntry, wait bool) (bool, error) {
 		select {
 		case x = <-e.pending:
 		default:
-			return false, nil
+			return nil
 		}
 	}
 	e.pending = nil
-	return true, r.outcome(e, x)
+	return r.outcome(e, x)
 }
 
 // outcome records what an exchange found.
@@ -360,7 +359,7 @@ func (r *Recorder) StopAll() {
 		if e.pending != nil {
 			// A JFR.start in flight may start a recording: its outcome
 			// (within the attach timeout) says whether to stop one.
-			_, _ = r.settle(e, true)
+			_ = r.settle(e, true)
 		}
 	}
 	for k, e := range r.jvms {

@@ -220,11 +220,8 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 			break
 		}
 		f := s.followers[dir]
-		var (
-			res pollResult
-			ok  bool
-		)
-		res, ok, expired = s.awaitPoll(f, deadline.C, expired)
+		res, ok, fired := s.awaitPoll(f, deadline.C, expired)
+		expired = fired
 		if res.err != nil {
 			errs = append(errs, res.err)
 		}
