@@ -45,6 +45,9 @@ var (
 	// ErrGone: the process exited, or its pid now names another process
 	// (another start time), so nothing was sent to it.
 	ErrGone = errors.New("process is gone")
+	// ErrNoListener: SIGQUIT was sent and no attach socket came within
+	// the exchange's time (a JVM still starting, or one with attach off).
+	ErrNoListener = errors.New("no attach listener")
 )
 
 // Caps on what is read from the process: its status is a few KiB, an
@@ -259,7 +262,7 @@ func (x *exchange) startListener(sock string, deadline time.Time) error {
 			return nil
 		}
 		if time.Now().Add(wait).After(deadline) {
-			return fmt.Errorf("attach: pid %d: no attach socket %s after SIGQUIT (is it a HotSpot JVM with attach enabled?)", x.t.PID, x.root.Display(sock))
+			return fmt.Errorf("attach: pid %d: no attach socket %s after SIGQUIT (is it a HotSpot JVM with attach enabled?): %w", x.t.PID, x.root.Display(sock), ErrNoListener)
 		}
 		time.Sleep(wait)
 	}
@@ -323,18 +326,63 @@ func (t Target) owner() (uid, gid int) {
 }
 
 // Ready reports whether the JVM has come far enough in its start to take
-// SIGQUIT as an attach request rather than die of it: its perf-data file
-// /tmp/hsperfdata_<user>/<nspid> exists (HotSpot creates it after
-// installing its signal handlers). JVMs run with -XX:-UsePerfData never
-// look ready.
-func (t Target) Ready() bool {
+// SIGQUIT as an attach request at once, and why not when it has not: its
+// perf-data file /tmp/hsperfdata_<user>/<nspid> exists (HotSpot creates it
+// after installing its signal handlers: before, SIGQUIT kills it), and its
+// "Signal Dispatcher" thread runs. HotSpot handles SIGQUIT from early on by
+// noting it; that thread, started later in the JVM's start (seconds later
+// in a JVM starting on a loaded node), is what reads the trigger file and
+// starts the attach listener. A SIGQUIT sent before it runs waits for it,
+// and if the trigger file is gone by then (the exchange gave up) the JVM
+// prints a thread dump instead. JVMs run with -XX:-UsePerfData, or with
+// -Xrs (no dispatcher), never look ready.
+func (t Target) Ready() (bool, string) {
 	root, err := procroot.Open(t.ProcRoot, t.PID)
+	if err != nil {
+		return false, "process gone"
+	}
+	defer root.Close()
+	if matches, _ := root.Glob("/tmp/hsperfdata_*/" + t.nspid()); len(matches) == 0 {
+		return false, "no hsperfdata file"
+	}
+	if !t.hasThread(signalDispatcher) {
+		return false, "no Signal Dispatcher thread yet"
+	}
+	return true, ""
+}
+
+// signalDispatcher is the name HotSpot gives the thread that handles
+// SIGQUIT, as the kernel keeps it (15 bytes).
+const signalDispatcher = "Signal Dispatch"
+
+// maxThreads bounds the threads looked at for one JVM.
+const maxThreads = 4096
+
+// hasThread reports whether one of the process's threads is named name
+// (/proc/<pid>/task/<tid>/comm, which the process may set to anything: a
+// fake name only makes SIGQUIT come earlier to a process that has a
+// perf-data file).
+func (t Target) hasThread(name string) bool {
+	dir := filepath.Join(t.ProcRoot, strconv.Itoa(t.PID), "task")
+	f, err := os.Open(dir)
 	if err != nil {
 		return false
 	}
-	defer root.Close()
-	matches, _ := root.Glob("/tmp/hsperfdata_*/" + t.nspid())
-	return len(matches) > 0
+	defer f.Close()
+	tids, err := f.Readdirnames(maxThreads)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false
+	}
+	for _, tid := range tids {
+		if _, err := strconv.Atoi(tid); err != nil {
+			continue
+		}
+		comm, err := procroot.ReadProcFile(filepath.Join(dir, tid, "comm"), 64)
+		if err == nil && strings.TrimSuffix(string(comm), "\n") == name {
+			return true
+		}
+	}
+	return false
 }
 
 // NotYet reports whether err says the JVM does not know the command yet:

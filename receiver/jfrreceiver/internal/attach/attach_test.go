@@ -57,10 +57,11 @@ func TestStartAndStopRecording(t *testing.T) {
 	pid := cmd.Process.Pid
 	target := Target{ProcRoot: "/proc", PID: pid, Timeout: 30 * time.Second}
 
-	// SIGQUIT before the JVM installs its handlers would kill it; Ready
-	// says when it has (its perf-data file exists).
+	// SIGQUIT before the JVM installs its handlers would kill it, and one
+	// before its Signal Dispatcher runs waits; Ready says when both are
+	// done.
 	deadline := time.Now().Add(30 * time.Second)
-	for !target.Ready() {
+	for ok, _ := target.Ready(); !ok; ok, _ = target.Ready() {
 		if time.Now().After(deadline) {
 			t.Fatalf("JVM not ready\n%s", out.String())
 		}
@@ -206,7 +207,17 @@ func newFakeContainer(t *testing.T, cwd string) fakeContainer {
 	must(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644))
 	status := "Name:\tjava\nUid:\t0\t" + strconv.Itoa(fakeUID) + "\t0\t0\nGid:\t0\t" + strconv.Itoa(fakeGID) + "\t0\t0\nNSpid:\t4321\t1\n"
 	must(t, os.WriteFile(filepath.Join(dir, "status"), []byte(status), 0o644))
+	c.thread(t, fakePID, "java")
 	return c
+}
+
+// thread adds a thread named comm to the fake process (its main thread is
+// "java", as a launcher's is).
+func (c fakeContainer) thread(t *testing.T, tid int, comm string) {
+	t.Helper()
+	dir := filepath.Join(c.proc, strconv.Itoa(fakePID), "task", strconv.Itoa(tid))
+	must(t, os.MkdirAll(dir, 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "comm"), []byte(comm+"\n"), 0o644))
 }
 
 func (c fakeContainer) target() Target {
@@ -372,12 +383,16 @@ func TestAttachStaysInsideTheContainer(t *testing.T) {
 func TestAttachInsideTheContainer(t *testing.T) {
 	c := newFakeContainer(t, "/app")
 	must(t, os.MkdirAll(filepath.Join(c.root, "tmp", "hsperfdata_app"), 0o755))
-	if c.target().Ready() {
-		t.Error("ready before its perf-data file exists")
+	if ok, why := c.target().Ready(); ok || why != "no hsperfdata file" {
+		t.Errorf("before its perf-data file exists: ready %v (%q)", ok, why)
 	}
 	must(t, os.WriteFile(filepath.Join(c.root, "tmp", "hsperfdata_app", "1"), nil, 0o644))
-	if !c.target().Ready() {
-		t.Error("not ready with /tmp/hsperfdata_app/1")
+	if ok, why := c.target().Ready(); ok || why != "no Signal Dispatcher thread yet" {
+		t.Errorf("before its Signal Dispatcher runs: ready %v (%q)", ok, why)
+	}
+	c.thread(t, 4322, "Signal Dispatch")
+	if ok, why := c.target().Ready(); !ok {
+		t.Errorf("not ready with /tmp/hsperfdata_app/1 and a Signal Dispatcher thread: %q", why)
 	}
 	conns := listen(t, filepath.Join(c.root, "tmp", ".java_pid1"), "0\nRecording 1: name=x\n")
 	got, err := c.target().Jcmd("JFR.check")

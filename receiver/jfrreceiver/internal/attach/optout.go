@@ -34,24 +34,79 @@ func ProcessOptOut(reader *procresource.Reader, pid int) string {
 	if v, ok := reader.Getenv(pid, OptOutEnv); ok && isOff(v) {
 		return "environment " + OptOutEnv + "=" + strings.TrimSpace(v)
 	}
-	var opts []string
-	for _, env := range []string{"JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"} {
-		if v, ok := reader.Getenv(pid, env); ok {
-			opts = append(opts, strings.Fields(v)...)
-		}
-	}
-	value, found := PropertyValue(opts, OptOutProperty)
+	env, cmd := jvmOptions(reader, pid)
+	value, found := PropertyValue(env, OptOutProperty)
 	// The command line comes after those options, and wins.
-	raw, err := procroot.ReadProcFile(filepath.Join(reader.Root(), strconv.Itoa(pid), "cmdline"), maxCmdline)
-	if args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00"); err == nil && len(args) > 1 {
-		if v, ok := PropertyValue(args[1:], OptOutProperty); ok {
-			value, found = v, true
-		}
+	if v, ok := PropertyValue(cmd, OptOutProperty); ok {
+		value, found = v, true
 	}
 	if found && isOff(value) {
 		return "system property -D" + OptOutProperty + "=" + value
 	}
 	return ""
+}
+
+// AttachDisabled reports whether the JVM runs with
+// -XX:+DisableAttachMechanism (the last of -XX:± winning, the command line
+// after the environment's options): SIGQUIT would only make it print a
+// thread dump.
+func AttachDisabled(reader *procresource.Reader, pid int) bool {
+	env, cmd := jvmOptions(reader, pid)
+	disabled := false
+	for _, args := range [][]string{env, cmd} {
+		for _, a := range jvmArgs(args) {
+			switch a {
+			case "-XX:+DisableAttachMechanism":
+				disabled = true
+			case "-XX:-DisableAttachMechanism":
+				disabled = false
+			}
+		}
+	}
+	return disabled
+}
+
+// jvmOptions returns the options the JVM takes from JAVA_TOOL_OPTIONS and
+// JDK_JAVA_OPTIONS, and its command line without the launcher.
+func jvmOptions(reader *procresource.Reader, pid int) (env, cmd []string) {
+	for _, name := range []string{"JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS"} {
+		if v, ok := reader.Getenv(pid, name); ok {
+			env = append(env, strings.Fields(v)...)
+		}
+	}
+	raw, err := procroot.ReadProcFile(filepath.Join(reader.Root(), strconv.Itoa(pid), "cmdline"), maxCmdline)
+	if args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00"); err == nil && len(args) > 1 {
+		cmd = args[1:]
+	}
+	return env, cmd
+}
+
+// jvmArgs returns the leading arguments that are the JVM's: those before
+// the main class, source file, -jar or -m, without the values of options
+// that take the next argument (-cp and the like).
+func jvmArgs(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case takesValue(a):
+			i++
+		case a == "-jar" || a == "-m" || a == "--module" || !strings.HasPrefix(a, "-"):
+			return out // the program's arguments follow
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func takesValue(a string) bool {
+	switch a {
+	case "-cp", "-classpath", "--class-path", "-p", "--module-path",
+		"--add-modules", "--add-opens", "--add-exports", "--add-reads", "--enable-native-access":
+		return true
+	}
+	return false
 }
 
 // PropertyValue returns the value of the system property name set by -D in
@@ -63,20 +118,12 @@ func PropertyValue(args []string, name string) (string, bool) {
 	prefix := "-D" + name + "="
 	var value string
 	found := false
-	for i := 0; i < len(args); i++ {
-		a := args[i]
+	for _, a := range jvmArgs(args) {
 		switch {
 		case strings.HasPrefix(a, prefix):
 			value, found = a[len(prefix):], true
 		case a == "-D"+name:
 			value, found = "", true
-		case a == "-cp" || a == "-classpath" || a == "--class-path" || a == "-p" || a == "--module-path" ||
-			a == "--add-modules" || a == "--add-opens" || a == "--add-exports" || a == "--add-reads" || a == "--enable-native-access":
-			i++ // takes the next argument
-		case a == "-jar" || a == "-m" || a == "--module":
-			return value, found // the program's arguments follow
-		case !strings.HasPrefix(a, "-"):
-			return value, found // the main class or source file
 		}
 	}
 	return value, found

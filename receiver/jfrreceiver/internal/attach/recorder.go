@@ -85,8 +85,9 @@ type jvmEntry struct {
 	first  time.Time // the first try
 	ours   bool      // a recording named RecordingName runs, which we stop
 	// pending is the attach exchange running now (start), nil when none.
-	pending chan tryOutcome
-	checked bool // command line and environment read (they do not change)
+	pending  chan tryOutcome
+	checked  bool // command line and environment read (they do not change)
+	disabled bool // -XX:+DisableAttachMechanism
 }
 
 // Recorder decides for every discovered JVM whether the receiver starts a
@@ -149,6 +150,10 @@ func (r *Recorder) Consider(j JVM, hasRepository bool) error {
 		r.set(e, StateOptedOut, why)
 		return nil
 	}
+	if e.disabled {
+		r.set(e, StateRefused, "-XX:+DisableAttachMechanism (attach is off in the JVM)")
+		return nil
+	}
 	return r.start(e)
 }
 
@@ -159,6 +164,7 @@ func (r *Recorder) optOut(e *jvmEntry) (string, bool) {
 		if why := ProcessOptOut(r.reader, e.jvm.PID); why != "" {
 			return why, true
 		}
+		e.disabled = AttachDisabled(r.reader, e.jvm.PID)
 		e.checked = true
 	}
 	if r.cfg.Pods == nil {
@@ -195,8 +201,8 @@ type tryOutcome struct {
 func (r *Recorder) start(e *jvmEntry) error {
 	j := e.jvm
 	t := Target{ProcRoot: r.cfg.ProcRoot, PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, Timeout: r.cfg.Timeout}
-	if !t.Ready() {
-		r.set(e, StateFound, "not started far enough to attach (no hsperfdata file)")
+	if ok, why := t.Ready(); !ok {
+		r.set(e, StateFound, "not started far enough to attach ("+why+")")
 		return nil
 	}
 	e.tries++
@@ -265,8 +271,9 @@ func (r *Recorder) outcome(e *jvmEntry, x tryOutcome) error {
 	}
 	// The first JFR command initializes JFR in the JVM, which can take
 	// longer than the timeout in a busy JVM: the JVM goes on with it, and
-	// the next try finds it done.
-	if (NotYet(err) || errors.Is(err, os.ErrDeadlineExceeded)) && (e.tries < maxTries || time.Since(e.first) < minTrying) {
+	// the next try finds it done. So does an attach listener slower to
+	// start than the timeout (the next try finds its socket).
+	if (NotYet(err) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, ErrNoListener)) && (e.tries < maxTries || time.Since(e.first) < minTrying) {
 		r.set(e, StateFound, "JFR not ready in the JVM yet")
 		return nil
 	}
