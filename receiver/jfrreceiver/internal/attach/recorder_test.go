@@ -1,37 +1,27 @@
 package attach
 
 import (
-	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 )
 
-// lockedBuffer is a JVM's output, written by exec's copier while the test
-// reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// output is a JVM's stdout and stderr, in a file the test reads while
+// the JVM writes it.
+type output string
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+func (o output) String() string {
+	b, _ := os.ReadFile(string(o))
+	return string(b)
 }
 
 // startJVM runs the workload JVM (JDK 17) with args before its source file.
-func startJVM(t *testing.T, env []string, args ...string) (*exec.Cmd, *lockedBuffer) {
+func startJVM(t *testing.T, env []string, args ...string) (*exec.Cmd, output) {
 	t.Helper()
 	j := jfrtest.Find(t, 17)
 	src, _, err := jfrtest.Workload()
@@ -41,8 +31,13 @@ func startJVM(t *testing.T, env []string, args ...string) (*exec.Cmd, *lockedBuf
 	cmd := exec.Command(j.Java(), append(append([]string{"-Xmx64m"}, args...), src, "30000")...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = env
-	out := new(lockedBuffer)
-	cmd.Stdout, cmd.Stderr = out, out
+	out := output(filepath.Join(t.TempDir(), "out"))
+	f, err := os.Create(string(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
