@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/attention"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procsocket"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
@@ -69,6 +70,9 @@ type correlator struct {
 	// give windows, and the node of processes found in its /proc.
 	node procresource.Node
 	ids  *identities
+	// attention is where matched spans' and JVM pauses' processes are
+	// marked for the pythongil receiver (attention.go).
+	attention *attention.Registry
 	// name is the component ID the timeline page finds this state by;
 	// timeline is what it records for the page (snapshot.go).
 	name       string
@@ -118,6 +122,7 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 		name:     set.ID.String(),
 		timeline: newTimelineState(cfg),
 	}
+	c.attention = attention.Default()
 	var sockets socketOwners
 	if cfg.Identity.Connection {
 		sockets = procsocket.NewResolver(cfg.Identity.ProcRoot)
@@ -269,6 +274,7 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 		key, scoped := c.scopeOf(src)
 		src.maxStart = math.MinInt64
 		srcIndex := len(sources)
+		paused := false
 		if watching && scoped {
 			c.timeline.noteResource(key, rl.Resource())
 		}
@@ -300,6 +306,7 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 					continue
 				}
 				src.maxStart = max(src.maxStart, w.Start)
+				paused = paused || isPause(w.Kind)
 				if watching {
 					notes = append(notes, noteWindow(key, src.proc.pid, kind, w))
 				}
@@ -307,6 +314,9 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 					Start: w.Start, End: end, ThreadID: w.ThreadID, PID: src.proc.pid, Kind: kind,
 				}})
 			}
+		}
+		if paused {
+			c.markPaused(src)
 		}
 		sources = append(sources, src)
 	}

@@ -139,6 +139,7 @@ func (p *tracesProcessor) resolve(ctx context.Context, td ptrace.Traces) []spanI
 	ids := make([]spanIdentity, rss.Len())
 	for i := 0; i < rss.Len(); i++ {
 		ids[i] = p.c.ids.resolve(ctx, rss.At(i).Resource())
+		p.c.markSpans(ids[i])
 	}
 	return ids
 }

@@ -1,0 +1,52 @@
+package runtimecorrelationprocessor // import "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor"
+
+import (
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+)
+
+// The correlator marks, in the attention registry (attention.Default
+// unless a test gives its own), the local processes whose spans it
+// matched and whose JVM pauses it indexed, in the terms of its match
+// scope: a process (process), a pod (pod); on host scope every window of
+// the node overlaps every span and pause, so there is nothing to aim at
+// and nothing is marked. The pythongil receiver spends its uprobe budget
+// on the interpreters so marked.
+
+// isLocal reports whether a window's or a span's node is this one: the
+// receivers of this collector, which read the registry, probe it.
+func (c *correlator) isLocal(node string) bool {
+	return node != "" && (node == c.node.HostName || node == c.node.K8sNodeName)
+}
+
+// markSpans marks the process of a span resource that was matched.
+func (c *correlator) markSpans(id spanIdentity) {
+	if id.unmatched != "" {
+		return
+	}
+	switch c.cfg.MatchScope {
+	case ScopeProcess:
+		if id.scope.gen != goneGen && c.isLocal(id.scope.host) {
+			c.attention.MarkProcess(int(id.scope.pid), 0, c.now())
+		}
+	case ScopePod:
+		c.attention.MarkPod(id.scope.pod, c.now())
+	}
+}
+
+// markPaused marks the process of a batch of windows that held a JVM
+// pause.
+func (c *correlator) markPaused(s source) {
+	switch c.cfg.MatchScope {
+	case ScopeProcess:
+		if s.hasPID && c.isLocal(s.node) {
+			c.attention.MarkProcess(int(s.proc.pid), s.proc.startTicks, c.now())
+		}
+	case ScopePod:
+		c.attention.MarkPod(s.proc.podUID, c.now())
+	}
+}
+
+// isPause reports whether a window kind stops the JVM's threads.
+func isPause(k window.Kind) bool {
+	return k == window.KindJVMSafepoint || k == window.KindJVMGCPause
+}
