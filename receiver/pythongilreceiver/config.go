@@ -77,6 +77,10 @@ type OverheadConfig struct {
 	Period time.Duration `mapstructure:"period"`
 	// CostPerHit is what one probe hit costs, for the estimate.
 	CostPerHit time.Duration `mapstructure:"cost_per_hit"`
+	// FollowAttention spends the budget first on the libraries whose
+	// processes recently had spans or JVM pauses (as the runtimecorrelation
+	// processor marks them); the others get the minimum ratio.
+	FollowAttention bool `mapstructure:"follow_attention"`
 }
 
 // Values of wait_source.

@@ -69,7 +69,7 @@ func TestDefaultConfig(t *testing.T) {
 	if cfg.RetryInterval != time.Minute {
 		t.Errorf("cfg.RetryInterval: got %v, want %v", cfg.RetryInterval, time.Minute)
 	}
-	if got, want := cfg.Overhead, (OverheadConfig{Budget: 0.02, Period: 10 * time.Second, CostPerHit: time.Microsecond}); got != want {
+	if got, want := cfg.Overhead, (OverheadConfig{Budget: 0.02, Period: 10 * time.Second, CostPerHit: time.Microsecond, FollowAttention: true}); got != want {
 		t.Errorf("cfg.Overhead: got %v, want %v", got, want)
 	}
 	if cfg.filtered() {
@@ -97,7 +97,7 @@ func TestCustomConfig(t *testing.T) {
 		MaxBatchSize:       256,
 		PerThread:          true,
 		RetryInterval:      5 * time.Minute,
-		Overhead:           OverheadConfig{Budget: 0.05, Period: 5 * time.Second, CostPerHit: time.Microsecond},
+		Overhead:           OverheadConfig{Budget: 0.05, Period: 5 * time.Second, CostPerHit: time.Microsecond, FollowAttention: true},
 		Metrics:            defaultMetricsConfig(),
 		ResourceAttributes: metadata.DefaultResourceAttributesConfig(),
 	}
@@ -161,6 +161,41 @@ func TestValidateEachKey(t *testing.T) {
 			}
 			if got := err.Error(); !strings.Contains(got, tt.key) {
 				t.Errorf("error: got %q, want it to contain %q", got, tt.key)
+			}
+		})
+	}
+}
+
+// TestFollowAttentionKey: overhead.follow_attention is on by default, can
+// be turned off, and takes only a boolean.
+func TestFollowAttentionKey(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		value any
+		want  bool
+		bad   bool
+	}{
+		{"off", false, false, false},
+		{"on", true, true, false},
+		{"not a boolean", "sometimes", false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := createDefaultConfig().(*Config)
+			err := confmap.NewFromStringMap(map[string]any{"overhead": map[string]any{"follow_attention": tt.value}}).Unmarshal(cfg)
+			if tt.bad {
+				if err == nil || !strings.Contains(err.Error(), "follow_attention") {
+					t.Fatalf("Unmarshal: got %v, want an error naming follow_attention", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Unmarshal: %v", err)
+			}
+			if cfg.Overhead.FollowAttention != tt.want {
+				t.Errorf("overhead.follow_attention: got %v, want %v", cfg.Overhead.FollowAttention, tt.want)
+			}
+			if err := cfg.Validate(); err != nil {
+				t.Errorf("Validate: %v", err)
 			}
 		})
 	}

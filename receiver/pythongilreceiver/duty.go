@@ -1,8 +1,10 @@
 package pythongilreceiver
 
 import (
+	"errors"
 	"time"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/attention"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
 )
 
@@ -18,25 +20,40 @@ import (
 // links close). A detached phase lasts until the spending is paid back, so
 // that the cost stays within the budget over any stretch of a period or
 // more, not only in the steady state.
+//
+// Attached time runs from when attaching returns (the uprobes fire from
+// then: none while it runs) to when detaching starts (the kernel stops them
+// at once and then waits tens of ms for readers to go: about 2 ms of hits
+// in a 60 ms close here), so that the ratio says what was kept.
+//
+// Attention (overhead.follow_attention): while over budget, when some
+// libraries' processes have attention (attention.Registry: recent spans
+// or JVM pauses) and others not, every library is attached for the others'
+// share of the period, then only the attended ones for the rest of theirs
+// (the tail), so that the budget goes to them: the others get the minimum
+// ratio, or more when the attended ones are attached all period. Both
+// parts are measured apart, which tells the attended libraries' cost from
+// everyone's. Every library attaches at once, at the start of an attached
+// phase, so that what a thread did before it is stale for all alike.
 type dutyCycle struct {
 	cfg   OverheadConfig
 	probe *gil.Probe
 	t     *time.Timer
 
-	// ratio is the attached fraction chosen; effective is the fraction
-	// measured over the last period, attach and detach latency included
-	// (closing uprobe links waits for the kernel), which is what is
-	// reported.
+	// ratio is the attached fraction chosen (the others' under a plan);
+	// effective is the fraction measured over the last period, which is
+	// what is reported.
 	ratio     float64
 	effective float64
 	on        bool
-	since     time.Time
-	onFor     time.Duration
-	hitsSince uint64
-	// detachLatency is how long the last SetActive(false) took: the probes
-	// keep firing until it returns, so the planned attached time is
-	// shortened by it.
-	detachLatency time.Duration
+	// since is when the current phase began: attached (the tail is part
+	// of it) or detached; cycle is when the last attached phase began.
+	since time.Time
+	cycle time.Time
+	// onFor is how long every library was attached in the last attached
+	// phase, onForHi how long the attended ones were (the tail included).
+	onFor, onForHi time.Duration
+	hitsSince      uint64
 	// tokens is the budget not spent yet, in CPU seconds (negative: spent
 	// ahead), as of tokensAt; it stays within ± budget × period.
 	tokens   float64
@@ -47,6 +64,31 @@ type dutyCycle struct {
 	// GIL is not known yet (learning).
 	offUntil time.Time
 	nextCost float64
+
+	// follow is overhead.follow_attention.
+	follow bool
+	// attended are the libraries the current plan favours (nil: none,
+	// every library alike), hi their planned attached fraction and
+	// effectiveHi the one measured over the last period.
+	attended    map[*gil.Library]bool
+	hi          float64
+	effectiveHi float64
+	// tail is on while only the attended libraries are attached, since
+	// tailSince.
+	tail      bool
+	tailSince time.Time
+	// rate is the cost measured with every library attached, attRate with
+	// only the attended ones (0: not measured yet), as shares of a CPU per
+	// probed process.
+	rate, attRate float64
+}
+
+// dutyLibrary is one probed library as the duty cycle sees it: the live
+// processes that map it and whether any of them has attention.
+type dutyLibrary struct {
+	lib      *gil.Library
+	pids     []uint32
+	attended bool
 }
 
 // minRatio keeps some observation however expensive the probes are.
@@ -67,7 +109,8 @@ const minAttached = 10 * time.Millisecond
 
 func newDutyCycle(cfg OverheadConfig, probe *gil.Probe) *dutyCycle {
 	now := time.Now()
-	d := &dutyCycle{cfg: cfg, probe: probe, ratio: 1, effective: 1, on: true, since: now, tokensAt: now}
+	d := &dutyCycle{cfg: cfg, probe: probe, ratio: 1, effective: 1, hi: 1, effectiveHi: 1, on: true, since: now, cycle: now,
+		tokensAt: now, follow: cfg.FollowAttention}
 	if cfg.Budget <= 0 {
 		return d
 	}
@@ -94,30 +137,25 @@ func (d *dutyCycle) stop() {
 	}
 }
 
+// ratioOf is the share of l's released windows, GC pauses and held time
+// that the probes keep: its attached fraction over the last period.
+func (d *dutyCycle) ratioOf(l *gil.Library) float64 {
+	if d.attended[l] {
+		return d.effectiveHi
+	}
+	return d.effective
+}
+
 // step ends the current phase: after an attached phase it re-estimates the
-// cost and chooses the ratio; it returns the ratio now in effect.
-func (d *dutyCycle) step(processes int) (float64, error) {
+// cost and chooses the ratio, and where libs' attention says so the tail;
+// it returns the others' ratio now in effect (ratioOf: each library's).
+func (d *dutyCycle) step(processes int, libs []dutyLibrary) (float64, error) {
 	now := time.Now()
-	if !d.on {
-		if now.Before(d.offUntil) && !d.learning(now, processes) {
-			d.t.Reset(min(d.offUntil.Sub(now), recheck))
-			return d.effective, nil
-		}
-		// End of a detached phase: attach for ratio × period.
-		offFor := now.Sub(d.since)
-		if err := d.probe.SetActive(true); err != nil {
-			d.t.Reset(d.cfg.Period)
-			return d.effective, err
-		}
-		if total := d.onFor + offFor; total > 0 {
-			d.effective = d.onFor.Seconds() / total.Seconds()
-		}
-		d.on, d.since = true, now
-		if c, err := d.probe.Counters(); err == nil {
-			d.hitsSince = c.Hits
-		}
-		d.t.Reset(max(time.Duration(d.ratio*float64(d.cfg.Period))-d.detachLatency, minAttached))
-		return d.effective, nil
+	switch {
+	case !d.on:
+		return d.attach(now, processes)
+	case d.tail:
+		return d.endTail(now, processes)
 	}
 	c, err := d.probe.Counters()
 	if err != nil {
@@ -126,42 +164,161 @@ func (d *dutyCycle) step(processes int) (float64, error) {
 	}
 	attached := now.Sub(d.since).Seconds()
 	hits := c.Hits - d.hitsSince
-	rate := ratioCost(d.cfg, float64(hits), attached, processes)
+	d.rate = ratioCost(d.cfg, float64(hits), attached, processes)
+	prev := d.ratio
 	d.ratio = ratioFor(d.cfg, float64(hits), attached, processes)
 	if d.ratio >= 1 {
 		d.hitsSince = c.Hits
 		d.spend(now, hits, processes)
-		d.since = now
-		d.effective = 1
+		d.since, d.cycle = now, now
+		d.effective, d.effectiveHi, d.hi, d.attended = 1, 1, 1, nil
 		d.t.Reset(min(d.cfg.Period, recheck))
 		return 1, nil
 	}
+	if others := d.plan(libs); others != nil {
+		return d.startTail(now, processes, prev, others)
+	}
+	d.attended, d.hi = nil, d.ratio
+	return d.detach(now, processes)
+}
+
+// plan chooses, from libs' attention, the libraries to detach before the
+// attended ones (nil: none, every library alike) and the attached
+// fractions of both (ratio, hi): the others at the minimum, the rest of
+// the budget to the attended, whose cost is estimated by the last tail's
+// (at first, everyone's: the tail then only grows).
+func (d *dutyCycle) plan(libs []dutyLibrary) map[*gil.Library][]uint32 {
+	if !d.follow {
+		return nil
+	}
+	attended := map[*gil.Library]bool{}
+	others := map[*gil.Library][]uint32{}
+	for _, l := range libs {
+		if l.attended {
+			attended[l.lib] = true
+		} else {
+			others[l.lib] = l.pids
+		}
+	}
+	if len(attended) == 0 || len(others) == 0 {
+		return nil
+	}
+	budget, all := d.cfg.Budget, d.rate
+	att := d.attRate
+	if att <= 0 || att > all {
+		att = all
+	}
+	lo, hi := minRatio, minRatio
+	if spare := budget - lo*all; spare > 0 && att > 0 {
+		hi = min(lo+spare/att, 1)
+	}
+	if hi >= 1 && all > att {
+		// The attended ones fit attached all period: what is left goes to
+		// the others, for whom all - att is the cost of attaching them too.
+		lo = min(max((budget-att)/(all-att), minRatio), 1)
+	}
+	if time.Duration((hi-lo)*float64(d.cfg.Period)) < minAttached {
+		return nil
+	}
+	d.attended, d.ratio, d.hi = attended, lo, hi
+	return others
+}
+
+// startTail detaches the others and leaves the attended libraries attached
+// for the rest of their share of the period. prev is the ratio the others
+// were attached at until now.
+func (d *dutyCycle) startTail(now time.Time, processes int, prev float64, others map[*gil.Library][]uint32) (float64, error) {
+	if err := d.probe.Detach(others); err != nil {
+		// Attached as a whole, alike: detach everything.
+		d.attended, d.hi = nil, d.ratio
+		_, derr := d.detach(now, processes)
+		return d.effective, errors.Join(err, derr)
+	}
+	off := time.Now()
+	c, err := d.probe.Counters()
+	if err == nil {
+		d.spend(off, c.Hits-d.hitsSince, processes)
+		d.hitsSince = c.Hits
+	}
+	if d.onForHi <= d.onFor {
+		// No tail in the last period to measure the attended libraries'
+		// share by: theirs is the others' as measured, scaled by plan.
+		d.effectiveHi = min(d.effective*d.hi/max(prev, minRatio), 1)
+	}
+	d.onFor = now.Sub(d.since)
+	d.tail, d.tailSince = true, off
+	d.t.Reset(max(time.Duration(d.hi*float64(d.cfg.Period))-off.Sub(d.since), minAttached))
+	return d.effective, err
+}
+
+// endTail measures the attended libraries' cost alone and detaches them.
+func (d *dutyCycle) endTail(now time.Time, processes int) (float64, error) {
+	c, err := d.probe.Counters()
+	if err != nil {
+		d.t.Reset(d.cfg.Period)
+		return d.effective, err
+	}
+	d.attRate = ratioCost(d.cfg, float64(c.Hits-d.hitsSince), now.Sub(d.tailSince).Seconds(), processes)
+	return d.detach(now, processes)
+}
+
+// detach ends an attached phase (tail included) at now and plans the
+// detached phase.
+func (d *dutyCycle) detach(now time.Time, processes int) (float64, error) {
 	if err := d.probe.SetActive(false); err != nil {
 		d.t.Reset(d.cfg.Period)
 		return d.effective, err
 	}
-	// The probes fired until the links were closed.
+	// The few hits while the links closed are spent too.
 	off := time.Now()
 	if c, err := d.probe.Counters(); err == nil {
-		hits = c.Hits - d.hitsSince
+		d.spend(off, c.Hits-d.hitsSince, processes)
 	}
-	d.spend(off, hits, processes)
-	d.detachLatency = off.Sub(now)
-	d.onFor = off.Sub(d.since)
-	d.on, d.since = false, off
+	d.onForHi = now.Sub(d.since)
+	if !d.tail {
+		d.onFor = d.onForHi
+	}
+	d.on, d.tail, d.since = false, false, now
 	// Detached for the rest of the period, at least a tenth of it, and
 	// until the budget has accrued what the next attached phase will
 	// spend: paid before it is spent, so that the first estimate's cost
 	// (at full rate) is not added to the steady state's.
-	offFor := max(d.cfg.Period-d.onFor, d.cfg.Period/10)
-	next := d.ratio * d.cfg.Period.Seconds() * rate
+	offFor := max(d.cfg.Period-d.onForHi, d.cfg.Period/10)
+	next := d.ratio * d.cfg.Period.Seconds() * d.rate
+	if d.attended != nil {
+		next += (d.hi - d.ratio) * d.cfg.Period.Seconds() * min(d.attRate, d.rate)
+	}
 	if owed := next - d.tokens; owed > 0 {
 		offFor = max(offFor, time.Duration(owed/d.cfg.Budget*float64(time.Second)))
 	}
-	d.effective = d.onFor.Seconds() / (d.onFor + offFor).Seconds()
-	d.offUntil, d.nextCost = off.Add(offFor), next
+	total := (d.onForHi + offFor).Seconds()
+	d.effective, d.effectiveHi = d.onFor.Seconds()/total, d.onForHi.Seconds()/total
+	d.offUntil, d.nextCost = now.Add(offFor), next
 	// Checked every recheck for a process to learn (learning).
-	d.t.Reset(min(offFor, recheck))
+	d.t.Reset(min(d.offUntil.Sub(off), recheck))
+	return d.effective, nil
+}
+
+// attach ends a detached phase once it is paid for (or to learn a GIL):
+// every library is attached, for the others' share of the period.
+func (d *dutyCycle) attach(now time.Time, processes int) (float64, error) {
+	if now.Before(d.offUntil) && !d.learning(now, processes) {
+		d.t.Reset(min(d.offUntil.Sub(now), recheck))
+		return d.effective, nil
+	}
+	if err := d.probe.SetActive(true); err != nil {
+		d.t.Reset(d.cfg.Period)
+		return d.effective, err
+	}
+	on := time.Now()
+	if total := on.Sub(d.cycle).Seconds(); total > 0 {
+		d.effective, d.effectiveHi = d.onFor.Seconds()/total, d.onForHi.Seconds()/total
+	}
+	d.on, d.since, d.cycle = true, on, on
+	if c, err := d.probe.Counters(); err == nil {
+		d.hitsSince = c.Hits
+	}
+	d.t.Reset(max(time.Duration(d.ratio*float64(d.cfg.Period)), minAttached))
 	return d.effective, nil
 }
 
@@ -220,6 +377,46 @@ func ratioCost(cfg OverheadConfig, hits, attached float64, processes int) float6
 		return 0
 	}
 	return hits / attached * cfg.CostPerHit.Seconds() / float64(max(processes, 1))
+}
+
+// dutyLibraries are the probed libraries with their live processes, each
+// attended when one of them is in reg.
+func (st *runState) dutyLibraries(reg *attention.Registry, now time.Time) []dutyLibrary {
+	out := make([]dutyLibrary, 0, len(st.libraries))
+	for _, l := range st.libraries {
+		dl := dutyLibrary{lib: l.lib, pids: make([]uint32, 0, len(l.pids))}
+		for pid := range l.pids {
+			p, ok := st.processes[pid]
+			if !ok || p.exited {
+				continue
+			}
+			dl.pids = append(dl.pids, pid)
+			id := p.res.Identity()
+			dl.attended = dl.attended || reg.Attended(attention.Process{PID: int(pid), StartTicks: id.StartTicks, PodUID: id.PodUID}, now)
+		}
+		out = append(out, dl)
+	}
+	return out
+}
+
+// setSampling gives every probed process its library's ratio.
+func (st *runState) setSampling(d *dutyCycle) {
+	for _, l := range st.libraries {
+		r := d.ratioOf(l.lib)
+		for pid := range l.pids {
+			if p, ok := st.processes[pid]; ok {
+				p.sampling = r
+			}
+		}
+	}
+}
+
+// samplingOf is the share of p's sampled windows the probes keep.
+func (st *runState) samplingOf(p *process) float64 {
+	if p.sampling > 0 {
+		return p.sampling
+	}
+	return st.sampling
 }
 
 // withoutFutex is opts with waits from the uprobes.

@@ -178,7 +178,7 @@ func TestDetachedPhaseEndsToLearnAGIL(t *testing.T) {
 			d.on, d.since, d.ratio = false, now, 0.1
 			d.offUntil, d.nextCost = now.Add(cfg.Period), 0.005
 			d.tokens, d.tokensAt = tt.tokens, now
-			_, err = d.step(tt.processes)
+			_, err = d.step(tt.processes, nil)
 			if err != nil {
 				t.Fatalf("d.step: %v", err)
 			}

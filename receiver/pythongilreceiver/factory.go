@@ -53,6 +53,9 @@ func createDefaultConfig() component.Config {
 			Budget:     defaultBudget,
 			Period:     defaultBudgetPeriod,
 			CostPerHit: defaultCostPerHit,
+			// The windows that overlap spans and JVM pauses are the ones
+			// looked at; nothing marked, the budget is spent evenly.
+			FollowAttention: true,
 		},
 		Metrics:            defaultMetricsConfig(),
 		ResourceAttributes: metadata.DefaultResourceAttributesConfig(),

@@ -198,8 +198,8 @@ func (st *runState) aggregatesByPID(aggs map[gil.AggregateKey]gil.Aggregate) map
 // collection (keptRatio: with wait_source futex, waits and forced switches
 // are all kept while the uprobes are duty-cycled), which scales what grew,
 // bounded so that one window never weighs more than 1/minScaleRatio.
-func (st *runState) ratio(kind gil.Kind) float64 {
-	return max(min(keptRatio(st.cfg, kind, st.sampling), 1), minScaleRatio)
+func (st *runState) ratio(p *process, kind gil.Kind) float64 {
+	return max(min(keptRatio(st.cfg, kind, st.samplingOf(p)), 1), minScaleRatio)
 }
 
 // processMetrics records one process's metrics on its own resource.
@@ -239,7 +239,7 @@ func (st *runState) mergeHistograms(p *process, aggs map[gil.AggregateKey]gil.Ag
 		}
 		prev := p.aggRaw[hk]
 		if a.Count > prev.Count {
-			ratio := st.ratio(k.Kind)
+			ratio := st.ratio(p, k.Kind)
 			e := p.aggEst[hk]
 			e.count += float64(a.Count-prev.Count) / ratio
 			e.sum += (a.Sum - prev.Sum).Seconds() / ratio
@@ -279,7 +279,7 @@ func (st *runState) updateEstimates(p *process, aggs map[gil.AggregateKey]gil.Ag
 	}
 	for k, v := range raw {
 		if d := v - p.raw[k]; d > 0 {
-			p.estimates[k] += d / st.ratio(k.kind)
+			p.estimates[k] += d / st.ratio(p, k.kind)
 		}
 		p.raw[k] = v
 	}

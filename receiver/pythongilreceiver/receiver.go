@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/attention"
 	"github.com/otelcol-ai/otelcol-ai/internal/consumergate"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
@@ -45,6 +46,10 @@ type gilReceiver struct {
 	// load is gil.Load, replaced by tests.
 	load func(gil.Options) (*gil.Probe, error)
 
+	// attention says which processes recently had spans or JVM pauses
+	// (overhead.follow_attention): attention.Default, the collector's.
+	attention *attention.Registry
+
 	// tel is the receiver's own telemetry, from start to shutdown.
 	tel *metadata.TelemetryBuilder
 
@@ -55,7 +60,7 @@ type gilReceiver struct {
 }
 
 func newReceiver(set receiver.Settings, cfg *Config) *gilReceiver {
-	return &gilReceiver{set: set, cfg: cfg, load: gil.Load}
+	return &gilReceiver{set: set, cfg: cfg, load: gil.Load, attention: attention.Default()}
 }
 
 // start starts the run loop; the first face to start calls it. It returns
@@ -226,13 +231,15 @@ func (r *gilReceiver) serve(ctx context.Context, host component.Host, probe *gil
 		case <-budget.timer():
 			r.stateMu.Lock()
 			procs := st.liveProcesses()
+			libs := st.dutyLibraries(r.attention, time.Now())
 			r.stateMu.Unlock()
-			ratio, err := budget.step(procs)
+			ratio, err := budget.step(procs, libs)
 			if err != nil {
 				r.set.Logger.Warn("duty cycling the probes", zap.Error(err))
 			}
 			r.stateMu.Lock()
 			st.sampling = ratio
+			st.setSampling(budget)
 			r.stateMu.Unlock()
 		}
 	}

@@ -88,6 +88,9 @@ type process struct {
 	// threadNames caches each thread's name ("" when it has none of its
 	// own), read once per thread.
 	threadNames map[uint32]string
+	// sampling is the process's library's ratio (dutyCycle.ratioOf); 0
+	// until the duty cycle sets one: the receiver's.
+	sampling float64
 }
 
 type histKey struct {
@@ -331,6 +334,12 @@ func (st *runState) consider(in discovery.Interpreter) bool {
 			zap.Bool("switch_probes", l.Symbols().Switch()), zap.String("gc", gc), zap.NamedError("gc_usdt", gcErr))
 	}
 	lib.pids[pid] = struct{}{}
+	if lib.lib.Detached() {
+		// Mapping a library the budget detached for now.
+		if err := st.probe.Detach(map[*gil.Library][]uint32{lib.lib: {pid}}); err != nil {
+			st.logger.Warn("marking a process detached", zap.Uint32("pid", pid), zap.Error(err))
+		}
+	}
 	if st.cfg.filtered() {
 		if err := st.probe.Select(pid); err != nil {
 			st.logger.Warn("selecting process", zap.Uint32("pid", pid), zap.Error(err))
@@ -421,7 +430,7 @@ func (st *runState) add(ev gil.Event) bool {
 		h = newHistogram(st.cfg.MinDuration)
 		p.hists[key] = h
 	}
-	kept := keptRatio(st.cfg, ev.Kind, st.sampling)
+	kept := keptRatio(st.cfg, ev.Kind, st.samplingOf(p))
 	h.record(ev.Duration, kept)
 
 	kind, ok := windowKind(ev.Kind)

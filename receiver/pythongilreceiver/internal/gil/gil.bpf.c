@@ -220,6 +220,17 @@ struct {
 	__type(value, struct control);
 } control_map SEC(".maps");
 
+// detached_pids are the processes whose library's uprobes user space
+// detached while other libraries' stay attached (the budget following
+// attention): their threads are treated as while every uprobe is detached.
+// Emptied whenever every library is attached again.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} detached_pids SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 20);
@@ -292,12 +303,14 @@ static __always_inline int valid(__u64 start)
 	return 1;
 }
 
-// uprobes_active reports whether the uprobes are attached now.
-static __always_inline int uprobes_active(void)
+// uprobes_active reports whether pid's uprobes are attached now.
+static __always_inline int uprobes_active(__u32 pid)
 {
 	__u32 zero = 0;
 	struct control *c = bpf_map_lookup_elem(&control_map, &zero);
-	return !c || c->active;
+	if (c && !c->active)
+		return 0;
+	return !bpf_map_lookup_elem(&detached_pids, &pid);
 }
 
 static __always_inline void aggregate(struct thread *t, __u32 kind, __u64 duration)
@@ -782,7 +795,7 @@ static __always_inline int took_since(struct thread *t, struct gil_info *g, __u6
 	__u64 grace = g ? g->interval * 1000 / 2 : 1000000;
 	__u32 zero = 0;
 	struct control *c = bpf_map_lookup_elem(&control_map, &zero);
-	if (!c || (c->active && since >= c->attached_since))
+	if (!c || (uprobes_active(t->pid) && since >= c->attached_since))
 		// The uprobes were attached all along: the thread neither released
 		// nor asked for the GIL since (that would have settled the wait),
 		// so it ran at most Python code, which is forced off only after a
@@ -895,7 +908,7 @@ int futex_enter(struct futex_enter_args *ctx)
 		return 0;
 	t->blocked = BLOCKED;
 	t->futex_gil = base;
-	if (!uprobes_active() || (t->in_restore && !valid(t->wait_at))) {
+	if (!uprobes_active(pid) || (t->in_restore && !valid(t->wait_at))) {
 		// The uprobes are detached, or were since the thread asked: what
 		// it did before is not known, its wait is timed from here.
 		t->blocked = BLOCKED_SEEN;

@@ -136,13 +136,14 @@ type gilProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type gilMapSpecs struct {
-	ControlMap *ebpf.MapSpec `ebpf:"control_map"`
-	Counters   *ebpf.MapSpec `ebpf:"counters"`
-	DataRanges *ebpf.MapSpec `ebpf:"data_ranges"`
-	Events     *ebpf.MapSpec `ebpf:"events"`
-	Gils       *ebpf.MapSpec `ebpf:"gils"`
-	Pids       *ebpf.MapSpec `ebpf:"pids"`
-	Threads    *ebpf.MapSpec `ebpf:"threads"`
+	ControlMap   *ebpf.MapSpec `ebpf:"control_map"`
+	Counters     *ebpf.MapSpec `ebpf:"counters"`
+	DataRanges   *ebpf.MapSpec `ebpf:"data_ranges"`
+	DetachedPids *ebpf.MapSpec `ebpf:"detached_pids"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	Gils         *ebpf.MapSpec `ebpf:"gils"`
+	Pids         *ebpf.MapSpec `ebpf:"pids"`
+	Threads      *ebpf.MapSpec `ebpf:"threads"`
 }
 
 // gilVariableSpecs contains global variables before they are loaded into the kernel.
@@ -177,13 +178,14 @@ func (o *gilObjects) Close() error {
 //
 // It can be passed to loadGilObjects or ebpf.CollectionSpec.LoadAndAssign.
 type gilMaps struct {
-	ControlMap *ebpf.Map `ebpf:"control_map"`
-	Counters   *ebpf.Map `ebpf:"counters"`
-	DataRanges *ebpf.Map `ebpf:"data_ranges"`
-	Events     *ebpf.Map `ebpf:"events"`
-	Gils       *ebpf.Map `ebpf:"gils"`
-	Pids       *ebpf.Map `ebpf:"pids"`
-	Threads    *ebpf.Map `ebpf:"threads"`
+	ControlMap   *ebpf.Map `ebpf:"control_map"`
+	Counters     *ebpf.Map `ebpf:"counters"`
+	DataRanges   *ebpf.Map `ebpf:"data_ranges"`
+	DetachedPids *ebpf.Map `ebpf:"detached_pids"`
+	Events       *ebpf.Map `ebpf:"events"`
+	Gils         *ebpf.Map `ebpf:"gils"`
+	Pids         *ebpf.Map `ebpf:"pids"`
+	Threads      *ebpf.Map `ebpf:"threads"`
 }
 
 func (m *gilMaps) Close() error {
@@ -191,6 +193,7 @@ func (m *gilMaps) Close() error {
 		m.ControlMap,
 		m.Counters,
 		m.DataRanges,
+		m.DetachedPids,
 		m.Events,
 		m.Gils,
 		m.Pids,

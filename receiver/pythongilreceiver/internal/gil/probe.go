@@ -235,6 +235,9 @@ type Library struct {
 	usdt    []target
 	usdtErr error
 	links   []link.Link
+	// detached says Detach closed its links while the probe's others stay
+	// attached; SetActive attaches it again.
+	detached bool
 }
 
 // target is one uprobe at a file offset: a symbol's, or a USDT probe's
@@ -532,15 +535,16 @@ func (l *Library) Close() error {
 }
 
 // SetActive attaches (true) or detaches (false) the probes of every
-// library, for duty cycling. Windows open across a detached period are
-// discarded, not reported with a wrong length.
+// library, for duty cycling; attaching also attaches again the libraries
+// Detach detached. Windows open across a detached period are discarded,
+// not reported with a wrong length.
 func (p *Probe) SetActive(active bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return ErrClosed
 	}
-	if p.active == active {
+	if p.active == active && (!active || !p.anyDetached()) {
 		return nil
 	}
 	p.active = active
@@ -552,13 +556,103 @@ func (p *Probe) SetActive(active bool) error {
 		errs = append(errs, p.setDetached())
 		return errors.Join(errs...)
 	}
+	// Every process is attached from here: none is treated as detached,
+	// and what any thread did before now is stale (a library detached
+	// alone missed its threads' calls since).
+	if err := p.clearDetachedPIDs(); err != nil {
+		return err
+	}
 	if err := p.setAttachedSince(); err != nil {
 		return err
 	}
 	for l := range p.libraries {
-		errs = append(errs, l.link())
+		if len(l.links) == 0 {
+			errs = append(errs, l.link())
+		}
+		l.detached = false
 	}
 	return errors.Join(errs...)
+}
+
+// Detach closes the uprobe links of libs while the other libraries' stay
+// attached, so that the budget is spent on the processes of those; each
+// library comes with the pids of the processes that map it, whose threads
+// the kernel side then treats as while every uprobe is detached. It may be
+// called again for a process that came to map a detached library since.
+// SetActive(true) attaches them again; while the probe is detached as a
+// whole, Detach does nothing.
+func (p *Probe) Detach(libs map[*Library][]uint32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	if !p.active {
+		return nil
+	}
+	// Marked before the links close: a thread the uprobes see after its
+	// mark is judged as detached, which costs its wait at most its cause,
+	// never a wrong length.
+	var closing []*Library
+	for l, pids := range libs {
+		if _, ok := p.libraries[l]; !ok {
+			continue
+		}
+		for _, pid := range pids {
+			if err := p.objs.DetachedPids.Put(pid, uint8(1)); err != nil {
+				return fmt.Errorf("gil: mark pid %d detached: %w", pid, err)
+			}
+		}
+		l.detached = true
+		closing = append(closing, l)
+	}
+	// Each close waits for the kernel (unlink): all at once.
+	errs := make([]error, len(closing))
+	var wg sync.WaitGroup
+	for i, l := range closing {
+		wg.Go(func() { errs[i] = l.unlink() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Detached reports whether Detach detached l (and SetActive has not
+// attached it again).
+func (l *Library) Detached() bool {
+	l.probe.mu.Lock()
+	defer l.probe.mu.Unlock()
+	return l.detached
+}
+
+func (p *Probe) anyDetached() bool {
+	for l := range p.libraries {
+		if l.detached {
+			return true
+		}
+	}
+	return false
+}
+
+// clearDetachedPIDs empties the kernel's set of processes detached alone.
+func (p *Probe) clearDetachedPIDs() error {
+	var (
+		pid  uint32
+		v    uint8
+		pids []uint32
+	)
+	it := p.objs.DetachedPids.Iterate()
+	for it.Next(&pid, &v) {
+		pids = append(pids, pid)
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("gil: read detached pids: %w", err)
+	}
+	for _, pid := range pids {
+		if err := p.objs.DetachedPids.Delete(pid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("gil: clear detached pid %d: %w", pid, err)
+		}
+	}
+	return nil
 }
 
 // Active reports whether the probes are attached (see SetActive).
@@ -682,6 +776,9 @@ func (p *Probe) Forget(pid uint32) error {
 		errs = append(errs, err)
 	}
 	if err := p.objs.DataRanges.Delete(pid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		errs = append(errs, err)
+	}
+	if err := p.objs.DetachedPids.Delete(pid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

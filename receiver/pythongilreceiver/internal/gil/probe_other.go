@@ -75,5 +75,11 @@ func (l *Library) GC() (string, error) { return "", nil }
 // Links is 0 here.
 func (l *Library) Links() int { return 0 }
 
+// Detach always fails here.
+func (p *Probe) Detach(map[*Library][]uint32) error { return ErrClosed }
+
+// Detached is false: there are no probes here.
+func (l *Library) Detached() bool { return false }
+
 // Close does nothing.
 func (l *Library) Close() error { return nil }
