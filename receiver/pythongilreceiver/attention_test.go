@@ -15,6 +15,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/attention"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
@@ -266,5 +267,33 @@ func TestPlanSplitsTheBudget(t *testing.T) {
 				t.Errorf("planned cost %v over the budget", cost)
 			}
 		})
+	}
+}
+
+// TestAttendedProcessesCountsThePlan: the telemetry counts the live
+// processes of the files the plan favours, each file's processes get its
+// ratio, and those of no file keep the receiver's.
+func TestAttendedProcessesCountsThePlan(t *testing.T) {
+	a, b := &gil.Library{}, &gil.Library{}
+	st := &runState{
+		sampling: 0.05,
+		libraries: map[discovery.FileID]*library{
+			{Dev: "0:1", Inode: 1}: {lib: a, pids: map[uint32]struct{}{10: {}, 11: {}, 12: {}}},
+			{Dev: "0:1", Inode: 2}: {lib: b, pids: map[uint32]struct{}{20: {}}},
+		},
+		processes: map[uint32]*process{10: {pid: 10}, 11: {pid: 11}, 12: {pid: 12, exited: true}, 20: {pid: 20}, 30: {pid: 30}},
+	}
+	d := &dutyCycle{attended: map[*gil.Library]bool{a: true}, effective: 0.01, effectiveHi: 0.4}
+	if n := st.attendedProcesses(d); n != 2 {
+		t.Errorf("attended processes: got %d, want 2 (pids 10 and 11; 12 exited)", n)
+	}
+	st.setSampling(d)
+	for pid, want := range map[uint32]float64{10: 0.4, 11: 0.4, 20: 0.01, 30: 0.05} {
+		if got := st.samplingOf(st.processes[pid]); got != want {
+			t.Errorf("pid %d: sampling %v, want %v", pid, got, want)
+		}
+	}
+	if n := st.attendedProcesses(&dutyCycle{}); n != 0 {
+		t.Errorf("no plan: got %d attended processes, want 0", n)
 	}
 }

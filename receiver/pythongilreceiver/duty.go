@@ -411,6 +411,23 @@ func (st *runState) setSampling(d *dutyCycle) {
 	}
 }
 
+// attendedProcesses counts the live processes of the files d's plan
+// favours.
+func (st *runState) attendedProcesses(d *dutyCycle) int64 {
+	var n int64
+	for _, l := range st.libraries {
+		if !d.attended[l.lib] {
+			continue
+		}
+		for pid := range l.pids {
+			if p, ok := st.processes[pid]; ok && !p.exited {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // samplingOf is the share of p's sampled windows the probes keep.
 func (st *runState) samplingOf(p *process) float64 {
 	if p.sampling > 0 {

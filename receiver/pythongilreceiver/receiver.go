@@ -193,11 +193,14 @@ func (r *gilReceiver) serve(ctx context.Context, host component.Host, probe *gil
 	collectT := time.NewTicker(r.cfg.CollectionInterval)
 	flushT := time.NewTicker(r.cfg.FlushInterval)
 	budget := newDutyCycle(r.cfg.Overhead, probe)
+	// attended is what otelcol_receiver_pythongil_attended_processes says.
+	var attended int64
 	defer func() {
 		discoverT.Stop()
 		collectT.Stop()
 		flushT.Stop()
 		budget.stop()
+		r.tel.ReceiverPythongilAttendedProcesses.Add(context.Background(), -attended)
 	}()
 	for {
 		select {
@@ -240,7 +243,12 @@ func (r *gilReceiver) serve(ctx context.Context, host component.Host, probe *gil
 			r.stateMu.Lock()
 			st.sampling = ratio
 			st.setSampling(budget)
+			n := st.attendedProcesses(budget)
 			r.stateMu.Unlock()
+			if n != attended {
+				r.tel.ReceiverPythongilAttendedProcesses.Add(ctx, n-attended)
+				attended = n
+			}
 		}
 	}
 }

@@ -23,11 +23,12 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                           metric.Meter
-	mu                              sync.Mutex
-	registrations                   []metric.Registration
-	ReceiverPythongilProcesses      metric.Int64UpDownCounter
-	ReceiverPythongilSourcesRefused metric.Int64Counter
+	meter                              metric.Meter
+	mu                                 sync.Mutex
+	registrations                      []metric.Registration
+	ReceiverPythongilAttendedProcesses metric.Int64UpDownCounter
+	ReceiverPythongilProcesses         metric.Int64UpDownCounter
+	ReceiverPythongilSourcesRefused    metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -59,6 +60,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	}
 	builder.meter = Meter(settings)
 	var err, errs error
+	builder.ReceiverPythongilAttendedProcesses, err = builder.meter.Int64UpDownCounter(
+		"otelcol_receiver_pythongil_attended_processes",
+		metric.WithDescription("Probed processes whose file the overhead budget favours now (overhead.follow_attention) because they or their pod recently had spans or JVM pauses, as the runtimecorrelation processor marks them; 0 while the probes fit the budget or no plan favours any. [Development]"),
+		metric.WithUnit("{process}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.ReceiverPythongilProcesses, err = builder.meter.Int64UpDownCounter(
 		"otelcol_receiver_pythongil_processes",
 		metric.WithDescription("Python processes discovered and running, by status (attribute state; found, probed, refused), each process counted in its current state; refused processes' reasons are in the log line of their status. [Development]"),

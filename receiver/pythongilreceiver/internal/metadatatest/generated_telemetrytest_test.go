@@ -19,8 +19,12 @@ func TestSetupTelemetry(t *testing.T) {
 	tb, err := metadata.NewTelemetryBuilder(testTel.NewTelemetrySettings())
 	require.NoError(t, err)
 	defer tb.Shutdown()
+	tb.ReceiverPythongilAttendedProcesses.Add(context.Background(), 1)
 	tb.ReceiverPythongilProcesses.Add(context.Background(), 1)
 	tb.ReceiverPythongilSourcesRefused.Add(context.Background(), 1)
+	AssertEqualReceiverPythongilAttendedProcesses(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverPythongilProcesses(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
