@@ -2,11 +2,6 @@ package pythongilreceiver
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,40 +14,6 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
-
-// privateCopy copies the interpreter's libpython into a directory of its
-// own and returns the environment that makes workloads load it: each copy
-// is a gil.Library of its own, as every container's file is in Kubernetes.
-func privateCopy(t testing.TB) []string {
-	t.Helper()
-	w := workloadtest.Start(t, "sleep", "1", "1")
-	lib, err := workloadtest.LibPython(w.PID)
-	w.Stop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(filepath.Base(lib), "libpython") {
-		t.Skipf("python3 is built static (%s): no libpython to copy", lib)
-	}
-	dir := t.TempDir()
-	data, err := os.ReadFile(lib)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, filepath.Base(lib)), data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return append(os.Environ(), "LD_LIBRARY_PATH="+dir)
-}
-
-// churnOn starts gilwork.py churn, paced at rate for n calls, on the copy
-// env loads.
-func churnOn(t testing.TB, env []string, rate, n int) *workloadtest.Process {
-	t.Helper()
-	cmd := exec.Command(workloadtest.Python(t), workloadtest.Script(), "churn", strconv.Itoa(rate), strconv.Itoa(n), "--exit")
-	cmd.Env = env
-	return workloadtest.StartCommand(t, cmd)
-}
 
 // released is what pid's released windows say: how many came, the mean
 // sampling ratio of those that carry one (sampled), and how many releases
@@ -99,8 +60,8 @@ func TestBudgetFollowsAttention(t *testing.T) {
 		budget = 0.02
 		period = time.Second
 	)
-	marked := churnOn(t, privateCopy(t), rate, calls)
-	other := churnOn(t, privateCopy(t), rate, calls)
+	marked := workloadtest.Churn(t, workloadtest.PrivateLibPython(t), rate, calls)
+	other := workloadtest.Churn(t, workloadtest.PrivateLibPython(t), rate, calls)
 	cfg := fastConfig(marked.PID, other.PID)
 	cfg.MinDuration = 0 // every release a window
 	cfg.Overhead = OverheadConfig{Budget: budget, Period: period, CostPerHit: time.Microsecond, FollowAttention: true}
