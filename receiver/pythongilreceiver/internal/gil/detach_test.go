@@ -72,8 +72,10 @@ func within(starts []int64, from, to int64) int {
 // other's coming; SetActive(true) attaches it again.
 func TestDetachStopsOnlyItsLibrary(t *testing.T) {
 	p := load(t, Options{Futex: true})
-	wa := workloadtest.Churn(t, workloadtest.PrivateLibPython(t), 20_000, 30_000)
-	wb := workloadtest.Churn(t, workloadtest.PrivateLibPython(t), 20_000, 30_000)
+	wa := workloadtest.Churn(t, workloadtest.PrivateLibPython(t), 20_000, 40_000)
+	wb := workloadtest.Churn(t, workloadtest.PrivateLibPython(t), 20_000, 40_000)
+	// Idle: only its file matters, attached below while a is detached.
+	wc := workloadtest.Churn(t, workloadtest.PrivateLibPython(t), 1000, 1000)
 	la, lb := attach(t, p, wa.PID), attach(t, p, wb.PID)
 	if la == lb {
 		t.Fatal("both workloads map one library: the copies are not separate files")
@@ -95,13 +97,20 @@ func TestDetachStopsOnlyItsLibrary(t *testing.T) {
 		t.Errorf("after Detach(a): a links %d detached %v, b links %d detached %v, probe active %v; want a alone detached",
 			la.Links(), la.Detached(), lb.Links(), lb.Detached(), p.Active())
 	}
+	// A file found meanwhile waits, detached, for every library's attach.
+	lc := attach(t, p, wc.PID)
+	if lc.Links() != 0 || !lc.Detached() {
+		t.Errorf("a library attached while another is detached alone: links %d detached %v, want it detached too", lc.Links(), lc.Detached())
+	}
 	time.Sleep(400 * time.Millisecond)
 	reattach := monotonic(t)
 	if err := p.SetActive(true); err != nil {
 		t.Fatal(err)
 	}
-	if la.Links() == 0 || la.Detached() {
-		t.Errorf("after SetActive(true): a links %d detached %v, want attached", la.Links(), la.Detached())
+	for name, l := range map[string]*Library{"a": la, "c": lc} {
+		if l.Links() == 0 || l.Detached() {
+			t.Errorf("after SetActive(true): %s links %d detached %v, want attached", name, l.Links(), l.Detached())
+		}
 	}
 	runs.Wait()
 	starts := stop()

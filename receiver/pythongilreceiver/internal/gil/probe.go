@@ -297,7 +297,13 @@ func (p *Probe) Attach(f *os.File) (*Library, error) {
 		_ = held.Close()
 		return nil, fmt.Errorf("gil: attach %s: %w", f.Name(), ErrClosed)
 	}
-	if p.active {
+	switch {
+	case p.active && p.anyDetached():
+		// Some libraries are detached alone (Detach): the budget is being
+		// spent on others. A new one waits, detached, for the next
+		// SetActive(true), with every library.
+		l.detached = true
+	case p.active:
 		if err := l.link(); err != nil {
 			_ = l.close()
 			return nil, fmt.Errorf("gil: attach %s: %w", f.Name(), err)
