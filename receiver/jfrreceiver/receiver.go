@@ -123,9 +123,18 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 		Metrics: r.cfg.Metrics, ResourceAttributes: r.cfg.ResourceAttributes,
 		CPUTime: func(jvm jvmevent.JVM) (time.Duration, bool) { return cpuTime(cpu, jvm) },
 	}, r.set)
+	// Process events find a JVM within milliseconds of its exec; the
+	// periodic scan is the safety net. Subscribed before the loop's first
+	// scan, so that no JVM falls between the two: one started while a slow
+	// first scan ran (half a second on a loaded node) was seen by neither,
+	// and a short-lived one never at all.
+	var events *discovery.Events
+	if (r.cfg.Repositories.Enabled && r.cfg.Repositories.Discover) || r.cfg.XLog.Discover {
+		events = discovery.NewEvents(r.cfg.ProcRoot, r.set.Logger)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan struct{})
-	go r.loop(ctx, host, r.done)
+	go r.loop(ctx, host, events, r.done)
 	return nil
 }
 
@@ -180,22 +189,18 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 	return out
 }
 
-func (r *jfrReceiver) loop(ctx context.Context, host component.Host, done chan struct{}) {
+func (r *jfrReceiver) loop(ctx context.Context, host component.Host, events *discovery.Events, done chan struct{}) {
 	defer close(done)
+	var arrived <-chan struct{}
+	if events != nil {
+		defer events.Close()
+		arrived = events.Ready()
+	}
 	poll := time.NewTicker(r.cfg.PollInterval)
 	defer poll.Stop()
 	collect := time.NewTicker(r.cfg.CollectionInterval)
 	defer collect.Stop()
 	r.pollOnce(ctx, host)
-	var (
-		events  *discovery.Events
-		arrived <-chan struct{}
-	)
-	if (r.cfg.Repositories.Enabled && r.cfg.Repositories.Discover) || r.cfg.XLog.Discover {
-		events = discovery.NewEvents(r.cfg.ProcRoot, r.set.Logger)
-		defer events.Close()
-		arrived = events.Ready()
-	}
 	for {
 		select {
 		case <-ctx.Done():

@@ -98,9 +98,9 @@ func TestShortLivedJVMIsFollowedFromItsExec(t *testing.T) {
 					t.Error(err)
 				}
 			}()
-			// The start-up scan is over once the receiver started; give
-			// its goroutine a moment to subscribe to process events.
-			time.Sleep(200 * time.Millisecond)
+			// Started at once: the receiver's first scan may still be
+			// running, and the JVM must be seen all the same (the process
+			// events are subscribed to before it).
 			args := append([]string{"-Xmx64m", "-XX:+UseSerialGC"}, tc.flags(dir)...)
 			args = append(args, "-cp", classes, "Short")
 			cmd := exec.Command(j.Java(), args...)
