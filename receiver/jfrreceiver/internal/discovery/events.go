@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -25,7 +26,34 @@ type Events struct {
 
 	mu      sync.Mutex
 	arrival Arrivals
+
+	// unwatched are the JVMs found at their exec that no inotify watch
+	// follows (no inotify instance to be had: a node's
+	// fs.inotify.max_user_instances is shared by every container of a
+	// user; or no folder of theirs could be watched): they are announced
+	// again every recheckEvery for their first recheckFor, which finds
+	// their repository and -Xlog files, and their exit is reported as a
+	// watched JVM's is. Used by run only.
+	unwatched map[int]unwatchedJVM
 }
+
+// newWatch is NewWatch; tests take inotify away.
+var newWatch = NewWatch
+
+// unwatchedJVM is a JVM found at its exec that no watch follows.
+type unwatchedJVM struct {
+	jvm   JVM
+	found time.Time
+}
+
+// The fallback for JVMs no watch follows: announced again every
+// recheckEvery for recheckFor after their exec (a JVM makes its
+// repository seconds into its life, once JFR has loaded), and at most
+// MaxWatched of them are kept for their exit.
+const (
+	recheckEvery = 250 * time.Millisecond
+	recheckFor   = 30 * time.Second
+)
 
 // Arrivals is what Events found since the last Take.
 type Arrivals struct {
@@ -50,11 +78,13 @@ func (a Arrivals) Empty() bool {
 // exec under the proc root. Close it.
 func NewEvents(procRoot string, logger *zap.Logger) *Events {
 	e := &Events{scanner: NewScanner(procRoot), sub: procevents.Subscribe(logger), logger: logger,
-		stop: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{}, 1)}
-	if w, err := NewWatch(); err == nil {
+		stop: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{}, 1),
+		unwatched: map[int]unwatchedJVM{}}
+	if w, err := newWatch(); err == nil {
 		e.watch = w
-	} else {
-		logger.Debug("no inotify: JVMs are seen at their exec only, not when they announce themselves", zap.Error(err))
+	} else if e.sub.Mechanism() != procevents.MechanismNone {
+		logger.Warn("no inotify instance (raise the node's fs.inotify.max_user_instances, shared by every container of a user): a JVM found at its exec is looked at again every 250 ms for its first 30 s instead of when it makes its hsperfdata file or JFR repository",
+			zap.Error(err))
 	}
 	go e.run()
 	return e
@@ -91,6 +121,8 @@ func (e *Events) run() {
 	if e.watch != nil {
 		announced = e.watch.Ready()
 	}
+	recheck := time.NewTicker(recheckEvery)
+	defer recheck.Stop()
 	for {
 		var a Arrivals
 		select {
@@ -100,11 +132,25 @@ func (e *Events) run() {
 			a = e.processEvents(e.sub.Take())
 		case <-announced:
 			a.JVMs = e.watch.Take()
+		case now := <-recheck.C:
+			a.JVMs = e.recheck(now)
 		}
 		if !a.Empty() {
 			e.add(a)
 		}
 	}
+}
+
+// recheck returns the JVMs no watch follows that are young enough to be
+// announced again.
+func (e *Events) recheck(now time.Time) []JVM {
+	var out []JVM
+	for _, u := range e.unwatched {
+		if now.Sub(u.found) < recheckFor {
+			out = append(out, u.jvm)
+		}
+	}
+	return out
 }
 
 // processEvents inspects the execs that may be JVMs and notes the exits of
@@ -128,12 +174,17 @@ func (e *Events) processEvents(b procevents.Batch) Arrivals {
 				continue
 			}
 			a.JVMs = append(a.JVMs, j)
-			if e.watch != nil {
-				e.watch.Add(j)
+			delete(e.unwatched, j.PID) // a reused pid
+			if (e.watch == nil || !e.watch.Add(j)) && len(e.unwatched) < MaxWatched {
+				e.unwatched[j.PID] = unwatchedJVM{jvm: j, found: time.Now()}
 			}
 		case procevents.Exit:
 			if e.watch != nil && e.watch.watched(ev.PID) {
 				e.watch.Remove(ev.PID)
+				a.Exited = append(a.Exited, ev.PID)
+			}
+			if _, ok := e.unwatched[ev.PID]; ok {
+				delete(e.unwatched, ev.PID)
 				a.Exited = append(a.Exited, ev.PID)
 			}
 		}

@@ -404,7 +404,7 @@ func (s *Source) watch() *watcher {
 	if s.watcher == nil && !s.noWatcher {
 		w, err := newWatcher()
 		if err != nil {
-			s.cfg.Logger.Debug("no inotify; chunk files are found by polling only", zap.Error(err))
+			s.cfg.Logger.Warn("no inotify instance (raise the node's fs.inotify.max_user_instances): JFR chunk files are found by polling only, so the last chunks of a JVM that exits between two polls may be deleted before they are read", zap.Error(err))
 			s.noWatcher = true
 			return nil
 		}
