@@ -104,8 +104,14 @@ func TestAgentParity(t *testing.T) {
 		// trigger no collection before JFR starts (see README.md).
 		{"G1/JDK17", 17, []string{"-XX:+UseG1GC", "-Xms256m", "-Xmx256m", "-Xmn128m"}},
 		{"Parallel/JDK17", 17, []string{"-XX:+UseParallelGC", "-Xms256m", "-Xmx256m", "-Xmn128m"}},
-		{"ZGC/JDK17", 17, []string{"-XX:+UseZGC", "-Xms1g", "-Xmx1g"}},
-		{"generational ZGC/JDK25", 25, []string{"-XX:+UseZGC", "-Xms1g", "-Xmx1g"}},
+		// ZGC collects at 10%, 20% and 30% of the heap in use however
+		// young the JVM ("Warmup"): the agent allocates some 270 MB
+		// before JFR starts (traced with -Xlog:gc on a loaded host, where
+		// its premain took 32 s: two warm-up collections came before the
+		// recording and after the agent began counting), so the heap is
+		// large enough that 10% is more than that.
+		{"ZGC/JDK17", 17, []string{"-XX:+UseZGC", "-Xms4g", "-Xmx4g"}},
+		{"generational ZGC/JDK25", 25, []string{"-XX:+UseZGC", "-Xms4g", "-Xmx4g"}},
 	}
 	classes := t.TempDir() // Parity.class, compiled once for Java 17
 	compiled := false
