@@ -4,10 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -249,48 +245,20 @@ func defaultBudgetRuns(b *testing.B, lib, twinLib privateLib, costPerHit float64
 	return flatSlow, pacedSlow, flatKernel, pacedKernel
 }
 
-// privateLib is a copy of the interpreter's libpython in a directory of
-// its own. Workloads that load it (LD_LIBRARY_PATH) run the same code from
-// a file that only this benchmark's probes attach to: the host is shared,
-// and another receiver's uprobes on the interpreter's own libpython fire in
-// every process that maps it.
-type privateLib struct {
-	dir string
-	env []string
-}
+// privateLib is the environment of workloads that load a copy of the
+// interpreter's libpython in a directory of its own
+// (workloadtest.PrivateLibPython): they run the same code from a file that
+// only this benchmark's probes attach to: the host is shared, and another
+// receiver's uprobes on the interpreter's own libpython fire in every
+// process that maps it.
+type privateLib []string
 
-func newPrivateLib(b *testing.B) privateLib {
-	b.Helper()
-	w := workloadtest.Start(b, "sleep", "1", "1")
-	lib, err := workloadtest.LibPython(w.PID)
-	w.Stop()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if !strings.HasPrefix(filepath.Base(lib), "libpython") {
-		b.Skipf("python3 is built static (%s): no libpython to copy", lib)
-	}
-	dir := b.TempDir()
-	data, err := os.ReadFile(lib)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, filepath.Base(lib)), data, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	return privateLib{dir: dir, env: append(os.Environ(), "LD_LIBRARY_PATH="+dir)}
-}
+func newPrivateLib(b *testing.B) privateLib { return workloadtest.PrivateLibPython(b) }
 
 // churn starts gilwork.py churn on the copy.
 func (pl privateLib) churn(b *testing.B, rate, n int) *workloadtest.Process {
 	b.Helper()
-	cmd := exec.Command(workloadtest.Python(b), workloadtest.Script(), "churn", strconv.Itoa(rate), strconv.Itoa(n), "--exit")
-	cmd.Env = pl.env
-	w := workloadtest.StartCommand(b, cmd)
-	if lib, err := workloadtest.LibPython(w.PID); err != nil || filepath.Dir(lib) != pl.dir {
-		b.Fatalf("workload %d maps %q (%v), not the copy in %s", w.PID, lib, err, pl.dir)
-	}
-	return w
+	return workloadtest.Churn(b, pl, rate, n)
 }
 
 // pair runs the workload twice at once, on two private copies: one under
