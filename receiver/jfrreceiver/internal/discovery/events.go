@@ -121,9 +121,26 @@ func (e *Events) run() {
 	if e.watch != nil {
 		announced = e.watch.Ready()
 	}
-	recheck := time.NewTicker(recheckEvery)
-	defer recheck.Stop()
+	// The recheck ticker runs only while some unwatched JVM is young
+	// enough to be looked at again: nothing wakes the loop otherwise.
+	var (
+		recheck  *time.Ticker
+		recheckC <-chan time.Time
+	)
+	defer func() {
+		if recheck != nil {
+			recheck.Stop()
+		}
+	}()
 	for {
+		switch young := e.anyYoung(time.Now()); {
+		case young && recheck == nil:
+			recheck = time.NewTicker(recheckEvery)
+			recheckC = recheck.C
+		case !young && recheck != nil:
+			recheck.Stop()
+			recheck, recheckC = nil, nil
+		}
 		var a Arrivals
 		select {
 		case <-e.stop:
@@ -132,13 +149,24 @@ func (e *Events) run() {
 			a = e.processEvents(e.sub.Take())
 		case <-announced:
 			a.JVMs = e.watch.Take()
-		case now := <-recheck.C:
+		case now := <-recheckC:
 			a.JVMs = e.recheck(now)
 		}
 		if !a.Empty() {
 			e.add(a)
 		}
 	}
+}
+
+// anyYoung reports whether a JVM no watch follows is young enough to be
+// announced again.
+func (e *Events) anyYoung(now time.Time) bool {
+	for _, u := range e.unwatched {
+		if now.Sub(u.found) < recheckFor {
+			return true
+		}
+	}
+	return false
 }
 
 // recheck returns the JVMs no watch follows that are young enough to be
