@@ -2,6 +2,7 @@ package jfrreceiver
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -328,12 +329,12 @@ func holdsOpen(procRoot string, pid int, fi os.FileInfo) (bool, error) {
 // pairWindow returns the index in pending of the window w is a copy of,
 // -1 when none.
 func pairWindow(pending []window.Window, w window.Window) int {
-	best, bestOff := -1, int64(pairWithin)+1
+	best, bestOff := -1, int64(math.MaxInt64)
 	for i, x := range pending {
 		if x.Kind != w.Kind || !sameAttr(x, w, window.AttrJVMGCID) || !sameAttr(x, w, window.AttrJVMVMOperation) {
 			continue
 		}
-		if off := pairOffset(x.Start, x.End(), w.Start, w.End()); off < bestOff {
+		if off := pairOffset(x.Start, x.End(), w.Start, w.End()); off < bestOff && copies(off, x.Start, x.End(), w.Start, w.End()) {
 			best, bestOff = i, off
 		}
 	}
@@ -343,12 +344,12 @@ func pairWindow(pending []window.Window, w window.Window) int {
 // pairSafepoint returns the index in pending of the safepoint s is a copy
 // of, -1 when none.
 func pairSafepoint(pending []jvmevent.Safepoint, s jvmevent.Safepoint) int {
-	best, bestOff := -1, int64(pairWithin)+1
+	best, bestOff := -1, int64(math.MaxInt64)
 	for i, x := range pending {
 		if x.Operation != "" && s.Operation != "" && x.Operation != s.Operation {
 			continue
 		}
-		if off := pairOffset(x.End-int64(x.Duration), x.End, s.End-int64(s.Duration), s.End); off < bestOff {
+		if off := pairOffset(x.End-int64(x.Duration), x.End, s.End-int64(s.Duration), s.End); off < bestOff && copies(off, x.End-int64(x.Duration), x.End, s.End-int64(s.Duration), s.End) {
 			best, bestOff = i, off
 		}
 	}
@@ -362,6 +363,16 @@ func pairSafepoint(pending []jvmevent.Safepoint, s jvmevent.Safepoint) int {
 // stamped when the pause begins and ends.
 func pairOffset(start1, end1, start2, end2 int64) int64 {
 	return min(absInt64(start1-start2), absInt64(end1-end2))
+}
+
+// copies reports whether two pauses of one JVM, off apart (pairOffset),
+// are copies of one pause: within pairWithin, or overlapping in time. A
+// JVM's pauses never overlap one another (each is a safepoint, and they
+// come one at a time), so any overlap is one pause seen twice, whatever
+// the skew between the log's clock and JFR's (seen on a loaded host: a
+// 95 ms safepoint whose two copies started and ended 2.6 ms apart).
+func copies(off, start1, end1, start2, end2 int64) bool {
+	return off <= int64(pairWithin) || (start1 < end2 && start2 < end1)
 }
 
 // sameAttr is false only when both windows carry key with different values.

@@ -270,3 +270,41 @@ func TestPreferencePairsALateLogLine(t *testing.T) {
 		t.Errorf("JFR safepoints: %+v, want only the later one", j.Safepoints)
 	}
 }
+
+// TestPreferencePairsASkewedCopy: on a loaded host the log's copy of a
+// 95 ms safepoint started and ended 2.6 ms from JFR's (the hybrid e2e test
+// found it reported twice): copies that overlap are one pause, since a
+// JVM's pauses never overlap one another, however far their clocks
+// disagree; a safepoint 3 ms after the log's ends is its own.
+func TestPreferencePairsASkewedCopy(t *testing.T) {
+	repos := &fakeRepos{}
+	p := newPreference("/nonexistent", repos.followed, zap.NewNop())
+	now := time.Unix(1000, 0)
+	p.now = func() time.Time { return now }
+	t0 := now.UnixNano() - int64(3*time.Second)
+	op := map[string]any{window.AttrJVMVMOperation: "G1CollectForAllocation"}
+	logDur := 95121205 * time.Nanosecond
+	b := jvmevent.Batch{JVM: jvmevent.JVM{PID: 42, Source: "/var/log/gc.log"},
+		Windows:    []window.Window{sp(window.KindJVMSafepoint, t0+int64(logDur), logDur, op)},
+		Safepoints: []jvmevent.Safepoint{{End: t0 + int64(logDur), Duration: logDur, Operation: "G1CollectForAllocation"}}}
+	p.fromXlog(&b)
+
+	dir := "/var/jfr/2026_01_01_00_00_00_42"
+	repos.list = []repository.Followed{{Dir: dir, JVM: jvmevent.JVM{PID: 42}, OwnPID: 42, From: t0 - int64(time.Millisecond)}}
+	jfrStart, jfrDur := t0+2616942, 95162362*time.Nanosecond
+	later := t0 + int64(logDur) + int64(3*time.Millisecond)
+	j := jvmevent.Batch{JVM: jvmevent.JVM{PID: 42, Source: dir}, Windows: []window.Window{
+		sp(window.KindJVMSafepoint, jfrStart+int64(jfrDur), jfrDur, op),
+		sp(window.KindJVMSafepoint, later+int64(time.Millisecond), time.Millisecond, op),
+	}, Safepoints: []jvmevent.Safepoint{
+		{End: jfrStart + int64(jfrDur), Duration: jfrDur, Operation: "G1CollectForAllocation"},
+		{End: later + int64(time.Millisecond), Duration: time.Millisecond, Operation: "G1CollectForAllocation"},
+	}}
+	p.fromJFR(&j)
+	if len(j.Windows) != 1 || j.Windows[0].Start != later {
+		t.Errorf("JFR windows: %+v, want only the later safepoint's", j.Windows)
+	}
+	if len(j.Safepoints) != 1 || j.Safepoints[0].End != later+int64(time.Millisecond) {
+		t.Errorf("JFR safepoints: %+v, want only the later one", j.Safepoints)
+	}
+}
