@@ -43,7 +43,8 @@ func interpreters(t *testing.T) map[string]string {
 // interpreter: a thread that sleeps while another spins waits, on each
 // wake-up, for the spinner to be forced off; that wait (cause restore)
 // lies inside the workload's own readings around time.sleep and ends
-// within 1 ms of the call's return; the spinner's forced drops come as
+// within 1 ms of the call's return (plus the time the thread stood
+// runnable in the call, its schedstat run delay); the spinner's forced drops come as
 // switch waits; the switch interval read from the learned GIL is the
 // interpreter's; the sleeps' released windows are each within 1 ms of
 // the call.
@@ -60,9 +61,13 @@ func TestFutexWaitsMatchTheWorkloadsClock(t *testing.T) {
 				TID      uint32     `json:"tid"`
 				N        int        `json:"n"`
 				Calls    [][2]int64 `json:"calls"`
+				Delays   []int64    `json:"run_delays_ns"`
 				Interval float64    `json:"switch_interval_s"`
 			}
 			w.Run(&res)
+			if len(res.Delays) != len(res.Calls) {
+				t.Fatalf("%d run delays for %d calls", len(res.Delays), len(res.Calls))
+			}
 			events := drain(t, p, w.PID)
 			var released, waits, switches []Event
 			for _, e := range events {
@@ -108,8 +113,11 @@ func TestFutexWaitsMatchTheWorkloadsClock(t *testing.T) {
 				if d := time.Duration(e.Start - (rel.Start + int64(rel.Duration))); d < 0 || d > time.Millisecond {
 					t.Errorf("call %d: wait starts %s after the release ends", i, d)
 				}
-				if d := time.Duration(res.Calls[i][1] - end); d > time.Millisecond {
-					t.Errorf("call %d: wait ends %s before the call returns", i, d)
+				// A thread preempted after its wake-up reads the clock
+				// later by the time it stood runnable (its run delay
+				// over the call: 2.2 ms seen in a CI run).
+				if d, late := time.Duration(res.Calls[i][1]-end), time.Duration(res.Delays[i]); d > time.Millisecond+late {
+					t.Errorf("call %d: wait ends %s before the call returns (the thread stood runnable %s in the call)", i, d, late)
 				}
 				matched++
 			}

@@ -88,10 +88,8 @@ struct thread {
 	// generation out of range).
 	struct agg_value gc_agg[GC_GENERATIONS];
 	// Futex mechanism: the GIL this thread blocks on (its base address),
-	// the switch_number read when it asked for the GIL, whether it is
-	// blocked now.
+	// whether it is blocked now.
 	__u64 futex_gil;
-	__u64 restore_switch;
 	// woke_at: when the blocked thread last left a futex wait with the GIL
 	// still taken; if its next GIL event is not another wait, it took the
 	// GIL then.
@@ -111,7 +109,10 @@ struct thread {
 	// wait_continues: the wait under way began where the thread's
 	// previous one, already sent, ended (EVENT_CONTINUES).
 	__u8 wait_continues;
-	__u8 _pad1[4];
+	// on_switch: its last GIL futex wait was on switch_cond or
+	// switch_mutex (forced off), not on the cond or the mutex (asking).
+	__u8 on_switch;
+	__u8 _pad1[3];
 	__u64 released_at;
 	__u64 wait_at;
 	__u64 held_at;
@@ -157,6 +158,9 @@ volatile const __u8 futex_waits = 0;
 // forced off (switch_cond): both held the GIL, neither waits for it.
 #define COND_REFS 16
 #define COND_REFS_END 24
+// __g_signals, the words waiters block on and signallers wake.
+#define COND_SIGNALS 40
+#define COND_SIGNALS_END 48
 
 static __always_inline int signalling(__u64 base, __u64 uaddr)
 {
@@ -358,16 +362,6 @@ static __always_inline void emit(struct thread *t, __u32 pid, __u32 tid, __u8 ki
 	bpf_ringbuf_submit(e, 0);
 }
 
-// switch_number of pid's GIL, ~0 while it is not known.
-static __always_inline __u64 read_switch_number(__u32 pid)
-{
-	struct gil_info *g = bpf_map_lookup_elem(&gils, &pid);
-	__u64 n = ~0ULL;
-	if (g && bpf_probe_read_user(&n, sizeof(n), (void *)(g->base + GIL_SWITCH_NUMBER)))
-		n = ~0ULL;
-	return n;
-}
-
 // settle ends the wait of a thread still marked blocked: it took the GIL
 // when it last woke. That is known at the wake-up when the GIL is free then
 // (futex_exit), or else when the thread next does something that needs the
@@ -435,7 +429,6 @@ static __always_inline int restore_thread(struct pt_regs *ctx)
 		// did not block, from here) to the next release.
 		t->held_at = now;
 		t->blocked = 0;
-		t->restore_switch = read_switch_number(pid);
 	}
 	return 0;
 }
@@ -740,7 +733,9 @@ struct futex_exit_args {
 };
 
 #define FUTEX_WAIT 0
+#define FUTEX_WAKE 1
 #define FUTEX_WAIT_BITSET 9
+#define FUTEX_WAKE_BITSET 10
 #define FUTEX_CMD_MASK 127
 
 // learn finds the GIL a thread waiting in PyEval_RestoreThread blocks on,
@@ -807,10 +802,50 @@ static __always_inline int took_since(struct thread *t, struct gil_info *g, __u6
 	return now - since >= grace;
 }
 
+// waking_holder ends the wait of a thread that woke from it with the GIL
+// still taken and took the GIL without blocking again (the holder let go
+// between the wake-up and the thread's own look at locked; likely when the
+// thread is preempted as it wakes): while the uprobes are detached nothing
+// else would tell until it next blocks on the GIL, perhaps never. It shows
+// when the thread wakes another on the GIL's words as only a holder does:
+// on switch_cond or switch_mutex (take_gil waking the thread it forced
+// off), when its last wait was not there; or on the cond's signal words
+// (drop_gil), once the GIL changed hands since its wake-up (a waiter that
+// took a signal meant for another gives one back there, and unlocks the
+// mutex as it blocks again).
+static __always_inline int waking_holder(__u64 uaddr)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 pid = id >> 32, tid = (__u32)id;
+	struct thread *t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t || t->pid != pid || !t->blocked || !t->woke_at || t->in_gil_futex)
+		return 0;
+	__u64 base = t->futex_gil;
+	if (!base || uaddr < base + GIL_COND || uaddr >= base + GIL_END)
+		return 0;
+	if (uaddr >= base + GIL_SWITCH_COND) {
+		if (t->on_switch)
+			return 0;
+	} else if (uaddr >= base + GIL_COND + COND_SIGNALS && uaddr < base + GIL_COND + COND_SIGNALS_END) {
+		__u64 sw = ~0ULL;
+		if (t->woke_switch == ~0ULL || bpf_probe_read_user(&sw, sizeof(sw), (void *)(base + GIL_SWITCH_NUMBER)) ||
+		    sw == t->woke_switch)
+			return 0;
+	} else {
+		return 0;
+	}
+	count(COUNTER_HITS);
+	settle(t, pid, tid);
+	t->taken_at = 0;
+	return 0;
+}
+
 SEC("tracepoint/syscalls/sys_enter_futex")
 int futex_enter(struct futex_enter_args *ctx)
 {
 	__u32 cmd = ctx->op & FUTEX_CMD_MASK;
+	if (cmd == FUTEX_WAKE || cmd == FUTEX_WAKE_BITSET)
+		return waking_holder(ctx->uaddr);
 	if (cmd != FUTEX_WAIT && cmd != FUTEX_WAIT_BITSET)
 		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
@@ -867,6 +902,7 @@ int futex_enter(struct futex_enter_args *ctx)
 		return 0;
 	}
 	t->in_gil_futex = 1;
+	t->on_switch = uaddr >= base + GIL_SWITCH_COND;
 	__u64 now = bpf_ktime_get_ns();
 	if (t->blocked && t->woke_at) {
 		// Woken before, and blocking again: if another thread took the GIL
@@ -918,12 +954,14 @@ int futex_enter(struct futex_enter_args *ctx)
 		t->held_at = 0;
 		return 0;
 	}
-	__u64 sw = ~0ULL;
-	bpf_probe_read_user(&sw, sizeof(sw), (void *)(base + GIL_SWITCH_NUMBER));
-	if (uaddr < base + GIL_SWITCH_COND && t->in_restore &&
-	    (t->restore_switch == sw || t->restore_switch == ~0ULL)) {
-		// Asked for the GIL in PyEval_RestoreThread and found it held:
-		// the wait began there.
+	// Asked for the GIL in PyEval_RestoreThread and found it held: the
+	// wait began there. A thread that took the GIL since and was forced
+	// off asks again from the eval loop at least a switch interval after
+	// its RestoreThread (another thread waited that long for it): half of
+	// one tells them apart, as in took_since, with no read of the GIL on
+	// the uncontended path.
+	__u64 grace = g ? g->interval * 1000 / 2 : 1000000;
+	if (uaddr < base + GIL_SWITCH_COND && t->in_restore && now - t->wait_at < grace) {
 		t->held_at = 0;
 		return 0;
 	}

@@ -57,7 +57,6 @@ type gilThread struct {
 	Agg           [5]gilAggValue
 	GcAgg         [3]gilAggValue
 	FutexGil      uint64
-	RestoreSwitch uint64
 	WokeAt        uint64
 	WokeSwitch    uint64
 	TakenAt       uint64
@@ -65,7 +64,8 @@ type gilThread struct {
 	InGilFutex    uint8
 	TakenBlocked  uint8
 	WaitContinues uint8
-	Pad1          [4]uint8
+	OnSwitch      uint8
+	Pad1          [3]uint8
 	ReleasedAt    uint64
 	WaitAt        uint64
 	HeldAt        uint64

@@ -17,7 +17,9 @@ Modes:
   gc N                N explicit gc.collect(2) calls over a heap of cycles
   contend N D_MS      one thread calls time.sleep(D_MS/1000) N times while
                       another spins in pure Python: each wake-up waits for
-                      the spinner to be forced off by the switch interval
+                      the spinner to be forced off by the switch interval;
+                      each call's run delay (time runnable, not running)
+                      comes with it
   churn RATE N        N hashlib calls on 4 KB buffers, paced at RATE a
                       second (0: as fast as possible); reports the time
                       spent inside the calls
@@ -111,16 +113,46 @@ def mode_contend(n, d_ms):
         while not done.is_set():
             pass
     spinner = threading.Thread(target=spin, name="spinner")
+    run_delay = run_delay_reader()
     spinner.start()
     tid = threading.get_native_id()
-    calls = []
+    calls, delays = [], []
     for _ in range(n):
+        d0 = run_delay()
         m0 = time.monotonic_ns()
         time.sleep(d_ms / 1000)
         calls.append([m0, time.monotonic_ns()])
+        delays.append(run_delay() - d0)
     done.set()
     spinner.join()
-    return {"tid": tid, "n": n, "calls": calls, "switch_interval_s": sys.getswitchinterval()}
+    return {"tid": tid, "n": n, "calls": calls, "run_delays_ns": delays,
+            "switch_interval_s": sys.getswitchinterval()}
+
+
+def run_delay_reader():
+    """A function returning the calling thread's time spent runnable but not
+    running, in ns (schedstat's second field; 0 where the kernel keeps
+    none): a thread preempted between taking the GIL and reading the clock
+    has that much more between the two. It reads with libc's pread through
+    ctypes.PyDLL, which keeps the GIL: a read that let go of it would be
+    one more contended take for the spinner to win."""
+    try:
+        import ctypes
+        fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+        pread = ctypes.PyDLL(None).pread
+        pread.restype = ctypes.c_ssize_t
+        pread.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_long]
+        buf = ctypes.create_string_buffer(128)
+    except (OSError, ImportError, AttributeError):
+        return lambda: 0
+
+    def read():
+        n = pread(fd, buf, len(buf), 0)
+        try:
+            return int(buf.raw[:max(n, 0)].split()[1])
+        except (IndexError, ValueError):
+            return 0
+    return read
 
 
 def mode_churn(rate, n):
