@@ -257,14 +257,19 @@ func defaultBudgetRuns(b *testing.B, lib, twinLib privateLib, costPerHit float64
 func unprobedPair(b *testing.B, lib, twinLib privateLib, n int) float64 {
 	b.Helper()
 	x, y := twinLib.churn(b, 0, n), lib.churn(b, 0, n)
-	var rx, ry churnResult
+	rx, ry := together(x, y)
+	x.Wait()
+	y.Wait()
+	return (ry.Busy/rx.Busy - 1) * 100
+}
+
+// together runs two started workloads at once and returns their results.
+func together(x, y *workloadtest.Process) (rx, ry churnResult) {
 	var wg sync.WaitGroup
 	wg.Go(func() { x.Run(&rx) })
 	y.Run(&ry)
 	wg.Wait()
-	x.Wait()
-	y.Wait()
-	return (ry.Busy/rx.Busy - 1) * 100
+	return rx, ry
 }
 
 // privateLib is the environment of workloads that load a copy of the
@@ -291,10 +296,7 @@ func pair(b *testing.B, probedLib, twinLib privateLib, rate, n int, report *prob
 	unprobed := twinLib.churn(b, rate, n)
 	w := probedLib.churn(b, rate, n)
 	done := withReceiver(b, nil, report)(w.PID)
-	var wg sync.WaitGroup
-	wg.Go(func() { unprobed.Run(&none) })
-	w.Run(&probed)
-	wg.Wait()
+	none, probed = together(unprobed, w)
 	done()
 	unprobed.Wait()
 	w.Wait()
