@@ -208,7 +208,7 @@ func BenchmarkDefaultBudget(b *testing.B) {
 // out, the probes' kernel time in % of a CPU, and how far two unprobed
 // twins run at once differ (aa, in %: the noise the flat slowdown lies
 // in; -4.7% to +3.8% in three pairs on a 2-vCPU VM, where the flat
-// slowdown read -10.3% to +11.6% in four runs). Each run is 3M releases flat out
+// slowdown read -10.3% to +11.6% in five runs). Each run is 3M releases flat out
 // (about 7.5 s of CPU unprobed, longer on a shared host: a wall-clock
 // period of 10 s or more) and 15 s paced, so that both end well inside
 // the workload's 2-minute limit on a loaded host; the duty cycle makes its
