@@ -247,6 +247,15 @@ func hoverOverlapped(t *testing.T, b *cdptest.Browser, d timelinetest.Drawn, lan
 			if !drawn {
 				break
 			}
+			// The page sees a move only where the mouse moves: from the
+			// second try on it goes off the chart first, so that each try
+			// is a fresh mousemove (a CI run saw the tip empty through 20
+			// tries at one spot).
+			if try > 0 {
+				if err := b.MoveMouse(1, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if err := b.MoveMouse(x, y); err != nil {
 				t.Fatal(err)
 			}
