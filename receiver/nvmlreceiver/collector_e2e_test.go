@@ -110,6 +110,11 @@ func TestBuiltCollectorStaysUpWithoutDriver(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("c.Eventually: %v", err)
 	}
+	// The collector core logs "Everything is ready" just before it
+	// handles SIGTERM (otelcol's Collector.Run installs its handler after
+	// setup): a SIGTERM at once can meet Go's default action and kill it
+	// (exit -1 in a CI run). Stay up a moment first, as the test means to.
+	time.Sleep(time.Second)
 	code, err := c.Stop(30 * time.Second)
 	if err != nil {
 		t.Fatalf("it stayed up until asked to stop: %v", err)
