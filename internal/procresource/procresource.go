@@ -185,6 +185,27 @@ func (r *Reader) StartTicks(pid int) (uint64, error) {
 	return v, nil
 }
 
+// Liveness returns the start time of process pid, as StartTicks does, and
+// whether it has exited: a process that has exited keeps its /proc entry,
+// start time included, until its parent reaps it, which may be never (a
+// container's pid 1 that does not wait, a parent stopped in a debugger).
+func (r *Reader) Liveness(pid int) (start uint64, exited bool, err error) {
+	var buf [1024]byte
+	path := r.path(pid, "stat")
+	data, err := readSmall(path, buf[:])
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			return 0, false, fmt.Errorf("procresource: pid %d under %s: %w", pid, r.root, ErrNoProcess)
+		}
+		return 0, false, fmt.Errorf("procresource: pid %d: %w", pid, err)
+	}
+	f, err := parseStatFields(data)
+	if err != nil {
+		return 0, false, fmt.Errorf("procresource: pid %d stat: %w", pid, err)
+	}
+	return f.start, f.exited(), nil
+}
+
 // readSmall reads a small file into buf with plain system calls, falling
 // back to a capped read when it does not fit.
 func readSmall(path string, buf []byte) ([]byte, error) {
@@ -268,23 +289,39 @@ func parseStartTicks(stat []byte) (uint64, error) {
 }
 
 // parseStat extracts the command name (field 2) and field 22 (starttime) of
-// /proc/<pid>/stat. comm is in parentheses and may itself contain spaces and
-// parentheses, so fields are counted from the last ')'.
+// /proc/<pid>/stat.
 func parseStat(stat []byte) (comm []byte, start uint64, err error) {
+	f, err := parseStatFields(stat)
+	return f.comm, f.start, err
+}
+
+// statFields are the fields of a /proc/<pid>/stat line the project reads.
+type statFields struct {
+	comm    []byte // field 2, without its parentheses
+	state   byte   // field 3: R, S, D, Z, X, ...
+	threads uint64 // field 20, num_threads
+	start   uint64 // field 22, starttime in clock ticks since boot
+}
+
+// parseStatFields reads a /proc/<pid>/stat line. comm is in parentheses
+// and may itself contain spaces and parentheses, so fields are counted
+// from the last ')'.
+func parseStatFields(stat []byte) (statFields, error) {
+	var f statFields
 	open := bytes.IndexByte(stat, '(')
 	end := bytes.LastIndexByte(stat, ')')
 	if open < 0 || end < open {
-		return nil, 0, errors.New("no command name in stat line")
+		return statFields{}, errors.New("no command name in stat line")
 	}
-	comm = stat[open+1 : end]
+	f.comm = stat[open+1 : end]
 	// After ") " come fields 3 (state) onwards; starttime is field 22.
-	const startField = 22
+	const threadsField, startField = 20, 22
 	field := 2
 	rest := stat[end+1:]
 	for {
 		rest = bytes.TrimLeft(rest, " ")
 		if len(rest) == 0 {
-			return nil, 0, fmt.Errorf("stat line has %d fields, want at least %d", field, startField)
+			return statFields{}, fmt.Errorf("stat line has %d fields, want at least %d", field, startField)
 		}
 		field++
 		word := rest
@@ -293,15 +330,36 @@ func parseStat(stat []byte) (comm []byte, start uint64, err error) {
 		} else {
 			rest = nil
 		}
-		if field == startField {
+		switch field {
+		case 3:
+			if len(word) != 1 {
+				return statFields{}, fmt.Errorf("state %q is not one letter", word)
+			}
+			f.state = word[0]
+		case threadsField:
 			v, ok := parseDecimal(word)
 			if !ok {
-				return nil, 0, fmt.Errorf("starttime %q is not a number", word)
+				return statFields{}, fmt.Errorf("num_threads %q is not a number", word)
 			}
-			return comm, v, nil
+			f.threads = v
+		case startField:
+			v, ok := parseDecimal(word)
+			if !ok {
+				return statFields{}, fmt.Errorf("starttime %q is not a number", word)
+			}
+			f.start = v
+			return f, nil
 		}
 		rest = bytes.TrimLeft(rest, "\n")
 	}
+}
+
+// exited reports whether the stat line is that of a process that has
+// exited and waits to be reaped: a zombie (or dying) thread-group leader
+// with no other thread left. A leader that called pthread_exit while its
+// other threads run is a zombie too, but its process still runs.
+func (f statFields) exited() bool {
+	return (f.state == 'Z' || f.state == 'X') && f.threads <= 1
 }
 
 // formatCommandLine joins NUL-separated arguments with spaces and truncates

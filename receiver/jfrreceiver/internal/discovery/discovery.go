@@ -187,10 +187,13 @@ func (s *Scanner) Candidate(pid int) (JVM, bool, error) {
 	return j, ok, err
 }
 
-// Alive reports whether the process pid with the given start time still runs.
+// Alive reports whether the process pid with the given start time still
+// runs. One that has exited is not, though its /proc entry stays until it
+// is reaped: its repository is then read to the end at once, not when the
+// entry goes (which may be never, under a parent that does not wait).
 func (s *Scanner) Alive(pid int, startTicks uint64) bool {
-	st, err := s.reader.StartTicks(pid)
-	return err == nil && (startTicks == 0 || st == startTicks)
+	st, exited, err := s.reader.Liveness(pid)
+	return err == nil && !exited && (startTicks == 0 || st == startTicks)
 }
 
 func (s *Scanner) inspect(pid int) (JVM, bool, error) {

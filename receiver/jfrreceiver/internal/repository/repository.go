@@ -592,6 +592,10 @@ func (s *Source) add(st *scanState, c candidate, openRoot func() (*procroot.Root
 		}
 		f.early = e
 	}
+	f.folder = c.info
+	if f.early != nil {
+		f.folder = f.early.info
+	}
 	s.followers[c.dir] = f
 	return f
 }
@@ -623,8 +627,9 @@ type follower struct {
 	live      *jfr.LiveChunk
 	lastStart int64 // start of the chunk read last; the next one starts later
 	done      bool
-	gone      bool      // done because the folder no longer exists
-	goneSince time.Time // when the folder was found gone while the JVM runs (mayReturn), zero otherwise
+	gone      bool        // done because the folder no longer exists
+	folder    os.FileInfo // the folder followed (watched) now, to tell another one made under its name
+	goneSince time.Time   // when the folder was found gone while the JVM runs (mayReturn), zero otherwise
 	lastErr   string
 
 	// held are chunk files opened before the follower got to them (by
@@ -850,7 +855,8 @@ func (f *follower) finish(b *jvmevent.Batch, exited bool, err error) error {
 // listing is one read of the repository folder.
 type listing struct {
 	entries []fs.DirEntry
-	gone    bool // the folder no longer exists
+	gone    bool        // the folder no longer exists
+	info    os.FileInfo // the folder listed; nil when gone
 }
 
 // list reads the folder through the root, at most maxListed entries.
@@ -863,6 +869,10 @@ func (f *follower) list() (listing, error) {
 		return listing{}, fmt.Errorf("repository %s: %w", f.dir, err)
 	}
 	defer d.Close()
+	info, err := d.Stat()
+	if err != nil {
+		return listing{}, fmt.Errorf("repository %s: %w", f.dir, err)
+	}
 	entries, err := d.ReadDir(maxListed + 1)
 	if errors.Is(err, fs.ErrNotExist) {
 		return listing{gone: true}, nil // removed while held open
@@ -874,7 +884,7 @@ func (f *follower) list() (listing, error) {
 		entries = entries[:maxListed]
 		f.refuse(RefusedTooMany, "", fmt.Errorf("repository %s: more than %d files; only %d are looked at", f.dir, maxListed, maxListed))
 	}
-	return listing{entries: entries}, nil
+	return listing{entries: entries, info: info}, nil
 }
 
 // openChunk opens a chunk file of the folder, inside the root and only
@@ -926,12 +936,21 @@ func (f *follower) nextChunk() (name string, start int64, unwritten fs.DirEntry,
 		// Not gone yet: looked for again at the next poll (what is held
 		// is read meanwhile).
 		gone = false
-	case !gone && !f.goneSince.IsZero():
-		// Back under its name: another folder, watched afresh so that its
-		// chunk files are held from their creation (a JVM that lives a
-		// second deletes them at its exit, before any later poll).
+	case !gone && f.replaced(l.info):
+		// Another folder under its name (HotSpot's real repository after
+		// its probe, made between two polls or seen gone by one): watched
+		// afresh so that its chunk files are held from their creation (a
+		// JVM that lives a second deletes them at its exit, before any
+		// later poll), and listed again for those made before the watch.
 		f.goneSince = time.Time{}
+		f.folder = l.info
 		f.rewatch()
+		if l, err = f.list(); err != nil {
+			return "", 0, nil, false, err
+		}
+		if gone = l.gone; gone && f.mayReturn() {
+			gone = false
+		}
 	}
 	better := func(s int64) bool {
 		return s > f.lastStart && (name == "" || (f.newest && s > start) || (!f.newest && s < start))
@@ -982,6 +1001,18 @@ func (f *follower) mayReturn() bool {
 	return time.Since(f.goneSince) < goneGrace
 }
 
+// replaced reports whether the folder listed (info) is not the one the
+// follower watches: the one it watched was found gone, or the kernel
+// dropped its watch, or the folder under its name is another inode. A
+// pattern's folder is its root, never replaced.
+func (f *follower) replaced(info os.FileInfo) bool {
+	if f.inside == "/" {
+		return false
+	}
+	return !f.goneSince.IsZero() || (f.early != nil && f.early.lost.Load()) ||
+		(f.folder != nil && info != nil && !os.SameFile(f.folder, info))
+}
+
 // rewatch watches the folder now under the follower's name.
 func (f *follower) rewatch() {
 	if f.watcher == nil {
@@ -994,6 +1025,7 @@ func (f *follower) rewatch() {
 	}
 	if e, err := f.watcher.watch(f.root, f.inside, f.dir); err == nil {
 		f.early = e
+		f.folder = e.info
 	}
 }
 

@@ -420,3 +420,65 @@ func TestProbedRepositoryFolderRemadeWhileWaitedFor(t *testing.T) {
 		t.Fatalf("after the chunk and the folder were deleted: %+v, want %d pauses", p, want)
 	}
 }
+
+// TestProbedRepositoryFolderRemadeBetweenPolls: the probe folder is deleted
+// and the real one made under its name between two polls, so that no poll
+// finds the name gone. The follower tells the new folder from the one it
+// watches (the kernel dropped that watch; the inode differs) and watches
+// the new one, so a chunk the JVM makes, finishes and deletes (it exits)
+// before the next poll is read; a chunk made before the new watch began is
+// found by listing the new folder again.
+func TestProbedRepositoryFolderRemadeBetweenPolls(t *testing.T) {
+	want := fixturePauses(t)
+	base := t.TempDir()
+	repo := filepath.Join(base, "2026_11_29_10_00_00_4250")
+	if err := os.Mkdir(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{DiscoveryInterval: time.Hour})
+	defer s.Close()
+	info, err := os.Stat(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := candidate{inside: "/" + filepath.Base(repo), dir: repo, info: info, discovered: true,
+		jvm: jvmevent.JVM{PID: 4250, Source: repo}, alive: func() bool { return true }}
+	if s.add(&scanState{found: map[string]bool{}}, c, func() (*procroot.Root, error) { return procroot.OpenDir(base) }) == nil {
+		t.Fatal("not followed")
+	}
+	if p := poll(s); p.err != nil || p.pauses != 0 || p.ended {
+		t.Fatalf("the probe folder: %+v", p)
+	}
+	probe := s.followers[repo].early
+	if probe == nil {
+		t.Fatal("the probe folder is not watched")
+	}
+	if err := os.Remove(repo); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(repo, "a.jfr"), chunkFile(t, 0, false))
+	if p := poll(s); p.err != nil || p.ended || p.pauses != want {
+		t.Fatalf("the folder remade with a chunk: %+v, want %d pauses", p, want)
+	}
+	f := s.followers[repo]
+	if f == nil || f.early == nil || f.early == probe {
+		t.Fatalf("the remade folder is not watched afresh (followed: %v)", f != nil)
+	}
+	write(t, filepath.Join(repo, "b.jfr"), chunkFile(t, time.Second, true))
+	held := func() bool {
+		f.early.mu.Lock()
+		defer f.early.mu.Unlock()
+		return f.early.files["b.jfr"] != nil
+	}
+	for deadline := time.Now().Add(10 * time.Second); !held(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the new watch did not open b.jfr")
+		}
+	}
+	if err := os.RemoveAll(repo); err != nil {
+		t.Fatal(err)
+	}
+	if p := poll(s); p.err != nil || p.pauses != want || !p.ended {
+		t.Fatalf("after the last chunk and the folder were deleted: %+v, want %d pauses and the end", p, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -40,6 +41,12 @@ type early struct {
 	root   *procroot.Root // the follower's; it closes it after unwatch
 	inside string         // the folder inside root
 	wd     int32
+	info   os.FileInfo // the folder watched, as it was when the watch began
+	// lost is set once the kernel has dropped the watch: the folder was
+	// deleted (HotSpot deletes the folder it probes with and makes the
+	// real one, often under the same name). A folder under the name now
+	// is another one, to be watched afresh.
+	lost atomic.Bool
 
 	mu     sync.Mutex
 	files  map[string]*os.File // by file name
@@ -67,11 +74,15 @@ func (w *watcher) watch(root *procroot.Root, inside, dir string) (*early, error)
 		return nil, err
 	}
 	defer d.Close()
-	wd, err := unix.InotifyAddWatch(w.fd, procroot.FDPath(int(d.Fd())), unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_ONLYDIR)
+	info, err := d.Stat()
+	if err != nil {
+		return nil, err
+	}
+	wd, err := unix.InotifyAddWatch(w.fd, procroot.FDPath(int(d.Fd())), unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_DELETE_SELF|unix.IN_ONLYDIR)
 	if err != nil {
 		return nil, &os.PathError{Op: "inotify_add_watch", Path: dir, Err: err}
 	}
-	e := &early{w: w, root: root, inside: inside, wd: int32(wd), files: map[string]*os.File{}}
+	e := &early{w: w, root: root, inside: inside, wd: int32(wd), info: info, files: map[string]*os.File{}}
 	w.mu.Lock()
 	w.byWatch[e.wd] = e
 	w.mu.Unlock()
@@ -123,6 +134,19 @@ func (w *watcher) loop() {
 			nameEnd := min(nameStart+int(binary.NativeEndian.Uint32(buf[off+12:])), n)
 			name := strings.TrimRight(string(buf[nameStart:nameEnd]), "\x00")
 			off = nameEnd
+			if mask&(unix.IN_DELETE_SELF|unix.IN_IGNORED) != 0 {
+				w.mu.Lock()
+				if e := w.byWatch[wd]; e != nil {
+					e.lost.Store(true)
+					if mask&unix.IN_IGNORED != 0 {
+						// The kernel has dropped the watch; its number
+						// may be handed out again.
+						delete(w.byWatch, wd)
+					}
+				}
+				w.mu.Unlock()
+				continue
+			}
 			if mask&(unix.IN_CREATE|unix.IN_MOVED_TO) == 0 || mask&unix.IN_ISDIR != 0 || !strings.HasSuffix(name, ".jfr") {
 				continue
 			}
