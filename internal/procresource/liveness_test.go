@@ -103,4 +103,3 @@ func FuzzParseStatFields(f *testing.F) {
 		}
 	})
 }
-
