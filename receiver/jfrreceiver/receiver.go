@@ -22,6 +22,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/consumergate"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
+	"github.com/otelcol-ai/otelcol-ai/internal/startsignal"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
@@ -48,7 +49,11 @@ type jfrReceiver struct {
 	// cancel and done belong to start and shutdown, which the shared core
 	// (internal/sharedcomponent) calls for the first and last face only and
 	// never at the same time.
-	cancel    context.CancelFunc
+	cancel context.CancelFunc
+	// guard takes a SIGTERM that comes before the collector handles it
+	// (while it starts): the recordings started in other processes are
+	// then still stopped, and the checkpoints saved.
+	guard     *startsignal.Guard
 	done      chan struct{}
 	telemetry *metadata.TelemetryBuilder
 
@@ -134,12 +139,17 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan struct{})
+	r.guard = startsignal.Hold(func(err error) {
+		r.set.Logger.Warn("signal before the collector's own handler; asking it to shut down once started", zap.Error(err))
+		componentstatus.ReportStatus(host, componentstatus.NewFatalErrorEvent(err))
+	})
 	go r.loop(ctx, host, events, r.done)
 	return nil
 }
 
 // shutdown stops the loop; the last started face to shut down calls it.
 func (r *jfrReceiver) shutdown(ctx context.Context) error {
+	r.guard.Release()
 	r.cancel()
 	select {
 	case <-r.done:
