@@ -84,6 +84,13 @@ func newReceiver(set receiver.Settings, cfg *Config) *jfrReceiver {
 
 // start starts the loop; the first face to start calls it.
 func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
+	// From here on a SIGTERM does not kill the collector before this
+	// receiver's shutdown (a start that fails releases it).
+	guard := startsignal.Hold(func(err error) {
+		r.set.Logger.Warn("signal before the collector's own handler; asking it to shut down once started", zap.Error(err))
+		componentstatus.ReportStatus(host, componentstatus.NewFatalErrorEvent(err))
+	})
+	defer func() { guard.Release() }() // nil once the loop owns it
 	var client storage.Client
 	if id := r.cfg.Recordings.Storage; id != nil && len(r.cfg.Recordings.Include) > 0 {
 		var err error
@@ -139,10 +146,7 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan struct{})
-	r.guard = startsignal.Hold(func(err error) {
-		r.set.Logger.Warn("signal before the collector's own handler; asking it to shut down once started", zap.Error(err))
-		componentstatus.ReportStatus(host, componentstatus.NewFatalErrorEvent(err))
-	})
+	r.guard, guard = guard, nil
 	go r.loop(ctx, host, events, r.done)
 	return nil
 }
