@@ -91,6 +91,10 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 		componentstatus.ReportStatus(host, componentstatus.NewFatalErrorEvent(err))
 	})
 	defer func() { guard.Release() }() // nil once the loop owns it
+	r.set.Logger.Info("JFR receiver starting",
+		zap.Bool("repositories.discover", r.cfg.Repositories.Enabled && r.cfg.Repositories.Discover),
+		zap.Bool("repositories.attach", r.cfg.Repositories.Enabled && r.cfg.Repositories.Attach.Enabled),
+		zap.Bool("xlog.discover", r.cfg.XLog.Discover))
 	var client storage.Client
 	if id := r.cfg.Recordings.Storage; id != nil && len(r.cfg.Recordings.Include) > 0 {
 		var err error
