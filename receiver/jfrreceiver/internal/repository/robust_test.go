@@ -3,6 +3,7 @@ package repository
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -363,27 +364,7 @@ func TestProbedRepositoryFolderRemadeUnderItsNameIsRead(t *testing.T) {
 // makes, finishes and deletes (it exits) before the next poll is read too.
 func TestProbedRepositoryFolderRemadeWhileWaitedFor(t *testing.T) {
 	want := fixturePauses(t)
-	base := t.TempDir()
-	repo := filepath.Join(base, "2026_11_29_10_00_00_4249")
-	if err := os.Mkdir(repo, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Followed as a discovered JVM's repository is: a folder inside the
-	// JVM's root (here base), the JVM running.
-	s := New(Config{DiscoveryInterval: time.Hour})
-	defer s.Close()
-	info, err := os.Stat(repo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := candidate{inside: "/" + filepath.Base(repo), dir: repo, info: info, discovered: true,
-		jvm: jvmevent.JVM{PID: 4249, Source: repo}, alive: func() bool { return true }}
-	if s.add(&scanState{found: map[string]bool{}}, c, func() (*procroot.Root, error) { return procroot.OpenDir(base) }) == nil {
-		t.Fatal("not followed")
-	}
-	if p := poll(s); p.err != nil || p.pauses != 0 || p.ended {
-		t.Fatalf("the probe folder: %+v", p)
-	}
+	s, repo := followProbe(t, 4249)
 	if err := os.Remove(repo); err != nil {
 		t.Fatal(err)
 	}
@@ -430,25 +411,7 @@ func TestProbedRepositoryFolderRemadeWhileWaitedFor(t *testing.T) {
 // found by listing the new folder again.
 func TestProbedRepositoryFolderRemadeBetweenPolls(t *testing.T) {
 	want := fixturePauses(t)
-	base := t.TempDir()
-	repo := filepath.Join(base, "2026_11_29_10_00_00_4250")
-	if err := os.Mkdir(repo, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	s := New(Config{DiscoveryInterval: time.Hour})
-	defer s.Close()
-	info, err := os.Stat(repo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := candidate{inside: "/" + filepath.Base(repo), dir: repo, info: info, discovered: true,
-		jvm: jvmevent.JVM{PID: 4250, Source: repo}, alive: func() bool { return true }}
-	if s.add(&scanState{found: map[string]bool{}}, c, func() (*procroot.Root, error) { return procroot.OpenDir(base) }) == nil {
-		t.Fatal("not followed")
-	}
-	if p := poll(s); p.err != nil || p.pauses != 0 || p.ended {
-		t.Fatalf("the probe folder: %+v", p)
-	}
+	s, repo := followProbe(t, 4250)
 	probe := s.followers[repo].early
 	if probe == nil {
 		t.Fatal("the probe folder is not watched")
@@ -481,4 +444,32 @@ func TestProbedRepositoryFolderRemadeBetweenPolls(t *testing.T) {
 	if p := poll(s); p.err != nil || p.pauses != want || !p.ended {
 		t.Fatalf("after the last chunk and the folder were deleted: %+v, want %d pauses and the end", p, want)
 	}
+}
+
+// followProbe makes an empty repository folder (HotSpot's probe) for the
+// JVM pid and a source that follows it as a discovered JVM's repository is
+// followed (a folder inside the JVM's root, here a temporary folder; the
+// JVM running) and has polled it once.
+func followProbe(t *testing.T, pid int) (*Source, string) {
+	t.Helper()
+	base := t.TempDir()
+	repo := filepath.Join(base, fmt.Sprintf("2026_11_29_10_00_00_%d", pid))
+	if err := os.Mkdir(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{DiscoveryInterval: time.Hour})
+	t.Cleanup(func() { s.Close() })
+	info, err := os.Stat(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := candidate{inside: "/" + filepath.Base(repo), dir: repo, info: info, discovered: true,
+		jvm: jvmevent.JVM{PID: pid, Source: repo}, alive: func() bool { return true }}
+	if s.add(&scanState{found: map[string]bool{}}, c, func() (*procroot.Root, error) { return procroot.OpenDir(base) }) == nil {
+		t.Fatal("not followed")
+	}
+	if p := poll(s); p.err != nil || p.pauses != 0 || p.ended {
+		t.Fatalf("the probe folder: %+v", p)
+	}
+	return s, repo
 }
