@@ -169,20 +169,8 @@ func readPrefix(path string, n int64) ([]byte, error) {
 // process from a new one that reused its pid: three system calls and no
 // allocation for the usual stat line.
 func (r *Reader) StartTicks(pid int) (uint64, error) {
-	var buf [1024]byte
-	path := r.path(pid, "stat")
-	data, err := readSmall(path, buf[:])
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
-			return 0, fmt.Errorf("procresource: pid %d under %s: %w", pid, r.root, ErrNoProcess)
-		}
-		return 0, fmt.Errorf("procresource: pid %d: %w", pid, err)
-	}
-	v, err := parseStartTicks(data)
-	if err != nil {
-		return 0, fmt.Errorf("procresource: pid %d stat: %w", pid, err)
-	}
-	return v, nil
+	start, _, err := r.Liveness(pid)
+	return start, err
 }
 
 // Liveness returns the start time of process pid, as StartTicks does, and
