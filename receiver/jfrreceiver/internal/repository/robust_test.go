@@ -239,17 +239,7 @@ func TestStalePatternRepositoryEnds(t *testing.T) {
 func TestChunkCreatedAndDeletedBetweenPollsIsRead(t *testing.T) {
 	s, repo, want := afterFirstChunk(t, "2026_11_29_10_00_00_4246", true)
 	write(t, filepath.Join(repo, "b.jfr"), chunkFile(t, time.Second, true))
-	held := func() bool {
-		e := s.followers[repo].early
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		return e.files["b.jfr"] != nil
-	}
-	for deadline := time.Now().Add(10 * time.Second); !held(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the watcher did not open b.jfr")
-		}
-	}
+	waitHeld(t, s.followers[repo].early, "b.jfr")
 	lastChunkAfterDeletion(t, s, repo, want)
 }
 
@@ -384,16 +374,7 @@ func TestProbedRepositoryFolderRemadeWhileWaitedFor(t *testing.T) {
 	// A chunk made and the folder deleted between two polls: held by the
 	// new watch.
 	write(t, filepath.Join(repo, "a.jfr"), chunkFile(t, 0, true))
-	held := func() bool {
-		f.early.mu.Lock()
-		defer f.early.mu.Unlock()
-		return f.early.files["a.jfr"] != nil
-	}
-	for deadline := time.Now().Add(10 * time.Second); !held(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the new watch did not open a.jfr")
-		}
-	}
+	waitHeld(t, f.early, "a.jfr")
 	if err := os.RemoveAll(repo); err != nil {
 		t.Fatal(err)
 	}
@@ -428,16 +409,7 @@ func TestProbedRepositoryFolderRemadeBetweenPolls(t *testing.T) {
 		t.Fatalf("the remade folder is not watched afresh (followed: %v)", f != nil)
 	}
 	write(t, filepath.Join(repo, "b.jfr"), chunkFile(t, time.Second, true))
-	held := func() bool {
-		f.early.mu.Lock()
-		defer f.early.mu.Unlock()
-		return f.early.files["b.jfr"] != nil
-	}
-	for deadline := time.Now().Add(10 * time.Second); !held(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the new watch did not open b.jfr")
-		}
-	}
+	waitHeld(t, f.early, "b.jfr")
 	if err := os.RemoveAll(repo); err != nil {
 		t.Fatal(err)
 	}
@@ -472,4 +444,19 @@ func followProbe(t *testing.T, pid int) (*Source, string) {
 		t.Fatalf("the probe folder: %+v", p)
 	}
 	return s, repo
+}
+
+// waitHeld waits up to 10 s for the watch e to hold the chunk file name.
+func waitHeld(t *testing.T, e *early, name string) {
+	t.Helper()
+	held := func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.files[name] != nil
+	}
+	for deadline := time.Now().Add(10 * time.Second); !held(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch did not open %s", name)
+		}
+	}
 }
