@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -116,6 +117,16 @@ func renderChart(t *testing.T, ch *chart.Chart, values map[string]any) renderedP
 	return out
 }
 
+// packagedFile returns the chart's file name (outside templates/), or nil.
+func packagedFile(ch *chart.Chart, name string) *chart.File {
+	for _, f := range ch.Files {
+		if f.Name == name {
+			return f
+		}
+	}
+	return nil
+}
+
 func renderFiles(ch *chart.Chart, values map[string]any) (map[string]string, error) {
 	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{
 		Name: releaseName, Namespace: namespace, IsInstall: true, Revision: 1,
@@ -188,6 +199,18 @@ func TestChartPackage(t *testing.T) {
 	}
 	if ch.Schema == nil {
 		t.Error("the package has no values.schema.json")
+	}
+	// The README travels in the package (`helm show readme`), as it is.
+	readme, err := os.ReadFile(filepath.Join(chartDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := packagedFile(ch, "README.md"); f == nil || !bytes.Equal(f.Data, readme) {
+		t.Errorf("the package's README.md is missing or not %s/README.md", chartDir)
+	}
+	// Its default image is the one `make image` tags: the version both take.
+	if got, want := renderChart(t, ch, nil).daemonSets[0].Spec.Template.Spec.Containers[0].Image, "otelcol-ai/otelcol-ai:"+version; got != want {
+		t.Errorf("the package's default agent image %q, want %q (the tag `make image` gives the index)", got, want)
 	}
 
 	data, err := os.ReadFile(filepath.Join(dir, "index.yaml"))
@@ -423,5 +446,36 @@ func TestValuesSchemaRejectsWrongTypes(t *testing.T) {
 		if !failed {
 			t.Errorf("helm lint passes values %v", tc.values)
 		}
+	}
+}
+
+// TestImageTagIsTheChartsAppVersion: the chart's default image tag is its
+// appVersion, which `make chart` sets to $(VERSION), the tag `make image`
+// gives the image index; so a packaged chart pulls the image built from the
+// same commit. On a release commit (HEAD tagged vX.Y.Z) the chart in the
+// tree says X.Y.Z too, so that installing it from the checkout agrees.
+func TestImageTagIsTheChartsAppVersion(t *testing.T) {
+	makefile, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	imageTag := regexp.MustCompile(`(?m)^\t\$\(IMAGETOOL\) index .*-tag \$\(VERSION\) `)
+	chartVersion := regexp.MustCompile(`(?m)^\t\$\(IMAGETOOL\) chart -chart distribution/helm/otelcol-ai -version \$\(VERSION\) `)
+	if !imageTag.Match(makefile) || !chartVersion.Match(makefile) {
+		t.Errorf("Makefile: the image index tag and the chart version are not both $(VERSION) (%v, %v)", imageTag.Match(makefile), chartVersion.Match(makefile))
+	}
+
+	ch := loadChartDir(t)
+	if got, want := renderChart(t, ch, nil).daemonSets[0].Spec.Template.Spec.Containers[0].Image, "otelcol-ai/otelcol-ai:"+ch.Metadata.AppVersion; got != want {
+		t.Errorf("default agent image %q, want %q", got, want)
+	}
+	out, err := exec.Command("git", "describe", "--tags", "--exact-match", "--match", "v[0-9]*", "HEAD").Output()
+	if err != nil {
+		t.Logf("HEAD is no release tag (%v): the tree's chart says %s, `make chart` stamps the build's version", err, ch.Metadata.AppVersion)
+		return
+	}
+	release := strings.TrimPrefix(strings.TrimSpace(string(out)), "v")
+	if ch.Metadata.AppVersion != release || ch.Metadata.Version != release {
+		t.Errorf("HEAD is tagged v%s but Chart.yaml says version %s appVersion %s (CHANGELOG.md: cutting a release)", release, ch.Metadata.Version, ch.Metadata.AppVersion)
 	}
 }
