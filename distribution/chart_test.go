@@ -96,6 +96,31 @@ func render(t *testing.T, values map[string]any) rendered {
 	return out
 }
 
+// renderNotes renders the chart with values and returns NOTES.txt, what
+// helm install prints.
+func renderNotes(t *testing.T, values map[string]any) string {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{
+		Name: releaseName, Namespace: namespace, IsInstall: true, Revision: 1,
+	}, chartutil.DefaultCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Render(ch, vals)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	notes, ok := files["otelcol-ai/templates/NOTES.txt"]
+	if !ok {
+		t.Fatal("no NOTES.txt rendered")
+	}
+	return notes
+}
+
 func decodeStrict(t *testing.T, name, doc string, out *rendered) {
 	t.Helper()
 	js, err := yaml.YAMLToJSONStrict([]byte(doc))

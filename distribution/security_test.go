@@ -30,6 +30,15 @@ var agentCapabilities = []corev1.Capability{
 	"SYS_RESOURCE",    // RLIMIT_MEMLOCK for BPF maps before Linux 5.11
 }
 
+// attachCapabilities are added while agent.jfrAttach.enabled: what the jfr
+// receiver's attach (receiver/jfrreceiver/internal/attach) needs to reach a
+// JVM of another uid.
+var attachCapabilities = []corev1.Capability{
+	"KILL",         // SIGQUIT to the JVM
+	"DAC_OVERRIDE", // connect to its 0600 attach socket; trigger in its cwd
+	"CHOWN",        // the trigger file given to the JVM's uid and gid
+}
+
 // commandLineKeys are the resource attributes never exported by default.
 var commandLineKeys = []string{"process.command_line", "process.command_args"}
 
@@ -195,53 +204,81 @@ func TestGatewayRunsAsNonRootWithNoCapabilities(t *testing.T) {
 }
 
 func TestAgentCapabilitiesAreTheDocumentedOnes(t *testing.T) {
-	pod := podSpecs(render(t, nil))["agent"]
-	sc := pod.Containers[0].SecurityContext
-	if sc == nil || sc.Capabilities == nil {
-		t.Fatal("agent: no securityContext capabilities")
-	}
-	if !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
-		t.Errorf("drop = %v, want [ALL]", sc.Capabilities.Drop)
-	}
-	if !slices.Equal(sc.Capabilities.Add, agentCapabilities) {
-		t.Errorf("add = %v, want %v", sc.Capabilities.Add, agentCapabilities)
-	}
-	if sc.Privileged == nil || *sc.Privileged {
-		t.Errorf("privileged %v, want false: the capabilities are enough", deref(sc.Privileged))
-	}
-	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
-		t.Errorf("allowPrivilegeEscalation %v, want false", deref(sc.AllowPrivilegeEscalation))
-	}
-	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
-		t.Errorf("readOnlyRootFilesystem %v, want true", deref(sc.ReadOnlyRootFilesystem))
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   []corev1.Capability
+	}{
+		{"default: jfr attach on", nil, slices.Concat(agentCapabilities, attachCapabilities)},
+		{"jfr attach off", map[string]any{"agent": map[string]any{"jfrAttach": map[string]any{"enabled": false}}}, agentCapabilities},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := podSpecs(render(t, tc.values))["agent"]
+			sc := pod.Containers[0].SecurityContext
+			if sc == nil || sc.Capabilities == nil {
+				t.Fatal("agent: no securityContext capabilities")
+			}
+			if !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+				t.Errorf("drop = %v, want [ALL]", sc.Capabilities.Drop)
+			}
+			if !slices.Equal(sc.Capabilities.Add, tc.want) {
+				t.Errorf("add = %v, want %v", sc.Capabilities.Add, tc.want)
+			}
+			if sc.Privileged == nil || *sc.Privileged {
+				t.Errorf("privileged %v, want false: the capabilities are enough", deref(sc.Privileged))
+			}
+			if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+				t.Errorf("allowPrivilegeEscalation %v, want false", deref(sc.AllowPrivilegeEscalation))
+			}
+			if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+				t.Errorf("readOnlyRootFilesystem %v, want true", deref(sc.ReadOnlyRootFilesystem))
+			}
+			notes := renderNotes(t, tc.values)
+			want := "capabilities " + strings.Join(capabilityNames(tc.want), ", ") + " "
+			if !strings.Contains(notes, want) {
+				t.Errorf("NOTES do not say %q:\n%s", want, notes)
+			}
+		})
 	}
 
 	// values.yaml says what each one is for, in the comment table above
-	// agent.capabilities, and documents no capability that is not added.
-	documented := documentedCapabilities(t)
-	if !slices.Equal(documented, agentCapabilities) {
-		t.Errorf("values.yaml documents %v, the agent adds %v", documented, agentCapabilities)
+	// each list, and documents no capability that is not in it.
+	if got := documentedCapabilities(t, "  capabilities:"); !slices.Equal(got, agentCapabilities) {
+		t.Errorf("values.yaml documents %v above agent.capabilities, the agent adds %v", got, agentCapabilities)
+	}
+	if got := documentedCapabilities(t, "    capabilities:"); !slices.Equal(got, attachCapabilities) {
+		t.Errorf("values.yaml documents %v above agent.jfrAttach.capabilities, the agent adds %v with attach", got, attachCapabilities)
 	}
 }
 
+func capabilityNames(caps []corev1.Capability) []string {
+	out := make([]string, len(caps))
+	for i, c := range caps {
+		out[i] = string(c)
+	}
+	return out
+}
+
 // documentedCapabilities reads the "#   NAME   purpose" table in the
-// comment directly above agent.capabilities in values.yaml.
-func documentedCapabilities(t *testing.T) []corev1.Capability {
+// comment directly above the line key (its indentation included) in
+// values.yaml.
+func documentedCapabilities(t *testing.T, key string) []corev1.Capability {
 	t.Helper()
 	raw, err := os.ReadFile(chartDir + "/values.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(string(raw), "\n")
-	at := slices.Index(lines, "  capabilities:")
+	at := slices.Index(lines, key)
 	if at < 0 {
-		t.Fatal("values.yaml: no agent capabilities key")
+		t.Fatalf("values.yaml: no line %q", key)
 	}
+	indent := key[:len(key)-len(strings.TrimLeft(key, " "))]
 	start := at
-	for start > 0 && strings.HasPrefix(lines[start-1], "  #") {
+	for start > 0 && strings.HasPrefix(lines[start-1], indent+"#") {
 		start--
 	}
-	row := regexp.MustCompile(`^  #   ([A-Z_]+) +\S`)
+	row := regexp.MustCompile(`^` + indent + `#   ([A-Z_]+) +\S`)
 	var caps []corev1.Capability
 	for _, line := range lines[start:at] {
 		if m := row.FindStringSubmatch(line); m != nil {

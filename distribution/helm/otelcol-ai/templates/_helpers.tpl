@@ -110,3 +110,15 @@ when the limit is in another unit or unset.
     fieldRef:
       fieldPath: status.podIP
 {{- end -}}
+
+{{/*
+The agent's added capabilities as a YAML list: agent.capabilities, and
+agent.jfrAttach.capabilities while attach is on.
+*/}}
+{{- define "otelcol-ai.agentCapabilities" -}}
+{{- $caps := .Values.agent.capabilities -}}
+{{- if .Values.agent.jfrAttach.enabled -}}
+{{- $caps = concat $caps .Values.agent.jfrAttach.capabilities | uniq -}}
+{{- end -}}
+{{- toYaml $caps -}}
+{{- end -}}
