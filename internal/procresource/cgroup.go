@@ -42,11 +42,17 @@ var scopePrefixes = []struct {
 }
 
 // ParseCgroup reads the contents of /proc/<pid>/cgroup (cgroup v1, v2 or
-// hybrid) and returns the container and pod the process belongs to. Lines it
-// does not understand are skipped: the result is empty for host processes,
-// never an error.
+// hybrid) and returns the container and pod the process belongs to: those of
+// the first line that names a container, or else of the first that names a
+// pod. Lines it does not understand are skipped: the result is empty for
+// host processes, never an error.
+//
+// Identity comes from the outermost segments of a path, the ones kubelet and
+// the container runtime made (see parseCgroupPath): a tenant may own the
+// subtree below its container's cgroup (a delegated cgroup, or a writable
+// cgroupfs inside a privileged container) and build there any path it likes.
 func ParseCgroup(data []byte) Container {
-	var best Container
+	var podOnly Container
 	var last []byte
 	for len(data) > 0 {
 		var line []byte
@@ -66,42 +72,57 @@ func ParseCgroup(data []byte) Container {
 		c := parseCgroupPath(string(path))
 		// Cloned: a substring would keep the whole line alive in every
 		// cache that holds the result.
-		if c.ID != "" && best.ID == "" {
-			best.ID, best.Runtime = strings.Clone(c.ID), c.Runtime
+		if c.ID != "" {
+			return Container{ID: strings.Clone(c.ID), Runtime: c.Runtime, PodUID: strings.Clone(c.PodUID)}
 		}
-		if c.PodUID != "" && best.PodUID == "" {
-			best.PodUID = strings.Clone(c.PodUID)
-		}
-		if best.ID != "" && best.PodUID != "" {
-			break
+		if c.PodUID != "" && podOnly.PodUID == "" {
+			podOnly.PodUID = strings.Clone(c.PodUID)
 		}
 	}
-	return best
+	return podOnly
 }
 
 // parseCgroupPath extracts container id, runtime and pod UID from one cgroup
-// path. It walks segments from the leaf up, because the container is the
-// innermost cgroup that carries an id.
+// path. It walks segments from the root down and stops at the first that
+// names a pod or a container:
+//
+//   - a pod slice (kubelet's "kubepods-<qos>-pod<uid>.slice" or
+//     "pod<uid>"): the pod, and the container is the pod's child if that is
+//     a container cgroup, as the runtime makes it (not a grandchild: a
+//     container whose child is CRI-O's conmon, or anything else, is none);
+//   - a container cgroup outside any pod (docker, podman, containerd without
+//     kubelet): that container, in no pod.
+//
+// Everything below is ignored: only the levels down to the container's are
+// made by kubelet and the runtime; below, the container's own processes may
+// write, and a tenant with such a subtree could otherwise nest a copy of
+// another pod's slice and scope there and be taken for that pod. A runtime
+// nested inside a container (kind's nodes, docker-in-docker) is seen from
+// outside as the outer container, for the same reason.
 func parseCgroupPath(path string) Container {
-	var c Container
-	rest := strings.Trim(path, "/")
-	for rest != "" {
-		seg, parent := lastSegment(rest)
-		if c.ID == "" {
-			if id, rt, ok := containerFromSegment(seg, parent); ok {
+	path = strings.Trim(path, "/")
+	// path[:start] is above seg, path[:end] down to it: slices of path
+	// rather than joined strings, since every process's cgroup is parsed.
+	for start := 0; start < len(path); {
+		end := start + strings.IndexByte(path[start:], '/')
+		if end < start {
+			end = len(path)
+		}
+		seg, above := path[start:end], strings.TrimSuffix(path[:start], "/")
+		if uid, ok := podUIDFromSegment(seg); ok {
+			c := Container{PodUID: uid}
+			child, _, _ := strings.Cut(path[min(end+1, len(path)):], "/")
+			if id, rt, ok := containerFromSegment(child, path[:end]); ok {
 				c.ID, c.Runtime = id, rt
-				rest = parent
-				continue
 			}
+			return c
 		}
-		if c.PodUID == "" {
-			if uid, ok := podUIDFromSegment(seg); ok {
-				c.PodUID = uid
-			}
+		if id, rt, ok := containerFromSegment(seg, above); ok {
+			return Container{ID: id, Runtime: rt}
 		}
-		rest = parent
+		start = end + 1
 	}
-	return c
+	return Container{}
 }
 
 // lastSegment splits "a/b/c" into "c" and "a/b".
@@ -150,8 +171,8 @@ func containerFromSegment(seg, parents string) (id, runtime string, ok bool) {
 			return name, "", true
 		}
 	}
-	// A bare 64-hex segment anywhere else (e.g. a nested runtime) is still a
-	// container id; the runtime is unknown.
+	// A bare 64-hex segment under any other parent (a runtime not listed
+	// here) is still a container id; the runtime is unknown.
 	return name, "", true
 }
 

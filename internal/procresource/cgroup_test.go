@@ -1,6 +1,7 @@
 package procresource
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -9,6 +10,19 @@ const (
 	podUID = "1a2b3c4d-5e6f-4a1b-8c9d-0e1f2a3b4c5d"
 	podUS  = "1a2b3c4d_5e6f_4a1b_8c9d_0e1f2a3b4c5d"
 	cid2   = "aa00bb11cc22dd33ee44ff5566778899aa00bb11cc22dd33ee44ff5566778899"
+
+	// A victim's pod and container, which an attacker's paths copy below
+	// its own container.
+	victimUID = "9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a"
+	victimUS  = "9f8e7d6c_5b4a_4392_8170_6f5e4d3c2b1a"
+	victimID  = "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
+)
+
+// The victim's slice and scope as kubelet and containerd name them under
+// the systemd driver, and as the cgroupfs driver does.
+const (
+	victimSystemd  = "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + victimUS + ".slice/cri-containerd-" + victimID + ".scope"
+	victimCgroupfs = "kubepods/besteffort/pod" + victimUID + "/" + victimID
 )
 
 func TestParseCgroup(t *testing.T) {
@@ -203,6 +217,91 @@ func TestParseCgroup(t *testing.T) {
 			data: "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + podUS[:35] + ".slice/cri-containerd-" + cid + ".scope\n",
 			want: Container{ID: cid, Runtime: RuntimeContainerd},
 		},
+		// A tenant that can write below its container's cgroup (a delegated
+		// subtree) copies another pod's slice and scope there and moves its
+		// process in: identity stays with the outer, kubelet-made levels.
+		{
+			name: "nested attack, v2 systemd containerd: the outer pod and container",
+			data: "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + podUS + ".slice/cri-containerd-" + cid + ".scope/" + victimSystemd + "\n",
+			want: Container{ID: cid, Runtime: RuntimeContainerd, PodUID: podUID},
+		},
+		{
+			name: "nested attack, v2 systemd guaranteed crio",
+			data: "0::/kubepods.slice/kubepods-pod" + podUS + ".slice/crio-" + cid + ".scope/kubepods.slice/kubepods-pod" + victimUS + ".slice/crio-" + victimID + ".scope\n",
+			want: Container{ID: cid, Runtime: RuntimeCRIO, PodUID: podUID},
+		},
+		{
+			name: "nested attack, v2 systemd docker (cri-dockerd)",
+			data: "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + podUS + ".slice/docker-" + cid + ".scope/kubepods-burstable-pod" + victimUS + ".slice/docker-" + victimID + ".scope\n",
+			want: Container{ID: cid, Runtime: RuntimeDocker, PodUID: podUID},
+		},
+		{
+			name: "nested attack, victim's pod slice alone, no kubepods parents",
+			data: "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + podUS + ".slice/cri-containerd-" + cid + ".scope/kubepods-pod" + victimUS + ".slice\n",
+			want: Container{ID: cid, Runtime: RuntimeContainerd, PodUID: podUID},
+		},
+		{
+			name: "nested attack, v1 cgroupfs, every hierarchy",
+			data: "12:pids:/kubepods/burstable/pod" + podUID + "/" + cid + "/" + victimCgroupfs + "\n" +
+				"11:memory:/kubepods/burstable/pod" + podUID + "/" + cid + "/" + victimCgroupfs + "\n",
+			want: Container{ID: cid, PodUID: podUID},
+		},
+		{
+			name: "nested attack, v2 cgroupfs crio",
+			data: "0::/kubepods/burstable/pod" + podUID + "/crio-" + cid + "/kubepods/pod" + victimUID + "/crio-" + victimID + "\n",
+			want: Container{ID: cid, Runtime: RuntimeCRIO, PodUID: podUID},
+		},
+		{
+			name: "nested attack, v1 systemd: only the writable hierarchy is nested",
+			data: "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + podUS + ".slice/cri-containerd-" + cid + ".scope/" + victimSystemd + "\n" +
+				"10:devices:/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + podUS + ".slice/cri-containerd-" + cid + ".scope\n",
+			want: Container{ID: cid, Runtime: RuntimeContainerd, PodUID: podUID},
+		},
+		{
+			name: "nested attack, many levels deep",
+			data: "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + podUS + ".slice/cri-containerd-" + cid + ".scope/a/b/c/" + victimSystemd + "/" + victimCgroupfs + "\n",
+			want: Container{ID: cid, Runtime: RuntimeContainerd, PodUID: podUID},
+		},
+		{
+			name: "nested attack, seen from another cgroup namespace (..)",
+			data: "0::/../../kubepods-besteffort-pod" + podUS + ".slice/cri-containerd-" + cid + ".scope/" + victimSystemd + "\n",
+			want: Container{ID: cid, Runtime: RuntimeContainerd, PodUID: podUID},
+		},
+		{
+			name: "nested attack from a container outside kubernetes: that container, no pod",
+			data: "0::/system.slice/docker-" + cid + ".scope/" + victimSystemd + "\n",
+			want: Container{ID: cid, Runtime: RuntimeDocker},
+		},
+		{
+			name: "nested attack from a cgroupfs docker container",
+			data: "0::/docker/" + cid + "/" + victimCgroupfs + "\n",
+			want: Container{ID: cid, Runtime: RuntimeDocker},
+		},
+		{
+			name: "a pod slice nested in a pod slice: the outer pod, no container",
+			data: "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + podUS + ".slice/kubepods-pod" + victimUS + ".slice/cri-containerd-" + victimID + ".scope\n",
+			want: Container{PodUID: podUID},
+		},
+		{
+			name: "a container's own sub-cgroup is the container",
+			data: "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + podUS + ".slice/crio-" + cid + ".scope/container\n",
+			want: Container{ID: cid, Runtime: RuntimeCRIO, PodUID: podUID},
+		},
+		{
+			name: "a container below conmon is not the pod's container",
+			data: "0::/kubepods/burstable/pod" + podUID + "/crio-conmon-" + cid + "/crio-" + victimID + "\n",
+			want: Container{PodUID: podUID},
+		},
+		{
+			name: "kind's pods seen from the host are the node's container",
+			data: "0::/system.slice/docker-" + cid + ".scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod" + victimUS + ".slice/cri-containerd-" + victimID + ".scope\n",
+			want: Container{ID: cid, Runtime: RuntimeDocker},
+		},
+		{
+			name: "docker in docker seen from the host is the outer container",
+			data: "0::/docker/" + cid + "/docker/" + victimID + "\n",
+			want: Container{ID: cid, Runtime: RuntimeDocker},
+		},
 		{
 			name: "line without a trailing newline",
 			data: "0::/kubepods/pod" + podUID + "/" + cid,
@@ -216,4 +315,43 @@ func TestParseCgroup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseCgroup: any input parses without panic to a well-formed
+// Container, and whatever a process's own subtree adds below a path that
+// names a container changes nothing.
+func FuzzParseCgroup(f *testing.F) {
+	outer := "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + podUS + ".slice/cri-containerd-" + cid + ".scope"
+	for _, seed := range []struct{ path, nested string }{
+		{outer, ""},
+		{outer, victimSystemd},
+		{outer, "init"},
+		{"/kubepods/burstable/pod" + podUID + "/" + cid, victimCgroupfs},
+		{"/kubepods/pod" + podUID + "/crio-" + cid, "kubepods/pod" + victimUID + "/crio-" + victimID},
+		{"/system.slice/docker-" + cid + ".scope", victimSystemd},
+		{"/docker/" + cid, "docker/" + victimID},
+		{"/../../kubepods-besteffort-pod" + podUS + ".slice/cri-containerd-" + cid + ".scope", victimSystemd},
+		{"/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + cid + ".scope", "container"},
+		{"/kubepods/besteffort/pod" + podUID, ""},
+		{"/", "::/x"},
+		{"", ""},
+	} {
+		f.Add(seed.path, seed.nested)
+	}
+	f.Fuzz(func(t *testing.T, path, nested string) {
+		got := ParseCgroup([]byte("0::" + path + "\n"))
+		if got.ID != "" && !isContainerID(got.ID) {
+			t.Fatalf("ParseCgroup(%q): id %q is not 64 hex digits", path, got.ID)
+		}
+		if got.PodUID != "" && !isUUID(got.PodUID) {
+			t.Fatalf("ParseCgroup(%q): pod %q is not a UUID", path, got.PodUID)
+		}
+		if got.ID == "" || strings.ContainsAny(path+nested, "\n") {
+			return
+		}
+		deeper := ParseCgroup([]byte("0::" + strings.TrimRight(path, "/") + "/" + strings.TrimLeft(nested, "/") + "\n"))
+		if deeper != got {
+			t.Fatalf("nesting %q below %q: got %v, want %v (the outer container's)", nested, path, deeper, got)
+		}
+	})
 }

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,5 +189,79 @@ func TestRealReadsThroughExitedProcessFail(t *testing.T) {
 	}
 	if !exited(dir) {
 		t.Errorf("exited(dir) is false")
+	}
+}
+
+// TestRealNestedCgroupClaimsNoOtherPod plays a tenant that can write below
+// its container's cgroup (a delegated subtree): it copies a victim pod's
+// slice and scope there, as kubelet and containerd name them, and moves its
+// own pid 1 in. Its identity stays its own container's and pod's, and the
+// victim's container and pod still name the victim's process alone.
+func TestRealNestedCgroupClaimsNoOtherPod(t *testing.T) {
+	parent := cgroupParent()
+	victim := containertest.Start(t, containertest.Spec{CgroupParent: parent, Args: []string{sleepPath(t), "30"}})
+	attacker := containertest.Start(t, containertest.Spec{CgroupParent: parent, Args: []string{sleepPath(t), "30"}})
+	for _, c := range []*containertest.Container{victim, attacker} {
+		if err := c.WaitExec(5 * time.Second); err != nil {
+			t.Fatalf("c.WaitExec: %v", err)
+		}
+	}
+	root, err := containertest.CgroupRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := filepath.Join(root, attacker.Cgroup)
+	nested := filepath.Join(own, containertest.PodSlice(containertest.BestEffort, victim.PodUID), containertest.ScopeName(victim.ID))
+	if err := os.MkdirAll(nested, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Back to its own scope, if still alive, so that the copies can go.
+		_ = os.WriteFile(filepath.Join(own, "cgroup.procs"), []byte(strconv.Itoa(attacker.PID)), 0)
+		for dir := nested; dir != own; dir = filepath.Dir(dir) {
+			if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("remove %s: %v", dir, err)
+			}
+		}
+	})
+	if err := os.WriteFile(filepath.Join(nested, "cgroup.procs"), []byte(strconv.Itoa(attacker.PID)), 0); err != nil {
+		t.Fatalf("moving the attacker into its copy of the victim's scope: %v", err)
+	}
+	cgroup, err := os.ReadFile("/proc/" + strconv.Itoa(attacker.PID) + "/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cgroup), "/"+containertest.ScopeName(attacker.ID)+"/") || !strings.HasSuffix(strings.TrimSpace(string(cgroup)), containertest.ScopeName(victim.ID)) {
+		t.Fatalf("the attacker's cgroup is not the victim's scope nested in its own:\n%s", cgroup)
+	}
+
+	r := NewReader("", 0)
+	identity := func(c *containertest.Container) Identity {
+		start, err := r.StartTicks(c.PID)
+		if err != nil {
+			t.Fatalf("r.StartTicks: %v", err)
+		}
+		return Identity{PID: c.PID, VPID: 1, StartTicks: start, ContainerID: c.ID, PodUID: c.PodUID}
+	}
+	wantAttacker, wantVictim := identity(attacker), identity(victim)
+	got, err := r.Identity(attacker.PID)
+	if err != nil {
+		t.Fatalf("r.Identity: %v", err)
+	}
+	if got != wantAttacker {
+		t.Errorf("the attacker's identity: got %v, want %v (its own container and pod)", got, wantAttacker)
+	}
+
+	x := NewIndex(r, time.Second)
+	got, ok := x.ByContainer(victim.ID, 1)
+	if !ok || got != wantVictim {
+		t.Errorf("x.ByContainer(victim's id, 1): got %v, %v; want %v, true (the victim alone)", got, ok, wantVictim)
+	}
+	if got := x.ByPod(victim.PodUID, 1); !reflect.DeepEqual(got, []Identity{wantVictim}) {
+		t.Errorf("x.ByPod(victim's pod, 1): got %v, want %v", got, []Identity{wantVictim})
+	}
+	got, ok = x.ByContainer(attacker.ID, 1)
+	if !ok || got != wantAttacker {
+		t.Errorf("x.ByContainer(attacker's id, 1): got %v, %v; want %v, true", got, ok, wantAttacker)
 	}
 }
