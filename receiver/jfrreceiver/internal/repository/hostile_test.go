@@ -369,6 +369,82 @@ func TestMemoryBudgetSharedByRepositories(t *testing.T) {
 	}
 }
 
+// hogChunktest returns an unfinished chunk of exactly size bytes: the
+// fixture's chunk (GC pauses included) followed by one record of a type no
+// metadata declares, whose bytes are zeros, so that every byte the header
+// claims exists and is read. Written with sparse, it costs no disk.
+func hogChunktest(t *testing.T, size int64) (head []byte) {
+	t.Helper()
+	data := chunkFile(t, 0, false)
+	data[64] = 5 // in progress: held between polls
+	pad := size - int64(len(data))
+	// Record size, then type id, as five- and three-byte varints (JFR's
+	// compressed integers accept the longer forms).
+	for i := range 4 {
+		data = append(data, 0x80|byte(pad>>(7*i))&0x7f)
+	}
+	data = append(data, byte(pad>>28)&0x7f, 0xff, 0xff, 0x7f)
+	binary.BigEndian.PutUint64(data[8:], uint64(size))
+	return data
+}
+
+// TestOneJVMCannotTakeTheWholeBudget: a container's JVM keeps four
+// repositories, each with an unfinished chunk whose every claimed byte
+// exists, of the largest size allowed (64 MiB): together the whole default
+// budget (256 MiB). It holds one JVM's share (a quarter), its other chunks
+// are refused as over budget, and another JVM's chunk that comes later is
+// read whole.
+func TestOneJVMCannotTakeTheWholeBudget(t *testing.T) {
+	const chunk = 64 << 20
+	n := newNodetest(t)
+	honest := filepath.Join(n.honest, "a.jfr")
+	if err := os.Remove(honest); err != nil { // written after the hog holds its chunks
+		t.Fatal(err)
+	}
+	for i := range maxRepositoriesPerJVM {
+		repo := filepath.Join(n.hostileRoot, "tmp", "2026_11_29_10_00_0"+strconv.Itoa(i)+"_1")
+		path := filepath.Join(repo, "2026_11_29_10_00_00.jfr")
+		write(t, path, hogChunktest(t, chunk))
+		if err := os.Truncate(path, chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var refused refusalstest
+	s := n.source(t, &refused, Config{MaxChunkSize: chunk, MaxMemory: 4 * chunk})
+	hog := tenant{pid: 101, start: 4242}
+	first, _ := pollGuarded(t, s)
+	hogHeld := s.memory.heldBy(hog)
+	t.Logf("the hog's four repositories: %d followed, %d MiB held of %d MiB, %d chunks refused over budget", len(s.Following()), hogHeld>>20, s.cfg.MaxMemory>>20, refused.get(RefusedOverBudget))
+	if len(s.Following()) != maxRepositoriesPerJVM+1 {
+		t.Fatalf("following %v, want the hog's %d repositories and the honest one", s.Following(), maxRepositoriesPerJVM)
+	}
+	if hogHeld != chunk {
+		t.Errorf("the hog holds %d bytes, want one chunk (%d, its share)", hogHeld, chunk)
+	}
+	if c := refused.get(RefusedOverBudget); c != maxRepositoriesPerJVM-1 {
+		t.Errorf("%d of the hog's chunks refused over budget, want %d", c, maxRepositoriesPerJVM-1)
+	}
+	if first.err == nil || !strings.Contains(first.err.Error(), "its share") {
+		t.Errorf("share refusal not reported: %v", first.err)
+	}
+
+	write(t, honest, chunkFile(t, 0, true))
+	var got pausesBy
+	for range 50 { // the watcher opens it, or the next listing finds it
+		if got, _ = pollGuarded(t, s); got.pauses[n.honKey] != 0 || got.ended[n.honKey] {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("the honest JVM's chunk beside the hog: %d of %d pauses, ended %v; %d MiB held in all", got.pauses[n.honKey], n.want, got.ended[n.honKey], s.HeldBytes()>>20)
+	if got.pauses[n.honKey] != n.want || !got.ended[n.honKey] {
+		t.Errorf("honest JVM: %d pauses, ended %v; want %d and the end", got.pauses[n.honKey], got.ended[n.honKey], n.want)
+	}
+	if c := refused.get(RefusedOverBudget); c != maxRepositoriesPerJVM-1 {
+		t.Errorf("%d chunks refused over budget, want only the hog's %d", c, maxRepositoriesPerJVM-1)
+	}
+}
+
 // TestPanicInOneRepositoryDisablesOnlyIt: decoding one JVM's chunk panics
 // (a test hook stands in for a decoder bug a hostile chunk would hit). The
 // panic is recovered and reported as an error naming the repository, that

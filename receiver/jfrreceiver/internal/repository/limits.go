@@ -3,6 +3,7 @@ package repository
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 )
 
@@ -24,7 +25,8 @@ const (
 	// its metadata more than package jfr allows.
 	RefusedTooLarge = "too_large"
 	// RefusedOverBudget: holding a chunk would take the bytes held by all
-	// repositories past MaxMemory.
+	// repositories past MaxMemory, or the bytes held for its JVM past that
+	// JVM's share of it (jvmShare).
 	RefusedOverBudget = "over_budget"
 	// RefusedTooMany: a folder lists more than maxListed entries, or a JVM
 	// has more than maxRepositoriesPerJVM repository folders; the rest are
@@ -54,29 +56,88 @@ const (
 )
 
 // errOverBudget is what the shared budget answers when a chunk would take
-// the repositories' memory past MaxMemory.
+// the repositories' memory past MaxMemory, or its JVM's past its share.
 var errOverBudget = errors.New("repositories' memory budget exhausted")
 
-// budget is the chunk memory shared by every follower of a Source: the sum
-// of their LiveChunks' Held. Followers are polled on one goroutine; held is
-// atomic so that HeldBytes may be read from any.
-type budget struct {
-	max  int64 // 0: unbounded
-	held atomic.Int64
-}
+// shareDivisor: one JVM may hold at most MaxMemory/shareDivisor of chunk
+// memory (never less than MaxChunkSize, so that any JVM can hold one chunk
+// of the largest size allowed). A JVM reads one chunk at a time per
+// repository, about 12 MB with HotSpot's default rotation; a quarter of
+// the default budget (64 MiB) is five of those. Without a share, one JVM
+// with maxRepositoriesPerJVM repositories of unfinished chunks claiming
+// MaxChunkSize each takes the whole default budget (4 × 64 MiB), and every
+// other JVM's chunks are refused; with it, at least three quarters stay
+// for the others.
+const shareDivisor = 4
 
-// reserve takes grow bytes from the budget, or refuses them.
-func (b *budget) reserve(grow int64) error {
-	for {
-		cur := b.held.Load()
-		if b.max > 0 && cur+grow > b.max {
-			return fmt.Errorf("%w: chunks hold %d bytes, %d more would pass repositories::max_memory_mib (%d bytes)", errOverBudget, cur, grow, b.max)
-		}
-		if b.held.CompareAndSwap(cur, cur+grow) {
-			return nil
-		}
+// jvmShare returns the chunk memory one JVM may hold under a budget of
+// maxMemory bytes (0: unbounded) with chunks of at most maxChunk bytes.
+func jvmShare(maxMemory, maxChunk int64) int64 {
+	if maxMemory <= 0 {
+		return 0
 	}
+	return min(max(maxMemory/shareDivisor, maxChunk), maxMemory)
 }
 
-// release gives back n bytes reserved before.
-func (b *budget) release(n int64) { b.held.Add(-n) }
+// tenant is whom held chunk memory is counted against: a discovered JVM
+// (pid and start time, whatever its repositories), or a pattern's folder
+// (dir), which names no process.
+type tenant struct {
+	pid   int
+	start uint64
+	dir   string
+}
+
+// budget is the chunk memory shared by every follower of a Source: the sum
+// of their LiveChunks' Held, and the part of it each tenant holds. Followers
+// reserve from their poll goroutines, which run at once; held is atomic so
+// that HeldBytes may be read without the lock.
+type budget struct {
+	max   int64 // 0: unbounded
+	share int64 // most one tenant may hold; 0: unbounded
+	held  atomic.Int64
+
+	mu    sync.Mutex
+	byJVM map[tenant]int64
+}
+
+// reserve takes grow bytes from the budget for t, or refuses them.
+func (b *budget) reserve(t tenant, grow int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	mine, all := b.byJVM[t], b.held.Load()
+	if b.share > 0 && mine+grow > b.share {
+		return fmt.Errorf("%w: this JVM's chunks hold %d bytes, %d more would pass its share (%d bytes: a quarter of repositories::max_memory_mib, at least repositories::max_chunk_size_mib)", errOverBudget, mine, grow, b.share)
+	}
+	if b.max > 0 && all+grow > b.max {
+		return fmt.Errorf("%w: chunks hold %d bytes, %d more would pass repositories::max_memory_mib (%d bytes)", errOverBudget, all, grow, b.max)
+	}
+	if b.byJVM == nil {
+		b.byJVM = map[tenant]int64{}
+	}
+	b.byJVM[t] = mine + grow
+	b.held.Add(grow)
+	return nil
+}
+
+// release gives back n bytes t reserved before.
+func (b *budget) release(t tenant, n int64) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if left := b.byJVM[t] - n; left > 0 {
+		b.byJVM[t] = left
+	} else {
+		delete(b.byJVM, t)
+	}
+	b.held.Add(-n)
+}
+
+// heldBy returns the bytes t holds.
+func (b *budget) heldBy(t tenant) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.byJVM[t]
+}

@@ -65,8 +65,8 @@ type Config struct {
 	// header claims more is skipped. 0 means jfr.DefaultMaxChunkSize.
 	MaxChunkSize int64
 	// MaxMemory bounds the chunk bytes held by all followed repositories
-	// together: a chunk that would take them past it is skipped. 0 means
-	// no bound.
+	// together, and one JVM's to a share of it (jvmShare): a chunk that
+	// would take either past its bound is skipped. 0 means no bound.
 	MaxMemory int64
 	// Refused, when set, is called once for every file or repository the
 	// source refuses, with the reason (Refused* constants).
@@ -127,7 +127,7 @@ func New(cfg Config) *Source {
 		cfg.MaxChunkSize = jfr.DefaultMaxChunkSize
 	}
 	s := &Source{cfg: cfg, followers: map[string]*follower{}, ended: map[string]bool{}, endedTicks: map[string]uint64{}, tooMany: map[jvmKey]bool{}, now: time.Now}
-	s.memory.max = cfg.MaxMemory
+	s.memory.max, s.memory.share = cfg.MaxMemory, jvmShare(cfg.MaxMemory, cfg.MaxChunkSize)
 	if cfg.Discover {
 		s.scanner = discovery.NewScanner(cfg.ProcRoot)
 		// Off, it only keeps each JVM's status.
@@ -422,6 +422,7 @@ type candidate struct {
 	info       os.FileInfo
 	jvm        jvmevent.JVM
 	discovered bool
+	tenant     tenant // whom its chunk memory counts against
 	alive      func() bool
 }
 
@@ -578,6 +579,10 @@ func (s *Source) add(st *scanState, c candidate, openRoot func() (*procroot.Root
 	}
 	s.cfg.Logger.Debug("following JFR repository", zap.String("repository", c.dir), zap.Int("pid", c.jvm.PID))
 	f := &follower{src: s, root: root, inside: c.inside, dir: c.dir, jvm: c.jvm, discovered: c.discovered, alive: c.alive, newest: !s.started, stream: jfrstream.New()}
+	f.tenant = tenant{dir: c.dir}
+	if c.discovered {
+		f.tenant = tenant{pid: c.jvm.PID, start: c.jvm.StartTicks}
+	}
 	if pos, ok := s.cfg.Resume[c.dir]; ok {
 		delete(s.cfg.Resume, c.dir) // once: a folder found again later is new
 		if pos.StartTicks == c.jvm.StartTicks {
@@ -617,6 +622,7 @@ type follower struct {
 	dir        string         // the folder as the collector names it: key and messages, never opened
 	jvm        jvmevent.JVM
 	discovered bool
+	tenant     tenant // whom its chunk memory counts against
 	alive      func() bool
 	newest     bool  // start at the newest chunk rather than the first
 	from       int64 // start of the first chunk opened (Unix ns), 0 before
@@ -671,7 +677,7 @@ type follower struct {
 // close closes the chunk file being read and gives its memory back.
 func (f *follower) close() {
 	if f.live != nil {
-		f.src.memory.release(f.live.Held())
+		f.src.memory.release(f.tenant, f.live.Held())
 	}
 	if f.file != nil {
 		f.file.Close()
@@ -822,11 +828,12 @@ func (f *follower) poll(b *jvmevent.Batch) error {
 
 // refuseChunk counts and notes a chunk refused for its size: its header
 // claims more than the per-chunk cap, or holding it would pass the
-// repositories' shared budget. The follower moves on to the next chunk.
+// repositories' shared budget or its JVM's share of it. The follower moves
+// on to the next chunk.
 func (f *follower) refuseChunk(perr error) {
 	reason, limit := RefusedTooLarge, fmt.Sprintf("repositories::max_chunk_size_mib is %d bytes", f.src.cfg.MaxChunkSize)
 	if errors.Is(perr, errOverBudget) {
-		reason, limit = RefusedOverBudget, fmt.Sprintf("repositories::max_memory_mib is %d bytes", f.src.cfg.MaxMemory)
+		reason, limit = RefusedOverBudget, fmt.Sprintf("repositories::max_memory_mib is %d bytes, one JVM's share %d", f.src.cfg.MaxMemory, f.src.memory.share)
 	}
 	f.refuse(reason, "", fmt.Errorf("repository %s: chunk file %s refused: %w (%s; file skipped)", f.dir, filepath.Base(f.path), perr, limit))
 }
@@ -1057,7 +1064,7 @@ func (f *follower) openNext() (bool, error) {
 	}
 	live := jfr.NewLiveChunk(file, 0)
 	live.MaxSize = f.src.cfg.MaxChunkSize
-	live.Reserve = f.src.memory.reserve
+	live.Reserve = func(grow int64) error { return f.src.memory.reserve(f.tenant, grow) }
 	f.file, f.path, f.live, f.lastStart, f.newest = file, filepath.Join(f.dir, name), live, best, false
 	if f.from == 0 {
 		f.from = best
