@@ -197,7 +197,7 @@ func TestZeroTouch(t *testing.T) {
 	}
 	metadatatest.AssertEqualReceiverJfrJvms(t, tel, []metricdata.DataPoint[int64]{
 		point(attach.StateFound, 0), point(attach.StateRecordingOurs, 2), point(attach.StateRecordingTheirs, 1),
-		point(attach.StateOptedOut, 1), point(attach.StateRefused, 0),
+		point(attach.StateOptedOut, 1), point(attach.StateOptOutUnknown, 0), point(attach.StateRefused, 0),
 	}, metricdatatest.IgnoreTimestamp())
 	if err := r.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ type PodWatcher struct {
 }
 
 type namespaceEntry struct {
-	reason  string // what opts it out; "" for nothing
+	reason  string // what opts it out, "" for nothing; why not known when !ok
 	ok      bool   // false: the API did not answer
 	fetched time.Time
 }
@@ -77,12 +77,7 @@ func NewPodWatcher(cfg *rest.Config, nodeName string, logger *zap.Logger) (*PodW
 	}); err != nil {
 		return nil, fmt.Errorf("attach: pod informer: %w", err)
 	}
-	if err := pods.AddIndexers(cache.Indexers{podUIDIndex: func(obj any) ([]string, error) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			return []string{string(p.UID)}, nil
-		}
-		return nil, nil
-	}}); err != nil {
+	if err := pods.AddIndexers(cache.Indexers{podUIDIndex: podUIDs}); err != nil {
 		return nil, fmt.Errorf("attach: pod informer: %w", err)
 	}
 	if logger == nil {
@@ -103,24 +98,47 @@ func (w *PodWatcher) Close() {
 }
 
 // OptOut implements PodPolicy: the pod's annotation or label, else its
-// namespace's. A pod the synced informer does not have is on no node the
-// API knows of here (not a pod of this node): not opted out.
+// namespace's. A pod UID comes from the cgroup of a process on this node,
+// so a pod the informer does not have is one whose opt-out cannot be read
+// yet (the watch lags, a relist is under way, K8S_NODE_NAME names another
+// node): not known, so not attached, until it is in the list.
 func (w *PodWatcher) OptOut(podUID string) (string, bool) {
 	if !w.pods.HasSynced() {
-		return "", false
+		return "the pod list has not come from the Kubernetes API yet", false
 	}
 	objs, err := w.pods.GetIndexer().ByIndex(podUIDIndex, podUID)
 	if err != nil || len(objs) == 0 {
-		return "", true
+		return "not in the pod list of this node (K8S_NODE_NAME) from the Kubernetes API", false
 	}
 	p, ok := objs[0].(*corev1.Pod)
 	if !ok {
-		return "", true
+		return "not in the pod list of this node (K8S_NODE_NAME) from the Kubernetes API", false
 	}
 	if why := optOutIn("pod "+p.Namespace+"/"+p.Name, p.Annotations, p.Labels); why != "" {
 		return why, true
 	}
 	return w.namespaceOptOut(p.Namespace)
+}
+
+// mirrorAnnotation is set by the kubelet on the mirror pod it makes in the
+// API for a static pod (one from a manifest on the node): its value is the
+// static pod's config hash, which the kubelet also uses as the static
+// pod's UID, and so what its containers' cgroups name. The mirror pod has
+// a UID of its own, and the static pod's annotations and labels.
+const mirrorAnnotation = "kubernetes.io/config.mirror"
+
+// podUIDs indexes a pod by its UID and, for a mirror pod, by the UID its
+// static pod has on the node.
+func podUIDs(obj any) ([]string, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	out := []string{string(p.UID)}
+	if hash := p.Annotations[mirrorAnnotation]; hash != "" && hash != string(p.UID) {
+		out = append(out, hash)
+	}
+	return out, nil
 }
 
 func (w *PodWatcher) namespaceOptOut(name string) (string, bool) {
@@ -133,7 +151,7 @@ func (w *PodWatcher) namespaceOptOut(name string) (string, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), namespaceTimeout)
 	defer cancel()
 	ns, err := w.client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-	e := namespaceEntry{fetched: now}
+	e := namespaceEntry{fetched: now, reason: "namespace " + name + " cannot be read from the Kubernetes API"}
 	if err != nil {
 		if old, had := w.namespaces[name]; !had || old.ok {
 			w.logger.Warn("reading a namespace for its JFR attach opt-out; its pods' JVMs wait", zap.String("namespace", name), zap.Error(err))

@@ -50,8 +50,9 @@ type JVM struct {
 // it) opted out of attaching.
 type PodPolicy interface {
 	// OptOut returns what opted the pod out ("" for nothing), and false
-	// when that is not known yet (the pod not seen, the API not answering):
-	// the JVM is then looked at again at the next discovery.
+	// when that cannot be read yet (the pod not in the pod list, the API
+	// not answering), with why: the JVM is then not attached, and looked
+	// at again at the next discovery.
 	OptOut(podUID string) (reason string, known bool)
 }
 
@@ -143,11 +144,8 @@ func (r *Recorder) Consider(j JVM, hasRepository bool) error {
 		r.set(e, StateFound, "repositories::attach::enabled is false")
 		return nil
 	}
-	if why, known := r.optOut(e); !known {
-		r.set(e, StateFound, why)
-		return nil
-	} else if why != "" {
-		r.set(e, StateOptedOut, why)
+	if state, why := r.optOut(e); state != "" {
+		r.set(e, state, why)
 		return nil
 	}
 	if e.disabled {
@@ -157,31 +155,41 @@ func (r *Recorder) Consider(j JVM, hasRepository bool) error {
 	return r.start(e)
 }
 
-// optOut returns what opted the JVM out, or (reason, false) while that is
-// not known yet.
-func (r *Recorder) optOut(e *jvmEntry) (string, bool) {
+// optOut returns the state that keeps the JVM from being attached now,
+// and why: its owner opted it out, or that cannot be read (an opt-out that
+// cannot be read means no attach until it can); "" when nothing does.
+func (r *Recorder) optOut(e *jvmEntry) (State, string) {
 	if !e.checked {
 		if why := ProcessOptOut(r.reader, e.jvm.PID); why != "" {
-			return why, true
+			return StateOptedOut, why
 		}
 		e.disabled = AttachDisabled(r.reader, e.jvm.PID)
 		e.checked = true
 	}
 	if r.cfg.Pods == nil {
-		return "", true
+		return "", ""
 	}
 	id, err := r.reader.Identity(e.jvm.PID)
 	if err != nil || id.StartTicks != e.jvm.StartTicks {
-		return "process gone", false
+		return StateFound, "process gone"
 	}
 	if id.PodUID == "" {
-		return "", true
+		switch inPod, err := inKubernetesPod(r.reader, e.jvm.PID); {
+		case err != nil:
+			return StateOptOutUnknown, "its cgroup cannot be read, so neither can its pod's opt-out: " + err.Error()
+		case inPod:
+			return StateOptOutUnknown, "its cgroup names a Kubernetes pod, not by a pod UID (8-4-4-4-12): a static pod (named by its config hash) or an unknown layout, whose opt-out cannot be looked up"
+		}
+		return "", ""
 	}
 	why, known := r.cfg.Pods.OptOut(id.PodUID)
-	if !known {
-		return "pod " + id.PodUID + " not known to the Kubernetes API yet", false
+	switch {
+	case !known:
+		return StateOptOutUnknown, "pod " + id.PodUID + ": " + why
+	case why != "":
+		return StateOptedOut, why
 	}
-	return why, true
+	return "", ""
 }
 
 // tryOutcome is what one try's attach exchange found: JFR.check's answer

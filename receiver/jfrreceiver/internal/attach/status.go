@@ -18,13 +18,18 @@ const (
 	// StateOptedOut: its owner turned attaching off (property, environment,
 	// pod annotation or namespace label); nothing is started in it.
 	StateOptedOut State = "opted_out"
+	// StateOptOutUnknown: its owner's choice cannot be read yet (its pod
+	// not in the informer's pod list, its namespace not readable, a pod
+	// UID its cgroup does not give in UUID form): nothing is started in
+	// it, and it is looked at again at each discovery.
+	StateOptOutUnknown State = "opt_out_unknown"
 	// StateRefused: attaching failed (no attach listener, JFR refused, too
 	// many tries); not tried again until the JVM restarts.
 	StateRefused State = "refused"
 )
 
 // States lists every state, in the order status counts are reported.
-var States = []State{StateFound, StateRecordingOurs, StateRecordingTheirs, StateOptedOut, StateRefused}
+var States = []State{StateFound, StateRecordingOurs, StateRecordingTheirs, StateOptedOut, StateOptOutUnknown, StateRefused}
 
 // Status is one JVM's state and why.
 type Status struct {
