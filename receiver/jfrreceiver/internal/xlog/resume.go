@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,23 +65,25 @@ func sameHead(f *os.File, pos Position) bool {
 	return n == pos.HeadLen && h == pos.Head
 }
 
-// Positions returns where the tail of every followed file stands, by the
-// path it is reported under. A file not read from yet (none is open) is
-// left out.
+// Positions returns where the tail of every followed file stood at the end
+// of its last read, by the path it is reported under: as many as the
+// bounds on followed files allow. A file not read yet, or with none open,
+// is left out. It touches no file: a read still running is not waited
+// for.
 func (s *Source) Positions() map[string]Position {
 	out := make(map[string]Position, len(s.files))
 	for p, t := range s.files {
-		if t.file == nil || t.gone {
-			continue
+		if t.hasPos && !t.gone {
+			out[p] = t.pos
 		}
-		if t.headLen < headBytes {
-			t.head, t.headLen = headOf(t.file, headBytes)
-		}
-		pos := Position{Dev: t.dev, Ino: t.ino, Offset: t.offset - int64(len(t.partial)), Skipping: t.skipping,
-			Head: t.head, HeadLen: t.headLen, Collector: t.collector, StartLow: t.startLow, StartHigh: t.startHigh}
-		out[p] = pos
 	}
 	return out
+}
+
+// position is where the tail stands now, in the read's goroutine.
+func (t *tail) position() Position {
+	return Position{Dev: t.dev, Ino: t.ino, Offset: t.offset, Skipping: t.skipping,
+		Head: t.head, HeadLen: t.headLen, Collector: t.collector, StartLow: t.startLow, StartHigh: t.startHigh}
 }
 
 func identity(fi os.FileInfo) (dev, ino uint64) {
@@ -125,7 +126,7 @@ func (t *tail) resume(pos Position, logger *zap.Logger) error {
 	}
 	t.file, t.dev, t.ino, t.offset = rotated, pos.Dev, pos.Ino, 0
 	t.headLen = 0
-	t.partial, t.skipping = t.partial[:0], false
+	t.skipping = false
 	t.chain = chain
 	logger.Debug("resuming a rotated -Xlog file", zap.String("file", t.path), zap.String("rotated", rotated.Name()), zap.Int("after", len(chain)))
 	return t.seek(pos)
@@ -138,10 +139,6 @@ func (t *tail) restore(pos Position, skipping bool) {
 }
 
 func (t *tail) seek(pos Position) error {
-	if _, err := t.file.Seek(pos.Offset, io.SeekStart); err != nil {
-		t.close()
-		return fmt.Errorf("xlog: %s: %w", t.path, err)
-	}
 	t.offset = pos.Offset
 	t.restore(pos, pos.Skipping)
 	return nil
@@ -151,15 +148,12 @@ func (t *tail) seek(pos Position) error {
 // names begin with the name's (gc.log.0, gc.log.1, gc.log-20260101, as
 // HotSpot and logrotate rename), the one pos names, opened, and the
 // others modified since it, opened, oldest first (at most maxChain). The
-// file under the name (current) is never one of them.
+// file under the name (current) is never one of them. At most maxListed
+// entries of the folder are looked at, and only the files kept are opened.
 func (t *tail) rotatedSince(pos Position, current os.FileInfo) (*os.File, []*os.File) {
 	dir, base := filepath.Dir(t.name), filepath.Base(t.name)
-	entries, err := t.root.ReadDir(dir)
-	if err != nil {
-		return nil, nil
-	}
+	names, _ := list(t.root, dir)
 	type candidate struct {
-		f     *os.File
 		mtime int64
 		name  string
 	}
@@ -167,48 +161,59 @@ func (t *tail) rotatedSince(pos Position, current os.FileInfo) (*os.File, []*os.
 	var foundTime int64
 	var others []candidate
 	curDev, curIno := identity(current)
-	for _, e := range entries {
-		n := e.Name()
+	for _, n := range names {
 		if n == base || !strings.HasPrefix(n, base) {
 			continue
 		}
-		f, err := t.root.OpenFile(filepath.Join(dir, n)) // regular files only
-		if err != nil {
-			continue
-		}
-		fi, err := f.Stat()
-		if err != nil {
-			f.Close()
+		name := filepath.Join(dir, n)
+		fi, err := t.root.Stat(name)
+		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
 		dev, ino := identity(fi)
 		switch {
-		case dev == pos.Dev && ino == pos.Ino && sameHead(f, pos):
-			found, foundTime = f, fi.ModTime().UnixNano()
-		case dev == curDev && ino == curIno: // a hard link to the current file
-			f.Close()
-		default:
-			others = append(others, candidate{f, fi.ModTime().UnixNano(), n})
-		}
-	}
-	var chain []*os.File
-	if found != nil {
-		slices.SortFunc(others, func(a, b candidate) int {
-			return cmp.Or(cmp.Compare(a.mtime, b.mtime), strings.Compare(a.name, b.name))
-		})
-		for _, c := range others {
-			if c.mtime >= foundTime && len(chain) < maxChain {
-				chain = append(chain, c.f)
+		case dev == pos.Dev && ino == pos.Ino && found == nil:
+			f, err := t.root.OpenFile(name) // regular files only
+			if err != nil {
 				continue
 			}
-			c.f.Close()
+			if !sameFile(statOr(f, fi), pos.Dev, pos.Ino) || !sameHead(f, pos) {
+				f.Close()
+				continue
+			}
+			found, foundTime = f, fi.ModTime().UnixNano()
+		case dev == curDev && ino == curIno: // a hard link to the current file
+		default:
+			others = append(others, candidate{fi.ModTime().UnixNano(), name})
 		}
-	} else {
-		for _, c := range others {
-			c.f.Close()
+	}
+	if found == nil {
+		return nil, nil
+	}
+	slices.SortFunc(others, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(a.mtime, b.mtime), strings.Compare(a.name, b.name))
+	})
+	var chain []*os.File
+	for _, c := range others {
+		if c.mtime < foundTime {
+			continue
+		}
+		if len(chain) == maxChain {
+			break
+		}
+		if f, err := t.root.OpenFile(c.name); err == nil {
+			chain = append(chain, f)
 		}
 	}
 	return found, chain
+}
+
+// statOr returns f's FileInfo, or fi when f cannot say.
+func statOr(f *os.File, fi os.FileInfo) os.FileInfo {
+	if st, err := f.Stat(); err == nil {
+		return st
+	}
+	return fi
 }
 
 // next goes on to the next rotated file of the chain, read whole.
@@ -224,7 +229,7 @@ func (t *tail) next() error {
 	t.file, t.offset = f, 0
 	t.dev, t.ino = identity(fi)
 	t.headLen = 0
-	t.partial, t.skipping = t.partial[:0], false
+	t.skipping = false
 	return nil
 }
 

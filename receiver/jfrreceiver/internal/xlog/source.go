@@ -11,10 +11,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/fsdeadline"
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
@@ -55,6 +59,33 @@ const (
 	maxLine        = 64 << 10
 )
 
+// Bounds on what a tenant's command line and files make the source follow.
+// A JVM's -Xlog options and the folders they name are the tenant's to
+// shape: a pattern matching thousands of files must not cost the agent
+// thousands of descriptors, nor the others their logs.
+const (
+	// maxMatches bounds the files one pattern (an xlog::include pattern,
+	// or a discovered JVM's -Xlog output) makes the source look at per
+	// scan; the last names are kept (HotSpot's %t names sort by time).
+	// One operator pattern may name a node's JVMs: a few hundred.
+	maxMatches = 256
+	// maxListed bounds the entries read from one folder while matching.
+	maxListed = 4096
+	// maxTailsPerJVM bounds the files followed for one discovered JVM (a
+	// JVM writes one or two logs) and the -Xlog outputs looked at.
+	maxTailsPerJVM = 8
+	// maxTailsPerPod bounds the files followed for the JVMs of one pod
+	// together, when the pod is known.
+	maxTailsPerPod = 16
+)
+
+// pollTimeout bounds how long a poll waits for the reads and scans it
+// starts, all at once, each in its own goroutine: one that has not
+// returned by then (a file on a stalled FUSE or NFS mount in a JVM's
+// container) is left running, reported stalled, not waited for again, and
+// its result is taken at the poll after it returns.
+var pollTimeout = fsdeadline.Timeout
+
 // AttrWindowSource is set to "xlog" on windows read from a log.
 const AttrWindowSource = jvmevent.AttrWindowSource
 
@@ -67,6 +98,17 @@ const (
 	// RefusedLineTooLong: a line ran past maxLine bytes without a newline;
 	// it is dropped up to its newline.
 	RefusedLineTooLong = "line_too_long"
+	// RefusedTooMany: a pattern matched more than maxMatches files (or a
+	// folder listed more than maxListed entries), a JVM has more than
+	// maxTailsPerJVM logs, or a pod more than maxTailsPerPod; the rest are
+	// not followed. Counted once per pattern, JVM or pod while it stays
+	// over.
+	RefusedTooMany = "too_many"
+	// RefusedStalled: a read or a scan of a file's folder has not
+	// returned within pollTimeout (a call hanging on its filesystem); the
+	// file, or the JVM's scan, is skipped until it returns, the others are
+	// read. Counted once per stall.
+	RefusedStalled = "stalled"
 )
 
 // Source tails -Xlog files. Use it from one goroutine.
@@ -76,14 +118,27 @@ const (
 // lead out of its container, and, like the files of the patterns, opened
 // without blocking and read only when they are regular files, a bounded
 // amount per poll. A refused file is reported once and the other files go
-// on being read.
+// on being read. What one JVM, pod or pattern makes the source follow is
+// bounded (maxMatches, maxTailsPerJVM, maxTailsPerPod), and every call on
+// a file or folder runs in a goroutine of its own (package fsdeadline): a
+// call that hangs holds only its file or its JVM's scan.
 type Source struct {
-	cfg      Config
-	clock    *window.Clock
-	files    map[string]*tail
-	roots    map[rootKey]*heldRoot
-	refused  map[string]bool // paths refused at the last scan, reported already
-	buf      []byte          // the tails' read buffer
+	cfg   Config
+	clock *window.Clock
+	files map[string]*tail
+	roots map[rootKey]*heldRoot
+	// refused are, by scan, the paths it refused last, reported already.
+	refused map[scanKey]map[string]bool
+	// over are the scans whose last result went over a bound, reported
+	// already.
+	over map[scanKey]bool
+	// scans are the scans of a pattern or a JVM still running after the
+	// poll that started them.
+	scans map[scanKey]*scanCall
+	// pods are the discovered JVMs' pods ("" unknown), read once each.
+	pods     map[rootKey]string
+	ids      *procresource.Reader // reads pods, made on first use
+	resume   resumeSet
 	started  bool
 	rescan   bool // Rescan was called since the last scan
 	lastScan time.Time
@@ -98,8 +153,11 @@ func NewSource(cfg Config) *Source {
 	if cfg.Refused == nil {
 		cfg.Refused = func(string) {}
 	}
-	return &Source{cfg: cfg, clock: cfg.Clock, files: map[string]*tail{}, roots: map[rootKey]*heldRoot{},
-		refused: map[string]bool{}, buf: make([]byte, 64<<10)}
+	s := &Source{cfg: cfg, clock: cfg.Clock, files: map[string]*tail{}, roots: map[rootKey]*heldRoot{},
+		refused: map[scanKey]map[string]bool{}, over: map[scanKey]bool{}, scans: map[scanKey]*scanCall{}, pods: map[rootKey]string{}}
+	s.resume.positions = cfg.Resume
+	s.cfg.Resume = nil
+	return s
 }
 
 // Rescan makes the next Poll look for new files whatever the discovery
@@ -107,6 +165,8 @@ func NewSource(cfg Config) *Source {
 func (s *Source) Rescan() { s.rescan = true }
 
 // Poll matches the patterns when due, then reads what every file gained.
+// Reads and scans run at once, each in its own goroutine; Poll waits for
+// them at most pollTimeout.
 func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 	var errs []error
 	if s.clock == nil {
@@ -121,67 +181,166 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 			s.lastSync = time.Now()
 		}
 	}
+	deadline, cancel := context.WithTimeout(ctx, pollTimeout)
+	defer cancel()
+	for _, p := range s.paths() {
+		s.startRead(s.files[p])
+	}
 	if !s.started || s.rescan || time.Since(s.lastScan) >= s.cfg.DiscoveryInterval {
-		errs = append(errs, s.scan())
+		errs = append(errs, s.scan(ctx, deadline))
 		s.lastScan = time.Now()
 		s.started, s.rescan = true, false
 	}
-	paths := make([]string, 0, len(s.files))
-	for p := range s.files {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
-	for _, p := range paths {
+	for _, p := range s.paths() {
 		if ctx.Err() != nil {
 			break
 		}
-		t := s.files[p]
-		exited := t.alive != nil && !t.alive()
-		b := jvmevent.Batch{}
-		var err error
-		if !t.gone { // a tail given up by the scan (the JVM records JFR now) is not read
-			err = t.poll(s.clock, s.buf, &b)
-		}
-		b.JVM = jvmevent.JVM{PID: t.pid, Source: p}
-		if t.jvm != nil {
-			b.JVM = *t.jvm
-		}
-		if exited && t.drained {
-			t.gone = true // read to the end; the JVM writes no more
-		}
-		if err != nil {
-			if msg := err.Error(); msg != t.lastErr {
-				t.lastErr = msg
-				errs = append(errs, err)
-			}
-		}
-		if t.longLines > 0 && !t.longReported {
-			t.longReported = true
-			errs = append(errs, fmt.Errorf("xlog: %s: a line longer than %d bytes dropped (later ones are counted, not reported)", p, maxLine))
-		}
-		if t.gone {
-			b.Ended = true
-			s.end(p, t)
-			s.cfg.Logger.Debug("stopped tailing -Xlog file", zap.String("file", p))
-		}
-		if !b.Empty() || b.Ended {
-			emit(b)
+		if err := s.deliver(deadline, p, s.files[p], emit); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// Close closes every open file and root.
-func (s *Source) Close() error {
-	for p, t := range s.files {
-		s.end(p, t)
+// paths returns the followed files' paths, sorted.
+func (s *Source) paths() []string {
+	paths := make([]string, 0, len(s.files))
+	for p := range s.files {
+		paths = append(paths, p)
 	}
+	slices.Sort(paths)
+	return paths
+}
+
+// readResult is what one read of a tail found.
+type readResult struct {
+	batch    jvmevent.Batch
+	err      error
+	drained  bool // read to the end
+	missing  bool // the file under the name is gone
+	refusals []string
+	pos      Position
+	hasPos   bool // a file is open: pos says where it stands
+	// longLines counts the lines dropped for their length, ever.
+	longLines int
+}
+
+// startRead reads t in a goroutine of its own unless a read of it is still
+// running or it is given up; while it runs, only that goroutine touches
+// t's reading state.
+func (s *Source) startRead(t *tail) {
+	if t.reading != nil || t.gone {
+		return
+	}
+	t.exited = t.alive != nil && !t.alive()
+	clock := s.clock
+	t.reading = fsdeadline.Start(func() readResult { return t.pollOnce(clock) })
+}
+
+// deliver takes t's read, waiting for it until deadline (not at all once
+// it was reported stalled), and hands on what it found.
+func (s *Source) deliver(deadline context.Context, p string, t *tail, emit func(jvmevent.Batch)) error {
+	var errs []error
+	b := jvmevent.Batch{}
+	if t.reading != nil {
+		wait := deadline
+		if t.stalled {
+			wait = expired
+		}
+		res, ok := t.reading.Wait(wait)
+		if !ok {
+			if t.stalled || deadline.Err() == nil {
+				return nil // the poll is ending (shutdown), or reported already
+			}
+			t.stalled = true
+			s.cfg.Refused(RefusedStalled)
+			return fmt.Errorf("xlog: %s: a read has not returned after %v; the file is skipped until it does, the others are read", p, pollTimeout)
+		}
+		t.reading, t.stalled = nil, false
+		for _, r := range res.refusals {
+			s.cfg.Refused(r)
+		}
+		b = res.batch
+		t.pos, t.hasPos, t.pid = res.pos, res.hasPos, res.batch.JVM.PID
+		if res.missing || t.exited && res.drained {
+			t.gone = true // read to the end; the JVM writes no more
+		}
+		if res.err != nil {
+			if msg := res.err.Error(); msg != t.lastErr {
+				t.lastErr = msg
+				errs = append(errs, res.err)
+			}
+		}
+		if res.longLines > 0 && !t.longReported {
+			t.longReported = true
+			errs = append(errs, fmt.Errorf("xlog: %s: a line longer than %d bytes dropped (later ones are counted, not reported)", p, maxLine))
+		}
+	}
+	b.JVM = jvmevent.JVM{PID: t.pid, Source: p}
+	if t.jvm != nil {
+		b.JVM = *t.jvm
+	}
+	if t.gone {
+		b.Ended = true
+		s.end(p, t)
+		s.cfg.Logger.Debug("stopped tailing -Xlog file", zap.String("file", p))
+	}
+	if !b.Empty() || b.Ended {
+		emit(b)
+	}
+	return errors.Join(errs...)
+}
+
+// expired is a context that has ended: waiting on it takes only what is
+// there.
+var expired = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// Close closes every open file and root. It waits at most pollTimeout for
+// the reads and scans still running; one that still hangs then closes what
+// it holds itself when it returns.
+func (s *Source) Close() error {
+	deadline, cancel := context.WithTimeout(context.Background(), pollTimeout)
+	defer cancel()
+	for p, t := range s.files {
+		delete(s.files, p)
+		if t.reading != nil {
+			if _, ok := t.reading.Wait(deadline); !ok {
+				root := t.held
+				t.reading.Abandon(func(readResult) {
+					t.close()
+					root.release()
+				})
+				s.cfg.Logger.Warn("-Xlog file still being read at shutdown; closed when the read returns", zap.String("file", p))
+				continue
+			}
+		}
+		t.close()
+		t.held.release()
+	}
+	for k, c := range s.scans {
+		delete(s.scans, k)
+		if res, ok := c.call.Wait(deadline); ok {
+			res.discard()
+			c.root.releaseIfHeld()
+			continue
+		}
+		root := c.root
+		c.call.Abandon(func(res scanResult) {
+			res.discard()
+			root.releaseIfHeld()
+		})
+	}
+	clear(s.roots)
 	return nil
 }
 
 func (s *Source) end(p string, t *tail) {
 	t.close()
-	s.release(t.root)
+	s.release(t.held)
 	delete(s.files, p)
 }
 
@@ -192,35 +351,57 @@ type rootKey struct {
 	start uint64
 }
 
-// heldRoot is a root shared by the tails of its files, closed when the
-// last of them ends.
+// heldRoot is a root shared by the tails of its files and the scans
+// running in it, closed when the last of them lets it go. holds is atomic:
+// a read or scan abandoned at Close lets go from its own goroutine.
 type heldRoot struct {
 	*procroot.Root
 	key   rootKey
-	holds int
+	holds atomic.Int32
 }
 
-// hold returns the root of key, opened with open unless held already; the
-// caller releases it.
-func (s *Source) hold(key rootKey, open func() (*procroot.Root, error)) (*heldRoot, error) {
-	r := s.roots[key]
-	if r == nil {
-		root, err := open()
-		if err != nil {
-			return nil, err
-		}
-		r = &heldRoot{Root: root, key: key}
-		s.roots[key] = r
+// release lets the root go, closing it with the last hold.
+func (r *heldRoot) release() {
+	if r.holds.Add(-1) == 0 {
+		r.Close()
 	}
-	r.holds++
-	return r, nil
+}
+
+// releaseIfHeld releases r unless it is nil.
+func (r *heldRoot) releaseIfHeld() {
+	if r != nil {
+		r.release()
+	}
+}
+
+// hold returns the root of key held once more, or nil when none is open.
+func (s *Source) hold(key rootKey) *heldRoot {
+	r := s.roots[key]
+	if r != nil {
+		r.holds.Add(1)
+	}
+	return r
+}
+
+// adopt makes root, opened by a scan, the root of key, held once; a root
+// opened meanwhile for key is kept instead.
+func (s *Source) adopt(key rootKey, root *procroot.Root) *heldRoot {
+	if r := s.hold(key); r != nil {
+		root.Close()
+		return r
+	}
+	r := &heldRoot{Root: root, key: key}
+	r.holds.Store(1)
+	s.roots[key] = r
+	return r
 }
 
 func (s *Source) release(r *heldRoot) {
-	r.holds--
-	if r.holds == 0 {
+	if r.holds.Add(-1) == 0 {
 		r.Close()
-		delete(s.roots, r.key)
+		if s.roots[r.key] == r {
+			delete(s.roots, r.key)
+		}
 	}
 }
 
@@ -229,11 +410,138 @@ func (s *Source) release(r *heldRoot) {
 // not and only regular files are read.
 func hostRoot() (*procroot.Root, error) { return procroot.OpenDir("/") }
 
-func (s *Source) scan() error {
+// resumeSet holds the positions an earlier run saved, each taken by the
+// first follow of its path (from a scan's goroutine).
+type resumeSet struct {
+	mu        sync.Mutex
+	positions map[string]Position
+}
+
+// take returns the saved position of path, once.
+func (r *resumeSet) take(path string) (Position, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pos, ok := r.positions[path]
+	if ok {
+		delete(r.positions, path)
+	}
+	return pos, ok
+}
+
+// scanKey names a scan: a pattern's (by index in Config.Include) or a
+// discovered JVM's.
+type scanKey struct {
+	pattern int // 1 + the pattern's index; 0 for a JVM
+	jvm     rootKey
+}
+
+// scanCall is a scan running in its own goroutine, in root (held for it;
+// nil when the scan opens the JVM's root itself).
+type scanCall struct {
+	call    *fsdeadline.Call[scanResult]
+	root    *heldRoot
+	jvm     *discovery.JVM
+	pod     string
+	stalled bool
+}
+
+// scanResult is what a scan found: tails opened, ready to follow.
+type scanResult struct {
+	root     *procroot.Root // the JVM's root, when the scan opened it
+	gone     bool           // the JVM exited before its root was opened
+	jfr      bool           // the JVM records JFR: its logs are not read
+	tails    []*tail
+	refused  []string // paths refused (not regular files), to report once
+	errs     []error
+	refusals []string
+	over     bool // a bound left files out
+}
+
+// discard closes what the scan opened.
+func (r *scanResult) discard() {
+	for _, t := range r.tails {
+		t.close()
+	}
+	if r.root != nil {
+		r.root.Close()
+	}
+}
+
+// owner is whose bounds a tail counts against.
+type owner struct {
+	pattern int // 1 + the pattern's index; 0 for a JVM's file
+	jvm     rootKey
+	pod     string // "" outside a pod, or unknown
+}
+
+func (o owner) String() string {
+	if o.pattern > 0 {
+		return fmt.Sprintf("pattern %d", o.pattern-1)
+	}
+	return fmt.Sprintf("jvm %d/%d", o.jvm.pid, o.jvm.start)
+}
+
+// room returns how many more files o may follow, and the owner whose
+// bound limits it (o, or its pod).
+func (s *Source) room(o owner) (int, string) {
+	mine, pod := 0, 0
+	for _, t := range s.files {
+		if t.owner.pattern == o.pattern && t.owner.jvm == o.jvm {
+			mine++
+		}
+		if o.pod != "" && t.owner.pod == o.pod {
+			pod++
+		}
+	}
+	bound := maxTailsPerJVM
+	if o.pattern > 0 {
+		bound = maxMatches
+	}
+	room, who := bound-mine, o.String()
+	if o.pod != "" && maxTailsPerPod-pod < room {
+		room, who = maxTailsPerPod-pod, "pod "+o.pod
+	}
+	return max(room, 0), who
+}
+
+// scan starts a scan of every pattern and every discovered JVM not being
+// scanned already, each in its own goroutine, and follows the files of
+// those that return before deadline (or have returned since an earlier
+// poll left them running).
+func (s *Source) scan(ctx, deadline context.Context) error {
 	var errs []error
-	refused := map[string]bool{}
-	if len(s.cfg.Include) > 0 {
-		errs = append(errs, s.scanPatterns(refused))
+	seen := map[scanKey]bool{}
+	fromStart := s.started || s.cfg.FromStart // a file that appears after the first scan is new: read it all
+	if len(s.cfg.Include) > 0 && s.roots[rootKey{}] == nil {
+		root, err := hostRoot()
+		if err != nil {
+			return fmt.Errorf("xlog: %w", err)
+		}
+		s.adopt(rootKey{}, root)
+		defer s.release(s.roots[rootKey{}])
+	}
+	for i, pattern := range s.cfg.Include {
+		key := scanKey{pattern: i + 1}
+		seen[key] = true
+		if s.scans[key] != nil {
+			continue
+		}
+		abs, err := filepath.Abs(pattern)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("xlog: pattern %q: %w", pattern, err))
+			continue
+		}
+		o := owner{pattern: i + 1}
+		s.startScan(key, s.hold(rootKey{}), nil, o, func(root *procroot.Root, room int, followed func(string) bool, prev map[string]bool) scanResult {
+			var r scanResult
+			matches, over, err := glob(root, abs)
+			if err != nil {
+				r.errs = append(r.errs, fmt.Errorf("xlog: pattern %q: %w", pattern, err))
+			}
+			r.over = over
+			s.openMatches(&r, root, matches, nil, room, followed, prev, fromStart)
+			return r
+		})
 	}
 	if s.cfg.Scanner != nil {
 		jvms, refusals, err := s.cfg.Scanner.Scan()
@@ -244,111 +552,319 @@ func (s *Source) scan() error {
 			errs = append(errs, fmt.Errorf("xlog: %w", r.Err))
 		}
 		for _, j := range jvms {
-			if len(j.XLogFiles) > 0 {
-				errs = append(errs, s.scanJVM(j, refused))
+			key := scanKey{jvm: rootKey{j.PID, j.StartTicks}}
+			if len(j.XLogFiles) == 0 {
+				continue
 			}
+			seen[key] = true
+			if s.scans[key] != nil {
+				continue
+			}
+			s.startJVMScan(key, j, fromStart)
 		}
 	}
-	s.refused = refused
+	keys := make([]scanKey, 0, len(s.scans))
+	for k := range s.scans {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b scanKey) int {
+		if a.pattern != b.pattern {
+			return b.pattern - a.pattern // patterns first
+		}
+		return a.jvm.pid - b.jvm.pid
+	})
+	for _, k := range keys {
+		if ctx.Err() != nil {
+			break
+		}
+		c := s.scans[k]
+		wait := deadline
+		if c.stalled {
+			wait = expired
+		}
+		res, ok := c.call.Wait(wait)
+		if !ok {
+			if !c.stalled && deadline.Err() != nil && ctx.Err() == nil {
+				c.stalled = true
+				s.cfg.Refused(RefusedStalled)
+				errs = append(errs, fmt.Errorf("xlog: the scan of %s has not returned after %v; it is skipped until it does, the other files are read", s.scanName(k), pollTimeout))
+			}
+			continue
+		}
+		delete(s.scans, k)
+		errs = append(errs, s.follow(k, c, res, seen[k])...)
+	}
+	for k := range s.refused {
+		if !seen[k] && s.scans[k] == nil {
+			delete(s.refused, k)
+			delete(s.over, k)
+		}
+	}
+	for k := range s.pods {
+		if !seen[scanKey{jvm: k}] && s.scans[scanKey{jvm: k}] == nil {
+			delete(s.pods, k)
+		}
+	}
 	return errors.Join(errs...)
 }
 
-// scanPatterns follows the files the include patterns match.
-func (s *Source) scanPatterns(refused map[string]bool) error {
-	host, err := s.hold(rootKey{}, hostRoot)
-	if err != nil {
-		return fmt.Errorf("xlog: %w", err)
+// scanName names a scan in messages.
+func (s *Source) scanName(k scanKey) string {
+	if k.pattern > 0 {
+		return fmt.Sprintf("pattern %q", s.cfg.Include[k.pattern-1])
 	}
-	defer s.release(host)
-	var errs []error
-	for _, pattern := range s.cfg.Include {
-		abs, err := filepath.Abs(pattern)
-		if err == nil {
-			var matches []string
-			if matches, err = host.Glob(abs); err == nil {
-				for _, name := range matches {
-					errs = append(errs, s.follow(host, name, nil, nil, refused))
-				}
+	return fmt.Sprintf("the -Xlog files of pid %d", k.jvm.pid)
+}
+
+// scanWork is a scan's filesystem work, run in its own goroutine: root is
+// where it matches (held for it), room how many files it may open,
+// followed says which are followed already, prev which were refused at the
+// last scan (read-only).
+type scanWork func(root *procroot.Root, room int, followed func(string) bool, prev map[string]bool) scanResult
+
+// startScan starts work for key in root (nil: a JVM's, opened by the work).
+func (s *Source) startScan(key scanKey, root *heldRoot, jvm *discovery.JVM, o owner, work scanWork) {
+	room, _ := s.room(o)
+	followed := map[string]bool{}
+	for p, t := range s.files {
+		if t.owner.pattern == o.pattern && t.owner.jvm == o.jvm {
+			followed[p] = true
+		}
+	}
+	prev := s.refused[key]
+	c := &scanCall{root: root, jvm: jvm, pod: o.pod}
+	var r *procroot.Root
+	if root != nil {
+		r = root.Root
+	}
+	c.call = fsdeadline.Start(func() scanResult {
+		return work(r, room, func(p string) bool { return followed[p] }, prev)
+	})
+	s.scans[key] = c
+}
+
+// startJVMScan starts the scan of a discovered JVM's -Xlog files.
+func (s *Source) startJVMScan(key scanKey, j discovery.JVM, fromStart bool) {
+	pod, ok := s.pods[key.jvm]
+	if !ok {
+		if s.ids == nil {
+			s.ids = procresource.NewReader(j.ProcRoot, 0)
+		}
+		if id, err := s.ids.Identity(j.PID); err == nil && id.StartTicks == j.StartTicks {
+			pod = id.PodUID
+		}
+		s.pods[key.jvm] = pod
+	}
+	o := owner{jvm: key.jvm, pod: pod}
+	jvm := j
+	s.startScan(key, s.hold(key.jvm), &jvm, o, func(root *procroot.Root, room int, followed func(string) bool, prev map[string]bool) scanResult {
+		var r scanResult
+		if root == nil {
+			opened, err := j.OpenRoot()
+			if err != nil {
+				r.gone = true // exited since it was listed
+				return r
 			}
+			root, r.root = opened, opened
+		}
+		if j.StartsRecording || len(j.Repositories(root)) > 0 {
+			r.jfr = true
+			return r
+		}
+		patterns := j.XLogFiles
+		if len(patterns) > maxTailsPerJVM {
+			patterns, r.over = patterns[:maxTailsPerJVM], true
+		}
+		id := func(name string) *jvmevent.JVM {
+			return &jvmevent.JVM{PID: j.PID, StartTicks: j.StartTicks, Source: root.Display(name)}
+		}
+		for _, pattern := range patterns {
+			matches, over, _ := glob(root, pattern)
+			r.over = r.over || over
+			s.openMatches(&r, root, matches, id, room, followed, prev, fromStart)
+		}
+		return r
+	})
+}
+
+// openMatches opens the matched files not followed yet, the last names
+// first, at most room of them (r.over when more were left).
+func (s *Source) openMatches(r *scanResult, root *procroot.Root, matches []string, id func(string) *jvmevent.JVM, room int, followed func(string) bool, prev map[string]bool, fromStart bool) {
+	for _, name := range slices.Backward(matches) {
+		p := root.Display(name)
+		if followed(p) {
+			continue
+		}
+		if len(r.tails) >= room {
+			r.over = true
+			return
+		}
+		t := &tail{name: name, path: p, refusedNow: prev[p]}
+		if id != nil {
+			t.jvm = id(name)
+		}
+		err := t.follow(root, s.resume.take, fromStart, s.cfg.Logger)
+		r.refusals, t.refusals = append(r.refusals, t.refusals...), nil
+		if errors.Is(err, procroot.ErrNotRegular) {
+			r.refused = append(r.refused, p)
+			if !prev[p] {
+				r.errs = append(r.errs, err)
+			}
+			continue
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("xlog: pattern %q: %w", pattern, err))
+			r.errs = append(r.errs, err)
+			continue
+		}
+		if t.file != nil {
+			r.tails = append(r.tails, t)
 		}
 	}
-	return errors.Join(errs...)
 }
 
-// scanJVM follows the -Xlog files of a discovered JVM, matched inside its
-// root, unless it records JFR.
-func (s *Source) scanJVM(j discovery.JVM, refused map[string]bool) error {
-	root, err := s.hold(rootKey{j.PID, j.StartTicks}, j.OpenRoot)
-	if err != nil {
-		return nil // exited since it was listed
+// follow takes a scan's result: its files are followed, within the bounds
+// of their owner (checked again: other scans may have added files). current
+// says the scan's pattern or JVM is still there.
+func (s *Source) follow(k scanKey, c *scanCall, res scanResult, current bool) []error {
+	errs := res.errs
+	for _, r := range res.refusals {
+		s.cfg.Refused(r)
+	}
+	refused := make(map[string]bool, len(res.refused))
+	for _, p := range res.refused {
+		refused[p] = true
+	}
+	s.refused[k] = refused
+	if res.gone || !current {
+		res.discard()
+		if c.root != nil {
+			s.release(c.root)
+		}
+		return errs
+	}
+	root := c.root
+	if res.root != nil {
+		root = s.adopt(k.jvm, res.root)
 	}
 	defer s.release(root)
-	if j.StartsRecording || len(j.Repositories(root.Root)) > 0 {
+	if res.jfr {
 		// JFR tells more, and the repository source reads it: stop
 		// tailing a log begun before the recording (started by attach,
 		// say), so no pause is reported twice.
 		for _, t := range s.files {
-			if t.jvm != nil && t.jvm.PID == j.PID && t.jvm.StartTicks == j.StartTicks {
+			if t.owner.pattern == 0 && t.owner.jvm == k.jvm {
 				t.gone = true
 			}
 		}
-		return nil
+		return errs
 	}
-	var errs []error
-	scanner, pid, start := s.cfg.Scanner, j.PID, j.StartTicks
-	for _, pattern := range j.XLogFiles {
-		matches, _ := root.Glob(pattern)
-		for _, name := range matches {
-			id := &jvmevent.JVM{PID: pid, StartTicks: start, Source: root.Display(name)}
-			errs = append(errs, s.follow(root, name, id, func() bool { return scanner.Alive(pid, start) }, refused))
+	o := owner{pattern: k.pattern, jvm: k.jvm, pod: c.pod}
+	over, who := res.over, o.String()
+	for _, t := range res.tails {
+		room, limit := s.room(o)
+		if s.files[t.path] != nil || room == 0 {
+			if room == 0 {
+				over, who = true, limit
+			}
+			t.close()
+			continue
 		}
+		t.held, t.owner = root, o
+		if t.jvm != nil {
+			scanner, pid, start := s.cfg.Scanner, k.jvm.pid, k.jvm.start
+			t.alive = func() bool { return scanner.Alive(pid, start) }
+		}
+		root.holds.Add(1)
+		s.files[t.path] = t
+		s.cfg.Logger.Debug("tailing -Xlog file", zap.String("file", t.path))
+		s.startRead(t)
 	}
-	return errors.Join(errs...)
+	if over && !s.over[k] {
+		if room, limit := s.room(o); room == 0 {
+			who = limit
+		}
+		s.cfg.Refused(RefusedTooMany)
+		errs = append(errs, fmt.Errorf("xlog: %s: more -Xlog files than the bounds allow (%d per pattern, %d per JVM, %d per pod; %s is at its bound); the rest are not followed", s.scanName(k), maxMatches, maxTailsPerJVM, maxTailsPerPod, who))
+	}
+	s.over[k] = over
+	return errs
 }
 
-// follow starts tailing name inside root unless it is tailed already. A
-// file that is not a regular one (a folder aside) is refused, reported
-// once while the patterns keep matching it.
-func (s *Source) follow(root *heldRoot, name string, jvm *jvmevent.JVM, alive func() bool, refused map[string]bool) error {
-	p := root.Display(name)
-	if s.files[p] != nil {
-		return nil
+// glob returns the names inside root that match pattern, as procroot's
+// Glob does, bounded: at most maxListed entries of any folder are read and
+// the last maxMatches names of each step are kept; over says some were
+// left out.
+func glob(root *procroot.Root, pattern string) (matches []string, over bool, err error) {
+	if _, err := filepath.Match(pattern, ""); err != nil {
+		return nil, false, err
 	}
-	fi, err := root.Stat(name)
+	matches = []string{"/"}
+	for _, part := range strings.Split(strings.TrimPrefix(filepath.Clean("/"+pattern), "/"), "/") {
+		if part == "" {
+			continue
+		}
+		var next []string
+		for _, dir := range matches {
+			if !strings.ContainsAny(part, `*?[\`) {
+				p := filepath.Join(dir, part)
+				if _, err := root.Stat(p); err == nil {
+					next = append(next, p)
+				}
+				continue
+			}
+			names, more := list(root, dir)
+			over = over || more
+			for _, n := range names {
+				if ok, _ := filepath.Match(part, n); ok {
+					next = append(next, filepath.Join(dir, n))
+				}
+			}
+		}
+		slices.Sort(next)
+		if len(next) > maxMatches {
+			next, over = next[len(next)-maxMatches:], true
+		}
+		matches = next
+	}
+	return matches, over, nil
+}
+
+// list returns at most maxListed names in the folder dir inside root, and
+// whether there were more.
+func list(root *procroot.Root, dir string) ([]string, bool) {
+	d, err := root.OpenDirectory(dir)
+	if err != nil {
+		return nil, false
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(maxListed + 1)
+	if len(names) > maxListed {
+		return names[:maxListed], true
+	}
+	return names, false
+}
+
+// follow opens the file a tail follows: from a saved position, else from
+// its start or end. A file that is not a regular one is refused
+// (procroot.ErrNotRegular); one that does not exist (a folder, a name
+// gone) is no tail.
+func (t *tail) follow(root *procroot.Root, resume func(string) (Position, bool), fromStart bool, logger *zap.Logger) error {
+	t.root = root
+	fi, err := root.Stat(t.name)
 	if err != nil || fi.IsDir() {
 		return nil
 	}
-	// A path refused at the last scan is counted and reported once.
-	t := &tail{root: root, name: name, path: p, jvm: jvm, alive: alive, refused: s.cfg.Refused, refusedNow: s.refused[p]}
 	if !fi.Mode().IsRegular() {
-		err = fmt.Errorf("xlog: %s: %w (%s)", p, procroot.ErrNotRegular, kind(fi.Mode()))
-		if !s.refused[p] {
-			s.cfg.Refused(RefusedNotRegular)
+		if !t.refusedNow {
+			t.refusals = append(t.refusals, RefusedNotRegular)
 		}
-	} else if pos, ok := s.cfg.Resume[p]; ok {
-		delete(s.cfg.Resume, p) // the first follow only: later ones are new files
-		err = t.resume(pos, s.cfg.Logger)
-	} else {
-		// A file that appears after the first scan is new: read it all.
-		err = t.open(s.started || s.cfg.FromStart) // counts a refusal itself
+		return fmt.Errorf("xlog: %s: %w (%s)", t.path, procroot.ErrNotRegular, kind(fi.Mode()))
 	}
-	if errors.Is(err, procroot.ErrNotRegular) {
-		refused[p] = true
-		if s.refused[p] {
-			return nil
-		}
-		return err
+	if pos, ok := resume(t.path); ok {
+		// The first follow only: later ones are new files.
+		return t.resume(pos, logger)
 	}
-	if err != nil {
-		return err
-	}
-	root.holds++
-	s.cfg.Logger.Debug("tailing -Xlog file", zap.String("file", p))
-	s.files[p] = t
-	return nil
+	return t.open(fromStart) // counts a refusal itself
 }
 
 // kind names what a refused file is, as procroot's errors do.
@@ -369,10 +885,31 @@ func kind(m fs.FileMode) string {
 // tail follows one file by name: when the JVM rotates it (renames it and
 // starts a new file under the name), the old file is read to its end and
 // the new one from its start.
+//
+// Its reading state is touched by one goroutine at a time: the scan's
+// that opens it, then each read's (Source.startRead); the rest by the
+// source's goroutine.
 type tail struct {
-	root *heldRoot // where name resolves; released by the source when the tail ends
-	name string    // the file as the JVM (or, for a pattern's, the collector) names it
-	path string    // root.Display(name): how it is reported
+	held    *heldRoot                    // root, held by the source while the tail is followed
+	owner   owner                        // whose bounds it counts against
+	jvm     *jvmevent.JVM                // the discovered JVM writing the file, nil for a pattern's
+	alive   func() bool                  // whether that JVM still runs
+	reading *fsdeadline.Call[readResult] // the read running, if any
+	stalled bool                         // reading was reported stalled
+	exited  bool                         // the JVM had exited when reading began
+	gone    bool                         // given up: read to its end, or the JVM records JFR now
+	pid     int                          // the pid decorator, from the last read
+	lastErr string
+	// longReported: a dropped long line was reported.
+	longReported bool
+	// pos is where the last read left the file (hasPos: one is open).
+	pos    Position
+	hasPos bool
+
+	// The reading state.
+	root *procroot.Root // where name resolves
+	name string         // the file as the JVM (or, for a pattern's, the collector) names it
+	path string         // root.Display(name): how it is reported
 	file *os.File
 	dev  uint64
 	ino  uint64
@@ -381,21 +918,19 @@ type tail struct {
 	chain   []*os.File
 	head    uint64 // Position.Head of file, once headLen is headBytes
 	headLen int
+	// offset is where the next line starts: bytes after it, a line
+	// without its newline yet, are read again at the next poll rather than
+	// held.
 	offset  int64
 	drained bool // the last poll read the file to its end
-	partial []byte
+	missing bool // the file under the name is gone
 	// skipping: inside a line longer than maxLine, dropped up to its
 	// newline.
-	skipping     bool
-	longLines    int
-	longReported bool
-	refusedNow   bool // the file under the name is not a regular one
-	refused      func(reason string)
-	gone         bool
-	lastErr      string
-	pid          int
-	jvm          *jvmevent.JVM // the discovered JVM writing the file, nil for a pattern's
-	alive        func() bool   // whether that JVM still runs
+	skipping   bool
+	longLines  int
+	refusedNow bool     // the file under the name is not a regular one
+	refusals   []string // counted by the source when the read returns
+	linePID    int
 
 	// Uptime calibration: bounds on the JVM's start in Unix ns, narrowed by
 	// every line that has both an absolute time (ms) and an uptime.
@@ -405,6 +940,28 @@ type tail struct {
 	zgc zgcKinds
 }
 
+// readBuffers are the reads' buffers, one per read running, so that an
+// idle file holds none: a line and its newline fit.
+var readBuffers = sync.Pool{New: func() any { b := make([]byte, maxLine+1); return &b }}
+
+// pollOnce reads what the file gained, in a read's goroutine.
+func (t *tail) pollOnce(clock *window.Clock) readResult {
+	var r readResult
+	buf := readBuffers.Get().(*[]byte)
+	defer readBuffers.Put(buf)
+	r.err = t.poll(clock, *buf, &r.batch)
+	r.drained, r.missing, r.longLines = t.drained, t.missing, t.longLines
+	r.batch.JVM.PID = t.linePID
+	r.refusals, t.refusals = t.refusals, nil
+	if t.file != nil {
+		if t.headLen < headBytes {
+			t.head, t.headLen = headOf(t.file, headBytes)
+		}
+		r.pos, r.hasPos = t.position(), true
+	}
+	return r
+}
+
 // open opens the file (a regular one, without blocking), positioned at its
 // end unless fromStart.
 func (t *tail) open(fromStart bool) error {
@@ -412,7 +969,7 @@ func (t *tail) open(fromStart bool) error {
 	if err != nil {
 		if errors.Is(err, procroot.ErrNotRegular) && !t.refusedNow {
 			t.refusedNow = true
-			t.refused(RefusedNotRegular)
+			t.refusals = append(t.refusals, RefusedNotRegular)
 		}
 		return fmt.Errorf("xlog: %w", err)
 	}
@@ -425,14 +982,9 @@ func (t *tail) open(fromStart bool) error {
 	t.file, t.offset = f, 0
 	t.dev, t.ino = identity(fi)
 	t.headLen = 0
-	t.partial, t.skipping = t.partial[:0], false
+	t.skipping = false
 	if !fromStart {
 		t.offset = fi.Size()
-		if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
-			f.Close()
-			t.file = nil
-			return fmt.Errorf("xlog: %s: %w", t.path, err)
-		}
 	}
 	return nil
 }
@@ -451,7 +1003,7 @@ func (t *tail) poll(clock *window.Clock, buf []byte, b *jvmevent.Batch) error {
 		t.drained = true
 		if err := t.open(true); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
-				t.gone = true
+				t.missing = true
 				return nil
 			}
 			return err
@@ -473,13 +1025,14 @@ func (t *tail) poll(clock *window.Clock, buf []byte, b *jvmevent.Batch) error {
 	fi, err := t.root.Stat(t.name)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		t.gone = true
+		t.missing = true
 		return nil
 	case err != nil:
 		return fmt.Errorf("xlog: %w", err)
 	case !sameFile(fi, t.dev, t.ino):
-		// Rotated: the old file was read to its end above. What replaced
-		// it may be no regular file: then nothing is read until one is.
+		// Rotated: the old file was read to its end above (a line it
+		// ends without a newline is given up). What replaced it may be no
+		// regular file: then nothing is read until one is.
 		t.close()
 		if err := t.open(true); err != nil {
 			return err
@@ -488,25 +1041,22 @@ func (t *tail) poll(clock *window.Clock, buf []byte, b *jvmevent.Batch) error {
 		return err
 	case fi.Size() < t.offset:
 		// Truncated in place (copytruncate): start over.
-		t.offset, t.partial, t.skipping = 0, t.partial[:0], false
-		if _, err := t.file.Seek(0, io.SeekStart); err != nil {
-			return fmt.Errorf("xlog: %s: %w", t.path, err)
-		}
+		t.offset, t.skipping = 0, false
 	}
 	return nil
 }
 
-// read reads what the file gained, at most maxReadPerPoll bytes, and
-// reports whether it reached the end. A read error ends the file's
-// reading (drained) until it is opened again.
+// read reads what the file gained since offset, at most maxReadPerPoll
+// bytes, and reports whether it reached the end. A read error ends the
+// file's reading (drained) until it is opened again. buf holds a line and
+// its newline: the start of a line is read again at the next poll rather
+// than kept.
 func (t *tail) read(clock *window.Clock, buf []byte, b *jvmevent.Batch) (drained bool, err error) {
+	held := 0 // buf[:held]: the start of a line, from offset on
 	for read := 0; read < maxReadPerPoll; {
-		n, err := t.file.Read(buf[:min(len(buf), maxReadPerPoll-read)])
-		if n > 0 {
-			read += n
-			t.offset += int64(n)
-			t.lines(buf[:n], clock, b)
-		}
+		n, err := t.file.ReadAt(buf[held:held+min(len(buf)-held, maxReadPerPoll-read)], t.offset+int64(held))
+		read += n
+		held = t.lines(buf[:held+n], held, clock, b)
 		if err == io.EOF || (err == nil && n == 0) {
 			return true, nil
 		}
@@ -517,42 +1067,47 @@ func (t *tail) read(clock *window.Clock, buf []byte, b *jvmevent.Batch) (drained
 	return false, nil
 }
 
-func (t *tail) lines(data []byte, clock *window.Clock, b *jvmevent.Batch) {
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
+// lines takes the whole lines at data's start (data[:from] holds no
+// newline), moving offset past them, and moves what follows, the start of
+// a line, to data's start: it returns how long that is. A line longer than
+// maxLine is dropped up to its newline.
+func (t *tail) lines(data []byte, from int, clock *window.Clock, b *jvmevent.Batch) int {
+	start := 0
+	for {
+		i := bytes.IndexByte(data[max(start, from):], '\n')
 		if i < 0 {
-			if !t.skipping && len(t.partial)+len(data) > maxLine {
-				t.dropLine()
-			}
-			if !t.skipping {
-				t.partial = append(t.partial, data...)
-			}
-			return
+			break
 		}
-		line := data[:i]
-		data = data[i+1:]
-		if t.skipping {
+		end := max(start, from) + i
+		line := data[start:end]
+		start = end + 1
+		t.offset += int64(len(line)) + 1
+		switch {
+		case t.skipping:
 			t.skipping = false // the end of the dropped line
-			continue
-		}
-		if len(t.partial)+len(line) > maxLine {
+		case len(line) > maxLine:
 			t.dropLine()
 			t.skipping = false
-			continue
+		default:
+			t.line(string(line), clock, b)
 		}
-		if len(t.partial) > 0 {
-			line = append(t.partial, line...)
-			t.partial = t.partial[:0]
-		}
-		t.line(string(line), clock, b)
 	}
+	rest := data[start:]
+	if !t.skipping && len(rest) > maxLine {
+		t.dropLine()
+	}
+	if t.skipping {
+		t.offset += int64(len(rest))
+		return 0
+	}
+	return copy(data, rest)
 }
 
 // dropLine gives up the line being read: it is longer than maxLine.
 func (t *tail) dropLine() {
-	t.partial, t.skipping = t.partial[:0], true
+	t.skipping = true
 	t.longLines++
-	t.refused(RefusedLineTooLong)
+	t.refusals = append(t.refusals, RefusedLineTooLong)
 }
 
 // line turns one log line into what it says.
@@ -563,7 +1118,7 @@ func (t *tail) line(s string, clock *window.Clock, b *jvmevent.Batch) {
 	}
 	l.Resolve(clock.ToUnixNano)
 	if l.PID != 0 {
-		t.pid = l.PID
+		t.linePID = l.PID
 	}
 	if l.Epoch != 0 && l.UptimeSet {
 		// The absolute decorators have ms resolution: the start lies in
