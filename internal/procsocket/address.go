@@ -38,13 +38,25 @@ func hasLocalAddress(proc int, addr netip.Addr) (has, known bool) {
 
 // parseFIBTrieLocal reports whether /proc/net/fib_trie has a LOCAL route
 // whose prefix holds addr: the kernel adds one, scope host, for every
-// address of the namespace (and 127.0.0.0/8 for lo). Its leaves read
+// address of the namespace (and 127.0.0.0/8 for lo).
+func parseFIBTrieLocal(r io.Reader, addr netip.Addr) (bool, error) {
+	found := false
+	err := eachFIBTrieLocal(r, func(p netip.Prefix) bool {
+		found = p.Contains(addr)
+		return !found
+	})
+	return found, err
+}
+
+// eachFIBTrieLocal calls fn with the prefix of each LOCAL route of
+// /proc/net/fib_trie, in the order listed, until fn returns false. Its
+// leaves read
 //
 //	|-- 10.250.0.2
 //	   /32 host LOCAL
 //
 // with one line per alias of the leaf's prefix.
-func parseFIBTrieLocal(r io.Reader, addr netip.Addr) (bool, error) {
+func eachFIBTrieLocal(r io.Reader, fn func(netip.Prefix) bool) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxTableLine)
 	var leaf netip.Addr
@@ -66,29 +78,46 @@ func parseFIBTrieLocal(r io.Reader, addr netip.Addr) (bool, error) {
 			if !bytes.Equal(typ, []byte("LOCAL")) {
 				continue
 			}
-			if p, err := leaf.Prefix(bits); err == nil && p.Contains(addr) {
-				return true, nil
+			if p, err := leaf.Prefix(bits); err == nil && !fn(p) {
+				return nil
 			}
 		}
 	}
-	return false, addressTableErr(sc, r)
+	return addressTableErr(sc, r)
 }
 
-// parseIfInet6 reports whether /proc/net/if_inet6 lists addr, one address
-// a line as 32 hex digits in network byte order:
+// parseIfInet6 reports whether /proc/net/if_inet6 lists addr.
+func parseIfInet6(r io.Reader, addr netip.Addr) (bool, error) {
+	found := false
+	err := eachIfInet6(r, func(a netip.Addr) bool {
+		found = a == addr
+		return !found
+	})
+	return found, err
+}
+
+// eachIfInet6 calls fn with each address of /proc/net/if_inet6, until fn
+// returns false. It lists one address a line as 32 hex digits in network
+// byte order:
 //
 //	fd000000000000000000000000000002 04 40 00 82     eth0
-func parseIfInet6(r io.Reader, addr netip.Addr) (bool, error) {
-	a := addr.As16()
-	want := hex.EncodeToString(a[:])
+func eachIfInet6(r io.Reader, fn func(netip.Addr) bool) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxTableLine)
+	var a [16]byte
 	for sc.Scan() {
-		if field, _ := nextField(sc.Bytes()); bytes.EqualFold(field, []byte(want)) {
-			return true, nil
+		field, _ := nextField(sc.Bytes())
+		if len(field) != 2*len(a) {
+			continue
+		}
+		if _, err := hex.Decode(a[:], field); err != nil {
+			continue
+		}
+		if !fn(netip.AddrFrom16(a)) {
+			return nil
 		}
 	}
-	return false, addressTableErr(sc, r)
+	return addressTableErr(sc, r)
 }
 
 // addressTableErr is the error that ended a scan of an address table, or

@@ -162,8 +162,8 @@ func TestOwnersFromNoListener(t *testing.T) {
 }
 
 // TestOwnersFromSharesLimitAndNegativeCache: Lookup and OwnersFrom draw on
-// one scan rate, and a flood of unknown addresses scans within it; misses
-// are remembered.
+// one scan budget, here the one of addresses no namespace has, and a flood
+// of unknown addresses scans within it; misses are remembered.
 func TestOwnersFromSharesLimitAndNegativeCache(t *testing.T) {
 	requireRoottest(t)
 	listentest(t, "tcp4", "127.0.0.1:0")

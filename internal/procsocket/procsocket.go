@@ -52,7 +52,8 @@
 // them all. Answers are cached per address for DefaultOwnersTTL, not
 // revalidated: a process that closed its connection or exited stays listed
 // until then, and one that just connected is missed until then. Misses
-// share Lookup's negative cache, cache bound and scan rate.
+// share Lookup's negative cache and cache bound, and an address's scans
+// spend the budget Lookup's do for a peer at that address.
 //
 // # Cost and cache
 //
@@ -63,16 +64,42 @@
 // established hash, shared by all namespaces (262144 buckets here: 4.5 ms
 // per table even when it holds two sockets), which is why tables are read
 // only where the address is local; rows are streamed and matched as bytes
-// before any is parsed. A peer from another node costs no table read. Connections are long-lived
-// (gRPC, HTTP keep-alive), so results are cached per peer (at most
-// DefaultCacheSize entries, least recently used out, for DefaultTTL). A hit
-// is revalidated with two reads: the owner's descriptor that held the
-// socket still names it (one readlink) and the owner's start time is
-// unchanged. Misses and ambiguous peers are cached for DefaultNegativeTTL,
-// so a stream of requests from an unknown peer costs one scan, and full
-// scans are rate-limited (DefaultScansPerSecond): a lookup that would
-// exceed the rate fails with ErrBusy instead of scanning. Scans run one at
-// a time; hits never wait for them.
+// before any is parsed. A peer from another node costs no table read.
+// Connections are long-lived (gRPC, HTTP keep-alive), so results are cached
+// per peer (at most DefaultCacheSize entries, least recently used out, for
+// DefaultTTL). A hit is revalidated with two reads: the owner's descriptor
+// that held the socket still names it (one readlink) and the owner's start
+// time is unchanged. Misses and ambiguous peers are cached for
+// DefaultNegativeTTL, so a stream of requests from an unknown peer costs
+// one scan. Scans run one at a time; hits never wait for them.
+//
+// # Scan budgets
+//
+// A sender that opens connections from new ports misses the cache with
+// each, so full scans are rate-limited (DefaultScansPerSecond, with as
+// large a burst), and a lookup that would exceed the rate fails with
+// ErrBusy instead of scanning. The rate is per network namespace of the
+// peer, so that a pod's connection storm spends its own budget and not its
+// neighbours': in Kubernetes a pod's address names its pod's namespace,
+// which only that pod's processes can connect from. The budget is chosen
+// before the scan, from the peer's address, so that a refused lookup costs
+// nothing: a loopback peer spends this process's namespace's budget (the
+// only one its socket can be in); another address, the budget of the one
+// namespace of the proc root that has it among its addresses, from a map of
+// every namespace's addresses (/proc/<pid>/net/fib_trie LOCAL /32 routes
+// and net/if_inet6, through one member of each; no socket table) read
+// again when a scan is wanted and it is over a second old. Keyed by
+// namespace rather than by address, a tenant that gives its namespace more
+// addresses gets no more scans; the map keeps at most 64 addresses of a
+// namespace, and the rest, with addresses two namespaces have, wider LOCAL
+// routes (AnyIP) and addresses of no namespace here (peers on other nodes;
+// a pod started within the last second), share one more budget, the
+// unplaced peers'. The host's network namespace is one namespace: host
+// processes and hostNetwork pods share its budget. At most 1024
+// namespaces hold a budget; one that has refilled is dropped (a fresh one
+// is the same), and while all are in use, a namespace without one shares
+// the unplaced peers'. Scans still run one at a time, so a storm delays
+// other namespaces' scans by its own, at most its rate's worth a second.
 //
 // # Limits
 //
@@ -132,8 +159,9 @@ var (
 	ErrNotFound = errors.New("no local socket with that address")
 	// ErrAmbiguous: the socket is held by several processes.
 	ErrAmbiguous = errors.New("socket held by several processes")
-	// ErrBusy: the lookup needed a full scan and the scan rate is spent;
-	// the peer is unknown for now, not known to be absent.
+	// ErrBusy: the lookup needed a full scan and the scan rate of the
+	// peer's network namespace is spent; the peer is unknown for now, not
+	// known to be absent.
 	ErrBusy = errors.New("rate limited: too many scans")
 )
 
@@ -152,7 +180,8 @@ const (
 	// that a burst of requests from one unknown peer scans once, short
 	// enough that a connection just opened is found on a later request.
 	DefaultNegativeTTL = time.Second
-	// DefaultScansPerSecond bounds full scans (and their burst).
+	// DefaultScansPerSecond bounds the full scans for the peers of one
+	// network namespace (and their burst).
 	DefaultScansPerSecond = 10
 	// DefaultOwnersTTL is how long OwnersFrom's answer for an address is
 	// kept, unrevalidated: the set of connections from an address changes
@@ -233,9 +262,9 @@ func WithOwnersTTL(d time.Duration) Option {
 	}
 }
 
-// WithMaxScansPerSecond bounds full scans to n per second, with bursts of
-// up to max(n, 1); math.Inf(1) removes the bound. n <= 0 or NaN keeps
-// DefaultScansPerSecond.
+// WithMaxScansPerSecond bounds the full scans for the peers of one network
+// namespace to n per second, with bursts of up to max(n, 1); math.Inf(1)
+// removes the bound. n <= 0 or NaN keeps DefaultScansPerSecond.
 func WithMaxScansPerSecond(n float64) Option {
 	return func(o *options) {
 		if n > 0 {
@@ -255,14 +284,16 @@ type Resolver struct {
 	opts      options
 	now       func() time.Time
 
-	mu      sync.Mutex // guards cache and limiter
+	mu      sync.Mutex // guards cache and budgets
 	cache   *peerCache
-	limiter scanLimiter
+	budgets *scanBudgets
 
-	scanMu sync.Mutex // one full scan at a time; guards listeners
+	scanMu sync.Mutex // one full scan at a time; guards listeners and book
 	// listeners is this process's listening sockets, read by OwnersFrom
 	// scans.
 	listeners listenerSet
+	// book places peers' addresses in network namespaces, for budgets.
+	book addressBook
 	// scans counts full scans started, tableReads the socket tables
 	// opened, for tests and telemetry.
 	scans, tableReads atomic.Uint64
@@ -292,7 +323,7 @@ func NewResolver(procRoot string, opts ...Option) *Resolver {
 		opts:     o,
 		now:      time.Now,
 		cache:    newPeerCache(o.cacheSize),
-		limiter:  newScanLimiter(o.scansPerSecond),
+		budgets:  newScanBudgets(o.scansPerSecond, maxScanBudgets),
 	}
 	if link, err := os.Readlink("/proc/self/ns/net"); err == nil {
 		r.selfNetNS, _ = parseBracketInode("net:", []byte(link))
@@ -351,11 +382,15 @@ func (r *Resolver) resolve(key netip.AddrPort, ttl time.Duration, scan func() (c
 	if e, ok := r.cached(key); ok {
 		return e, e.err
 	}
+	netns := uint64(unplaced)
+	if !math.IsInf(r.opts.scansPerSecond, 1) {
+		netns = r.placeAddress(key.Addr())
+	}
 	r.mu.Lock()
-	allowed := r.limiter.allow(r.now())
+	allowed := r.budgets.allow(netns, r.now())
 	r.mu.Unlock()
 	if !allowed {
-		return cacheEntry{}, fmt.Errorf("procsocket: %s: %w (%g per second)", describeKey(key), ErrBusy, r.opts.scansPerSecond)
+		return cacheEntry{}, fmt.Errorf("procsocket: %s: %w (%g per second %s)", describeKey(key), ErrBusy, r.opts.scansPerSecond, describeBudget(netns))
 	}
 	r.scans.Add(1)
 	e, err := scan()
@@ -380,6 +415,14 @@ func describeKey(key netip.AddrPort) string {
 	return "peer " + key.String()
 }
 
+// describeBudget names the scan budget of netns in errors.
+func describeBudget(netns uint64) string {
+	if netns == unplaced {
+		return "for addresses of no one network namespace here"
+	}
+	return fmt.Sprintf("for network namespace %d", netns)
+}
+
 // cached returns key's unexpired cache entry, a found owner only once it
 // has been revalidated. An address's owners are not revalidated: they are
 // kept for a short TTL only.
@@ -397,32 +440,4 @@ func (r *Resolver) cached(key netip.AddrPort) (cacheEntry, bool) {
 	r.cache.removeIf(key, e)
 	r.mu.Unlock()
 	return cacheEntry{}, false
-}
-
-// scanLimiter is a token bucket over full scans.
-type scanLimiter struct {
-	rate, burst, tokens float64
-	last                time.Time
-}
-
-func newScanLimiter(perSecond float64) scanLimiter {
-	burst := math.Max(perSecond, 1)
-	return scanLimiter{rate: perSecond, burst: burst, tokens: burst}
-}
-
-func (l *scanLimiter) allow(now time.Time) bool {
-	if math.IsInf(l.rate, 1) {
-		return true
-	}
-	if l.last.IsZero() || now.After(l.last) {
-		if !l.last.IsZero() {
-			l.tokens = math.Min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
-		}
-		l.last = now
-	}
-	if l.tokens < 1 {
-		return false
-	}
-	l.tokens--
-	return true
 }
