@@ -1,6 +1,7 @@
 package procsocket
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -101,4 +103,32 @@ func leavestest(addrs ...string) string {
 		fmt.Fprintf(&b, "     |-- %s\n        /32 host LOCAL\n", a)
 	}
 	return b.String()
+}
+
+// BenchmarkReadAddresses is the cost of reading the address book of this
+// machine's proc root, paid at most once a second while scans are wanted.
+func BenchmarkReadAddresses(b *testing.B) {
+	requireRoottest(b)
+	r := NewResolver("")
+	for b.Loop() {
+		r.readAddresses()
+	}
+}
+
+// BenchmarkLookupRefused is the cost of a lookup refused during a storm:
+// a new port of an address whose namespace's budget is spent.
+func BenchmarkLookupRefused(b *testing.B) {
+	requireRoottest(b)
+	r := NewResolver("", WithMaxScansPerSecond(1))
+	clock := &fakeClocktest{t: time.Unix(1e9, 0)} // no refill
+	r.now = clock.now
+	peer := netip.MustParseAddrPort("127.0.0.1:1")
+	r.Lookup(peer) // spends the burst
+	port := uint16(2)
+	for b.Loop() {
+		if _, err := r.Lookup(netip.AddrPortFrom(peer.Addr(), port)); !errors.Is(err, ErrBusy) {
+			b.Fatal(err)
+		}
+		port = max(port+1, 2)
+	}
 }
