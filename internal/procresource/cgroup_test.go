@@ -355,3 +355,21 @@ func FuzzParseCgroup(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseCgroup is the cost per process of reading its container
+// and pod from its cgroup file.
+func BenchmarkParseCgroup(b *testing.B) {
+	for _, bc := range []struct{ name, data string }{
+		{"v2-systemd", "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + podUS + ".slice/cri-containerd-" + cid + ".scope\n"},
+		{"v1-cgroupfs", "12:pids:/kubepods/burstable/pod" + podUID + "/" + cid + "\n11:memory:/kubepods/burstable/pod" + podUID + "/" + cid + "\n1:name=systemd:/kubepods/burstable/pod" + podUID + "/" + cid + "\n"},
+		{"host", "0::/user.slice/user-1000.slice/session-3.scope\n"},
+	} {
+		data := []byte(bc.data)
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ParseCgroup(data)
+			}
+		})
+	}
+}
