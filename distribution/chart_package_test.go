@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -52,9 +53,21 @@ type serviceMonitor struct {
 }
 
 type monitorEndpoint struct {
-	Port     string `json:"port"`
-	Path     string `json:"path"`
-	Interval string `json:"interval"`
+	Port              string          `json:"port"`
+	Path              string          `json:"path"`
+	Interval          string          `json:"interval"`
+	Relabelings       []relabelConfig `json:"relabelings"`
+	MetricRelabelings []relabelConfig `json:"metricRelabelings"`
+}
+
+// relabelConfig is prometheus-operator's RelabelConfig, the fields the
+// tests set.
+type relabelConfig struct {
+	Action       string   `json:"action,omitempty"`
+	SourceLabels []string `json:"sourceLabels,omitempty"`
+	Regex        string   `json:"regex,omitempty"`
+	TargetLabel  string   `json:"targetLabel,omitempty"`
+	Replacement  string   `json:"replacement,omitempty"`
 }
 
 type renderedPackage struct {
@@ -170,15 +183,57 @@ func packageChart(t *testing.T, version string) string {
 
 const testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
-// withMonitors is every new option on: both monitors, the image by digest.
+// The relabelings withMonitors gives both monitors.
+var (
+	testRelabeling       = map[string]any{"action": "replace", "sourceLabels": []any{"__meta_kubernetes_pod_node_name"}, "targetLabel": "node"}
+	testMetricRelabeling = map[string]any{"action": "labeldrop", "regex": "container_id"}
+)
+
+// withMonitors is every new option on: both monitors (the agent's metrics
+// on its pod IP, which the PodMonitor needs) with relabelings, a cluster
+// name, the image by digest.
 func withMonitors() map[string]any {
-	return map[string]any{
-		"image": map[string]any{"tag": "9.9.9", "digest": testDigest},
-		"agent": map[string]any{"podMonitor": map[string]any{
-			"enabled": true, "interval": "15s", "labels": map[string]any{"release": "kube-prometheus"},
-		}},
-		"gateway": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "interval": "1m"}},
+	monitor := func(interval string, labels map[string]any) map[string]any {
+		m := map[string]any{
+			"enabled": true, "interval": interval,
+			"relabelings": []any{testRelabeling}, "metricRelabelings": []any{testMetricRelabeling},
+		}
+		if labels != nil {
+			m["labels"] = labels
+		}
+		return m
 	}
+	return map[string]any{
+		"image":       map[string]any{"tag": "9.9.9", "digest": testDigest},
+		"clusterName": "gpu-east",
+		"agent": map[string]any{
+			"metricsListen": "podIP",
+			"podMonitor":    monitor("15s", map[string]any{"release": "kube-prometheus"}),
+		},
+		"gateway": map[string]any{"serviceMonitor": monitor("1m", nil)},
+	}
+}
+
+// wantRelabelings are withMonitors' relabelings as every endpoint carries
+// them: the chart's cluster label first, then the monitor's own.
+var wantRelabelings = []relabelConfig{
+	{Action: "replace", TargetLabel: "cluster", Replacement: "gpu-east"},
+	{Action: "replace", SourceLabels: []string{"__meta_kubernetes_pod_node_name"}, TargetLabel: "node"},
+}
+
+func checkRelabelings(t *testing.T, what string, ep monitorEndpoint) {
+	t.Helper()
+	if !slices.EqualFunc(ep.Relabelings, wantRelabelings, relabelEqual) {
+		t.Errorf("%s endpoint %s: relabelings %+v, want %+v", what, ep.Port, ep.Relabelings, wantRelabelings)
+	}
+	if want := []relabelConfig{{Action: "labeldrop", Regex: "container_id"}}; !slices.EqualFunc(ep.MetricRelabelings, want, relabelEqual) {
+		t.Errorf("%s endpoint %s: metricRelabelings %+v, want %+v", what, ep.Port, ep.MetricRelabelings, want)
+	}
+}
+
+func relabelEqual(a, b relabelConfig) bool {
+	return a.Action == b.Action && slices.Equal(a.SourceLabels, b.SourceLabels) && a.Regex == b.Regex &&
+		a.TargetLabel == b.TargetLabel && a.Replacement == b.Replacement
 }
 
 // TestChartPackage builds the package and index as `make chart` does, lints
@@ -301,6 +356,7 @@ func checkMonitors(t *testing.T, r renderedPackage) {
 		if _, ok := ports[ep.Port]; !ok || ep.Path != "/metrics" || ep.Interval != "15s" {
 			t.Errorf("PodMonitor endpoint %+v: agent ports %v", ep, ports)
 		}
+		checkRelabelings(t, "PodMonitor", ep)
 		scraped = append(scraped, ep.Port)
 	}
 	sort.Strings(scraped)
@@ -325,6 +381,7 @@ func checkMonitors(t *testing.T, r renderedPackage) {
 	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != "telemetry" || sm.Spec.Endpoints[0].Interval != "1m" {
 		t.Fatalf("ServiceMonitor endpoints %+v", sm.Spec.Endpoints)
 	}
+	checkRelabelings(t, "ServiceMonitor", sm.Spec.Endpoints[0])
 	found := false
 	for _, p := range picked[0].Spec.Ports {
 		if p.Name == "telemetry" {
@@ -362,6 +419,25 @@ func TestMonitorsAreOffByDefault(t *testing.T) {
 	}
 	r = renderChart(t, loadChartDir(t), withMonitors())
 	checkMonitors(t, r)
+
+	// Without clusterName or relabelings of their own, the monitors carry
+	// none.
+	r = renderChart(t, loadChartDir(t), map[string]any{
+		"agent":   map[string]any{"metricsListen": "podIP", "podMonitor": map[string]any{"enabled": true}},
+		"gateway": map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
+	})
+	for _, ep := range append(slices.Clone(r.podMonitors[0].Spec.PodMetricsEndpoints), r.serviceMonitors[0].Spec.Endpoints...) {
+		if len(ep.Relabelings) != 0 || len(ep.MetricRelabelings) != 0 {
+			t.Errorf("endpoint %s: relabelings %+v, metricRelabelings %+v, want none", ep.Port, ep.Relabelings, ep.MetricRelabelings)
+		}
+	}
+
+	// A PodMonitor cannot scrape metrics on the agent's loopback: the chart
+	// refuses the combination, naming the value that fixes it.
+	_, err := renderFiles(loadChartDir(t), map[string]any{"agent": map[string]any{"podMonitor": map[string]any{"enabled": true}}})
+	if err == nil || !strings.Contains(err.Error(), "agent.metricsListen: podIP") {
+		t.Errorf("podMonitor with metrics on loopback: err %v, want one naming agent.metricsListen: podIP", err)
+	}
 }
 
 func TestImageDigestWinsOverTag(t *testing.T) {
@@ -429,6 +505,13 @@ func TestValuesSchemaRejectsWrongTypes(t *testing.T) {
 		{map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "pullPolicy"},
 		{map[string]any{"image": map[string]any{"tags": "1.0"}}, "tags"},
 		{map[string]any{"exportProcessCommandLine": "true"}, "exportProcessCommandLine"},
+		{map[string]any{"agent": map[string]any{"metricsListen": "0.0.0.0"}}, "metricsListen"},
+		{map[string]any{"agent": map[string]any{"podMonitor": map[string]any{"relabelings": map[string]any{}}}}, "relabelings"},
+		{map[string]any{"agent": map[string]any{"extraVolumeMounts": []any{map[string]any{"name": "x"}}}}, "mountPath"},
+		{map[string]any{"gateway": map[string]any{"extraVolumes": []any{map[string]any{"emptyDir": map[string]any{}}}}}, "name"},
+		{map[string]any{"networkPolicy": map[string]any{"scrapeForm": []any{}}}, "scrapeForm"},
+		{map[string]any{"alerts": map[string]any{"prometheusRule": map[string]any{"alerts": map[string]any{"OtelcolAIGPUMemoryLeak": false}}}}, "OtelcolAIGPUMemoryLeak"},
+		{map[string]any{"alerts": map[string]any{"prometheusRule": map[string]any{"runbookBaseURL": "RUNBOOKS.md"}}}, "runbookBaseURL"},
 	} {
 		_, err := renderFiles(ch, tc.values)
 		if err == nil {

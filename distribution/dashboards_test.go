@@ -411,23 +411,12 @@ func TestChartDashboardsAndRulesRender(t *testing.T) {
 	if rule.APIVersion != "monitoring.coreos.com/v1" || rule.Kind != "PrometheusRule" || rule.Metadata.Labels["release"] != "kube-prometheus-stack" {
 		t.Errorf("PrometheusRule: %s %s labels %v", rule.APIVersion, rule.Kind, rule.Metadata.Labels)
 	}
-	var plain struct {
-		Groups json.RawMessage `json:"groups"`
-	}
-	b, err := os.ReadFile(filepath.Join("alerts", "otelcol-ai.rules.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := yaml.YAMLToJSONStrict(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(js, &plain); err != nil {
-		t.Fatal(err)
-	}
+	// The rules file's groups, each runbook_url made absolute from the
+	// default runbookBaseURL.
+	const runbooks = "https://github.com/otelcol-ai/otelcol-ai/blob/main/distribution/alerts/RUNBOOKS.md"
 	got, _ := json.Marshal(rule.Spec.Groups)
-	if !sameJSON(plain.Groups, string(got)) {
-		t.Errorf("the PrometheusRule's groups are not the rules file's:\n%s\n%s", got, plain.Groups)
+	if want := expectedRuleGroups(t, runbooks, nil); !sameJSON(got, want) {
+		t.Errorf("the PrometheusRule's groups are not the rules file's with runbook_url under %s:\n%s\n%s", runbooks, got, want)
 	}
 	n := 0
 	for _, g := range rule.Spec.Groups {
@@ -436,6 +425,119 @@ func TestChartDashboardsAndRulesRender(t *testing.T) {
 	if n != 10 {
 		t.Errorf("PrometheusRule has %d rules, want 10", n)
 	}
+}
+
+// TestPrometheusRuleRunbooksAndSwitches: runbook_url is runbookBaseURL#<the
+// alert's name in lower case> (none with an empty base), and an alert
+// switched off in alerts.prometheusRule.alerts is left out, its group too
+// when it was the group's last; values.yaml has a switch for every alert.
+func TestPrometheusRuleRunbooksAndSwitches(t *testing.T) {
+	off := map[string]bool{"OtelcolAIGPUMemoryLeakSuspected": true, "OtelcolAIGPUMemoryNearLimit": true, "OtelcolAIJVMsWithoutJFR": true}
+	for _, base := range []string{"https://wiki.example/otelcol-ai/runbooks", ""} {
+		switches := map[string]any{}
+		for name := range off {
+			switches[name] = false
+		}
+		docs := renderTemplates(t, map[string]any{"alerts": map[string]any{"prometheusRule": map[string]any{
+			"enabled": true, "runbookBaseURL": base, "alerts": switches,
+		}}}, "prometheusrule.yaml")
+		if len(docs) != 1 {
+			t.Fatalf("%d manifests, want one PrometheusRule", len(docs))
+		}
+		var rule prometheusRule
+		strictJSON(t, docs[0], &rule)
+		got, _ := json.Marshal(rule.Spec.Groups)
+		if want := expectedRuleGroups(t, base, off); !sameJSON(got, want) {
+			t.Errorf("runbookBaseURL %q, %v off: groups\n%s\nwant\n%s", base, off, got, want)
+		}
+		for _, g := range rule.Spec.Groups {
+			if g.Name == "otelcol-ai.gpu" {
+				t.Errorf("group otelcol-ai.gpu rendered with both its alerts off")
+			}
+		}
+	}
+
+	var values struct {
+		Alerts struct {
+			PrometheusRule struct {
+				Alerts map[string]bool `json:"alerts"`
+			} `json:"prometheusRule"`
+		} `json:"alerts"`
+	}
+	b, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for name, on := range values.Alerts.PrometheusRule.Alerts {
+		names = append(names, name)
+		if !on {
+			t.Errorf("values.yaml switches %s off by default", name)
+		}
+	}
+	sort.Strings(names)
+	var want []string
+	for _, g := range ruleFileGroups(t) {
+		for _, r := range g["rules"].([]any) {
+			want = append(want, r.(map[string]any)["alert"].(string))
+		}
+	}
+	sort.Strings(want)
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Errorf("values.yaml alerts.prometheusRule.alerts switches %v, the rules file has %v", names, want)
+	}
+}
+
+// ruleFileGroups is alerts/otelcol-ai.rules.yaml's groups.
+func ruleFileGroups(t *testing.T) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("alerts", "otelcol-ai.rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plain struct {
+		Groups []map[string]any `json:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &plain); err != nil {
+		t.Fatal(err)
+	}
+	return plain.Groups
+}
+
+// expectedRuleGroups is what the PrometheusRule should hold: the rules
+// file's groups without the alerts in off (and groups left empty), each
+// runbook_url base#<alert in lower case>, or none when base is empty.
+func expectedRuleGroups(t *testing.T, base string, off map[string]bool) string {
+	t.Helper()
+	var groups []map[string]any
+	for _, g := range ruleFileGroups(t) {
+		var rules []any
+		for _, r := range g["rules"].([]any) {
+			rule := r.(map[string]any)
+			name := rule["alert"].(string)
+			if off[name] {
+				continue
+			}
+			annotations := rule["annotations"].(map[string]any)
+			delete(annotations, "runbook_url")
+			if base != "" {
+				annotations["runbook_url"] = base + "#" + strings.ToLower(name)
+			}
+			rules = append(rules, rule)
+		}
+		if len(rules) > 0 {
+			g["rules"] = rules
+			groups = append(groups, g)
+		}
+	}
+	out, err := json.Marshal(groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
 
 // TestDefaultConfigPlacesSpanEvents: the embedded default config (the file

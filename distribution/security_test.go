@@ -1,8 +1,12 @@
 package distribution_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/otelcol-ai/otelcol-ai/distribution"
@@ -79,6 +84,24 @@ func TestPodsRunUnderTheRuntimeDefaultSeccompProfile(t *testing.T) {
 	}
 	if gw := pods["gateway"].SecurityContext.SeccompProfile; gw.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("the agent's profile changed the gateway's to %+v", gw)
+	}
+
+	// type alone picks the chart's profile (files/seccomp/otelcol-ai.json,
+	// placed on the nodes as values.yaml says); under RuntimeDefault the
+	// default localhostProfile is not passed on (the API refuses it there).
+	localhost := map[string]any{"agent": map[string]any{"seccompProfile": map[string]any{"type": "Localhost"}}}
+	got = podSpecs(render(t, localhost))["agent"].SecurityContext.SeccompProfile
+	if got.Type != corev1.SeccompProfileTypeLocalhost || got.LocalhostProfile == nil || *got.LocalhostProfile != "profiles/otelcol-ai.json" {
+		t.Errorf("agent seccomp profile %+v, want Localhost profiles/otelcol-ai.json", got)
+	}
+	if got := podSpecs(render(t, nil))["agent"].SecurityContext.SeccompProfile; got.LocalhostProfile != nil {
+		t.Errorf("RuntimeDefault with localhostProfile %q", *got.LocalhostProfile)
+	}
+	notes := renderNotes(t, localhost)
+	for _, want := range []string{"/var/lib/kubelet/seccomp/profiles/otelcol-ai.json", "files/seccomp/otelcol-ai.json", "CreateContainerError"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("NOTES under a Localhost profile do not say %q:\n%s", want, notes)
+		}
 	}
 }
 
@@ -630,4 +653,148 @@ func appendOurs(resources []pcommon.Resource, res pcommon.Resource) []pcommon.Re
 		return append(resources, res)
 	}
 	return resources
+}
+
+// seccompRule is one entry of an OCI runtime-spec seccomp profile
+// (LinuxSeccomp.syscalls), the format containerd and CRI-O read a Localhost
+// profile in.
+type seccompRule struct {
+	Names    []string `json:"names"`
+	Action   string   `json:"action"`
+	ErrnoRet *uint    `json:"errnoRet,omitempty"`
+	Args     []struct {
+		Index    uint   `json:"index"`
+		Value    uint64 `json:"value"`
+		ValueTwo uint64 `json:"valueTwo"`
+		Op       string `json:"op"`
+	} `json:"args,omitempty"`
+}
+
+const seccompFile = chartDir + "/files/seccomp/otelcol-ai.json"
+
+// TestLocalhostSeccompProfile: the profile agent.seccompProfile.type
+// Localhost names is a default-deny OCI profile that allows what the
+// agent's receivers call (bpf and perf_event_open above all, which older
+// runtimes' default profiles refuse without CAP_SYS_ADMIN), keeps refusing
+// what escapes a container, names only real syscalls, and answers clone3
+// with ENOSYS so that glibc falls back to clone, whose namespace flags it
+// refuses.
+func TestLocalhostSeccompProfile(t *testing.T) {
+	raw, err := os.ReadFile(seccompFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var profile struct {
+		DefaultAction string        `json:"defaultAction"`
+		Syscalls      []seccompRule `json:"syscalls"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&profile); err != nil {
+		t.Fatalf("%s: %v", seccompFile, err)
+	}
+	if profile.DefaultAction != "SCMP_ACT_ERRNO" {
+		t.Errorf("defaultAction %q, want SCMP_ACT_ERRNO: a call not listed fails with EPERM", profile.DefaultAction)
+	}
+	// unconditional: allowed whatever the arguments; rules: every rule per name.
+	unconditional := map[string]bool{}
+	rules := map[string][]seccompRule{}
+	known := syscallNames(t)
+	for _, r := range profile.Syscalls {
+		for _, name := range r.Names {
+			if !known[name] {
+				t.Errorf("%s names %q, a syscall of neither linux/amd64 nor linux/arm64", seccompFile, name)
+			}
+			rules[name] = append(rules[name], r)
+			if r.Action == "SCMP_ACT_ALLOW" && len(r.Args) == 0 {
+				if unconditional[name] {
+					t.Errorf("%s allows %q twice", seccompFile, name)
+				}
+				unconditional[name] = true
+			}
+		}
+	}
+
+	// What the agent calls beyond a plain Go program, and who calls it.
+	for name, who := range map[string]string{
+		"bpf":               "pythongil's and procevents' eBPF programs and maps",
+		"perf_event_open":   "pythongil's uprobes and futex tracepoints",
+		"ioctl":             "perf event enable and BPF attach; NVML",
+		"mmap":              "BPF ring buffers",
+		"epoll_pwait":       "the ring buffer readers; the Go runtime",
+		"prlimit64":         "RLIMIT_MEMLOCK before 5.11",
+		"openat2":           "procroot: files inside a process's root",
+		"pidfd_send_signal": "jfr attach: SIGQUIT to the pinned JVM",
+		"kill":              "jfr attach before Linux 5.1",
+		"fchown":            "jfr attach: the trigger file's owner",
+		"unlinkat":          "jfr attach: the trigger and settings files",
+		"connect":           "jfr attach socket; OTLP and the Kubernetes API",
+		"inotify_init1":     "jfr repositories",
+		"inotify_add_watch": "jfr repositories",
+		"socket":            "netlink proc connector; TCP",
+		"readlinkat":        "/proc/<pid>/{root,cwd,exe}",
+		"statx":             "file checks",
+		"flock":             "file_storage (bbolt)",
+		"fdatasync":         "file_storage (bbolt)",
+		"rseq":              "glibc threads (ONNX Runtime, NVML)",
+		"futex":             "the Go runtime",
+	} {
+		if !unconditional[name] {
+			t.Errorf("%s does not allow %s (%s)", seccompFile, name, who)
+		}
+	}
+	for _, name := range []string{
+		"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "open_by_handle_at", "name_to_handle_at",
+		"mount", "umount2", "pivot_root", "chroot", "unshare", "setns", "move_mount", "open_tree", "fsopen",
+		"keyctl", "add_key", "request_key", "init_module", "finit_module", "delete_module",
+		"kexec_load", "kexec_file_load", "reboot", "swapon", "swapoff", "syslog", "userfaultfd",
+		"io_uring_setup", "io_uring_enter", "settimeofday", "clock_settime", "acct", "quotactl",
+	} {
+		if !known[name] {
+			continue
+		}
+		for _, r := range rules[name] {
+			if r.Action == "SCMP_ACT_ALLOW" {
+				t.Errorf("%s allows %s, which the agent never calls", seccompFile, name)
+			}
+		}
+	}
+
+	const enosys = 38
+	if c3 := rules["clone3"]; len(c3) != 1 || c3[0].Action != "SCMP_ACT_ERRNO" || c3[0].ErrnoRet == nil || *c3[0].ErrnoRet != enosys {
+		t.Errorf("clone3 rules %+v: want ERRNO with errnoRet ENOSYS (38), so that glibc's pthread_create falls back to clone", c3)
+	}
+	const newNamespaces = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER |
+		unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP
+	clone := rules["clone"]
+	if len(clone) != 1 || clone[0].Action != "SCMP_ACT_ALLOW" || len(clone[0].Args) != 1 ||
+		clone[0].Args[0].Index != 0 || clone[0].Args[0].Op != "SCMP_CMP_MASKED_EQ" ||
+		clone[0].Args[0].Value != newNamespaces || clone[0].Args[0].ValueTwo != 0 {
+		t.Errorf("clone rules %+v: want allowed only when flags (argument 0) & %#x == 0", clone, newNamespaces)
+	}
+}
+
+// syscallNames are the syscall names of linux/amd64 and linux/arm64, read
+// from golang.org/x/sys's tables (zsysnum_linux_*.go: SYS_OPENAT2 = 437).
+func syscallNames(t *testing.T) map[string]bool {
+	t.Helper()
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "golang.org/x/sys").Output()
+	if err != nil {
+		t.Fatalf("go list golang.org/x/sys: %v", err)
+	}
+	names := map[string]bool{}
+	constant := regexp.MustCompile(`(?m)^\s+SYS_([A-Z0-9_]+)\s+= \d+`)
+	for _, arch := range []string{"amd64", "arm64"} {
+		src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(dir)), "unix", "zsysnum_linux_"+arch+".go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range constant.FindAllSubmatch(src, -1) {
+			names[strings.ToLower(string(m[1]))] = true
+		}
+	}
+	if len(names) < 300 {
+		t.Fatalf("read only %d syscall names", len(names))
+	}
+	return names
 }

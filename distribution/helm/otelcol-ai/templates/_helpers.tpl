@@ -122,3 +122,38 @@ agent.jfrAttach.capabilities while attach is on.
 {{- end -}}
 {{- toYaml $caps -}}
 {{- end -}}
+
+{{/*
+The address the agent's Prometheus endpoints (8889, 8888) listen on:
+127.0.0.1, or the pod IP (the kubelet expands $(K8S_POD_IP)).
+*/}}
+{{- define "otelcol-ai.agentMetricsHost" -}}
+{{- if eq .Values.agent.metricsListen "podIP" -}}
+$(K8S_POD_IP)
+{{- else -}}
+127.0.0.1
+{{- end -}}
+{{- end -}}
+
+{{/*
+A monitor endpoint's relabelings and metricRelabelings: with clusterName
+set, a first relabeling that gives every scraped series the label cluster
+(what the dashboards' $cluster variable and the collector's own metrics'
+panels select on), then the monitor's own. Called with (dict "Values"
+.Values "monitor" <podMonitor or serviceMonitor values>).
+*/}}
+{{- define "otelcol-ai.monitorRelabelings" -}}
+{{- $relabelings := list -}}
+{{- with .Values.clusterName -}}
+{{- $relabelings = append $relabelings (dict "action" "replace" "targetLabel" "cluster" "replacement" .) -}}
+{{- end -}}
+{{- $relabelings = concat $relabelings (default list .monitor.relabelings) -}}
+{{- with $relabelings }}
+relabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .monitor.metricRelabelings }}
+metricRelabelings:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
