@@ -377,6 +377,8 @@ func TestRenderedConfigsValidate(t *testing.T) {
 		{"gateway": map[string]any{"enabled": false}},
 		{"exportProcessCommandLine": true},
 		{"agent": map[string]any{"k8sAttributes": map[string]any{"enabled": false}}},
+		{"clusterName": "gpu-east", "agent": map[string]any{"metricsListen": "podIP"}},
+		{"clusterName": "gpu-east", "agent": map[string]any{"k8sAttributes": map[string]any{"enabled": false}}},
 	} {
 		for _, w := range podConfigs(t, render(t, values)) {
 			// The container's environment: k8s_attributes' node filter
