@@ -81,7 +81,7 @@ func BenchmarkAnnotateSpans(b *testing.B) {
 	c := benchCorrelator(b, windows)
 	rng := rand.New(rand.NewPCG(2, 2))
 	for i := 0; i < windows; i += benchBatch {
-		c.ingestLogs(context.Background(), windowBatch(t0+int64(i)*100_000, rng))
+		c.ingestLogs(measured(context.Background()), windowBatch(t0+int64(i)*100_000, rng))
 	}
 	if c.windows.Len() != windows {
 		b.Fatalf("%d windows indexed", c.windows.Len())

@@ -3,7 +3,9 @@ package runtimecorrelationprocessor // import "github.com/otelcol-ai/otelcol-ai/
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -95,8 +97,11 @@ type IdentityConfig struct {
 	// ProcRoot is the proc filesystem local processes and sockets are
 	// looked up in: the host's /proc with hostPID.
 	ProcRoot string `mapstructure:"proc_root"`
-	// Connection identifies a span whose resource names no single local
-	// process by the OTLP connection it came over.
+	// Connection identifies each span by the OTLP connection it came over:
+	// its process is the local process that holds the connection's client
+	// socket, and resource attributes that name another process make the
+	// span a mismatch. Off, a sender's resource attributes are believed:
+	// only for a collector that no workload can reach.
 	Connection bool `mapstructure:"connection"`
 	// CacheTTL is how long a resolved identity (per resource identity and
 	// per connection) is reused.
@@ -104,6 +109,47 @@ type IdentityConfig struct {
 	// MaxProcesses bounds the processes whose identity is learned from
 	// window resources.
 	MaxProcesses int `mapstructure:"max_processes"`
+	// TrustedPeers are the addresses (CIDR prefixes, or single addresses)
+	// of OTLP senders that speak for others: a forwarding collector tier.
+	// Windows they send are indexed, and their spans are matched by their
+	// resource attributes. Every other sender is a workload: its windows
+	// are not indexed and its spans are its own connection's process's.
+	TrustedPeers []string `mapstructure:"trusted_peers"`
+}
+
+// trustedPrefixes parses TrustedPeers; Validate reports what does not
+// parse.
+func (cfg *IdentityConfig) trustedPrefixes() ([]netip.Prefix, error) {
+	var (
+		out  []netip.Prefix
+		errs []error
+	)
+	for i, s := range cfg.TrustedPeers {
+		p, err := parsePeerPrefix(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("identity::trusted_peers[%d]: %w", i, err))
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, errors.Join(errs...)
+}
+
+// parsePeerPrefix reads a CIDR prefix or a single address (a /32 or /128).
+func parsePeerPrefix(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, fmt.Errorf("%q is not an address or a CIDR prefix", s)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Prefix{}, fmt.Errorf("%q is not an address or a CIDR prefix", s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 var _ component.Config = (*Config)(nil)
@@ -184,6 +230,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.Identity.CacheTTL < 0 {
 		errs = append(errs, fmt.Errorf("identity::cache_ttl: must not be negative, got %s", cfg.Identity.CacheTTL))
+	}
+	if _, err := cfg.Identity.trustedPrefixes(); err != nil {
+		errs = append(errs, err)
 	}
 	if cfg.Identity.MaxProcesses <= 0 {
 		errs = append(errs, fmt.Errorf("identity::max_processes: must be positive, got %d", cfg.Identity.MaxProcesses))

@@ -32,6 +32,9 @@ const (
 	reasonFuture    = "future"
 	reasonMalformed = "malformed"
 	reasonUnscoped  = "unscoped"
+	// reasonUntrusted: a record shaped like a window from a sender that
+	// is not trusted (a workload over OTLP).
+	reasonUntrusted = "untrusted"
 	// Why a window was evicted (processor_runtimecorrelation_windows_evicted).
 	reasonRetention = "retention"
 	reasonCap       = "cap"
@@ -78,6 +81,9 @@ type correlator struct {
 	name       string
 	timeline   *timelineState
 	unregister func()
+
+	// untrustedOnce logs the first untrusted window batch.
+	untrustedOnce sync.Once
 
 	mu       sync.RWMutex
 	windows  *windowindex.Index[scopeKey]
@@ -127,7 +133,11 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 	if cfg.Identity.Connection {
 		sockets = procsocket.NewResolver(cfg.Identity.ProcRoot)
 	}
-	c.ids = newIdentities(c, newIndexTable(cfg.Identity.ProcRoot), sockets, cfg.Identity.CacheTTL)
+	trusted, err := cfg.Identity.trustedPrefixes()
+	if err != nil {
+		return nil, fmt.Errorf("runtimecorrelation: %w", err)
+	}
+	c.ids = newIdentities(c, newIndexTable(cfg.Identity.ProcRoot), sockets, cfg.Identity.CacheTTL, trusted)
 	c.unregister = timeline.Register(c.name, c)
 	for a := range numKinds {
 		for b := range numKinds {
@@ -258,6 +268,10 @@ type pending struct {
 // overlaps they complete. Records that are not windows are ignored;
 // windows that cannot be indexed are counted, and all pass on unchanged.
 func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
+	if !c.windowsTrusted(ctx) {
+		c.dropUntrusted(ctx, ld)
+		return nil
+	}
 	now := c.now().UnixNano()
 	futureLimit := now + int64(c.cfg.Windows.MaxClockSkew)
 	var (
@@ -335,6 +349,47 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 		return nil
 	}
 	return c.index(ctx, batch, sources)
+}
+
+// windowsTrusted reports whether the windows in ctx's batch are this
+// collector's own measurements (a receiver marked them window.Measured)
+// or come from a sender in identity::trusted_peers.
+func (c *correlator) windowsTrusted(ctx context.Context) bool {
+	if _, ok := window.MeasuredBy(ctx); ok {
+		return true
+	}
+	peer, ok := peerOf(ctx)
+	return ok && c.ids.isTrusted(peer.Addr())
+}
+
+// dropUntrusted counts the records of ld shaped like windows, which a
+// sender that is not trusted sent: passed on as logs, never indexed.
+func (c *correlator) dropUntrusted(ctx context.Context, ld plog.Logs) {
+	var n int64
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		sls := rls.At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				if lrs.At(k).EventName() == "" {
+					continue
+				}
+				if w, err := window.Decode(lrs.At(k)); err == nil && w.Kind.Known() {
+					n++
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	c.tel.ProcessorRuntimecorrelationWindowsDropped.Add(ctx, n, reasonOpt(reasonUntrusted))
+	peer, _ := peerOf(ctx)
+	c.untrustedOnce.Do(func() {
+		c.logger.Info("runtimecorrelation: windows sent by a workload are not indexed (only this collector's receivers measure windows); a collector that forwards for others goes in identity::trusted_peers",
+			zap.String("peer", peer.String()), zap.Int64("windows", n))
+	})
 }
 
 // learn records what each source said about its process and returns the

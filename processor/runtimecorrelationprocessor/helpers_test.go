@@ -113,7 +113,7 @@ func (h *harness) sendWindows(res resource, ws ...window.Window) plog.Logs {
 	h.t.Helper()
 	ld := windowLogs(h.t, res, ws...)
 	before := len(h.logSink.AllLogs())
-	if err := h.logs.ConsumeLogs(context.Background(), ld); err != nil {
+	if err := h.logs.ConsumeLogs(measured(context.Background()), ld); err != nil {
 		h.t.Fatal(err)
 	}
 	all := h.logSink.AllLogs()
@@ -252,4 +252,10 @@ func spansByName(batches []ptrace.Traces) map[string]ptrace.Span {
 		}
 	}
 	return out
+}
+
+// measured marks ctx as the jfr receiver's, whose windows the correlator
+// indexes (a workload's over OTLP it does not).
+func measured(ctx context.Context) context.Context {
+	return window.Measured(ctx, component.MustNewID("jfr"))
 }

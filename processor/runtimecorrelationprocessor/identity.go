@@ -52,6 +52,11 @@ type spanIdentity struct {
 	scope     scopeKey
 	how       string
 	unmatched string
+	// peer is the connection the span came over when its identity is
+	// that connection's (a workload's): a second try looks the peer up
+	// again, never the resource's claims.
+	peer    netip.AddrPort
+	hasPeer bool
 }
 
 // found is a span resource's process, resolved to where its windows are.
@@ -60,6 +65,9 @@ type found struct {
 	proc process
 	gen  uint32
 	how  string
+	// checked: proc's container and pod are the process table's (the
+	// kernel's), so "" means none, not unknown.
+	checked bool
 }
 
 // resourceKey is the part of a span resource that identity depends on.
@@ -90,6 +98,9 @@ type identities struct {
 	table   processTable // nil: no local process table
 	sockets socketOwners // nil: connections are not used
 	ttl     time.Duration
+	// trusted are the senders whose spans are matched by their resource
+	// attributes and whose windows are indexed (identity::trusted_peers).
+	trusted []netip.Prefix
 
 	mu        sync.Mutex
 	resources map[resourceKey]resolution
@@ -97,22 +108,79 @@ type identities struct {
 	addresses map[addressKey]resolution
 }
 
-func newIdentities(c *correlator, table processTable, sockets socketOwners, ttl time.Duration) *identities {
+func newIdentities(c *correlator, table processTable, sockets socketOwners, ttl time.Duration, trusted []netip.Prefix) *identities {
 	return &identities{
-		c: c, table: table, sockets: sockets, ttl: ttl,
+		c: c, table: table, sockets: sockets, ttl: ttl, trusted: trusted,
 		resources: map[resourceKey]resolution{},
 		peers:     map[netip.AddrPort]resolution{},
 		addresses: map[addressKey]resolution{},
 	}
 }
 
-// resolve returns the scope of a span resource's spans, from its own
-// attributes or, failing that, from the connection it came over (ctx must
-// be the receiver's: client.Info is gone after batching).
+// resolve returns the scope of a span resource's spans. A span that came
+// over a workload's connection is that connection's process's, whatever
+// its resource claims (resolveByPeer); one from a trusted sender, or with
+// no connection to go by, is matched by its resource's attributes (ctx
+// must be the receiver's: client.Info is gone after batching).
 func (ids *identities) resolve(ctx context.Context, res pcommon.Resource) spanIdentity {
+	rk := resourceKeyOf(res.Attributes())
+	if peer, ok := ids.workloadPeer(ctx); ok {
+		return ids.resolveByPeer(peer, rk)
+	}
+	return ids.resolveByClaims(rk)
+}
+
+// retry resolves a resource again after its spans waited: through its
+// connection when its identity is the connection's, else by its
+// attributes afresh.
+func (ids *identities) retry(id spanIdentity, res pcommon.Resource) spanIdentity {
+	rk := resourceKeyOf(res.Attributes())
+	if id.hasPeer {
+		return ids.resolveByPeer(id.peer, rk)
+	}
+	f, reason := ids.byResource(rk)
+	if reason != "" {
+		return spanIdentity{unmatched: reason}
+	}
+	return ids.scopeOf(f)
+}
+
+// workloadPeer returns the connection ctx names when a span's identity is
+// that connection's: connections are used and the peer is not trusted.
+func (ids *identities) workloadPeer(ctx context.Context) (netip.AddrPort, bool) {
+	if ids.sockets == nil {
+		return netip.AddrPort{}, false
+	}
+	peer, ok := peerOf(ctx)
+	if !ok || ids.isTrusted(peer.Addr()) {
+		return netip.AddrPort{}, false
+	}
+	return peer, true
+}
+
+// fromWorkload reports whether ctx names a connection from a sender that
+// is not trusted: what it sends about processes is a claim.
+func (ids *identities) fromWorkload(ctx context.Context) bool {
+	peer, ok := peerOf(ctx)
+	return ok && !ids.isTrusted(peer.Addr())
+}
+
+// isTrusted reports whether a is in identity::trusted_peers.
+func (ids *identities) isTrusted(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range ids.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveByClaims resolves a resource by its own attributes (cached per
+// resource identity): for a trusted sender's spans, or those with no
+// connection.
+func (ids *identities) resolveByClaims(rk resourceKey) spanIdentity {
 	c := ids.c
-	attrs := res.Attributes()
-	rk := resourceKeyOf(attrs)
 	switch c.cfg.MatchScope {
 	case ScopePod:
 		if rk.pod != "" {
@@ -123,11 +191,83 @@ func (ids *identities) resolve(ctx context.Context, res pcommon.Resource) spanId
 			return spanIdentity{scope: scopeKey{host: rk.host}, how: identityHost}
 		}
 	}
-	f, reason := ids.process(ctx, rk)
-	if reason != "" {
-		return spanIdentity{unmatched: reason}
+	r := cachedResolution(ids, ids.resources, rk, c.now(), func() (found, string) { return ids.byResource(rk) })
+	if !r.ok {
+		return spanIdentity{unmatched: r.reason}
 	}
-	return ids.scopeOf(f)
+	return ids.scopeOf(r.found)
+}
+
+// resolveByPeer resolves a span by the process that holds its
+// connection's client socket. The resource may say less than the
+// connection, never something else: a process.pid that is not the
+// owner's (as the node or the owner sees it), a container.id or
+// k8s.pod.uid of another container or pod make the span a mismatch.
+func (ids *identities) resolveByPeer(peer netip.AddrPort, rk resourceKey) spanIdentity {
+	now := ids.c.now()
+	var (
+		f      found
+		reason string
+	)
+	if peer.Port() == 0 {
+		f, reason = ids.byAddress(peer.Addr(), rk, now)
+	} else {
+		r := cachedResolution(ids, ids.peers, peer, now, func() (found, string) { return ids.lookupPeer(peer) })
+		f, reason = r.found, r.reason
+	}
+	if reason == "" {
+		if claim := ids.disagreement(f, rk); claim != "" {
+			ids.c.logger.Debug("runtimecorrelation: span's resource names another process than its connection's",
+				zap.String("attribute", claim), zap.Int64("owner.pid", f.proc.pid), zap.Int64("owner.vpid", f.proc.vpid),
+				zap.String("peer", peer.String()))
+			reason = unmatchedMismatch
+		}
+	}
+	if reason != "" {
+		return spanIdentity{unmatched: reason, peer: peer, hasPeer: true}
+	}
+	id := ids.scopeOf(f)
+	id.peer, id.hasPeer = peer, true
+	return id
+}
+
+// disagreement returns the resource attribute whose claim the
+// connection's process f contradicts, or "". A container.id agrees when it
+// is f's container, or its pod's sandbox (what SDK detectors may find),
+// which the process table resolves to f.
+func (ids *identities) disagreement(f found, rk resourceKey) string {
+	p := f.proc
+	if rk.hasPID && rk.pid != p.pid && rk.pid != p.vpid {
+		return window.ResourcePID
+	}
+	vpid := p.vpid
+	if vpid == 0 {
+		vpid = p.pid
+	}
+	if rk.container != "" && rk.container != p.containerID {
+		same := false
+		if ids.table != nil {
+			q, ok := ids.table.byContainer(rk.container, vpid)
+			same = ok && q.pid == p.pid
+		}
+		if !same && (f.checked || p.containerID != "" || ids.namesOther(rk.container, vpid, p.pid)) {
+			return window.ResourceContainerID
+		}
+	}
+	if rk.pod != "" && rk.pod != p.podUID && (f.checked || p.podUID != "") {
+		return window.ResourceK8sPodUID
+	}
+	return ""
+}
+
+// namesOther reports whether the correlator learned (container, vpid) as
+// a process other than pid.
+func (ids *identities) namesOther(container string, vpid, pid int64) bool {
+	c := ids.c
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	k, ok := c.procs.byContainer[namePID{container, vpid}]
+	return ok && k.pid != pid
 }
 
 // scopeOf returns the match scope of a found process.
@@ -143,45 +283,6 @@ func (ids *identities) scopeOf(f found) spanIdentity {
 		return spanIdentity{scope: scopeKey{host: f.node}, how: f.how}
 	}
 	return spanIdentity{scope: scopeKey{host: f.node, pid: f.proc.pid, gen: f.gen}, how: f.how}
-}
-
-// resolveByResource resolves a span resource by its own attributes only,
-// afresh (not from the cache).
-func (ids *identities) resolveByResource(res pcommon.Resource) spanIdentity {
-	rk := resourceKeyOf(res.Attributes())
-	f, reason := ids.byResource(rk)
-	if reason != "" {
-		return spanIdentity{unmatched: reason}
-	}
-	return ids.scopeOf(f)
-}
-
-// process finds the process a span resource names: by its own attributes
-// (cached per resource identity), else by the connection.
-func (ids *identities) process(ctx context.Context, rk resourceKey) (found, string) {
-	now := ids.c.now()
-	r := cachedResolution(ids, ids.resources, rk, now, func() (found, string) {
-		f, reason := ids.byResource(rk)
-		if reason != "" {
-			ids.c.logger.Debug("runtimecorrelation: span resource names no single local process; trying its connection",
-				zap.String("reason", reason), zap.String("container.id", rk.container), zap.String("k8s.pod.uid", rk.pod),
-				zap.String("host.name", rk.host), zap.Int64("process.pid", rk.pid))
-		}
-		return f, reason
-	})
-	if r.ok {
-		return r.found, ""
-	}
-	f, reason, tried := ids.byConnection(ctx, rk, now)
-	if !tried {
-		return found{}, r.reason
-	}
-	if reason != "" && r.reason != unmatchedNoIdentity && reason != unmatchedMismatch {
-		// The resource's own reason says more than a connection that
-		// named no process.
-		return found{}, r.reason
-	}
-	return f, reason
 }
 
 // byResource resolves a resource by its attributes, strongest identity
@@ -271,35 +372,6 @@ func (ids *identities) byHost(rk resourceKey) (found, string) {
 	return ids.at(rk.host, host, identityHost), ""
 }
 
-// byConnection resolves the process that owns the client side of the
-// span's connection. tried is false when there is no connection to use.
-// A pid on the resource must be the owner's, as the node or the owner
-// sees it.
-func (ids *identities) byConnection(ctx context.Context, rk resourceKey, now time.Time) (f found, reason string, tried bool) {
-	if ids.sockets == nil {
-		return found{}, "", false
-	}
-	peer, ok := peerOf(ctx)
-	if !ok {
-		return found{}, "", false
-	}
-	if peer.Port() == 0 {
-		f, reason := ids.byAddress(peer.Addr(), rk, now)
-		return f, reason, true
-	}
-	r := cachedResolution(ids, ids.peers, peer, now, func() (found, string) { return ids.lookupPeer(peer) })
-	if !r.ok {
-		return found{}, r.reason, true
-	}
-	if rk.hasPID && rk.pid != r.found.proc.pid && rk.pid != r.found.proc.vpid {
-		ids.c.logger.Debug("runtimecorrelation: span's process.pid is not its connection's process",
-			zap.Int64("process.pid", rk.pid), zap.Int64("owner.pid", r.found.proc.pid), zap.Int64("owner.vpid", r.found.proc.vpid),
-			zap.String("peer", peer.String()))
-		return found{}, unmatchedMismatch, true
-	}
-	return r.found, "", true
-}
-
 func (ids *identities) lookupPeer(peer netip.AddrPort) (found, string) {
 	owner, err := ids.sockets.Lookup(peer)
 	if err != nil {
@@ -341,6 +413,14 @@ func (ids *identities) lookupAddress(k addressKey) (found, string) {
 		ids.c.logger.Debug("runtimecorrelation: no local process is connected from the span's address", zap.String("address", k.ip.String()), zap.Error(err))
 		return found{}, unmatchedUnknownProcess
 	}
+	if len(owners) > 1 && !ids.oneTenant(owners) {
+		// Which of them sent this request is not known, and a process.pid
+		// is only a claim: one tenant's claim must not pick another's
+		// process.
+		ids.c.logger.Debug("runtimecorrelation: processes of several containers or pods are connected from the span's address",
+			zap.String("address", k.ip.String()), zap.Int("processes", len(owners)))
+		return found{}, unmatchedAmbiguous
+	}
 	var match []procsocket.Owner
 	for _, o := range owners {
 		if k.pid == 0 || int64(o.VPID) == k.pid || int64(o.PID) == k.pid {
@@ -361,10 +441,42 @@ func (ids *identities) lookupAddress(k addressKey) (found, string) {
 	return found{}, unmatchedUnknownProcess
 }
 
+// oneTenant reports whether owners are all processes of one pod (or, off
+// Kubernetes, one container), as the process table says: among them a
+// span's process.pid may pick one, since a tenant may claim to be any of
+// its own processes. Host processes are each a tenant of their own.
+func (ids *identities) oneTenant(owners []procsocket.Owner) bool {
+	if ids.table == nil {
+		return false
+	}
+	var tenant string
+	for i, o := range owners {
+		p, ok := ids.table.byHostPID(int64(o.PID))
+		if !ok || (p.startTicks != 0 && o.StartTicks != 0 && p.startTicks != o.StartTicks) {
+			return false
+		}
+		t := ""
+		switch {
+		case p.podUID != "":
+			t = "pod " + p.podUID
+		case p.containerID != "":
+			t = "container " + p.containerID
+		default:
+			return false
+		}
+		if i > 0 && t != tenant {
+			return false
+		}
+		tenant = t
+	}
+	return true
+}
+
 // ownerFound places a connection's owning process, unless its pid was
 // reused since the windows were indexed.
 func (ids *identities) ownerFound(owner procsocket.Owner, peer string) (found, string) {
 	p := process{pid: int64(owner.PID), vpid: int64(owner.VPID), startTicks: owner.StartTicks}
+	checked := false
 	if ids.table != nil {
 		if known, ok := ids.table.byHostPID(p.pid); ok {
 			if known.startTicks != 0 && known.startTicks != owner.StartTicks {
@@ -373,9 +485,12 @@ func (ids *identities) ownerFound(owner procsocket.Owner, peer string) (found, s
 				return found{}, unmatchedUnknownProcess
 			}
 			p = known
+			checked = true
 		}
 	}
-	return ids.at(ids.c.node.HostName, p, identityConnection), ""
+	f := ids.at(ids.c.node.HostName, p, identityConnection)
+	f.checked = checked
+	return f, ""
 }
 
 // at places p on node: the incarnation its windows are indexed under, and

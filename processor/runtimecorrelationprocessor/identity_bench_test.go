@@ -34,9 +34,9 @@ func benchIdentities(b *testing.B, n int) (*correlator, []pcommon.Resource) {
 		spans = append(spans, res)
 	}
 	table.set(procs...)
-	c.ids = newIdentities(c, table, &fakeSockets{}, c.cfg.Identity.CacheTTL)
+	c.ids = newIdentities(c, table, &fakeSockets{}, c.cfg.Identity.CacheTTL, nil)
 	for _, p := range procs {
-		c.ingestLogs(context.Background(), windowLogs(b, windowsOf(p), win(gilWait, 0, 1000, 1)))
+		c.ingestLogs(measured(context.Background()), windowLogs(b, windowsOf(p), win(gilWait, 0, 1000, 1)))
 	}
 	return c, spans
 }
@@ -56,7 +56,7 @@ func BenchmarkResolveSpanResource(b *testing.B) {
 	})
 	b.Run("miss", func(b *testing.B) {
 		for i := range b.N {
-			if id := c.ids.resolveByResource(spans[i%len(spans)]); id.unmatched != "" {
+			if id := c.ids.retry(spanIdentity{}, spans[i%len(spans)]); id.unmatched != "" {
 				b.Fatal(id.unmatched)
 			}
 		}

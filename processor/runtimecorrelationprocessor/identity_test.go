@@ -148,7 +148,7 @@ func newIdentityHarness(t *testing.T, configure func(*Config), procs ...process)
 	table.set(procs...)
 	sockets := &fakeSockets{owners: map[netip.AddrPort]procsocket.Owner{}, errs: map[netip.AddrPort]error{}}
 	h.c.node = procresource.Node{HostName: node}
-	h.c.ids = newIdentities(h.c, table, sockets, h.cfg.Identity.CacheTTL)
+	h.c.ids = newIdentities(h.c, table, sockets, h.cfg.Identity.CacheTTL, nil)
 	return h, table, sockets
 }
 
@@ -404,12 +404,16 @@ func withAddress(ip netip.Addr) context.Context {
 // TestSpansOverHTTPAreMatchedByTheirAddress: OTLP/HTTP gives the peer's
 // address without its port, so the process is the one connected from that
 // address that the span's process.pid names (a pod's IP names its network
-// namespace); two that fit are ambiguous, never guessed.
+// namespace), when those connected are of one pod; two that fit, or
+// processes of several tenants, are ambiguous, never guessed.
 func TestSpansOverHTTPAreMatchedByTheirAddress(t *testing.T) {
 	podIP := netip.MustParseAddr("10.1.2.3")
 	ownerA := procsocket.Owner{PID: int(inA.pid), VPID: 1, StartTicks: inA.startTicks}
 	ownerB := procsocket.Owner{PID: int(inB.pid), VPID: 1, StartTicks: inB.startTicks}
 	ownerHost := procsocket.Owner{PID: int(onHost.pid), VPID: int(onHost.pid), StartTicks: onHost.startTicks}
+	// A second process of A's container (pod P).
+	sibling := process{pid: 111, vpid: 7, startTicks: 5100, containerID: containerA, podUID: podP}
+	ownerSibling := procsocket.Owner{PID: int(sibling.pid), VPID: 7, StartTicks: sibling.startTicks}
 	tests := []struct {
 		name   string
 		span   resource
@@ -417,7 +421,10 @@ func TestSpansOverHTTPAreMatchedByTheirAddress(t *testing.T) {
 		want   map[string]any
 		reason string
 	}{
-		{name: "the pod's process that is pid 1", span: resource{pid: 1}, owners: []procsocket.Owner{ownerA, ownerHost}, want: safepointTotals},
+		{name: "the pod's process that is pid 1", span: resource{pid: 1}, owners: []procsocket.Owner{ownerA, ownerSibling}, want: safepointTotals},
+		// Which of two tenants sent the request is not known: a claimed
+		// pid must not pick one (the host process could claim pid 1).
+		{name: "a pod's process and a host process", span: resource{pid: 1}, owners: []procsocket.Owner{ownerA, ownerHost}, reason: "ambiguous"},
 		{name: "no pid: the only process connected", span: resource{}, owners: []procsocket.Owner{ownerA}, want: safepointTotals},
 		{name: "two pid 1 on one network namespace", span: resource{pid: 1}, owners: []procsocket.Owner{ownerA, ownerB}, reason: "ambiguous"},
 		{name: "no pid and two processes", span: resource{}, owners: []procsocket.Owner{ownerA, ownerHost}, reason: "ambiguous"},
@@ -426,7 +433,7 @@ func TestSpansOverHTTPAreMatchedByTheirAddress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, _, sockets := newIdentityHarness(t, nil, inA, inB, onHost)
+			h, _, sockets := newIdentityHarness(t, nil, inA, inB, onHost, sibling)
 			sockets.from = map[netip.Addr][]procsocket.Owner{}
 			if tt.owners != nil {
 				sockets.from[podIP] = tt.owners

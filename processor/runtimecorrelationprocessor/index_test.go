@@ -110,7 +110,7 @@ func TestWindowsAndOtherRecordsPassUnchanged(t *testing.T) {
 	want := plog.NewLogs()
 	ld.CopyTo(want)
 
-	if err := h.logs.ConsumeLogs(t.Context(), ld); err != nil {
+	if err := h.logs.ConsumeLogs(measured(t.Context()), ld); err != nil {
 		t.Fatalf("h.logs.ConsumeLogs: %v", err)
 	}
 	out := h.logSink.AllLogs()[0]

@@ -172,7 +172,7 @@ func TestOverlapRecordIsReadable(t *testing.T) {
 	// Overlap records are not windows: sending them again changes nothing.
 	again := plog.NewLogs()
 	out.ResourceLogs().At(1).CopyTo(again.ResourceLogs().AppendEmpty())
-	if err := h.logs.ConsumeLogs(t.Context(), again); err != nil {
+	if err := h.logs.ConsumeLogs(measured(t.Context()), again); err != nil {
 		t.Fatalf("h.logs.ConsumeLogs: %v", err)
 	}
 	if got := h.logSink.AllLogs()[2].LogRecordCount(); got != 1 {

@@ -41,8 +41,10 @@ func newMetricsProcessor(ref *sharedcomponent.Ref[*correlator], next consumer.Me
 	return &metricsProcessor{ref: ref, c: ref.Value(), next: next, stop: make(chan struct{})}
 }
 
-func (p *metricsProcessor) processMetrics(_ context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
-	if p.c.watched() {
+func (p *metricsProcessor) processMetrics(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
+	// A workload's metrics about processes are claims: the timeline draws
+	// the node's own receivers' figures only.
+	if p.c.watched() && !p.c.ids.fromWorkload(ctx) {
 		p.c.noteMetrics(md)
 	}
 	return md, nil

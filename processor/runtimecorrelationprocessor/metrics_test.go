@@ -134,7 +134,7 @@ func TestMetricsPipelinePassesThroughAndEmitsAtShutdown(t *testing.T) {
 
 	now := time.Now().UnixNano()
 	ws := windowLogs(t, proc, win(safepoint, now-t0-int64(time.Second), 2*ms, 0), win(gilWait, now-t0-int64(time.Second)+ms, 2*ms, 3))
-	if err := logs.ConsumeLogs(t.Context(), ws); err != nil {
+	if err := logs.ConsumeLogs(measured(t.Context()), ws); err != nil {
 		t.Fatalf("logs.ConsumeLogs: %v", err)
 	}
 	if err := metrics.Shutdown(context.Background()); err != nil {

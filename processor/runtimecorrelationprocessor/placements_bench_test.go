@@ -28,7 +28,7 @@ func BenchmarkAnnotatePlacements(b *testing.B) {
 			c.cfg.Spans.Events, c.cfg.Spans.ChildSpans = mode.events, mode.childs
 			rng := rand.New(rand.NewPCG(2, 2))
 			for i := 0; i < windows; i += benchBatch {
-				c.ingestLogs(context.Background(), windowBatch(t0+int64(i)*100_000, rng))
+				c.ingestLogs(measured(context.Background()), windowBatch(t0+int64(i)*100_000, rng))
 			}
 			span := int64(windows) * 100_000
 			p := &tracesProcessor{c: c}

@@ -42,7 +42,7 @@ func TestExtremeInputIsPassedOnAndCounted(t *testing.T) {
 		t.Fatalf("window.Encode: %v", err)
 	}
 	records := ld.LogRecordCount()
-	if err := h.logs.ConsumeLogs(t.Context(), ld); err != nil {
+	if err := h.logs.ConsumeLogs(measured(t.Context()), ld); err != nil {
 		t.Fatalf("h.logs.ConsumeLogs: %v", err)
 	}
 	out := h.logSink.AllLogs()[0]

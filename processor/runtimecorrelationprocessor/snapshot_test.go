@@ -204,7 +204,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	start := int64(1<<62) - int64(30*time.Second)
 	for i := range 100 {
-		c.ingestLogs(context.Background(), windowBatch(start+int64(i)*benchBatch*100_000, rng))
+		c.ingestLogs(measured(context.Background()), windowBatch(start+int64(i)*benchBatch*100_000, rng))
 	}
 	c.timeline.watchedUntil.Store(1 << 62)
 	for i := range 5000 {

@@ -155,7 +155,7 @@ func (p *tracesProcessor) settle(ctx context.Context, td ptrace.Traces, ids []sp
 	for i := 0; i < min(rss.Len(), len(ids)); i++ {
 		rs := rss.At(i)
 		if waited && ids[i].unmatched != "" && ids[i].unmatched != unmatchedMismatch {
-			if again := p.c.ids.resolveByResource(rs.Resource()); again.unmatched == "" {
+			if again := p.c.ids.retry(ids[i], rs.Resource()); again.unmatched == "" {
 				ids[i] = again
 			}
 		}

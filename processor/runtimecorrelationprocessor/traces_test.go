@@ -340,7 +340,7 @@ func TestTimerReleasesSpans(t *testing.T) {
 
 	now := time.Now().UnixNano()
 	w := window.Window{Kind: window.KindJVMGCPause, Start: now - int64(time.Second), Duration: 10 * time.Millisecond}
-	if err := logs.ConsumeLogs(t.Context(), windowLogs(t, proc, w)); err != nil {
+	if err := logs.ConsumeLogs(measured(t.Context()), windowLogs(t, proc, w)); err != nil {
 		t.Fatalf("logs.ConsumeLogs: %v", err)
 	}
 	td := spanTraces(proc, spanAt{"infer", now - t0 - int64(time.Second) - 5*ms, now - t0 - int64(time.Second) + 5*ms})

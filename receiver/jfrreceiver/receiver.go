@@ -300,7 +300,7 @@ func (r *jfrReceiver) send(ctx context.Context, logs plog.Logs) {
 		return
 	}
 	r.logs.Send(func(next consumer.Logs) {
-		if err := next.ConsumeLogs(ctx, logs); err != nil && ctx.Err() == nil {
+		if err := next.ConsumeLogs(window.Measured(ctx, r.set.ID), logs); err != nil && ctx.Err() == nil {
 			r.set.Logger.Warn("sending windows", zap.Int("records", logs.LogRecordCount()), zap.Error(err))
 		}
 	})

@@ -303,7 +303,7 @@ func (r *gilReceiver) flush(ctx context.Context) {
 		return
 	}
 	r.logs.Send(func(next consumer.Logs) {
-		if err := next.ConsumeLogs(ctx, batch); err != nil {
+		if err := next.ConsumeLogs(window.Measured(ctx, r.set.ID), batch); err != nil {
 			r.set.Logger.Warn("sending GIL windows", zap.Error(err), zap.Int("windows", n))
 		}
 	})

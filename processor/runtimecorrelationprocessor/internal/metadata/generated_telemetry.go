@@ -112,7 +112,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ProcessorRuntimecorrelationWindowsDropped, err = builder.meter.Int64Counter(
 		"otelcol_processor_runtimecorrelation_windows_dropped",
-		metric.WithDescription("Windows passed on but not indexed (reason is duplicate, too_old, future, malformed or unscoped). [Development]"),
+		metric.WithDescription("Windows passed on but not indexed (reason is duplicate, too_old, future, malformed, unscoped, or untrusted for a window a workload sent). [Development]"),
 		metric.WithUnit("{window}"),
 	)
 	errs = errors.Join(errs, err)

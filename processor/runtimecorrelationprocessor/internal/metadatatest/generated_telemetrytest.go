@@ -136,7 +136,7 @@ func AssertEqualProcessorRuntimecorrelationWindowsClipped(t *testing.T, tt *comp
 func AssertEqualProcessorRuntimecorrelationWindowsDropped(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_runtimecorrelation_windows_dropped",
-		Description: "Windows passed on but not indexed (reason is duplicate, too_old, future, malformed or unscoped). [Development]",
+		Description: "Windows passed on but not indexed (reason is duplicate, too_old, future, malformed, unscoped, or untrusted for a window a workload sent). [Development]",
 		Unit:        "{window}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
