@@ -231,5 +231,3 @@ func TestMeasuredMarksTheReceiver(t *testing.T) {
 		t.Error("a connection's context is marked measured")
 	}
 }
-
-
