@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Reasons a chunk file or a repository is refused, as counted by
@@ -35,9 +36,10 @@ const (
 	// RefusedPanic: decoding a repository's chunk panicked; the repository
 	// is not read again until its JVM restarts (a new folder).
 	RefusedPanic = "panic"
-	// RefusedStalled: a poll of the repository did not return within
-	// pollTimeout (a read hanging on its filesystem); it is skipped, the
-	// others are read, until the read returns. Counted once per stall.
+	// RefusedStalled: a poll of the repository, or the look for a JVM's
+	// repository folders in its root, did not return within pollTimeout (a
+	// call hanging on its filesystem); that repository or JVM is skipped,
+	// the others are read, until the call returns. Counted once per stall.
 	RefusedStalled = "stalled"
 )
 
@@ -140,4 +142,78 @@ func (b *budget) heldBy(t tenant) int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.byJVM[t]
+}
+
+// isolated is one call on a tenant's files running in a goroutine of its
+// own, so that a hang there (a stalled FUSE or NFS mount in the tenant's
+// container) holds only that tenant: its caller waits for it until a
+// deadline shared by every tenant, then leaves it to return on its own.
+type isolated[T any] struct {
+	done    chan T
+	stalled bool // await has reported the stall
+
+	mu        sync.Mutex
+	abandoned bool
+	discard   func(T) // releases a result nobody will take; may be nil
+}
+
+// isolate runs call in a goroutine of its own; discard, when set, releases
+// its result if the call is abandoned.
+func isolate[T any](call func() T, discard func(T)) *isolated[T] {
+	c := &isolated[T]{done: make(chan T, 1), discard: discard}
+	go func() {
+		res := call()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.abandoned {
+			if c.discard != nil {
+				c.discard(res)
+			}
+			return
+		}
+		c.done <- res
+	}()
+	return c
+}
+
+// await returns the call's result once it has returned, waiting for it
+// until deadline fires (not at all once expired says it has fired, or once
+// the call was reported stalled: it would hold every later caller). ok is
+// false while the call runs; first is true the one time await gives up on
+// a call (report the stall then). fired says whether the deadline has
+// fired.
+func (c *isolated[T]) await(deadline <-chan time.Time, expired bool) (res T, ok, first, fired bool) {
+	if !expired && !c.stalled {
+		select {
+		case res = <-c.done:
+			return res, true, false, false
+		case <-deadline:
+			expired = true
+		}
+	}
+	select {
+	case res = <-c.done:
+		return res, true, false, expired
+	default:
+	}
+	if c.stalled {
+		return res, false, false, expired
+	}
+	c.stalled = true
+	return res, false, true, expired
+}
+
+// abandon gives up on the call: its result, now or when it returns, goes
+// to discard.
+func (c *isolated[T]) abandon() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.abandoned = true
+	select {
+	case res := <-c.done:
+		if c.discard != nil {
+			c.discard(res)
+		}
+	default:
+	}
 }

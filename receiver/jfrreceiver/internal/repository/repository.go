@@ -109,6 +109,9 @@ type Source struct {
 	// tooMany are the discovered JVMs whose surplus repository folders
 	// were reported, so each is counted once; pruned at each discovery.
 	tooMany map[jvmKey]bool
+	// looks are the looks at discovered JVMs' roots still running after
+	// their scan's deadline (scanDiscovered).
+	looks map[jvmKey]*isolated[look]
 
 	// beforeSegment, when set (tests), runs before each segment is
 	// decoded, with the repository folder.
@@ -126,7 +129,7 @@ func New(cfg Config) *Source {
 	if cfg.MaxChunkSize <= 0 {
 		cfg.MaxChunkSize = jfr.DefaultMaxChunkSize
 	}
-	s := &Source{cfg: cfg, followers: map[string]*follower{}, ended: map[string]bool{}, endedTicks: map[string]uint64{}, tooMany: map[jvmKey]bool{}, now: time.Now}
+	s := &Source{cfg: cfg, followers: map[string]*follower{}, ended: map[string]bool{}, endedTicks: map[string]uint64{}, tooMany: map[jvmKey]bool{}, looks: map[jvmKey]*isolated[look]{}, now: time.Now}
 	s.memory.max, s.memory.share = cfg.MaxMemory, jvmShare(cfg.MaxMemory, cfg.MaxChunkSize)
 	if cfg.Discover {
 		s.scanner = discovery.NewScanner(cfg.ProcRoot)
@@ -275,8 +278,8 @@ func (s *Source) Finish(emit func(jvmevent.Batch)) {
 			continue
 		}
 		select {
-		case res := <-f.inflight:
-			f.inflight, f.stalled = nil, false
+		case res := <-f.inflight.done:
+			f.inflight = nil
 			s.deliver(dir, f, res, emit)
 		case <-deadline.C:
 			return
@@ -305,13 +308,11 @@ func (s *Source) startPoll(f *follower) {
 	if f.inflight != nil {
 		return
 	}
-	ch := make(chan pollResult, 1)
-	f.inflight = ch
-	go func() {
+	f.inflight = isolate(func() pollResult {
 		b := jvmevent.Batch{JVM: f.jvm}
 		err, panicked := s.pollIsolated(f, &b)
-		ch <- pollResult{batch: b, err: err, panicked: panicked}
-	}()
+		return pollResult{batch: b, err: err, panicked: panicked}
+	}, nil)
 }
 
 // awaitPoll takes f's poll result, waiting for it until deadline fires
@@ -320,29 +321,16 @@ func (s *Source) startPoll(f *follower) {
 // while the poll is still running; f is then left alone until it ends.
 // The third result says the deadline has fired.
 func (s *Source) awaitPoll(f *follower, deadline <-chan time.Time, expired bool) (pollResult, bool, bool) {
-	// A read reported stalled is not waited for again: it would hold
-	// every poll until it returns.
-	if !expired && !f.stalled {
-		select {
-		case res := <-f.inflight:
-			f.inflight, f.stalled = nil, false
-			return res, true, false
-		case <-deadline:
-			expired = true
-		}
+	res, ok, first, fired := f.inflight.await(deadline, expired)
+	switch {
+	case ok:
+		f.inflight = nil
+		return res, true, fired
+	case first:
+		s.count(RefusedStalled)
+		return pollResult{err: fmt.Errorf("repository %s: a read has not returned after %v; the repository is skipped until it does, the others are read", f.dir, pollTimeout)}, false, fired
 	}
-	select {
-	case res := <-f.inflight:
-		f.inflight, f.stalled = nil, false
-		return res, true, expired
-	default:
-	}
-	if f.stalled {
-		return pollResult{}, false, expired
-	}
-	f.stalled = true
-	s.count(RefusedStalled)
-	return pollResult{err: fmt.Errorf("repository %s: a read has not returned after %v; the repository is skipped until it does, the others are read", f.dir, pollTimeout)}, false, expired
+	return pollResult{}, false, fired
 }
 
 // pollIsolated polls one repository, turning a panic in its decoding into
@@ -377,12 +365,20 @@ func (s *Source) Close() error {
 	if s.starter != nil {
 		s.starter.stopAll(s.scanner)
 	}
+	for k, c := range s.looks {
+		c.abandon() // what it opened is closed when it returns
+		delete(s.looks, k)
+	}
+	// One deadline for all: reads that hang on as many stalled mounts
+	// hold the shutdown no longer than one.
+	deadline := time.NewTimer(pollTimeout)
+	defer deadline.Stop()
+	expired := false
 	for dir, f := range s.followers {
 		delete(s.followers, dir)
 		if f.inflight != nil {
-			select {
-			case <-f.inflight:
-			case <-time.After(pollTimeout):
+			var ok bool
+			if _, ok, _, expired = f.inflight.await(deadline.C, expired); !ok {
 				// Its read still hangs: the goroutine keeps the files it
 				// reads; they are closed with the process.
 				s.cfg.Logger.Warn("JFR repository still being read at shutdown; left open", zap.String("repository", dir))
@@ -457,7 +453,12 @@ func (s *Source) scan() error {
 }
 
 // scanDiscovered finds the repositories of the JVMs running in the proc
-// root, each inside the JVM's own root.
+// root, each inside the JVM's own root. Every JVM's root is looked at in a
+// goroutine of its own (lookAt), all at once, and waited for until one
+// deadline, pollTimeout: a JVM whose /tmp hangs (a stalled FUSE or NFS
+// mount in its container) is counted stalled and skipped, the others are
+// followed, and its look is taken at the scan after it returns. A JVM
+// whose look has not returned is not considered for attaching either.
 func (s *Source) scanDiscovered(st *scanState) error {
 	var errs []error
 	jvms, refused, err := s.scanner.Scan()
@@ -467,18 +468,50 @@ func (s *Source) scanDiscovered(st *scanState) error {
 	for _, r := range refused {
 		errs = append(errs, r.Err)
 	}
+	known := make(map[string]bool, len(s.followers)+len(s.ended))
+	for dir := range s.followers {
+		known[dir] = true
+	}
+	for dir := range s.ended {
+		known[dir] = true
+	}
+	w := s.watch()
 	alive := map[jvmKey]bool{}
 	for _, j := range jvms {
 		k := jvmKey{j.PID, j.StartTicks}
 		alive[k] = true
-		n, err := s.addDiscovered(st, j, k)
-		if err != nil {
+		if s.looks[k] == nil {
+			s.looks[k] = isolate(func() look { return s.lookAt(j, known, w) }, look.release)
+		}
+	}
+	deadline := time.NewTimer(pollTimeout)
+	defer deadline.Stop()
+	expired := false
+	for _, j := range jvms {
+		k := jvmKey{j.PID, j.StartTicks}
+		l, ok, first, fired := s.looks[k].await(deadline.C, expired)
+		expired = fired
+		if first {
+			s.count(RefusedStalled)
+			errs = append(errs, fmt.Errorf("repository: pid %d: looking for its repository folders in its root has not returned after %v; the JVM is skipped until it does, the others are read", j.PID, pollTimeout))
+		}
+		if !ok {
+			continue
+		}
+		delete(s.looks, k)
+		if err := s.addLooked(st, j, k, l); err != nil {
 			errs = append(errs, err)
 		}
 		if s.starter != nil {
-			if err := s.starter.consider(j, n > 0); err != nil {
+			if err := s.starter.consider(j, l.count > 0); err != nil {
 				errs = append(errs, err)
 			}
+		}
+	}
+	for k, c := range s.looks {
+		if !alive[k] {
+			c.abandon()
+			delete(s.looks, k)
 		}
 	}
 	for k := range s.tooMany {
@@ -492,37 +525,87 @@ func (s *Source) scanDiscovered(st *scanState) error {
 	return errors.Join(errs...)
 }
 
-// addDiscovered adds the repository folders of one discovered JVM and
-// returns how many it has.
-func (s *Source) addDiscovered(st *scanState, j discovery.JVM, k jvmKey) (int, error) {
+// look is what a look at one discovered JVM's root found: its repository
+// folders, those not followed yet each opened for a follower (a root of
+// its own) and watched.
+type look struct {
+	count int // folders found, before maxRepositoriesPerJVM
+	repos []lookedRepository
+}
+
+// lookedRepository is one repository folder a look found.
+type lookedRepository struct {
+	inside string
+	dir    string
+	info   os.FileInfo
+	root   *procroot.Root // nil when the folder was followed already
+	early  *early         // nil without a watch
+}
+
+// release closes what a look opened; the source takes what it follows
+// first (add).
+func (l look) release() {
+	for _, r := range l.repos {
+		if r.early != nil {
+			r.early.unwatch()
+		}
+		if r.root != nil {
+			r.root.Close()
+		}
+	}
+}
+
+// lookAt finds the repository folders of j inside its root; every call on
+// the JVM's files is made here, in the look's own goroutine. Folders in
+// known (followed or ended when the scan began) are only named.
+func (s *Source) lookAt(j discovery.JVM, known map[string]bool, w *watcher) look {
 	root, err := j.OpenRoot()
 	if err != nil {
-		return 0, nil // exited, or not ours to read: nothing to follow
+		return look{} // exited, or not ours to read: nothing to follow
 	}
 	defer root.Close()
 	repos := j.Repositories(root)
-	var err2 error
+	l := look{count: len(repos)}
 	if len(repos) > maxRepositoriesPerJVM {
-		if !s.tooMany[k] {
-			s.tooMany[k] = true
-			s.count(RefusedTooMany)
-			err2 = fmt.Errorf("repository: pid %d has %d repository folders; following the newest %d", j.PID, len(repos), maxRepositoriesPerJVM)
-		}
 		repos = repos[len(repos)-maxRepositoriesPerJVM:]
 	}
-	scanner, pid, start := s.scanner, j.PID, j.StartTicks
 	for _, inside := range repos {
 		info, err := root.Stat(inside)
 		if err != nil || !info.IsDir() {
 			continue
 		}
-		dir := root.Display(inside)
-		c := candidate{inside: inside, dir: dir, info: info, discovered: true,
-			jvm:   jvmevent.JVM{PID: pid, StartTicks: start, Source: dir},
-			alive: func() bool { return scanner.Alive(pid, start) }}
-		s.add(st, c, func() (*procroot.Root, error) { return j.OpenRoot() })
+		r := lookedRepository{inside: inside, dir: root.Display(inside), info: info}
+		if !known[r.dir] {
+			if r.root, err = j.OpenRoot(); err != nil {
+				continue
+			}
+			if w != nil {
+				if r.early, err = w.watch(r.root, inside, r.dir); err != nil {
+					s.cfg.Logger.Debug("cannot watch JFR repository; chunk files are found by polling only", zap.String("repository", r.dir), zap.Error(err))
+				}
+			}
+		}
+		l.repos = append(l.repos, r)
 	}
-	return len(repos), err2
+	return l
+}
+
+// addLooked follows the repository folders a look at j found.
+func (s *Source) addLooked(st *scanState, j discovery.JVM, k jvmKey, l look) error {
+	var err error
+	if l.count > maxRepositoriesPerJVM && !s.tooMany[k] {
+		s.tooMany[k] = true
+		s.count(RefusedTooMany)
+		err = fmt.Errorf("repository: pid %d has %d repository folders; following the newest %d", j.PID, l.count, maxRepositoriesPerJVM)
+	}
+	scanner, pid, start := s.scanner, j.PID, j.StartTicks
+	for _, r := range l.repos {
+		c := candidate{inside: r.inside, dir: r.dir, info: r.info, discovered: true,
+			jvm:   jvmevent.JVM{PID: pid, StartTicks: start, Source: r.dir},
+			alive: func() bool { return scanner.Alive(pid, start) }}
+		s.add(st, c, opened{root: r.root, early: r.early})
+	}
+	return err
 }
 
 // scanPattern finds the repository folders a configured pattern matches;
@@ -547,35 +630,65 @@ func (s *Source) scanPattern(st *scanState, pattern string) error {
 				_, err := os.Stat(d)
 				return err == nil
 			}}
-		if f := s.add(st, c, func() (*procroot.Root, error) { return procroot.OpenDir(d) }); f != nil && f.staleAfter == 0 {
+		if f := s.add(st, c, opened{open: func() (*procroot.Root, error) { return procroot.OpenDir(d) }}); f != nil && f.staleAfter == 0 {
 			f.staleAfter = staleAfter
 		}
 	}
 	return nil
 }
 
+// opened is how add gets a follower's root: opened and watched already
+// (root, early; add owns them and closes what it does not follow), or by
+// open, on the source's goroutine (a pattern's folder, the operator's).
+// root nil and open nil: the folder was followed when it was looked at,
+// and is not followed anew until a later look.
+type opened struct {
+	root  *procroot.Root
+	early *early
+	open  func() (*procroot.Root, error)
+}
+
+// release closes what add did not take.
+func (o opened) release() {
+	look{repos: []lookedRepository{{root: o.root, early: o.early}}}.release()
+}
+
 // add follows c unless it is followed (or ended) already or is a folder
-// found before by another path; openRoot gives the follower its own root.
-// It returns the follower, nil when there is none.
-func (s *Source) add(st *scanState, c candidate, openRoot func() (*procroot.Root, error)) *follower {
+// found before by another path; o gives the follower its own root. It
+// returns the follower, nil when there is none.
+func (s *Source) add(st *scanState, c candidate, o opened) *follower {
 	if st.found[c.dir] {
+		o.release()
 		return nil
 	}
 	// A pattern may reach a discovered JVM's repository by another path
 	// (/tmp/… rather than /proc/<pid>/root/tmp/…): follow it once, as the
 	// discovered JVM, whose resource is richer.
 	if slices.ContainsFunc(st.infos, func(o os.FileInfo) bool { return os.SameFile(o, c.info) }) {
+		o.release()
 		return nil
 	}
 	st.found[c.dir] = true
 	st.infos = append(st.infos, c.info)
 	if f := s.followers[c.dir]; f != nil || s.ended[c.dir] || s.endedBefore(c) {
+		o.release()
 		return f
 	}
-	root, err := openRoot()
-	if err != nil {
-		s.cfg.Logger.Debug("cannot open the root of a JFR repository", zap.String("repository", c.dir), zap.Error(err))
-		return nil
+	root, e := o.root, o.early
+	if root == nil {
+		if o.open == nil {
+			return nil
+		}
+		var err error
+		if root, err = o.open(); err != nil {
+			s.cfg.Logger.Debug("cannot open the root of a JFR repository", zap.String("repository", c.dir), zap.Error(err))
+			return nil
+		}
+		if w := s.watch(); w != nil {
+			if e, err = w.watch(root, c.inside, c.dir); err != nil {
+				s.cfg.Logger.Debug("cannot watch JFR repository; chunk files are found by polling only", zap.String("repository", c.dir), zap.Error(err))
+			}
+		}
 	}
 	s.cfg.Logger.Debug("following JFR repository", zap.String("repository", c.dir), zap.Int("pid", c.jvm.PID))
 	f := &follower{src: s, root: root, inside: c.inside, dir: c.dir, jvm: c.jvm, discovered: c.discovered, alive: c.alive, newest: !s.started, stream: jfrstream.New()}
@@ -589,14 +702,8 @@ func (s *Source) add(st *scanState, c candidate, openRoot func() (*procroot.Root
 			f.resume(pos)
 		}
 	}
-	if w := s.watch(); w != nil {
-		f.watcher = w
-		e, err := w.watch(root, c.inside, c.dir)
-		if err != nil {
-			s.cfg.Logger.Debug("cannot watch JFR repository; chunk files are found by polling only", zap.String("repository", c.dir), zap.Error(err))
-		}
-		f.early = e
-	}
+	f.watcher = s.watcher
+	f.early = e
 	f.folder = c.info
 	if f.early != nil {
 		f.folder = f.early.info
@@ -608,11 +715,10 @@ func (s *Source) add(st *scanState, c candidate, openRoot func() (*procroot.Root
 // follower reads one repository.
 type follower struct {
 	src *Source
-	// inflight is the poll running in its own goroutine (pollBounded),
-	// nil when none; while it runs, only that goroutine touches the
-	// follower's reading state. stalled says the stall was reported.
-	inflight chan pollResult
-	stalled  bool
+	// inflight is the poll running in its own goroutine (startPoll), nil
+	// when none; while it runs, only that goroutine touches the
+	// follower's reading state.
+	inflight *isolated[pollResult]
 	// ownPID is the pid the JVM reported for itself, as of the last poll
 	// that ended (read by Followed while a poll may be running).
 	ownPID int

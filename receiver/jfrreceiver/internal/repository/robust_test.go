@@ -437,7 +437,7 @@ func followProbe(t *testing.T, pid int) (*Source, string) {
 	}
 	c := candidate{inside: "/" + filepath.Base(repo), dir: repo, info: info, discovered: true,
 		jvm: jvmevent.JVM{PID: pid, Source: repo}, alive: func() bool { return true }}
-	if s.add(&scanState{found: map[string]bool{}}, c, func() (*procroot.Root, error) { return procroot.OpenDir(base) }) == nil {
+	if s.add(&scanState{found: map[string]bool{}}, c, opened{open: func() (*procroot.Root, error) { return procroot.OpenDir(base) }}) == nil {
 		t.Fatal("not followed")
 	}
 	if p := poll(s); p.err != nil || p.pauses != 0 || p.ended {

@@ -2,8 +2,8 @@ package repository
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,14 +32,24 @@ type watcher struct {
 
 	mu      sync.Mutex
 	byWatch map[int32]*early
+	closed  bool // close has begun: watches are no longer removed one by one
 }
+
+// errWatchedAlready: the folder is watched for another follower already
+// (one folder reached by two paths). The kernel gives both the same watch,
+// so only the first holds it; the second follower finds files by polling.
+var errWatchedAlready = errors.New("folder watched already")
 
 // early holds the chunk files of one repository opened by the watcher and
 // not yet taken by its follower.
 type early struct {
-	w      *watcher
-	root   *procroot.Root // the follower's; it closes it after unwatch
-	inside string         // the folder inside root
+	w *watcher
+	// folder is the watched folder, opened as a root of its own (files
+	// are opened inside it). It is closed by close, or, when an open
+	// through it is under way then, by that open once it returns: closing
+	// a root that is in use would let its descriptor's number name
+	// another file.
+	folder *procroot.Root
 	wd     int32
 	info   os.FileInfo // the folder watched, as it was when the watch began
 	// lost is set once the kernel has dropped the watch: the folder was
@@ -48,9 +58,15 @@ type early struct {
 	// is another one, to be watched afresh.
 	lost atomic.Bool
 
-	mu     sync.Mutex
-	files  map[string]*os.File // by file name
-	closed bool
+	// names are the files created, for opening: by a goroutine of the
+	// folder's own, so that an open that hangs (a stalled FUSE or NFS
+	// mount in the JVM's container) holds only this folder's.
+	names chan string
+
+	mu      sync.Mutex
+	files   map[string]*os.File // by file name
+	closed  bool
+	opening bool // an open through folder is under way
 }
 
 // newWatcher starts an inotify instance and the goroutine that reads it.
@@ -82,10 +98,19 @@ func (w *watcher) watch(root *procroot.Root, inside, dir string) (*early, error)
 	if err != nil {
 		return nil, &os.PathError{Op: "inotify_add_watch", Path: dir, Err: err}
 	}
-	e := &early{w: w, root: root, inside: inside, wd: int32(wd), info: info, files: map[string]*os.File{}}
+	folder, err := procroot.OpenDir(procroot.FDPath(int(d.Fd())))
+	if err != nil {
+		return nil, err
+	}
+	e := &early{w: w, folder: folder, wd: int32(wd), info: info, files: map[string]*os.File{}, names: make(chan string, maxEarly)}
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byWatch[e.wd] != nil {
+		folder.Close()
+		return nil, &os.PathError{Op: "inotify_add_watch", Path: dir, Err: errWatchedAlready}
+	}
 	w.byWatch[e.wd] = e
-	w.mu.Unlock()
+	go e.opener()
 	return e, nil
 }
 
@@ -93,7 +118,7 @@ func (w *watcher) watch(root *procroot.Root, inside, dir string) (*early, error)
 func (e *early) unwatch() {
 	w := e.w
 	w.mu.Lock()
-	if w.byWatch[e.wd] == e {
+	if !w.closed && w.byWatch[e.wd] == e {
 		delete(w.byWatch, e.wd)
 		// The folder may be gone already (the kernel then dropped the
 		// watch itself).
@@ -105,6 +130,9 @@ func (e *early) unwatch() {
 
 // close stops the goroutine and closes the inotify instance.
 func (w *watcher) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
 	w.file.Close()
 	<-w.done
 	w.mu.Lock()
@@ -154,24 +182,61 @@ func (w *watcher) loop() {
 			e := w.byWatch[wd]
 			w.mu.Unlock()
 			if e != nil {
-				e.open(name)
+				e.created(name)
 			}
 		}
 	}
 }
 
-// open opens a file just created in e's folder and holds it.
-func (e *early) open(name string) {
+// created hands a file just created in e's folder to its opener; one that
+// finds the queue full is left to the follower's listing.
+func (e *early) created(name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed || e.files[name] != nil || len(e.files) >= maxEarly {
+	if e.closed {
 		return
 	}
-	f, err := e.root.OpenFile(filepath.Join(e.inside, name))
-	if err != nil {
-		return // gone already, or not a regular file (the follower's listing reports it)
+	select {
+	case e.names <- name:
+	default:
 	}
-	e.files[name] = f
+}
+
+// opener opens the files created in e's folder until e is closed.
+func (e *early) opener() {
+	for name := range e.names {
+		e.open(name)
+	}
+}
+
+// open opens a file just created in e's folder and holds it. The open is
+// made without the lock, so that a hanging one holds no one else.
+func (e *early) open(name string) {
+	e.mu.Lock()
+	if e.closed || e.files[name] != nil || len(e.files) >= maxEarly {
+		e.mu.Unlock()
+		return
+	}
+	e.opening = true
+	e.mu.Unlock()
+	f, err := e.folder.OpenFile(name)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.opening = false
+	switch {
+	case e.closed:
+		e.folder.Close() // close left it to this open
+		if err == nil {
+			f.Close()
+		}
+	case err != nil:
+		// Gone already, or not a regular file (the follower's listing
+		// reports it).
+	case e.files[name] != nil:
+		f.Close()
+	default:
+		e.files[name] = f
+	}
 }
 
 // take hands every held file to the caller, who closes them.
@@ -189,6 +254,12 @@ func (e *early) take() map[string]*os.File {
 func (e *early) close() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if !e.closed {
+		close(e.names)
+		if !e.opening {
+			e.folder.Close()
+		}
+	}
 	e.closed = true
 	for name, f := range e.files {
 		f.Close()
