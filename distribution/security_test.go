@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -797,4 +799,251 @@ func syscallNames(t *testing.T) map[string]bool {
 		t.Fatalf("read only %d syscall names", len(names))
 	}
 	return names
+}
+
+// seccompProbe is a program run under the Localhost profile: each line is a
+// call and what came of it ("ok" or the errno's number). Built statically
+// with cgo, so that pthread_create is glibc's (which tries clone3 first).
+const seccompProbe = `package main
+
+/*
+#include <pthread.h>
+static void *run(void *arg) { return arg; }
+static int start_pthread(void) {
+	pthread_t t;
+	int err = pthread_create(&t, 0, run, 0);
+	return err ? err : pthread_join(t, 0);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func report(name string, err error) {
+	if err == nil {
+		fmt.Println(name, "ok")
+		return
+	}
+	fmt.Println(name, int(err.(unix.Errno)))
+}
+
+func errno(_, _ uintptr, e unix.Errno) error {
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+func main() {
+	if rc := C.start_pthread(); rc != 0 {
+		report("pthread_create", unix.Errno(rc))
+	} else {
+		report("pthread_create", nil)
+	}
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY, Resolve: unix.RESOLVE_IN_ROOT}
+	_, err := unix.Openat2(unix.AT_FDCWD, "/", &how)
+	report("openat2", err)
+	pfd, err := unix.PidfdOpen(os.Getpid(), 0)
+	report("pidfd_open", err)
+	report("pidfd_send_signal", unix.PidfdSendSignal(pfd, 0, nil, 0))
+	mapAttr := struct{ typ, keySize, valueSize, maxEntries uint32 }{2, 4, 4, 1} // BPF_MAP_TYPE_ARRAY
+	report("bpf", errno(unix.Syscall(unix.SYS_BPF, 0, uintptr(unsafe.Pointer(&mapAttr)), unsafe.Sizeof(mapAttr)))) // BPF_MAP_CREATE
+	perf := unix.PerfEventAttr{Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK, Size: uint32(unsafe.Sizeof(unix.PerfEventAttr{}))}
+	_, err = unix.PerfEventOpen(&perf, 0, -1, -1, 0)
+	report("perf_event_open", err)
+	_, err = unix.InotifyInit1(0)
+	report("inotify_init1", err)
+	_, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM, unix.NETLINK_CONNECTOR)
+	report("socket", err)
+	report("ptrace", errno(unix.Syscall(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0)))
+	report("unshare", unix.Unshare(unix.CLONE_NEWNS))
+	report("clone3", errno(unix.RawSyscall(unix.SYS_CLONE3, 0, 0, 0)))
+	r, _, e := unix.RawSyscall6(unix.SYS_CLONE, unix.CLONE_NEWUTS|uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+	if e == 0 && r == 0 {
+		os.Exit(0)
+	}
+	report("clone_newuts", errno(r, 0, e))
+	report("mount", unix.Mount("none", "/tmp", "tmpfs", 0, ""))
+}
+`
+
+// TestLocalhostSeccompProfileUnderRunc runs seccompProbe under runc with the
+// chart's Localhost profile and the agent's capabilities plus SYS_ADMIN and
+// SYS_PTRACE (so that a refused unshare, mount or ptrace is the filter's
+// doing, not the kernel's): the runtime takes the profile, glibc threads
+// start (clone3 answered ENOSYS, clone without namespaces allowed), bpf,
+// perf_event_open, openat2 and the pidfd calls pass; ptrace, unshare,
+// mount and a namespaced clone do not. Needs root, runc (Debian 12's 1.1.5
+// with libseccomp 2.5.4: what a Debian 12 node's containerd 1.6 runs) and
+// gcc with a static glibc; skipped without them. About 5 s.
+func TestLocalhostSeccompProfileUnderRunc(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: runc needs it")
+	}
+	runc, err := exec.LookPath("runc")
+	if err != nil {
+		t.Skip("runc not installed (apt-get install runc)")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed: the probe is built with cgo")
+	}
+	bundle := t.TempDir()
+	rootfs := filepath.Join(bundle, "rootfs")
+	if err := os.MkdirAll(rootfs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	buildSeccompProbe(t, filepath.Join(rootfs, "probe"))
+
+	spec := exec.Command(runc, "spec")
+	spec.Dir = bundle
+	if out, err := spec.CombinedOutput(); err != nil {
+		t.Fatalf("runc spec: %v\n%s", err, out)
+	}
+	var config map[string]any
+	raw, err := os.ReadFile(filepath.Join(bundle, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &config); err != nil {
+		t.Fatal(err)
+	}
+	profile, err := os.ReadFile(seccompFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seccomp map[string]any
+	if err := json.Unmarshal(profile, &seccomp); err != nil {
+		t.Fatal(err)
+	}
+	granted := grantableCapabilities(t, slices.Concat(agentCapabilities, attachCapabilities, []corev1.Capability{"SYS_ADMIN"}))
+	process := config["process"].(map[string]any)
+	process["terminal"] = false
+	process["args"] = []string{"/probe"}
+	process["noNewPrivileges"] = true
+	process["capabilities"] = map[string]any{"bounding": granted, "effective": granted, "permitted": granted}
+	config["linux"].(map[string]any)["seccomp"] = seccomp
+	config["root"] = map[string]any{"path": "rootfs", "readonly": true}
+	if raw, err = json.Marshal(config); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	id := fmt.Sprintf("otelcol-ai-seccomp-%d", os.Getpid())
+	run := exec.Command(runc, "run", "--bundle", bundle, id)
+	var stdout, stderr bytes.Buffer
+	run.Stdout, run.Stderr = &stdout, &stderr
+	err = run.Run()
+	_ = exec.Command(runc, "delete", "--force", id).Run()
+	if err != nil {
+		t.Fatalf("runc run under %s: %v\n%s%s", seccompFile, err, stdout.String(), stderr.String())
+	}
+	got := map[string]string{}
+	for line := range strings.Lines(stdout.String()) {
+		if name, result, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			got[name] = result
+		}
+	}
+	want := map[string]string{
+		"pthread_create": "ok", "openat2": "ok", "pidfd_open": "ok", "pidfd_send_signal": "ok",
+		"bpf": "ok", "perf_event_open": "ok", "inotify_init1": "ok", "socket": "ok",
+		"ptrace": "1", "unshare": "1", "clone_newuts": "1", "mount": "1", // EPERM
+		"clone3": "38", // ENOSYS
+	}
+	for _, c := range []struct {
+		capability corev1.Capability
+		calls      []string
+	}{{"BPF", []string{"bpf"}}, {"PERFMON", []string{"perf_event_open"}}, {"SYS_ADMIN", []string{"unshare", "clone_newuts", "mount"}}, {"SYS_PTRACE", []string{"ptrace"}}} {
+		if !slices.Contains(granted, "CAP_"+string(c.capability)) {
+			t.Logf("CAP_%s not in this test's bounding set: %v not checked", c.capability, c.calls)
+			for _, call := range c.calls {
+				delete(want, call)
+			}
+		}
+	}
+	for call, result := range want {
+		if got[call] != result {
+			t.Errorf("%s under the profile: %q, want %q (ok, or the errno)", call, got[call], result)
+		}
+	}
+}
+
+// buildSeccompProbe builds seccompProbe, statically linked, into out, with
+// this module's golang.org/x/sys (from the module cache).
+func buildSeccompProbe(t *testing.T, out string) {
+	t.Helper()
+	src := t.TempDir()
+	version, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "golang.org/x/sys").Output()
+	if err != nil {
+		t.Fatalf("go list golang.org/x/sys: %v", err)
+	}
+	sums, err := os.ReadFile("../go.sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum strings.Builder
+	for line := range strings.Lines(string(sums)) {
+		if strings.HasPrefix(line, "golang.org/x/sys "+strings.TrimSpace(string(version))) {
+			sum.WriteString(line)
+		}
+	}
+	files := map[string]string{
+		"main.go": seccompProbe,
+		"go.mod":  "module seccompprobe\n\ngo 1.24\n\nrequire golang.org/x/sys " + strings.TrimSpace(string(version)) + "\n",
+		"go.sum":  sum.String(),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build := exec.Command("go", "build", "-o", out, "-ldflags", "-linkmode external -extldflags -static", ".")
+	build.Dir = src
+	build.Env = append(os.Environ(), "CGO_ENABLED=1", "GOWORK=off", "GOFLAGS=-mod=mod")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the probe: %v\n%s", err, b)
+	}
+}
+
+// grantableCapabilities returns caps as runc names them (CAP_...), less
+// those this process's bounding set lacks (runc cannot grant them).
+func grantableCapabilities(t *testing.T, caps []corev1.Capability) []string {
+	t.Helper()
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bounding uint64
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "CapBnd:"); ok {
+			if bounding, err = strconv.ParseUint(strings.TrimSpace(v), 16, 64); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	bits := map[corev1.Capability]uint{
+		"CHOWN": unix.CAP_CHOWN, "DAC_OVERRIDE": unix.CAP_DAC_OVERRIDE, "DAC_READ_SEARCH": unix.CAP_DAC_READ_SEARCH,
+		"KILL": unix.CAP_KILL, "SYS_PTRACE": unix.CAP_SYS_PTRACE, "SYS_ADMIN": unix.CAP_SYS_ADMIN,
+		"SYS_RESOURCE": unix.CAP_SYS_RESOURCE, "PERFMON": unix.CAP_PERFMON, "BPF": unix.CAP_BPF,
+	}
+	var out []string
+	for _, c := range caps {
+		bit, ok := bits[c]
+		if !ok {
+			t.Fatalf("capability %s: add its number to grantableCapabilities", c)
+		}
+		if bounding&(1<<bit) == 0 {
+			t.Logf("CAP_%s is not in this test's bounding set: not granted", c)
+			continue
+		}
+		out = append(out, "CAP_"+string(c))
+	}
+	return out
 }
