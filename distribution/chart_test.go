@@ -184,10 +184,22 @@ func decodeStrict(t *testing.T, name, doc string, out *rendered) {
 }
 
 func TestChartLints(t *testing.T) {
-	linter := lint.All(chartDir, nil, namespace, false)
-	for _, msg := range linter.Messages {
-		if msg.Severity >= support.WarningSev {
-			t.Errorf("helm lint: %s", msg)
+	for _, values := range []map[string]any{
+		nil,
+		withMonitors(),
+		{"agent": map[string]any{
+			"seccompProfile": map[string]any{"type": "Localhost"},
+			"nodeSelector":   map[string]any{"nvidia.com/gpu.present": "true"},
+			"jfrAttach":      map[string]any{"enabled": false},
+		}},
+		{"networkPolicy": map[string]any{"enabled": false}, "agent": map[string]any{"metricsListen": "podIP"}},
+		{"alerts": map[string]any{"prometheusRule": map[string]any{"enabled": true, "runbookBaseURL": "", "alerts": map[string]any{"OtelcolAIJVMsWithoutJFR": false}}}, "dashboards": map[string]any{"enabled": true}},
+	} {
+		linter := lint.All(chartDir, values, namespace, false)
+		for _, msg := range linter.Messages {
+			if msg.Severity >= support.WarningSev {
+				t.Errorf("helm lint (values %v): %s", values, msg)
+			}
 		}
 	}
 }
