@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -72,7 +73,17 @@ type RecorderConfig struct {
 	Pods PodPolicy
 	// Logger gets one line per status change.
 	Logger *zap.Logger
+	// Stalled, when set, is called once for each attach exchange that has
+	// not returned after Timeout and stallGrace (a call hanging on the
+	// JVM's /tmp or working directory, a stalled mount in its container).
+	Stalled func()
 }
+
+// stallGrace is how long past Timeout an exchange may run before it is
+// taken as stalled: Timeout bounds its socket calls, not its calls on the
+// JVM's files (a stat, a create or a remove on a stalled FUSE or NFS mount
+// blocks until the mount answers).
+const stallGrace = 2 * time.Second
 
 type jvmKey struct {
 	pid   int
@@ -85,8 +96,11 @@ type jvmEntry struct {
 	tries  int
 	first  time.Time // the first try
 	ours   bool      // a recording named RecordingName runs, which we stop
-	// pending is the attach exchange running now (start), nil when none.
+	// pending is the attach exchange running now (start), nil when none;
+	// since is when it began, stalled says its stall was reported.
 	pending  chan tryOutcome
+	since    time.Time
+	stalled  bool
 	checked  bool // command line and environment read (they do not change)
 	disabled bool // -XX:+DisableAttachMechanism
 }
@@ -124,7 +138,15 @@ func (r *Recorder) Consider(j JVM, hasRepository bool) error {
 	if e.pending != nil {
 		// Still exchanging (nil), or what the exchange found; a JVM not
 		// ready yet is tried again at the next discovery.
-		return r.settle(e, false)
+		err := r.settle(e)
+		if e.pending != nil && !e.stalled && time.Since(e.since) > r.cfg.Timeout+stallGrace {
+			e.stalled = true
+			r.set(e, StateFound, fmt.Sprintf("an attach exchange has not returned after %v: a call on its files hangs (a stalled mount in its /tmp or working directory?); it is not tried again until it returns", r.cfg.Timeout+stallGrace))
+			if r.cfg.Stalled != nil {
+				r.cfg.Stalled()
+			}
+		}
+		return err
 	}
 	switch {
 	case e.ours:
@@ -192,38 +214,39 @@ func (r *Recorder) optOut(e *jvmEntry) (State, string) {
 	return "", ""
 }
 
-// tryOutcome is what one try's attach exchange found: JFR.check's answer
-// (or its error), then, when no recording ran, JFR.start's error.
+// tryOutcome is what one try's attach exchange found: why the JVM is not
+// ready ("" when it is), JFR.check's answer (or its error), then, when no
+// recording ran, JFR.start's error.
 type tryOutcome struct {
+	notReady string
 	check    string
 	checkErr error
 	started  bool // JFR.start was sent
 	startErr error
 }
 
-// start checks that the JVM runs no recording (an in-memory one has no
-// repository) and starts the receiver's. The exchange runs in a goroutine
-// of its own (a busy JVM can take seconds to answer, and a JVM's first JFR
-// command initializes JFR in it): discovery and the reading of every other
-// JVM go on meanwhile, and a later Consider takes the outcome.
+// start checks that the JVM is ready and runs no recording (an in-memory
+// one has no repository), and starts the receiver's. The exchange runs in
+// a goroutine of its own, its readiness check (a look in the JVM's /tmp)
+// included: a busy JVM can take seconds to answer, a JVM's first JFR
+// command initializes JFR in it, and a call on a stalled mount in its
+// container does not return at all. Discovery and the reading of every
+// other JVM go on meanwhile, and a later Consider takes the outcome.
 func (r *Recorder) start(e *jvmEntry) error {
 	j := e.jvm
 	t := Target{ProcRoot: r.cfg.ProcRoot, PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, Timeout: r.cfg.Timeout}
-	if ok, why := t.Ready(); !ok {
-		r.set(e, StateFound, "not started far enough to attach ("+why+")")
-		return nil
-	}
-	e.tries++
-	if e.tries == 1 {
-		e.first = time.Now()
-	}
 	if e.status.State == "" {
-		r.set(e, StateFound, "attaching (JFR.check, then JFR.start)")
+		r.set(e, StateFound, "attaching (readiness, JFR.check, then JFR.start)")
 	}
 	ch := make(chan tryOutcome, 1)
-	e.pending = ch
+	e.pending, e.since, e.stalled = ch, time.Now(), false
 	go func() {
 		var x tryOutcome
+		if ok, why := t.Ready(); !ok {
+			x.notReady = why
+			ch <- x
+			return
+		}
 		x.check, x.checkErr = t.Jcmd("JFR.check")
 		if x.checkErr == nil {
 			if _, running := runningRecording(x.check); !running {
@@ -236,25 +259,28 @@ func (r *Recorder) start(e *jvmEntry) error {
 	return nil
 }
 
-// settle takes the outcome of e's exchange when it has come (wait: waits
-// for it); nil while it has not.
-func (r *Recorder) settle(e *jvmEntry, wait bool) error {
-	var x tryOutcome
-	if wait {
-		x = <-e.pending
-	} else {
-		select {
-		case x = <-e.pending:
-		default:
-			return nil
-		}
+// settle takes the outcome of e's exchange when it has come; nil while it
+// has not.
+func (r *Recorder) settle(e *jvmEntry) error {
+	select {
+	case x := <-e.pending:
+		e.pending = nil
+		return r.outcome(e, x)
+	default:
+		return nil
 	}
-	e.pending = nil
-	return r.outcome(e, x)
 }
 
 // outcome records what an exchange found.
 func (r *Recorder) outcome(e *jvmEntry, x tryOutcome) error {
+	if x.notReady != "" {
+		r.set(e, StateFound, "not started far enough to attach ("+x.notReady+")")
+		return nil
+	}
+	e.tries++
+	if e.tries == 1 {
+		e.first = time.Now()
+	}
 	j := e.jvm
 	err := x.checkErr
 	if err == nil {
@@ -368,29 +394,68 @@ func (r *Recorder) Forget(alive func(pid int, startTicks uint64) bool) {
 
 // StopAll stops the recordings the receiver started (JFR.stop by name),
 // in the JVMs still running with the start time they had: a pid that names
-// another process now is left alone.
+// another process now is left alone. The stops run at once, and the
+// exchanges in flight are waited for meanwhile (a JFR.start in flight may
+// start a recording: its outcome says whether to stop one), all under one
+// deadline (Timeout and stallGrace), so that JVMs whose files hang hold
+// the shutdown no longer than one; what has not returned by then is left
+// to finish on its own.
 func (r *Recorder) StopAll() {
-	for _, e := range r.jvms {
-		if e.pending != nil {
-			// A JFR.start in flight may start a recording: its outcome
-			// (within the attach timeout) says whether to stop one.
-			_ = r.settle(e, true)
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout+stallGrace)
+	defer cancel()
+	type stopped struct {
+		pid int
+		err error
+	}
+	done := make(chan stopped, len(r.jvms))
+	running := 0
+	stop := func(k jvmKey, e *jvmEntry) {
+		delete(r.jvms, k)
+		t := Target{ProcRoot: r.cfg.ProcRoot, PID: e.jvm.PID, NSPID: e.jvm.NSPID, StartTicks: e.jvm.StartTicks, Timeout: r.cfg.Timeout}
+		running++
+		go func() {
+			_, err := t.Jcmd("JFR.stop name=" + RecordingName)
+			done <- stopped{t.PID, err}
+		}()
+	}
+	for k, e := range r.jvms {
+		if e.pending == nil && e.ours {
+			stop(k, e)
 		}
 	}
 	for k, e := range r.jvms {
-		if !e.ours {
+		switch {
+		case e.pending == nil:
+			continue
+		case e.stalled:
+			// Hung past Timeout and stallGrace already: not waited for.
+			r.cfg.Logger.Warn("attach exchange still hanging at shutdown; a recording it starts is not stopped (its maxage and maxsize bound it)", zap.Int("pid", e.jvm.PID))
 			continue
 		}
-		delete(r.jvms, k)
-		t := Target{ProcRoot: r.cfg.ProcRoot, PID: e.jvm.PID, NSPID: e.jvm.NSPID, StartTicks: e.jvm.StartTicks, Timeout: r.cfg.Timeout}
-		_, err := t.Jcmd("JFR.stop name=" + RecordingName)
-		if errors.Is(err, ErrGone) {
-			continue
+		select {
+		case x := <-e.pending:
+			e.pending = nil
+			_ = r.outcome(e, x)
+			if e.ours {
+				stop(k, e)
+			}
+		case <-ctx.Done():
+			r.cfg.Logger.Warn("attach exchange still running at shutdown; a recording it starts is not stopped (its maxage and maxsize bound it)", zap.Int("pid", e.jvm.PID))
 		}
-		if err != nil {
-			r.cfg.Logger.Warn("stopping the JFR recording the receiver started", zap.Int("pid", e.jvm.PID), zap.Error(err))
-			continue
+	}
+	for ; running > 0; running-- {
+		select {
+		case s := <-done:
+			switch {
+			case errors.Is(s.err, ErrGone):
+			case s.err != nil:
+				r.cfg.Logger.Warn("stopping the JFR recording the receiver started", zap.Int("pid", s.pid), zap.Error(s.err))
+			default:
+				r.cfg.Logger.Info("stopped the JFR recording the receiver started", zap.Int("pid", s.pid))
+			}
+		case <-ctx.Done():
+			r.cfg.Logger.Warn("JFR recordings the receiver started still being stopped at shutdown; left to finish (their maxage and maxsize bound them)", zap.Int("jvms", running))
+			return
 		}
-		r.cfg.Logger.Info("stopped the JFR recording the receiver started", zap.Int("pid", e.jvm.PID))
 	}
 }

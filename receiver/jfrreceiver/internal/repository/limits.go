@@ -37,9 +37,10 @@ const (
 	// is not read again until its JVM restarts (a new folder).
 	RefusedPanic = "panic"
 	// RefusedStalled: a poll of the repository, or the look for a JVM's
-	// repository folders in its root, did not return within pollTimeout (a
-	// call hanging on its filesystem); that repository or JVM is skipped,
-	// the others are read, until the call returns. Counted once per stall.
+	// repository folders in its root, did not return within pollTimeout,
+	// or an attach exchange within its timeout and a grace (a call hanging
+	// on the JVM's filesystem); that repository or JVM is skipped, the
+	// others are read, until the call returns. Counted once per stall.
 	RefusedStalled = "stalled"
 )
 

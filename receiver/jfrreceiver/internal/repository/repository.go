@@ -134,7 +134,7 @@ func New(cfg Config) *Source {
 	if cfg.Discover {
 		s.scanner = discovery.NewScanner(cfg.ProcRoot)
 		// Off, it only keeps each JVM's status.
-		s.starter = newStarter(cfg.Attach, cfg.ProcRoot, cfg.Logger)
+		s.starter = newStarter(cfg.Attach, cfg.ProcRoot, cfg.Logger, func() { s.count(RefusedStalled) })
 	}
 	return s
 }

@@ -62,10 +62,12 @@ type starter struct {
 	only func(discovery.JVM) bool
 }
 
-func newStarter(cfg AttachConfig, procRoot string, logger *zap.Logger) *starter {
+// newStarter returns a starter; stalled counts an attach exchange that
+// hangs on the JVM's files.
+func newStarter(cfg AttachConfig, procRoot string, logger *zap.Logger, stalled func()) *starter {
 	s := &starter{cfg: cfg, procs: procRoot}
 	s.recorder = attach.NewRecorder(attach.RecorderConfig{
-		ProcRoot: procRoot, Enabled: cfg.Enabled, Timeout: cfg.Timeout, Pods: cfg.Pods, Logger: logger,
+		ProcRoot: procRoot, Enabled: cfg.Enabled, Timeout: cfg.Timeout, Pods: cfg.Pods, Logger: logger, Stalled: stalled,
 		Settings: func(j attach.JVM) (string, func(), error) {
 			return s.settingsFor(discovery.JVM{PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, ProcRoot: procRoot})
 		},

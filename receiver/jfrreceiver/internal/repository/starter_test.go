@@ -113,7 +113,7 @@ func fakeJVM(t *testing.T) (j discovery.JVM, root, host string) {
 // that links out of the container, or a file of that name planted as a
 // link to a host file, never makes it written on the host.
 func TestSettingsWrittenOnlyInsideTheJVMsRoot(t *testing.T) {
-	s := newStarter(AttachConfig{}, "", zap.NewNop())
+	s := newStarter(AttachConfig{}, "", zap.NewNop(), nil)
 
 	j, root, host := fakeJVM(t)
 	if err := os.MkdirAll(filepath.Join(root, "tmp"), 0o755); err != nil {
