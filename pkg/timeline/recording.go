@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -201,11 +202,11 @@ func WindowDetail(w window.Window) (detail, cause string) {
 	str := func(k string) string { s, _ := w.Attributes[k].(string); return s }
 	switch w.Kind {
 	case window.KindJVMSafepoint:
-		return str(window.AttrJVMVMOperation), ""
+		return Clip(str(window.AttrJVMVMOperation)), ""
 	case window.KindJVMGCPause:
-		return str(window.AttrJVMGCName), str(window.AttrJVMGCCause)
+		return Clip(str(window.AttrJVMGCName)), Clip(str(window.AttrJVMGCCause))
 	case window.KindPythonGILWait:
-		return str(window.AttrPythonGILWaitCause), ""
+		return Clip(str(window.AttrPythonGILWaitCause)), ""
 	case window.KindPythonGCPause:
 		if g, ok := w.Attributes[window.AttrPythonGCGeneration].(int64); ok {
 			return "generation " + strconv.FormatInt(g, 10), ""
@@ -276,7 +277,7 @@ func (rec *Recording) AddTraces(td ptrace.Traces) {
 // runtime.overlap.<kind>.duration/.count and inference.* attributes.
 // Lane, Start and Dur are left to the caller.
 func SpanOf(sp ptrace.Span) Span {
-	s := Span{TraceID: sp.TraceID().String(), SpanID: sp.SpanID().String(), Name: sp.Name()}
+	s := Span{TraceID: sp.TraceID().String(), SpanID: sp.SpanID().String(), Name: Clip(sp.Name())}
 	for k, v := range sp.Attributes().All() {
 		switch {
 		case strings.HasPrefix(k, overlapPrefix):
@@ -299,6 +300,9 @@ func SpanOf(sp ptrace.Span) Span {
 			}
 			s.Overlap[kind] = t
 		case strings.HasPrefix(k, scorePrefix):
+			if len(k) > MaxText || len(s.Scores) >= maxScores {
+				continue
+			}
 			if s.Scores == nil {
 				s.Scores = map[string]any{}
 			}
@@ -310,7 +314,7 @@ func SpanOf(sp ptrace.Span) Span {
 			case pcommon.ValueTypeInt:
 				s.Scores[k] = v.Int()
 			default:
-				s.Scores[k] = v.AsString()
+				s.Scores[k] = Clip(v.AsString())
 			}
 		}
 	}
@@ -414,7 +418,7 @@ func (rec *Recording) Snapshot(source string, maxWindows, buckets int) *Snapshot
 func FillLane(l *Lane, attrs pcommon.Map) {
 	set := func(dst *string, key string) {
 		if v := StrAttr(attrs, key); v != "" {
-			*dst = v
+			*dst = Clip(v)
 		}
 	}
 	set(&l.Node, window.ResourceHostName)
@@ -429,6 +433,30 @@ func FillLane(l *Lane, attrs pcommon.Map) {
 		l.VPID = v
 	}
 	l.Name = LaneName(*l)
+}
+
+// Bounds on what a tenant's strings cost the page: a span's or thread's
+// name, a pod's, a GC cause — each is written by a workload that may send
+// megabytes of it.
+const (
+	// MaxText is the most bytes kept of one string.
+	MaxText = 256
+	// maxScores is the most inference.* attributes kept of one span.
+	maxScores = 16
+)
+
+// Clip returns s cut to at most MaxText bytes, on a UTF-8 boundary, with
+// "…" where it was cut.
+func Clip(s string) string {
+	if len(s) <= MaxText {
+		return s
+	}
+	const ellipsis = "…"
+	cut := MaxText - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
 }
 
 // LaneName is pod/container/executable as far as they are known, else the

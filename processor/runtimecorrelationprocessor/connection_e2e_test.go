@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
@@ -51,6 +52,12 @@ func otelPython(t *testing.T) string {
 // Python SDK on its defaults, whose spans name no process: the correlator
 // finds the service through its OTLP connection, and its spans get the GIL
 // waits the pythongil receiver saw in that process.
+//
+// This test process is the attacker, another process on the same host: while
+// the service serves it sends 5-second "GC pauses" claiming the service's
+// pid and the node's host.name, and spans claiming the same. The service's
+// spans carry only the windows this collector measured, and the attacker's
+// spans none of the service's: they are mismatches.
 func TestEndToEndPythonSpansFoundByTheirConnection(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the pythongil receiver's eBPF probes and other processes' sockets")
@@ -112,7 +119,16 @@ func TestEndToEndPythonSpansFoundByTheirConnection(t *testing.T) {
 	// probes within its overhead budget) exported GIL waits of the
 	// serving time.
 	serving := time.Now().UnixNano()
-	time.Sleep(4 * time.Second)
+	claimed := claimedSpans(pid)
+	for range 8 {
+		if err := c.SendLogs(t.Context(), forgedPause(pid)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err := c.SendTraces(t.Context(), claimed); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Eventually(60*time.Second, func() bool {
 		batches, err := c.Logs("logs.jsonl")
 		if err != nil {
@@ -164,9 +180,9 @@ func TestEndToEndPythonSpansFoundByTheirConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = spansOfService(batches)
-		return len(got) >= sent+1
+		return len(got) >= sent+1+claimed.SpanCount()
 	}); err != nil {
-		t.Fatalf("%d of %d spans exported: %v", len(got), sent+1, err)
+		t.Fatalf("%d of %d spans exported: %v", len(got), sent+1+claimed.SpanCount(), err)
 	}
 
 	// The GIL waits the receiver exported for the service (it duty-cycles
@@ -182,9 +198,23 @@ func TestEndToEndPythonSpansFoundByTheirConnection(t *testing.T) {
 			waits = append(waits, w)
 		}
 	}
-	waited, exact, expected := 0, 0, 0
+	waited, exact, expected, mismatched := 0, 0, 0, 0
 	for _, sp := range got {
 		attrs := sp.span.Attributes()
+		if _, ok := attrs.Get("runtime.overlap.jvm.gc.pause.duration"); ok {
+			t.Errorf("span %s of %s carries the forged GC pauses", sp.span.SpanID(), sp.service)
+		}
+		if sp.service == "attacker" {
+			if v, _ := attrs.Get("runtime.overlap.unmatched"); v.Str() == "mismatch" {
+				mismatched++
+			} else {
+				t.Errorf("attacker span claiming the service's pid: runtime.overlap.unmatched = %q, want mismatch", v.Str())
+			}
+			if _, ok := attrs.Get("runtime.overlap.python.gil.wait.duration"); ok {
+				t.Errorf("attacker span %s got the service's GIL waits", sp.span.SpanID())
+			}
+			continue
+		}
 		if sp.service == "bogus" {
 			if v, _ := attrs.Get("runtime.overlap.unmatched"); v.Str() != "mismatch" {
 				t.Errorf("bogus span: runtime.overlap.unmatched = %q, want mismatch", v.Str())
@@ -223,7 +253,8 @@ func TestEndToEndPythonSpansFoundByTheirConnection(t *testing.T) {
 			t.Errorf("span %s: GIL wait %d ns, more than the %d ns its process's exported windows overlap", sp.span.SpanID(), v.Int(), want)
 		}
 	}
-	t.Logf("%d of %d service spans overlapped by their own GIL waits (%d by the exported windows); %d exact", waited, sent, expected, exact)
+	t.Logf("%d of %d service spans overlapped by their own GIL waits (%d by the exported windows); %d exact; %d of %d attacker spans mismatched",
+		waited, sent, expected, exact, mismatched, claimed.SpanCount())
 	if expected == 0 {
 		t.Fatal("no exported GIL wait overlapped a span")
 	}
@@ -246,7 +277,7 @@ func spansOfService(batches []ptrace.Traces) []spanOf {
 		for _, rs := range td.ResourceSpans().All() {
 			res := rs.Resource().Attributes()
 			svc, _ := res.Get("service.name")
-			if svc.Str() != "gilservice" && svc.Str() != "bogus" {
+			if svc.Str() != "gilservice" && svc.Str() != "bogus" && svc.Str() != "attacker" {
 				continue
 			}
 			id, _ := res.Get("runtime.correlation.identity")
@@ -258,4 +289,43 @@ func spansOfService(batches []ptrace.Traces) []spanOf {
 		}
 	}
 	return out
+}
+
+// forgedPause is a 5-second "GC pause" ending now that claims the process
+// pid on this node, as a workload can send it over OTLP.
+func forgedPause(pid int64) plog.Logs {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	host, _ := os.Hostname()
+	rl.Resource().Attributes().PutStr(window.ResourceHostName, host)
+	rl.Resource().Attributes().PutInt(window.ResourcePID, pid)
+	rl.Resource().Attributes().PutInt(window.ResourceVPID, pid)
+	rl.Resource().Attributes().PutStr(window.ResourceRuntimeName, window.RuntimeJava)
+	w := window.Window{Kind: window.KindJVMGCPause, Start: time.Now().Add(-5 * time.Second).UnixNano(), Duration: 5 * time.Second}
+	if err := window.Encode(w, rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()); err != nil {
+		panic(err)
+	}
+	return ld
+}
+
+// claimedSpans are five 1-second spans ending now whose resource claims the
+// process pid on this node.
+func claimedSpans(pid int64) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	host, _ := os.Hostname()
+	rs.Resource().Attributes().PutStr("service.name", "attacker")
+	rs.Resource().Attributes().PutStr(window.ResourceHostName, host)
+	rs.Resource().Attributes().PutInt(window.ResourcePID, pid)
+	now := time.Now()
+	for i := range 5 {
+		s := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		s.SetName("stolen")
+		s.SetTraceID(pcommon.TraceID{0xa7, byte(i + 1)})
+		s.SetSpanID(pcommon.SpanID{0xa7, byte(i + 1)})
+		end := now.Add(-time.Duration(i) * 500 * time.Millisecond)
+		s.SetStartTimestamp(pcommon.NewTimestampFromTime(end.Add(-time.Second)))
+		s.SetEndTimestamp(pcommon.NewTimestampFromTime(end))
+	}
+	return td
 }

@@ -14,10 +14,15 @@ import (
 )
 
 // overlay puts the processor into the embedded default configuration's
-// three pipelines, with a short delay and metrics every second.
+// three pipelines, with a short delay and metrics every second. This test
+// sends the windows itself, as a forwarding collector would: loopback is
+// a trusted peer, whose windows are indexed and whose spans are matched by
+// their resource attributes.
 const overlay = `
 processors:
   runtimecorrelation:
+    identity:
+      trusted_peers: [127.0.0.1, "::1"]
     spans:
       delay: 3s
       events: true

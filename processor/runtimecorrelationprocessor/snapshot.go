@@ -177,7 +177,7 @@ func noteWindow(key scopeKey, pid int64, kind uint8, w window.Window) timelineNo
 	return timelineNote{
 		key:        detailKey{scope: noGen(key), start: w.Start, tid: w.ThreadID, kind: kind},
 		pid:        pid,
-		threadName: w.ThreadName,
+		threadName: timeline.Clip(w.ThreadName),
 		detail:     windowDetail{detail, cause},
 	}
 }
