@@ -69,7 +69,7 @@ func TestLivePageSummarisesAMillionWindows(t *testing.T) {
 			lr.Attributes().PutInt(window.AttrDuration, 30_000)
 			lr.Attributes().PutInt(window.AttrThreadID, int64(k%3+1))
 		}
-		if err := logs.ConsumeLogs(context.Background(), ld); err != nil {
+		if err := logs.ConsumeLogs(window.Measured(context.Background(), component.MustNewID("jfr")), ld); err != nil {
 			t.Fatal(err)
 		}
 	}
