@@ -2,6 +2,7 @@ package xlog
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -249,8 +250,8 @@ func (s *Source) deliver(deadline context.Context, p string, t *tail, emit func(
 		}
 		res, ok := t.reading.Wait(wait)
 		if !ok {
-			if t.stalled || deadline.Err() == nil {
-				return nil // the poll is ending (shutdown), or reported already
+			if t.stalled || !errors.Is(deadline.Err(), context.DeadlineExceeded) {
+				return nil // reported already, or the poll is ending (shutdown)
 			}
 			t.stalled = true
 			s.cfg.Refused(RefusedStalled)
@@ -567,11 +568,9 @@ func (s *Source) scan(ctx, deadline context.Context) error {
 	for k := range s.scans {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b scanKey) int {
-		if a.pattern != b.pattern {
-			return b.pattern - a.pattern // patterns first
-		}
-		return a.jvm.pid - b.jvm.pid
+	slices.SortFunc(keys, func(a, b scanKey) int { // patterns in order, then JVMs by pid
+		rank := func(k scanKey) int { return cmp.Or(k.pattern, len(s.cfg.Include)+1) }
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a.jvm.pid, b.jvm.pid))
 	})
 	for _, k := range keys {
 		if ctx.Err() != nil {
@@ -584,7 +583,7 @@ func (s *Source) scan(ctx, deadline context.Context) error {
 		}
 		res, ok := c.call.Wait(wait)
 		if !ok {
-			if !c.stalled && deadline.Err() != nil && ctx.Err() == nil {
+			if !c.stalled && errors.Is(deadline.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 				c.stalled = true
 				s.cfg.Refused(RefusedStalled)
 				errs = append(errs, fmt.Errorf("xlog: the scan of %s has not returned after %v; it is skipped until it does, the other files are read", s.scanName(k), pollTimeout))
