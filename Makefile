@@ -91,6 +91,9 @@ test-deps: ## Install what the tests' workloads need (idempotent).
 	@# tracepoints, whose ids only tracefs gives: mounted where a host has not.
 	@mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing || \
 		echo "tracefs not mounted at /sys/kernel/tracing: the pythongil futex tests will fail" >&2
+	@# distribution/security_test.go runs the chart's Localhost seccomp
+	@# profile under runc (Debian's package).
+	@command -v runc >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq runc; }
 	@# the timeline page's tests: headless Chromium (Debian's package).
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 	@# distribution/dashboards_test.go and internal/e2etest/dashboards_test.go:
