@@ -73,6 +73,19 @@ func BenchmarkResolveSpanResource(b *testing.B) {
 			}
 		}
 	})
+	// A span over a workload's connection whose resource claims its own
+	// container and pid: the claims are checked against the owner.
+	b.Run("connection-claims-checked", func(b *testing.B) {
+		peer := netip.MustParseAddrPort("127.0.0.1:40001")
+		c.ids.sockets = &fakeSockets{owners: map[netip.AddrPort]procsocket.Owner{peer: {PID: 1000, VPID: 1, StartTicks: 1}}}
+		ctx := withPeer(peer)
+		res := spans[0]
+		for range b.N {
+			if id := c.ids.resolve(ctx, res); id.unmatched != "" {
+				b.Fatal(id.unmatched)
+			}
+		}
+	})
 }
 
 // BenchmarkWindowIdentity is the identity cost of one window resource at
