@@ -48,6 +48,7 @@ const (
 type containerDeps struct {
 	java, agent, classpath string // classpath: the compiled Service and the API jars
 	python, service        string
+	attacker               string // attacker.py
 	// The Jep workload: its classpath (the compiled JepOverlap and Jep's
 	// jar), Jep's folder (its native library), libpython's, and python3's
 	// prefix: embedded in java, CPython derives none it can use.
@@ -89,6 +90,7 @@ func prepareContainerDeps(t *testing.T) containerDeps {
 	}
 	src := filepath.Join(root, "internal", "e2etest", "testdata", "containers")
 	d.service = filepath.Join(src, "service.py")
+	d.attacker = filepath.Join(src, "attacker.py")
 	d.classpath = strings.Join(append([]string{compileJava(t, filepath.Join(src, "Service.java"), api)}, api...), ":")
 
 	out, err := exec.Command("python3", "-c", "import importlib.util, os, sysconfig; print(os.path.dirname(importlib.util.find_spec('jep').origin)); print(sysconfig.get_config_var('LIBDIR')); import sys; print(sys.base_prefix)").Output()
@@ -337,6 +339,19 @@ func TestContainersCorrelation(t *testing.T) {
 	}, []string{"LD_LIBRARY_PATH=" + deps.pythonLibDir, "PYTHONHOME=" + deps.pythonHome, "PYTHONPATH=" + filepath.Dir(deps.jepDir)})
 	traced := []*workload{jvm, py, host}
 	workloads := append(append([]*workload{}, traced...), jep)
+	// A hostile tenant in a pod of its own claims the Python service's
+	// identity in its spans and sends GC pauses forged as the agent's.
+	node, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	attackerPod := containertest.StartPod(t, containertest.PodSpec{QoS: containertest.BestEffort, Hostname: "tenant-x-6b7f"})
+	attacker := startContainerWorkload(t, attackerPod, "e2e-attacker", []string{deps.python, deps.attacker}, []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint(attackerPod, grpcPort), "OTEL_BSP_SCHEDULE_DELAY=200",
+		"VICTIM_CONTAINER_ID=" + py.container.ID, "VICTIM_POD_UID=" + pyPod.UID,
+		fmt.Sprintf("VICTIM_HOST_PID=%d", py.hostPID), "NODE_NAME=" + node,
+	})
+	attacker.readyPID(t, 60*time.Second)
 	for _, w := range workloads {
 		w.readyPID(t, 60*time.Second)
 		t.Logf("%s: host pid %d, sees itself as pid %d (%s)", w.name, w.hostPID, w.vpid, w.where())
@@ -366,13 +381,20 @@ func TestContainersCorrelation(t *testing.T) {
 		t.Fatalf("windows of every workload: %v", err)
 	}
 	t.Logf("windows of all four flowing after %s; serving for 15 s", time.Since(begin).Round(time.Millisecond))
-	for _, w := range workloads {
+	for _, w := range append(workloads, attacker) {
 		w.tell(t, "serve")
 	}
 	time.Sleep(15 * time.Second)
 	sent := map[string]int{}
-	for _, w := range workloads {
+	for _, w := range append(workloads, attacker) {
 		w.tell(t, "stop")
+	}
+	var attacks struct{ Spans, Pauses int }
+	attacker.line(t, 30*time.Second, 1, &attacks)
+	sent[attacker.name] = attacks.Spans
+	t.Logf("%s: %d spans claiming the Python service's container and pod, %d forged GC pauses", attacker.name, attacks.Spans, attacks.Pauses)
+	if attacks.Spans == 0 || attacks.Pauses == 0 {
+		t.Fatalf("the attacker sent %d spans and %d pauses", attacks.Spans, attacks.Pauses)
 	}
 	for _, w := range workloads {
 		var res struct{ Spans, Collections int }
@@ -391,7 +413,7 @@ func TestContainersCorrelation(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := spansByService(traces)
-		for _, w := range traced {
+		for _, w := range append(traced, attacker) {
 			if len(got[w.name]) < sent[w.name] {
 				return false
 			}
@@ -425,7 +447,33 @@ func TestContainersCorrelation(t *testing.T) {
 		checkSpanTotals(t, w, spans[w.name], windows, workloads)
 	}
 	checkOverlaps(t, logs, metrics, windows, workloads, jep)
+	checkAttackerSpans(t, spans[attacker.name])
 	t.Logf("whole scenario: %s", time.Since(begin).Round(time.Millisecond))
+}
+
+// forgedGCName marks the attacker's forged pauses (attacker.py).
+const forgedGCName = "forged"
+
+// checkAttackerSpans: every span of the tenant that claimed another pod's
+// container and pid is a mismatch, and none carries a window.
+func checkAttackerSpans(t *testing.T, spans []serviceSpan) {
+	t.Helper()
+	mismatched := 0
+	for _, s := range spans {
+		if v, _ := s.attrs.Get(attrUnmatched); v.Str() == "mismatch" {
+			mismatched++
+		}
+		for k := range s.attrs.All() {
+			if strings.HasPrefix(k, "runtime.overlap.") && k != attrUnmatched {
+				t.Errorf("attacker span carries %s", k)
+				break
+			}
+		}
+	}
+	t.Logf("attacker: %d of %d spans claiming the victim's identity are mismatches", mismatched, len(spans))
+	if mismatched != len(spans) {
+		t.Errorf("attacker: %d of %d spans are mismatches, want all", mismatched, len(spans))
+	}
 }
 
 // serviceSpan is one exported span with its resource.
@@ -478,7 +526,7 @@ func processWindows(t *testing.T, batches []plog.Logs, workloads []*workload) ma
 			for _, sl := range rl.ScopeLogs().All() {
 				for _, lr := range sl.LogRecords().All() {
 					win, err := window.Decode(lr)
-					if err != nil {
+					if err != nil || win.Attributes[window.AttrJVMGCName] == forgedGCName {
 						continue
 					}
 					n++
