@@ -360,11 +360,21 @@ func (s *Source) count(reason string) {
 }
 
 // Close closes every open chunk file and stops the recordings the source
-// started.
+// started. The recordings are stopped while the reads still running are
+// waited for, each under its own deadline (the attach timeout and a grace;
+// pollTimeout), so that calls hanging on stalled mounts hold it no longer
+// than the longer of the two.
 func (s *Source) Close() error {
+	stopped := make(chan struct{})
 	if s.starter != nil {
-		s.starter.stopAll(s.scanner)
+		go func() {
+			defer close(stopped)
+			s.starter.stopAll(s.scanner)
+		}()
+	} else {
+		close(stopped)
 	}
+	defer func() { <-stopped }()
 	for k, c := range s.looks {
 		c.abandon() // what it opened is closed when it returns
 		delete(s.looks, k)
