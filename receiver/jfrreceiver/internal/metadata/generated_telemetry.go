@@ -69,7 +69,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverJfrJvms, err = builder.meter.Int64Gauge(
 		"otelcol_receiver_jfr_jvms",
-		metric.WithDescription("Discovered JVMs by state - found (nothing read yet), recording_ours (read from the recording the receiver started), recording_theirs (its own recording is read), opted_out (by property, environment, pod or namespace), refused (attaching failed). [Development]"),
+		metric.WithDescription("Discovered JVMs by state - found (nothing read yet), recording_ours (read from the recording the receiver started), recording_theirs (its own recording is read), opted_out (by property, environment, pod or namespace), opt_out_unknown (its pod or namespace cannot be read yet; no attach until it can), refused (attaching failed). [Development]"),
 		metric.WithUnit("{jvm}"),
 	)
 	errs = errors.Join(errs, err)

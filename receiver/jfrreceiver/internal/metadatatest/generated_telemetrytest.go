@@ -40,7 +40,7 @@ func AssertEqualReceiverJfrCheckpointWrites(t *testing.T, tt *componenttest.Tele
 func AssertEqualReceiverJfrJvms(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_jfr_jvms",
-		Description: "Discovered JVMs by state - found (nothing read yet), recording_ours (read from the recording the receiver started), recording_theirs (its own recording is read), opted_out (by property, environment, pod or namespace), refused (attaching failed). [Development]",
+		Description: "Discovered JVMs by state - found (nothing read yet), recording_ours (read from the recording the receiver started), recording_theirs (its own recording is read), opted_out (by property, environment, pod or namespace), opt_out_unknown (its pod or namespace cannot be read yet; no attach until it can), refused (attaching failed). [Development]",
 		Unit:        "{jvm}",
 		Data: metricdata.Gauge[int64]{
 			DataPoints: dps,
