@@ -80,7 +80,7 @@ func MountAt(t testing.TB, dir string) *FS {
 			AllowOther:        true,
 		},
 	}
-	server, err := fs.Mount(dir, &dirNode{fs: f}, opts)
+	server, err := fs.Mount(dir, &dirNode{fs: f, path: "."}, opts)
 	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
 		t.Skipf("stallfs: mounting not permitted here: %v", err)
 	}

@@ -25,6 +25,10 @@ func TestStallBlocksUntilRelease(t *testing.T) {
 	if entries, err := os.ReadDir(filepath.Join(sfs.Dir(), "logs")); err != nil || len(entries) != 1 || entries[0].Name() != "gc.log" {
 		t.Fatalf("ReadDir before a stall = %v, %v; want [gc.log]", entries, err)
 	}
+	sfs.WriteFile("top.log", nil)
+	if entries, err := os.ReadDir(sfs.Dir()); err != nil || len(entries) != 2 || entries[0].Name() != "logs" || !entries[0].IsDir() || entries[1].Name() != "top.log" {
+		t.Fatalf("ReadDir of the mount before a stall = %v, %v; want [logs/ top.log]", entries, err)
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		t.Fatal(err)
