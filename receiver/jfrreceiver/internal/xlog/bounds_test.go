@@ -157,3 +157,34 @@ func TestPodBound(t *testing.T) {
 		t.Errorf("refusals counted %v, want too_many once (the JVM that found its pod full)", refused)
 	}
 }
+
+// TestIncludePatternBound: an xlog::include pattern matching more files than
+// maxMatches follows the last maxMatches names, holding a descriptor for
+// each and the host root only, and counts too_many once however many polls.
+func TestIncludePatternBound(t *testing.T) {
+	dir := t.TempDir()
+	const extra = 44
+	for i := range maxMatches + extra {
+		appendFile(t, filepath.Join(dir, fmt.Sprintf("gc-%04d.log", i)), safepointLine("Op"+strconv.Itoa(i)))
+	}
+	refused := map[string]int{}
+	s := NewSource(Config{Include: []string{filepath.Join(dir, "*.log")}, FromStart: true, DiscoveryInterval: 0, Clock: window.NewFixedClock(0),
+		Refused: func(reason string) { refused[reason]++ }})
+	defer s.Close()
+	fdsBefore := openDescriptors(t)
+	got := operations{}
+	for i := range 3 {
+		if _, err := pollGuarded(t, s, got); (err != nil) != (i == 0) {
+			t.Errorf("poll %d: %v; want the surplus reported at the first poll only", i, err)
+		}
+	}
+	if fds := openDescriptors(t) - fdsBefore; len(s.files) != maxMatches || len(s.Positions()) != maxMatches || fds > maxMatches+1 {
+		t.Errorf("%d files followed, %d positions, %d descriptors; want %d, %d, at most %d", len(s.files), len(s.Positions()), fds, maxMatches, maxMatches, maxMatches+1)
+	}
+	if first, last := filepath.Join(dir, fmt.Sprintf("gc-%04d.log", extra-1)), filepath.Join(dir, fmt.Sprintf("gc-%04d.log", extra)); got[first] != nil || got[last]["Op"+strconv.Itoa(extra)] != 1 {
+		t.Errorf("read %v from the first name left out, %v from the first kept; want nothing, then its line", got[first], got[last])
+	}
+	if refused[RefusedTooMany] != 1 || len(refused) != 1 {
+		t.Errorf("refusals counted %v, want too_many once", refused)
+	}
+}

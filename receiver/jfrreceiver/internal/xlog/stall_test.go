@@ -145,3 +145,46 @@ func descriptorsUnder(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestStalledIncludePatternHoldsOnlyItself: an xlog::include pattern whose
+// folder stops answering (its listing and its file's read hang) holds
+// neither the other pattern's file nor Close.
+func TestStalledIncludePatternHoldsOnlyItself(t *testing.T) {
+	sfs := stallfs.Mount(t)
+	sfs.WriteFile("a.log", []byte(safepointLine("A1")))
+	local := t.TempDir()
+	b := filepath.Join(local, "b.log")
+	appendFile(t, b, safepointLine("B1"))
+	refused := map[string]int{}
+	s := NewSource(Config{Include: []string{filepath.Join(sfs.Dir(), "*.log"), filepath.Join(local, "*.log")}, FromStart: true,
+		DiscoveryInterval: 0, Clock: window.NewFixedClock(0), Refused: func(reason string) { refused[reason]++ }})
+	got := operations{}
+	if _, err := pollGuarded(t, s, got); err != nil || got[filepath.Join(sfs.Dir(), "a.log")]["A1"] != 1 || got[b]["B1"] != 1 {
+		t.Fatalf("before the stall: %v, read %v", err, got)
+	}
+	sfs.Stall()
+	for i := 2; i <= 3; i++ {
+		appendFile(t, b, safepointLine("B"+strconv.Itoa(i)))
+		_, err := pollGuarded(t, s, got)
+		if (err != nil) != (i == 2) {
+			t.Errorf("poll %d in the stall: %v; want the stall reported at the first only", i, err)
+		}
+		if got[b]["B"+strconv.Itoa(i)] != 1 {
+			t.Errorf("poll %d in the stall: the other pattern's line not read: %v", i, got[b])
+		}
+	}
+	if refused[RefusedStalled] < 1 {
+		t.Errorf("refusals counted %v, want the stall", refused)
+	}
+	done := make(chan struct{})
+	go func() {
+		s.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(pollTimeout + 10*time.Second):
+		t.Fatal("Close still waits for the stalled folder")
+	}
+	sfs.Release()
+}
