@@ -56,7 +56,7 @@ processors:
   inference:
 %s
 service:
-  extensions: [health_check, onnxinference, file_storage]
+  extensions: [health_check, onnxinference, file_storage, peerport]
   pipelines:
     traces:
       processors: [memory_limiter, inference, batch]
@@ -253,7 +253,7 @@ processors:
       - output: explained_fraction
         attribute: gc.share
 service:
-  extensions: [health_check, onnxinference, file_storage]
+  extensions: [health_check, onnxinference, file_storage, peerport]
   pipelines:
     logs:
       processors: [memory_limiter, inference/logs, batch]

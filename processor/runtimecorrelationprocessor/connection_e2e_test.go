@@ -119,7 +119,11 @@ func TestEndToEndPythonSpansFoundByTheirConnection(t *testing.T) {
 	// probes within its overhead budget) exported GIL waits of the
 	// serving time.
 	serving := time.Now().UnixNano()
-	claimed := claimedSpans(pid)
+	claimed := claimedSpans(pid, 0xa7)
+	// The same claims over OTLP/HTTP: the peerport extension keeps the
+	// client's port, so the connection names this process (a mismatch),
+	// not every process connected from 127.0.0.1 (ambiguous).
+	claimedHTTP := claimedSpans(pid, 0xa8)
 	for range 8 {
 		if err := c.SendLogs(t.Context(), forgedPause(pid)); err != nil {
 			t.Fatal(err)
@@ -127,6 +131,9 @@ func TestEndToEndPythonSpansFoundByTheirConnection(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	if err := c.SendTraces(t.Context(), claimed); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SendTracesHTTP(t.Context(), claimedHTTP); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Eventually(60*time.Second, func() bool {
@@ -180,9 +187,9 @@ func TestEndToEndPythonSpansFoundByTheirConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = spansOfService(batches)
-		return len(got) >= sent+1+claimed.SpanCount()
+		return len(got) >= sent+1+claimed.SpanCount()+claimedHTTP.SpanCount()
 	}); err != nil {
-		t.Fatalf("%d of %d spans exported: %v", len(got), sent+1+claimed.SpanCount(), err)
+		t.Fatalf("%d of %d spans exported: %v", len(got), sent+1+claimed.SpanCount()+claimedHTTP.SpanCount(), err)
 	}
 
 	// The GIL waits the receiver exported for the service (it duty-cycles
@@ -254,7 +261,7 @@ func TestEndToEndPythonSpansFoundByTheirConnection(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d service spans overlapped by their own GIL waits (%d by the exported windows); %d exact; %d of %d attacker spans mismatched",
-		waited, sent, expected, exact, mismatched, claimed.SpanCount())
+		waited, sent, expected, exact, mismatched, claimed.SpanCount()+claimedHTTP.SpanCount())
 	if expected == 0 {
 		t.Fatal("no exported GIL wait overlapped a span")
 	}
@@ -309,8 +316,8 @@ func forgedPause(pid int64) plog.Logs {
 }
 
 // claimedSpans are five 1-second spans ending now whose resource claims the
-// process pid on this node.
-func claimedSpans(pid int64) ptrace.Traces {
+// process pid on this node, their ids tagged.
+func claimedSpans(pid int64, tag byte) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
 	host, _ := os.Hostname()
@@ -321,8 +328,8 @@ func claimedSpans(pid int64) ptrace.Traces {
 	for i := range 5 {
 		s := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 		s.SetName("stolen")
-		s.SetTraceID(pcommon.TraceID{0xa7, byte(i + 1)})
-		s.SetSpanID(pcommon.SpanID{0xa7, byte(i + 1)})
+		s.SetTraceID(pcommon.TraceID{tag, byte(i + 1)})
+		s.SetSpanID(pcommon.SpanID{tag, byte(i + 1)})
 		end := now.Add(-time.Duration(i) * 500 * time.Millisecond)
 		s.SetStartTimestamp(pcommon.NewTimestampFromTime(end.Add(-time.Second)))
 		s.SetEndTimestamp(pcommon.NewTimestampFromTime(end))
