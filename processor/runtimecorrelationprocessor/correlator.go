@@ -150,6 +150,7 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 }
 
 func (c *correlator) close() {
+	c.ids.close()
 	c.unregister()
 	c.tel.Shutdown()
 }
