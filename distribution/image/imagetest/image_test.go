@@ -52,8 +52,9 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// chartCapabilities reads agent.capabilities from the chart's values.yaml, so
-// the test grants what the DaemonSet grants.
+// chartCapabilities reads agent.capabilities from the chart's values.yaml,
+// and agent.jfrAttach.capabilities when attach is on by default, so the
+// test grants what the DaemonSet grants.
 func chartCapabilities(t *testing.T) []string {
 	t.Helper()
 	data, err := os.ReadFile("../../helm/otelcol-ai/values.yaml")
@@ -63,6 +64,10 @@ func chartCapabilities(t *testing.T) []string {
 	var v struct {
 		Agent struct {
 			Capabilities []string `json:"capabilities"`
+			JFRAttach    struct {
+				Enabled      bool     `json:"enabled"`
+				Capabilities []string `json:"capabilities"`
+			} `json:"jfrAttach"`
 		} `json:"agent"`
 	}
 	if err := yaml.Unmarshal(data, &v); err != nil {
@@ -71,8 +76,15 @@ func chartCapabilities(t *testing.T) []string {
 	if len(v.Agent.Capabilities) == 0 {
 		t.Fatal("values.yaml: no agent.capabilities")
 	}
-	caps := make([]string, len(v.Agent.Capabilities))
-	for i, c := range v.Agent.Capabilities {
+	names := v.Agent.Capabilities
+	if v.Agent.JFRAttach.Enabled {
+		if len(v.Agent.JFRAttach.Capabilities) == 0 {
+			t.Fatal("values.yaml: attach on, no agent.jfrAttach.capabilities")
+		}
+		names = append(append([]string{}, names...), v.Agent.JFRAttach.Capabilities...)
+	}
+	caps := make([]string, len(names))
+	for i, c := range names {
 		caps[i] = "CAP_" + c
 	}
 	return caps
