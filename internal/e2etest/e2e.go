@@ -346,9 +346,16 @@ func (c *Collector) Stop(timeout time.Duration) (int, error) {
 	select {
 	case <-c.done:
 	case <-time.After(timeout):
-		_ = c.cmd.Process.Kill()
-		<-c.done
-		return -1, fmt.Errorf("e2e: collector did not exit within %s of SIGTERM", timeout)
+		// SIGQUIT makes the Go runtime write every goroutine's stack to
+		// the collector's log before it exits: what held the shutdown.
+		_ = c.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-c.done:
+		case <-time.After(5 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-c.done
+		}
+		return -1, fmt.Errorf("e2e: collector did not exit within %s of SIGTERM (goroutines dumped by SIGQUIT in its log)", timeout)
 	}
 	return c.cmd.ProcessState.ExitCode(), nil
 }
