@@ -329,7 +329,11 @@ func TestLivePageAndStaticFileDrawWhatTheCollectorExported(t *testing.T) {
 	cdptest.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default"}})
+	// This test sends the JVM's spans itself, as a forwarding collector
+	// would: loopback is a trusted peer, whose spans are matched by their
+	// resource attributes (a workload's would be its connection's).
+	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default",
+		`yaml:processors::runtimecorrelation::identity::trusted_peers: [127.0.0.1, "::1"]`}})
 	if err := c.WaitHealthy(60 * time.Second); err != nil {
 		t.Fatalf("%v\n%s", err, c.Log())
 	}

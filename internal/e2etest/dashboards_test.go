@@ -55,6 +55,11 @@ extensions:
 processors:
   runtimecorrelation:
     match_scope: host
+    # This test sends the Python service's spans itself, as a forwarding
+    # collector would: loopback is a trusted peer, whose spans are matched by
+    # their resource attributes.
+    identity:
+      trusted_peers: [127.0.0.1, "::1"]
     # As distribution/config.yaml sets it (TestDefaultConfigPlacesSpanEvents
     # in distribution/ checks the default); restated so that a binary built
     # before that default still shows what it does.
