@@ -15,9 +15,10 @@ const (
 	// up; beyond it a lookup runs in the caller's call, as without a
 	// queue.
 	maxQueuedLookups = 1024
-	// lookupWait bounds how long a batch released after its delay waits
-	// for its peer's lookup, still running, before it is left unmatched
-	// (unknown_process).
+	// lookupWait bounds how long batches released after their delay wait
+	// for their peer's lookup, still running, before they are left
+	// unmatched (unknown_process): in all, from the first batch that
+	// waits, so that many batches of one stuck peer cost one wait.
 	lookupWait = time.Second
 )
 
@@ -25,7 +26,7 @@ const (
 // own, each distinct key once at a time, and lets a caller wait for one.
 type lookupQueue struct {
 	mu      sync.Mutex
-	pending map[any]chan struct{}
+	pending map[any]*pendingLookup
 	work    chan queuedLookup
 	stop    chan struct{}
 	done    chan struct{}
@@ -39,9 +40,16 @@ type queuedLookup struct {
 	done chan struct{}
 }
 
+// pendingLookup is a lookup queued or running: done closes when it ends;
+// until is when waiting for it stops (zero until someone waits).
+type pendingLookup struct {
+	done  chan struct{}
+	until time.Time
+}
+
 func newLookupQueue() *lookupQueue {
 	return &lookupQueue{
-		pending: map[any]chan struct{}{},
+		pending: map[any]*pendingLookup{},
 		work:    make(chan queuedLookup, maxQueuedLookups),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -66,7 +74,7 @@ func (q *lookupQueue) submit(key any, run func()) bool {
 	default:
 		return false
 	}
-	q.pending[key] = l.done
+	q.pending[key] = &pendingLookup{done: l.done}
 	if !q.started {
 		q.started = true
 		go q.loop()
@@ -74,19 +82,32 @@ func (q *lookupQueue) submit(key any, run func()) bool {
 	return true
 }
 
-// wait waits up to d for the lookup of key, when one is queued or running,
-// and reports whether none is left running.
+// wait waits for the lookup of key, when one is queued or running, until
+// d after the first wait for it began, and reports whether none is left
+// running.
 func (q *lookupQueue) wait(key any, d time.Duration) bool {
 	q.mu.Lock()
-	done, ok := q.pending[key]
+	p, ok := q.pending[key]
+	if ok && p.until.IsZero() {
+		p.until = time.Now().Add(d)
+	}
 	q.mu.Unlock()
 	if !ok {
 		return true
 	}
-	t := time.NewTimer(d)
+	left := time.Until(p.until)
+	if left <= 0 {
+		select {
+		case <-p.done:
+			return true
+		default:
+			return false
+		}
+	}
+	t := time.NewTimer(left)
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-p.done:
 		return true
 	case <-t.C:
 		return false
@@ -123,8 +144,8 @@ func (q *lookupQueue) close() {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for k, done := range q.pending {
-		close(done)
+	for k, p := range q.pending {
+		close(p.done)
 		delete(q.pending, k)
 	}
 }
