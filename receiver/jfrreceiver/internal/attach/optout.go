@@ -43,7 +43,8 @@ const maxCmdline = 256 << 10
 // to write: both are read with caps (procroot, procresource) and only
 // compared, never interpreted further. A process that cannot be read is
 // not opted out by this; it is not attached either (attach needs the same
-// access).
+// access). Reading a process's environ and cmdline blocks while its memory
+// map is locked: the Recorder calls it in a goroutine of its own.
 func ProcessOptOut(reader *procresource.Reader, pid int) string {
 	if v, ok := reader.Getenv(pid, OptOutEnv); ok && isOff(v) {
 		return "environment " + OptOutEnv + "=" + strings.TrimSpace(v)

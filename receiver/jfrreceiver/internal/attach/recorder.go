@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/fsdeadline"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 )
 
@@ -48,7 +49,8 @@ type JVM struct {
 }
 
 // PodPolicy tells whether a pod (by UID, as its processes' cgroups name
-// it) opted out of attaching.
+// it) opted out of attaching. It is asked from the goroutines that read
+// JVMs' opt-outs, several at once.
 type PodPolicy interface {
 	// OptOut returns what opted the pod out ("" for nothing), and false
 	// when that cannot be read yet (the pod not in the pod list, the API
@@ -75,7 +77,9 @@ type RecorderConfig struct {
 	Logger *zap.Logger
 	// Stalled, when set, is called once for each attach exchange that has
 	// not returned after Timeout and stallGrace (a call hanging on the
-	// JVM's /tmp or working directory, a stalled mount in its container).
+	// JVM's /tmp or working directory, a stalled mount in its container),
+	// and once for each read of a JVM's opt-out that has not returned
+	// after checkStall.
 	Stalled func()
 }
 
@@ -84,6 +88,19 @@ type RecorderConfig struct {
 // JVM's files (a stat, a create or a remove on a stalled FUSE or NFS mount
 // blocks until the mount answers).
 const stallGrace = 2 * time.Second
+
+// A JVM's opt-out is read in a goroutine of its own: its /proc/<pid>
+// environ and cmdline block while the process's memory map is locked, and
+// its namespace's read from the API takes up to namespaceTimeout. Consider
+// waits for the read checkWait (the /proc reads and the informer's lookup
+// take microseconds, a namespace read milliseconds) and takes a slower one
+// at a later discovery, the other JVMs looked at meanwhile; one that has
+// not returned after checkStall (the deadline on a tenant's files and the
+// namespace read's own) hangs, and is reported once.
+const (
+	checkWait  = 250 * time.Millisecond
+	checkStall = fsdeadline.Timeout + namespaceTimeout
+)
 
 type jvmKey struct {
 	pid   int
@@ -98,11 +115,16 @@ type jvmEntry struct {
 	ours   bool      // a recording named RecordingName runs, which we stop
 	// pending is the attach exchange running now (start), nil when none;
 	// since is when it began, stalled says its stall was reported.
-	pending  chan tryOutcome
-	since    time.Time
-	stalled  bool
-	checked  bool // command line and environment read (they do not change)
-	disabled bool // -XX:+DisableAttachMechanism
+	pending *fsdeadline.Call[tryOutcome]
+	since   time.Time
+	stalled bool
+	// check is the read of its opt-out running now (mayAttach), nil when
+	// none; checkSince and checkStalled are since and stalled for it.
+	check        *fsdeadline.Call[optOutRead]
+	checkSince   time.Time
+	checkStalled bool
+	checked      bool // command line and environment read (they do not change)
+	disabled     bool // -XX:+DisableAttachMechanism
 }
 
 // Recorder decides for every discovered JVM whether the receiver starts a
@@ -126,8 +148,10 @@ func NewRecorder(cfg RecorderConfig) *Recorder {
 // Consider looks at one discovered JVM, hasRepository telling whether its
 // JFR repository was found: a JVM that records JFR is read, never given a
 // second recording; one whose owner opted out is left alone; any other gets
-// a recording once it can take one. It returns an error only for a failure
-// worth reporting (once per JVM).
+// a recording once it can take one. Nothing it does waits on the JVM for
+// long: its opt-out is read (mayAttach) and its recording started (start)
+// in goroutines of their own. It returns an error only for a failure worth
+// reporting (once per JVM).
 func (r *Recorder) Consider(j JVM, hasRepository bool) error {
 	k := jvmKey{j.PID, j.StartTicks}
 	e := r.jvms[k]
@@ -166,8 +190,7 @@ func (r *Recorder) Consider(j JVM, hasRepository bool) error {
 		r.set(e, StateFound, "repositories::attach::enabled is false")
 		return nil
 	}
-	if state, why := r.optOut(e); state != "" {
-		r.set(e, state, why)
+	if !r.mayAttach(e) {
 		return nil
 	}
 	if e.disabled {
@@ -177,26 +200,88 @@ func (r *Recorder) Consider(j JVM, hasRepository bool) error {
 	return r.start(e)
 }
 
-// optOut returns the state that keeps the JVM from being attached now,
-// and why: its owner opted it out, or that cannot be read (an opt-out that
-// cannot be read means no attach until it can); "" when nothing does.
-func (r *Recorder) optOut(e *jvmEntry) (State, string) {
-	if !e.checked {
-		if why := ProcessOptOut(r.reader, e.jvm.PID); why != "" {
-			return StateOptedOut, why
-		}
-		e.disabled = AttachDisabled(r.reader, e.jvm.PID)
-		e.checked = true
+// mayAttach reports whether the JVM's owner lets it be attached now. The
+// read runs in a goroutine of its own, waited for checkWait once: one not
+// back by then is taken at a later Consider, and reported stalled once
+// after checkStall. It sets the JVM's status when the answer is no, or not
+// back yet.
+func (r *Recorder) mayAttach(e *jvmEntry) bool {
+	var (
+		res optOutRead
+		ok  bool
+	)
+	switch {
+	case e.check == nil:
+		e.check, e.checkSince, e.checkStalled = fsdeadline.Start(r.readOptOut(e.jvm, e.checked)), time.Now(), false
+		ctx, cancel := context.WithTimeout(context.Background(), checkWait)
+		res, ok = e.check.Wait(ctx)
+		cancel()
+	case e.check.Done():
+		res, ok = e.check.Wait(context.Background())
 	}
+	if !ok {
+		switch {
+		case !e.checkStalled && time.Since(e.checkSince) > checkStall:
+			e.checkStalled = true
+			r.set(e, StateFound, fmt.Sprintf("reading its opt-out (its /proc environ, cmdline and cgroup, its pod and namespace) has not returned after %v; it is not attached until it does", checkStall))
+			if r.cfg.Stalled != nil {
+				r.cfg.Stalled()
+			}
+		case e.status.State == "":
+			r.set(e, StateFound, "reading its opt-out")
+		}
+		return false
+	}
+	e.check = nil
+	if res.checked {
+		e.checked, e.disabled = true, res.disabled
+	}
+	if res.state != "" {
+		r.set(e, res.state, res.reason)
+		return false
+	}
+	return true
+}
+
+// optOutRead is what a read of a JVM's opt-out found: the state that keeps
+// it from being attached now and why ("" when none), and, when its own
+// switches were read (checked), whether attach is off in it.
+type optOutRead struct {
+	state    State
+	reason   string
+	checked  bool
+	disabled bool
+}
+
+// readOptOut returns the read of j's opt-out, for a goroutine of its own:
+// its owner's switches unless checked already (they do not change), then
+// its pod's. An opt-out that cannot be read means no attach until it can.
+func (r *Recorder) readOptOut(j JVM, checked bool) func() optOutRead {
+	return func() optOutRead {
+		var res optOutRead
+		if !checked {
+			if why := ProcessOptOut(r.reader, j.PID); why != "" {
+				return optOutRead{state: StateOptedOut, reason: why}
+			}
+			res.checked, res.disabled = true, AttachDisabled(r.reader, j.PID)
+		}
+		res.state, res.reason = r.podOptOut(j)
+		return res
+	}
+}
+
+// podOptOut returns the state that the JVM's pod or namespace keeps it in,
+// and why: opted out, or its opt-out cannot be read; "" when nothing does.
+func (r *Recorder) podOptOut(j JVM) (State, string) {
 	if r.cfg.Pods == nil {
 		return "", ""
 	}
-	id, err := r.reader.Identity(e.jvm.PID)
-	if err != nil || id.StartTicks != e.jvm.StartTicks {
+	id, err := r.reader.Identity(j.PID)
+	if err != nil || id.StartTicks != j.StartTicks {
 		return StateFound, "process gone"
 	}
 	if id.PodUID == "" {
-		switch inPod, err := inKubernetesPod(r.reader, e.jvm.PID); {
+		switch inPod, err := inKubernetesPod(r.reader, j.PID); {
 		case err != nil:
 			return StateOptOutUnknown, "its cgroup cannot be read, so neither can its pod's opt-out: " + err.Error()
 		case inPod:
@@ -238,14 +323,11 @@ func (r *Recorder) start(e *jvmEntry) error {
 	if e.status.State == "" {
 		r.set(e, StateFound, "attaching (readiness, JFR.check, then JFR.start)")
 	}
-	ch := make(chan tryOutcome, 1)
-	e.pending, e.since, e.stalled = ch, time.Now(), false
-	go func() {
+	e.pending = fsdeadline.Start(func() tryOutcome {
 		var x tryOutcome
 		if ok, why := t.Ready(); !ok {
 			x.notReady = why
-			ch <- x
-			return
+			return x
 		}
 		x.check, x.checkErr = t.Jcmd("JFR.check")
 		if x.checkErr == nil {
@@ -254,21 +336,21 @@ func (r *Recorder) start(e *jvmEntry) error {
 				x.startErr = r.startRecording(t)
 			}
 		}
-		ch <- x
-	}()
+		return x
+	})
+	e.since, e.stalled = time.Now(), false
 	return nil
 }
 
 // settle takes the outcome of e's exchange when it has come; nil while it
 // has not.
 func (r *Recorder) settle(e *jvmEntry) error {
-	select {
-	case x := <-e.pending:
-		e.pending = nil
-		return r.outcome(e, x)
-	default:
+	if !e.pending.Done() {
 		return nil
 	}
+	x, _ := e.pending.Wait(context.Background())
+	e.pending = nil
+	return r.outcome(e, x)
 }
 
 // outcome records what an exchange found.
@@ -432,15 +514,15 @@ func (r *Recorder) StopAll() {
 			r.cfg.Logger.Warn("attach exchange still hanging at shutdown; a recording it starts is not stopped (its maxage and maxsize bound it)", zap.Int("pid", e.jvm.PID))
 			continue
 		}
-		select {
-		case x := <-e.pending:
-			e.pending = nil
-			_ = r.outcome(e, x)
-			if e.ours {
-				stop(k, e)
-			}
-		case <-ctx.Done():
+		x, ok := e.pending.Wait(ctx)
+		if !ok {
 			r.cfg.Logger.Warn("attach exchange still running at shutdown; a recording it starts is not stopped (its maxage and maxsize bound it)", zap.Int("pid", e.jvm.PID))
+			continue
+		}
+		e.pending = nil
+		_ = r.outcome(e, x)
+		if e.ours {
+			stop(k, e)
 		}
 	}
 	for ; running > 0; running-- {
