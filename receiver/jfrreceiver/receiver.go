@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/consumergate"
+	"github.com/otelcol-ai/otelcol-ai/internal/fsdeadline"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 	"github.com/otelcol-ai/otelcol-ai/internal/startsignal"
@@ -69,6 +70,7 @@ type jfrReceiver struct {
 	cache    *procresource.Cache
 	jvms     map[jvmevent.JVM]*jvmInfo
 	agg      *jvmmetrics.Aggregator
+	releases releaseWait
 }
 
 // jvmInfo is what the receiver knows about one JVM.
@@ -76,6 +78,44 @@ type jvmInfo struct {
 	resource pcommon.Resource
 	version  string
 	first    time.Time
+	// release reads the JDK's release file, in the JVM's root (a
+	// tenant's filesystem), nil once taken or when there is none; since
+	// when, and whether it was reported stalled.
+	release        *fsdeadline.Call[string]
+	releaseSince   time.Time
+	releaseStalled bool
+}
+
+// releaseWait is one poll's deadline for the JVMs' release files, from the
+// first wait on: JVMs whose files hang hold a poll fsdeadline.Timeout at
+// most, however many (a read begun after it fired is not waited for, and
+// taken at a later poll).
+type releaseWait struct {
+	parent context.Context
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// begin starts a poll's waits, which end with parent.
+func (w *releaseWait) begin(parent context.Context) { *w = releaseWait{parent: parent} }
+
+// deadline returns the poll's deadline, started at the first call.
+func (w *releaseWait) deadline() context.Context {
+	if w.ctx == nil {
+		if w.parent == nil {
+			w.parent = context.Background()
+		}
+		w.ctx, w.cancel = context.WithTimeout(w.parent, fsdeadline.Timeout)
+	}
+	return w.ctx
+}
+
+// end ends the poll's waits.
+func (w *releaseWait) end() {
+	if w.cancel != nil {
+		w.cancel()
+	}
+	*w = releaseWait{}
 }
 
 func newReceiver(set receiver.Settings, cfg *Config) *jfrReceiver {
@@ -146,7 +186,13 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 	// and a short-lived one never at all.
 	var events *discovery.Events
 	if (r.cfg.Repositories.Enabled && r.cfg.Repositories.Discover) || r.cfg.XLog.Discover {
-		events = discovery.NewEvents(r.cfg.ProcRoot, r.set.Logger)
+		// A JVM whose folders hang is counted against the source that
+		// discovery serves first.
+		source := "xlog"
+		if r.cfg.Repositories.Enabled && r.cfg.Repositories.Discover {
+			source = "repository"
+		}
+		events = discovery.NewEvents(r.cfg.ProcRoot, r.set.Logger, func() { r.countRefused(source, repository.RefusedStalled) })
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan struct{})
@@ -270,6 +316,8 @@ func (r *jfrReceiver) arrived(ctx context.Context, host component.Host, a discov
 func (r *jfrReceiver) pollOnce(ctx context.Context, host component.Host) {
 	logs := plog.NewLogs()
 	now := pcommon.NewTimestampFromTime(time.Now())
+	r.releases.begin(ctx)
+	defer r.releases.end()
 	for i, s := range r.sources {
 		err := s.Poll(ctx, func(b jvmevent.Batch) { r.handle(s, &b, logs, now) })
 		if ctx.Err() != nil {
@@ -315,6 +363,8 @@ func (r *jfrReceiver) finishReads() {
 	}
 	logs := plog.NewLogs()
 	now := pcommon.NewTimestampFromTime(time.Now())
+	r.releases.begin(context.Background())
+	defer r.releases.end()
 	r.repos.Finish(func(b jvmevent.Batch) { r.handle(r.repos, &b, logs, now) })
 	r.send(context.Background(), logs)
 }
@@ -335,7 +385,7 @@ func (r *jfrReceiver) handle(src jvmevent.Source, b *jvmevent.Batch, logs plog.L
 			retire = r.prefer.fromXlog(b)
 		}
 	}
-	info := r.info(b)
+	info := r.info(src, b)
 	if len(b.Windows) > 0 {
 		rl := logs.ResourceLogs().AppendEmpty()
 		info.resource.CopyTo(rl.Resource())
@@ -367,12 +417,15 @@ func (r *jfrReceiver) handle(src jvmevent.Source, b *jvmevent.Batch, logs plog.L
 }
 
 // info returns the JVM's resource, building it the first time.
-func (r *jfrReceiver) info(b *jvmevent.Batch) *jvmInfo {
+func (r *jfrReceiver) info(src jvmevent.Source, b *jvmevent.Batch) *jvmInfo {
 	info := r.jvms[b.JVM]
 	if info == nil {
 		info = &jvmInfo{resource: pcommon.NewResource(), first: time.Now()}
 		r.putResource(info, b.JVM)
 		r.jvms[b.JVM] = info
+	}
+	if info.release != nil {
+		r.takeRelease(src, b.JVM, info)
 	}
 	if b.RuntimeVersion != "" && b.RuntimeVersion != info.version {
 		info.version = b.RuntimeVersion
@@ -381,10 +434,55 @@ func (r *jfrReceiver) info(b *jvmevent.Batch) *jvmInfo {
 	return info
 }
 
+// takeRelease takes the version read from the JVM's release file, waiting
+// for it until the poll's deadline, not at all once it was reported
+// stalled: a read that has not returned after fsdeadline.Timeout (a
+// stalled mount in the JVM's container) is counted and logged once, its
+// JVM's batches go on without the version, and the version is taken when
+// the read returns. The JVM's own (JFR's jdk.JVMInformation) wins over
+// the file's.
+func (r *jfrReceiver) takeRelease(src jvmevent.Source, jvm jvmevent.JVM, info *jvmInfo) {
+	var (
+		v  string
+		ok bool
+	)
+	switch {
+	case !info.releaseStalled:
+		v, ok = info.release.Wait(r.releases.deadline())
+	case info.release.Done():
+		v, ok = info.release.Wait(context.Background())
+	}
+	if !ok {
+		if !info.releaseStalled && time.Since(info.releaseSince) >= fsdeadline.Timeout {
+			info.releaseStalled = true
+			r.countRefused(r.sourceName(src), repository.RefusedStalled)
+			r.set.Logger.Warn("reading the JDK's release file in a JVM's root has not returned after "+fsdeadline.Timeout.String()+
+				" (a stalled mount in its container?): its process.runtime.version is added once it does; its telemetry and the other JVMs' go on",
+				zap.Int("pid", jvm.PID))
+		}
+		return
+	}
+	info.release = nil
+	if v != "" && info.version == "" {
+		info.version = v
+		info.resource.Attributes().PutStr(window.ResourceRuntimeVersion, v)
+	}
+}
+
+// sourceName names src in otelcol_receiver_jfr_refused's source.
+func (r *jfrReceiver) sourceName(src jvmevent.Source) string {
+	if src == r.xlogs && r.xlogs != nil {
+		return "xlog"
+	}
+	return "repository"
+}
+
 // putResource writes a JVM's resource: the node and process identity
-// (procresource.PutIdentity), the runtime and the executable. Only a JVM
-// found in the proc root is resolved there: a pid taken from a folder name
-// may be another pid namespace's, so it is the only identity such a JVM has.
+// (procresource.PutIdentity), the runtime and the executable, and starts
+// the read of its JDK's release file (info.release, for the runtime
+// version). Only a JVM found in the proc root is resolved there: a pid
+// taken from a folder name may be another pid namespace's, so it is the
+// only identity such a JVM has.
 func (r *jfrReceiver) putResource(info *jvmInfo, jvm jvmevent.JVM) {
 	attrs := info.resource.Attributes()
 	attrs.PutStr(window.ResourceRuntimeName, window.RuntimeJava)
@@ -395,9 +493,10 @@ func (r *jfrReceiver) putResource(info *jvmInfo, jvm jvmevent.JVM) {
 			if res.ExecutableName != "" {
 				attrs.PutStr(jvmmetrics.ResourceExecutableName, res.ExecutableName)
 			}
-			if v := releaseVersion(r.cfg.ProcRoot, jvm.PID, res.ExecutablePath); v != "" {
-				info.version = v
-				attrs.PutStr(window.ResourceRuntimeVersion, v)
+			if exe := res.ExecutablePath; exe != "" {
+				procRoot := r.cfg.ProcRoot
+				info.release = fsdeadline.Start(func() string { return releaseVersion(procRoot, jvm.PID, exe) })
+				info.releaseSince = time.Now()
 			}
 		}
 	}

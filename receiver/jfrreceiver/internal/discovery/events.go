@@ -1,11 +1,13 @@
 package discovery
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/fsdeadline"
 	"github.com/otelcol-ai/otelcol-ai/internal/procevents"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 )
@@ -20,7 +22,8 @@ type Events struct {
 	sub     *procevents.Subscription
 	watch   *Watch // nil without inotify
 	logger  *zap.Logger
-	stop    chan struct{}
+	stalled func() // may be nil
+	cancel  context.CancelFunc
 	done    chan struct{}
 	ready   chan struct{}
 
@@ -75,10 +78,13 @@ func (a Arrivals) Empty() bool {
 }
 
 // NewEvents subscribes to the node's process events and inspects each
-// exec under the proc root. Close it.
-func NewEvents(procRoot string, logger *zap.Logger) *Events {
-	e := &Events{scanner: NewScanner(procRoot), sub: procevents.Subscribe(logger), logger: logger,
-		stop: make(chan struct{}), done: make(chan struct{}), ready: make(chan struct{}, 1),
+// exec under the proc root. stalled, when set, is called once for each JVM
+// whose folders could not be watched before the deadline (a call hanging
+// on its filesystem). Close it.
+func NewEvents(procRoot string, logger *zap.Logger, stalled func()) *Events {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Events{scanner: NewScanner(procRoot), sub: procevents.Subscribe(logger), logger: logger, stalled: stalled,
+		cancel: cancel, done: make(chan struct{}), ready: make(chan struct{}, 1),
 		unwatched: map[int]unwatchedJVM{}}
 	if w, err := newWatch(); err == nil {
 		e.watch = w
@@ -86,7 +92,7 @@ func NewEvents(procRoot string, logger *zap.Logger) *Events {
 		logger.Warn("no inotify instance (raise the node's fs.inotify.max_user_instances, shared by every container of a user): a JVM found at its exec is looked at again every 250 ms for its first 30 s instead of when it makes its hsperfdata file or JFR repository",
 			zap.Error(err))
 	}
-	go e.run()
+	go e.run(ctx)
 	return e
 }
 
@@ -105,9 +111,10 @@ func (e *Events) Take() Arrivals {
 	return a
 }
 
-// Close stops the goroutine and releases the subscription and watches.
+// Close stops the goroutine and releases the subscription and watches; it
+// does not wait for a watch's call that hangs.
 func (e *Events) Close() {
-	close(e.stop)
+	e.cancel()
 	<-e.done
 	e.sub.Close()
 	if e.watch != nil {
@@ -115,7 +122,7 @@ func (e *Events) Close() {
 	}
 }
 
-func (e *Events) run() {
+func (e *Events) run(ctx context.Context) {
 	defer close(e.done)
 	var announced <-chan struct{}
 	if e.watch != nil {
@@ -143,10 +150,10 @@ func (e *Events) run() {
 		}
 		var a Arrivals
 		select {
-		case <-e.stop:
+		case <-ctx.Done():
 			return
 		case <-e.sub.Ready():
-			a = e.processEvents(e.sub.Take())
+			a = e.processEvents(ctx, e.sub.Take())
 		case <-announced:
 			a.JVMs = e.watch.Take()
 		case now := <-recheckC:
@@ -182,9 +189,13 @@ func (e *Events) recheck(now time.Time) []JVM {
 }
 
 // processEvents inspects the execs that may be JVMs and notes the exits of
-// watched ones.
-func (e *Events) processEvents(b procevents.Batch) Arrivals {
+// watched ones. The JVMs' folders are watched under one deadline, from the
+// first watch on: JVMs whose folders hang (stalled mounts in their
+// containers) hold the batch fsdeadline.Timeout at most, however many, and
+// are looked at again as JVMs no watch follows are.
+func (e *Events) processEvents(ctx context.Context, b procevents.Batch) Arrivals {
 	a := Arrivals{Overflow: b.Overflow}
+	var deadline context.Context
 	for _, ev := range b.Events {
 		switch ev.Kind {
 		case procevents.Exec:
@@ -203,7 +214,19 @@ func (e *Events) processEvents(b procevents.Batch) Arrivals {
 			}
 			a.JVMs = append(a.JVMs, j)
 			delete(e.unwatched, j.PID) // a reused pid
-			if (e.watch == nil || !e.watch.Add(j)) && len(e.unwatched) < MaxWatched {
+			watching := false
+			if e.watch != nil {
+				if deadline == nil {
+					var cancel context.CancelFunc
+					deadline, cancel = context.WithTimeout(ctx, fsdeadline.Timeout)
+					defer cancel()
+				}
+				var stalled bool
+				if watching, stalled = e.watch.Add(deadline, j); stalled {
+					e.reportStalled(j)
+				}
+			}
+			if !watching && len(e.unwatched) < MaxWatched {
 				e.unwatched[j.PID] = unwatchedJVM{jvm: j, found: time.Now()}
 			}
 		case procevents.Exit:
@@ -218,6 +241,16 @@ func (e *Events) processEvents(b procevents.Batch) Arrivals {
 		}
 	}
 	return a
+}
+
+// reportStalled says once that j's folders could not be watched in time.
+func (e *Events) reportStalled(j JVM) {
+	e.logger.Warn("watching a JVM's /tmp and repository folder has not returned after "+fsdeadline.Timeout.String()+
+		" (a stalled mount in its container?): it is looked at again every 250 ms for its first 30 s instead, the other JVMs as usual",
+		zap.Int("pid", j.PID))
+	if e.stalled != nil {
+		e.stalled()
+	}
 }
 
 func (e *Events) add(a Arrivals) {

@@ -25,7 +25,7 @@ func TestEventsWithoutInotify(t *testing.T) {
 	}
 	defer func(f func() (*Watch, error)) { newWatch = f }(newWatch)
 	newWatch = func() (*Watch, error) { return nil, errors.New("inotify_init1: too many open files (test)") }
-	e := NewEvents("/proc", zap.NewNop())
+	e := NewEvents("/proc", zap.NewNop(), nil)
 	defer e.Close()
 	if e.Mechanism() == procevents.MechanismNone {
 		if os.Getenv("CI") != "" {

@@ -25,7 +25,7 @@ func BenchmarkEventsExecStorm(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("process events need root")
 	}
-	e := NewEvents("/proc", zap.NewNop())
+	e := NewEvents("/proc", zap.NewNop(), nil)
 	defer e.Close()
 	if e.Mechanism() == procevents.MechanismNone {
 		b.Skip("no process events here")

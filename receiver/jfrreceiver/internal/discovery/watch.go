@@ -1,7 +1,9 @@
 package discovery
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/fsdeadline"
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 )
 
@@ -30,12 +33,16 @@ type Watch struct {
 	file *os.File // fd, non-blocking, read by loop
 	done chan struct{}
 
-	mu       sync.Mutex
-	byWatch  map[int32]map[int]*watched // inotify watch -> interested JVMs by pid
-	jvms     map[int]*watched
-	pending  map[int]JVM
-	ready    chan struct{}
-	disabled bool
+	mu      sync.Mutex
+	byWatch map[int32]map[int]*watched // inotify watch -> interested JVMs by pid
+	// unclaimed counts, per inotify watch, what Add's calls made of it and
+	// have not handed over yet (registered, or discarded once given up):
+	// a watch is removed only when no JVM and no such call has it.
+	unclaimed map[int32]int
+	jvms      map[int]*watched
+	pending   map[int]JVM
+	ready     chan struct{}
+	disabled  bool
 }
 
 // watched is one JVM a Watch follows.
@@ -53,48 +60,55 @@ func NewWatch() (*Watch, error) {
 		return nil, os.NewSyscallError("inotify_init1", err)
 	}
 	w := &Watch{fd: fd, file: os.NewFile(uintptr(fd), "inotify"), done: make(chan struct{}),
-		byWatch: map[int32]map[int]*watched{}, jvms: map[int]*watched{}, pending: map[int]JVM{}, ready: make(chan struct{}, 1)}
+		byWatch: map[int32]map[int]*watched{}, unclaimed: map[int32]int{}, jvms: map[int]*watched{}, pending: map[int]JVM{}, ready: make(chan struct{}, 1)}
 	go w.loop()
 	return w, nil
 }
 
 // Add starts watching for j's announcements: /tmp (where hsperfdata_<user>
 // folders are made), each /tmp/hsperfdata_* folder, and j's repository
-// base, inside j's root. It reports whether any folder is watched.
-func (w *Watch) Add(j JVM) bool {
+// base, inside j's root. Those folders are on the JVM's container's
+// filesystems, so they are looked up and watched in a goroutine of their
+// own, waited for until ctx ends: a folder on a mount that stopped
+// answering holds that goroutine only. Add reports whether any folder is
+// watched, and whether the call was given up at ctx's deadline (stalled;
+// what it watches once it returns is removed then). It watches nothing
+// when ctx has ended already.
+func (w *Watch) Add(ctx context.Context, j JVM) (watching, stalled bool) {
 	w.mu.Lock()
 	old := w.jvms[j.PID]
 	full := len(w.jvms) >= MaxWatched
 	w.mu.Unlock()
 	switch {
 	case old != nil && old.jvm.StartTicks == j.StartTicks:
-		return true
+		return true, false
 	case old != nil:
 		// The pid was reused; the exit of the old JVM was missed.
 		w.Remove(j.PID)
-	case full:
-		return false
+	case full, ctx.Err() != nil:
+		return false, false
 	}
-	root, err := j.OpenRoot()
+	// The call's own descriptor of the inotify instance: a call that
+	// returns after Close still names that instance, never a descriptor
+	// reused since.
+	fd, err := unix.FcntlInt(uintptr(w.fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return false
+		return false, false
 	}
-	defer root.Close()
-	dirs := []string{"/tmp", filepath.Join("/", j.RepositoryBase)}
-	if perf, err := root.Glob("/tmp/hsperfdata_*"); err == nil {
-		dirs = append(dirs, perf...)
+	call := fsdeadline.Start(func() added { return w.watchFolders(fd, j) })
+	a, ok := call.Wait(ctx)
+	if !ok {
+		call.Abandon(w.discard)
+		return false, errors.Is(ctx.Err(), context.DeadlineExceeded)
 	}
-	e := &watched{jvm: j, nspid: strconv.Itoa(j.NSPID)}
-	for _, d := range dirs {
-		if wd, ok := w.addDir(root, d); ok {
-			e.watches = append(e.watches, wd)
-		}
-	}
-	if len(e.watches) == 0 {
-		return false
-	}
+	defer unix.Close(a.fd)
+	e := &watched{jvm: j, nspid: strconv.Itoa(j.NSPID), watches: a.watches}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.claimLocked(a.watches)
+	if len(e.watches) == 0 {
+		return false, false
+	}
 	w.jvms[j.PID] = e
 	for _, wd := range e.watches {
 		if w.byWatch[wd] == nil {
@@ -102,21 +116,78 @@ func (w *Watch) Add(j JVM) bool {
 		}
 		w.byWatch[wd][j.PID] = e
 	}
-	return true
+	return true, false
 }
 
-// addDir watches the folder inside root for entries created in it.
-func (w *Watch) addDir(root *procroot.Root, inside string) (int32, bool) {
+// added is what one of Add's calls made: the watches, through its own
+// descriptor of the inotify instance.
+type added struct {
+	fd      int
+	watches []int32
+}
+
+// watchFolders opens j's root and watches its folders through fd; every
+// call on the JVM's filesystems is made here.
+func (w *Watch) watchFolders(fd int, j JVM) added {
+	a := added{fd: fd}
+	root, err := j.OpenRoot()
+	if err != nil {
+		return a
+	}
+	defer root.Close()
+	dirs := []string{"/tmp", filepath.Join("/", j.RepositoryBase)}
+	if perf, err := root.Glob("/tmp/hsperfdata_*"); err == nil {
+		dirs = append(dirs, perf...)
+	}
+	for _, d := range dirs {
+		if wd, ok := w.addDir(fd, root, d); ok {
+			a.watches = append(a.watches, wd)
+		}
+	}
+	return a
+}
+
+// addDir watches the folder inside root for entries created in it, through
+// fd, and counts the watch unclaimed until Add or discard takes it.
+func (w *Watch) addDir(fd int, root *procroot.Root, inside string) (int32, bool) {
 	d, err := root.OpenDirectory(inside)
 	if err != nil {
 		return 0, false
 	}
 	defer d.Close()
-	wd, err := unix.InotifyAddWatch(w.fd, procroot.FDPath(int(d.Fd())), unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_ONLYDIR)
+	wd, err := unix.InotifyAddWatch(fd, procroot.FDPath(int(d.Fd())), unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_ONLYDIR)
 	if err != nil {
 		return 0, false
 	}
+	w.mu.Lock()
+	w.unclaimed[int32(wd)]++
+	w.mu.Unlock()
 	return int32(wd), true
+}
+
+// claimLocked takes the watches of a call off the unclaimed counts.
+func (w *Watch) claimLocked(watches []int32) {
+	for _, wd := range watches {
+		if w.unclaimed[wd]--; w.unclaimed[wd] <= 0 {
+			delete(w.unclaimed, wd)
+		}
+	}
+}
+
+// discard removes what a call given up watched, where no JVM and no other
+// call has the same watch (JVMs sharing a folder share it), and closes
+// its descriptor. It runs when the call returns.
+func (w *Watch) discard(a added) {
+	w.mu.Lock()
+	for _, wd := range a.watches {
+		w.claimLocked([]int32{wd})
+		if w.unclaimed[wd] == 0 && len(w.byWatch[wd]) == 0 {
+			// Removing a watch touches no filesystem.
+			_, _ = unix.InotifyRmWatch(a.fd, uint32(wd))
+		}
+	}
+	w.mu.Unlock()
+	_ = unix.Close(a.fd)
 }
 
 // Remove stops watching for the JVM pid (it exited, or it was followed).
@@ -134,6 +205,9 @@ func (w *Watch) Remove(pid int) {
 			delete(set, pid)
 			if len(set) == 0 {
 				delete(w.byWatch, wd)
+				if w.unclaimed[wd] > 0 {
+					continue // an Add's call has it too
+				}
 				// The folder may be gone already (the kernel then
 				// dropped the watch itself).
 				_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
@@ -164,7 +238,8 @@ func (w *Watch) Take() []JVM {
 	return out
 }
 
-// Close stops the reader and closes the inotify instance.
+// Close stops the reader and closes the inotify instance (an Add's call
+// given up and still hanging holds it until it returns).
 func (w *Watch) Close() {
 	_ = w.file.Close()
 	<-w.done

@@ -20,7 +20,7 @@ func TestWatchAnnouncesRepositoryFolder(t *testing.T) {
 	base := t.TempDir()
 	self := os.Getpid()
 	j := JVM{PID: self, NSPID: self, ProcRoot: "/proc", RepositoryBase: base}
-	if !w.Add(j) {
+	if watching, _ := w.Add(t.Context(), j); !watching {
 		t.Fatal("nothing watched")
 	}
 	if w.Watching() != 1 {
