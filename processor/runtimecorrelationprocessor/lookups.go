@@ -15,10 +15,9 @@ const (
 	// up; beyond it a lookup runs in the caller's call, as without a
 	// queue.
 	maxQueuedLookups = 1024
-	// lookupWait bounds how long batches released after their delay wait
-	// for their peer's lookup, still running, before they are left
-	// unmatched (unknown_process): in all, from the first batch that
-	// waits, so that many batches of one stuck peer cost one wait.
+	// lookupWait bounds how long a batch released after its delay waits
+	// for its peer's lookup, still running, before it is left unmatched
+	// (unknown_process).
 	lookupWait = time.Second
 )
 
@@ -26,7 +25,7 @@ const (
 // own, each distinct key once at a time, and lets a caller wait for one.
 type lookupQueue struct {
 	mu      sync.Mutex
-	pending map[any]*pendingLookup
+	pending map[any]chan struct{}
 	work    chan queuedLookup
 	stop    chan struct{}
 	done    chan struct{}
@@ -40,16 +39,9 @@ type queuedLookup struct {
 	done chan struct{}
 }
 
-// pendingLookup is a lookup queued or running: done closes when it ends;
-// until is when waiting for it stops (zero until someone waits).
-type pendingLookup struct {
-	done  chan struct{}
-	until time.Time
-}
-
 func newLookupQueue() *lookupQueue {
 	return &lookupQueue{
-		pending: map[any]*pendingLookup{},
+		pending: map[any]chan struct{}{},
 		work:    make(chan queuedLookup, maxQueuedLookups),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -74,7 +66,7 @@ func (q *lookupQueue) submit(key any, run func()) bool {
 	default:
 		return false
 	}
-	q.pending[key] = &pendingLookup{done: l.done}
+	q.pending[key] = l.done
 	if !q.started {
 		q.started = true
 		go q.loop()
@@ -82,32 +74,19 @@ func (q *lookupQueue) submit(key any, run func()) bool {
 	return true
 }
 
-// wait waits for the lookup of key, when one is queued or running, until
-// d after the first wait for it began, and reports whether none is left
-// running.
+// wait waits up to d for the lookup of key, when one is queued or running,
+// and reports whether none is left running.
 func (q *lookupQueue) wait(key any, d time.Duration) bool {
 	q.mu.Lock()
-	p, ok := q.pending[key]
-	if ok && p.until.IsZero() {
-		p.until = time.Now().Add(d)
-	}
+	done, ok := q.pending[key]
 	q.mu.Unlock()
 	if !ok {
 		return true
 	}
-	left := time.Until(p.until)
-	if left <= 0 {
-		select {
-		case <-p.done:
-			return true
-		default:
-			return false
-		}
-	}
-	t := time.NewTimer(left)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-p.done:
+	case <-done:
 		return true
 	case <-t.C:
 		return false
@@ -144,8 +123,8 @@ func (q *lookupQueue) close() {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for k, p := range q.pending {
-		close(p.done)
+	for k, done := range q.pending {
+		close(done)
 		delete(q.pending, k)
 	}
 }
