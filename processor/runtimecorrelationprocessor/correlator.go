@@ -150,7 +150,6 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 }
 
 func (c *correlator) close() {
-	c.ids.close()
 	c.unregister()
 	c.tel.Shutdown()
 }

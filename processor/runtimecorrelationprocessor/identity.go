@@ -35,9 +35,6 @@ const (
 	unmatchedAmbiguous      = "ambiguous"
 	unmatchedUnknownProcess = "unknown_process"
 	unmatchedMismatch       = "mismatch"
-	// unmatchedPending: the connection's owner is being looked up off the
-	// receiver's call; the batch's release looks again. Never exported.
-	unmatchedPending = "pending"
 )
 
 // socketOwners names the process that owns a connection's client socket
@@ -104,9 +101,6 @@ type identities struct {
 	// trusted are the senders whose spans are matched by their resource
 	// attributes and whose windows are indexed (identity::trusted_peers).
 	trusted []netip.Prefix
-	// queue looks connections' owners up off the receiver's call, for
-	// spans that wait for windows anyway.
-	queue *lookupQueue
 
 	mu        sync.Mutex
 	resources map[resourceKey]resolution
@@ -116,7 +110,7 @@ type identities struct {
 
 func newIdentities(c *correlator, table processTable, sockets socketOwners, ttl time.Duration, trusted []netip.Prefix) *identities {
 	return &identities{
-		c: c, table: table, sockets: sockets, ttl: ttl, trusted: trusted, queue: newLookupQueue(),
+		c: c, table: table, sockets: sockets, ttl: ttl, trusted: trusted,
 		resources: map[resourceKey]resolution{},
 		peers:     map[netip.AddrPort]resolution{},
 		addresses: map[addressKey]resolution{},
@@ -127,19 +121,14 @@ func newIdentities(c *correlator, table processTable, sockets socketOwners, ttl 
 // over a workload's connection is that connection's process's, whatever
 // its resource claims (resolveByPeer); one from a trusted sender, or with
 // no connection to go by, is matched by its resource's attributes (ctx
-// must be the receiver's: client.Info is gone after batching). mayDefer:
-// the spans wait before they are annotated, so a connection not looked up
-// yet is looked up off this call (unmatchedPending) and again at release.
-func (ids *identities) resolve(ctx context.Context, res pcommon.Resource, mayDefer bool) spanIdentity {
+// must be the receiver's: client.Info is gone after batching).
+func (ids *identities) resolve(ctx context.Context, res pcommon.Resource) spanIdentity {
 	rk := resourceKeyOf(res.Attributes())
 	if peer, ok := ids.workloadPeer(ctx); ok {
-		return ids.resolveByPeer(peer, rk, mayDefer)
+		return ids.resolveByPeer(peer, rk)
 	}
 	return ids.resolveByClaims(rk)
 }
-
-// close stops the lookups running off the receivers' calls.
-func (ids *identities) close() { ids.queue.close() }
 
 // retry resolves a resource again after its spans waited: through its
 // connection when its identity is the connection's, else by its
@@ -147,7 +136,7 @@ func (ids *identities) close() { ids.queue.close() }
 func (ids *identities) retry(id spanIdentity, res pcommon.Resource) spanIdentity {
 	rk := resourceKeyOf(res.Attributes())
 	if id.hasPeer {
-		return ids.resolveByPeer(id.peer, rk, false)
+		return ids.resolveByPeer(id.peer, rk)
 	}
 	f, reason := ids.byResource(rk)
 	if reason != "" {
@@ -214,23 +203,17 @@ func (ids *identities) resolveByClaims(rk resourceKey) spanIdentity {
 // connection, never something else: a process.pid that is not the
 // owner's (as the node or the owner sees it), a container.id or
 // k8s.pod.uid of another container or pod make the span a mismatch.
-func (ids *identities) resolveByPeer(peer netip.AddrPort, rk resourceKey, mayDefer bool) spanIdentity {
+func (ids *identities) resolveByPeer(peer netip.AddrPort, rk resourceKey) spanIdentity {
 	now := ids.c.now()
 	var (
 		f      found
 		reason string
 	)
 	if peer.Port() == 0 {
-		k := addressKey{ip: peer.Addr().Unmap()}
-		if rk.hasPID {
-			k.pid = rk.pid
-		}
-		f, reason = deferredResolution(ids, ids.addresses, k, now, mayDefer, func() (found, string) { return ids.lookupAddress(k) })
+		f, reason = ids.byAddress(peer.Addr(), rk, now)
 	} else {
-		f, reason = deferredResolution(ids, ids.peers, peer, now, mayDefer, func() (found, string) { return ids.lookupPeer(peer) })
-	}
-	if reason == unmatchedPending {
-		return spanIdentity{unmatched: reason, peer: peer, hasPeer: true}
+		r := cachedResolution(ids, ids.peers, peer, now, func() (found, string) { return ids.lookupPeer(peer) })
+		f, reason = r.found, r.reason
 	}
 	if reason == "" {
 		if claim := ids.disagreement(f, rk); claim != "" {
@@ -409,14 +392,21 @@ type addressKey struct {
 	pid int64
 }
 
-// lookupAddress resolves a span that came over a connection whose port is
-// not known (OTLP/HTTP without the peerport extension): among the
-// processes connected to the collector from that address (in Kubernetes, a
-// pod's IP names its network namespace), the one the span's process.pid
-// names as its own pid or as the node sees it, or the only one when the
-// span claims no pid — among processes of one pod only. Several that fit
-// (two containers on one network namespace that are both pid 1), or
-// processes of several tenants, are ambiguous, never guessed.
+// byAddress resolves a span that came over a connection whose port is not
+// known (OTLP/HTTP): among the processes connected to the collector from
+// that address (in Kubernetes, a pod's IP names its network namespace), the
+// one the span's process.pid names as its own pid or as the node sees it,
+// or the only one when the span claims no pid. Several: ambiguous (two
+// containers on one network namespace that are both pid 1), never guessed.
+func (ids *identities) byAddress(ip netip.Addr, rk resourceKey, now time.Time) (found, string) {
+	k := addressKey{ip: ip.Unmap()}
+	if rk.hasPID {
+		k.pid = rk.pid
+	}
+	r := cachedResolution(ids, ids.addresses, k, now, func() (found, string) { return ids.lookupAddress(k) })
+	return r.found, r.reason
+}
+
 func (ids *identities) lookupAddress(k addressKey) (found, string) {
 	owners, err := ids.sockets.OwnersFrom(k.ip)
 	if err != nil {
@@ -529,33 +519,6 @@ func addCandidate(cands []found, f found) []found {
 		}
 	}
 	return append(cands, f)
-}
-
-// deferredResolution returns m's answer for k. When there is none and
-// mayDefer, the lookup is queued to run off the caller's call and the
-// answer is unmatchedPending; without mayDefer, a lookup of k already
-// queued or running is waited for (up to lookupWait) rather than run
-// twice.
-func deferredResolution[K comparable](ids *identities, m map[K]resolution, k K, now time.Time, mayDefer bool, lookup func() (found, string)) (found, string) {
-	if r, ok := cachedOnly(ids, m, k, now); ok {
-		return r.found, r.reason
-	}
-	if mayDefer && ids.queue.submit(k, func() { cachedResolution(ids, m, k, ids.c.now(), lookup) }) {
-		return found{}, unmatchedPending
-	}
-	if !ids.queue.wait(k, lookupWait) {
-		return found{}, unmatchedUnknownProcess
-	}
-	r := cachedResolution(ids, m, k, now, lookup)
-	return r.found, r.reason
-}
-
-// cachedOnly returns m's unexpired answer for k, if it has one.
-func cachedOnly[K comparable](ids *identities, m map[K]resolution, k K, now time.Time) (resolution, bool) {
-	ids.mu.Lock()
-	defer ids.mu.Unlock()
-	r, hit := m[k]
-	return r, hit && !now.After(r.expires)
 }
 
 // cachedResolution returns m's answer for k, looked up afresh (and stored)

@@ -49,7 +49,7 @@ func BenchmarkResolveSpanResource(b *testing.B) {
 	ctx := context.Background()
 	b.Run("cache-hit", func(b *testing.B) {
 		for i := range b.N {
-			if id := c.ids.resolve(ctx, spans[i%len(spans)], false); id.unmatched != "" {
+			if id := c.ids.resolve(ctx, spans[i%len(spans)]); id.unmatched != "" {
 				b.Fatal(id.unmatched)
 			}
 		}
@@ -68,7 +68,7 @@ func BenchmarkResolveSpanResource(b *testing.B) {
 		res := pcommon.NewResource()
 		res.Attributes().PutStr("service.name", "svc")
 		for range b.N {
-			if id := c.ids.resolve(ctx, res, false); id.unmatched != "" {
+			if id := c.ids.resolve(ctx, res); id.unmatched != "" {
 				b.Fatal(id.unmatched)
 			}
 		}
@@ -81,7 +81,7 @@ func BenchmarkResolveSpanResource(b *testing.B) {
 		ctx := withPeer(peer)
 		res := spans[0]
 		for range b.N {
-			if id := c.ids.resolve(ctx, res, false); id.unmatched != "" {
+			if id := c.ids.resolve(ctx, res); id.unmatched != "" {
 				b.Fatal(id.unmatched)
 			}
 		}

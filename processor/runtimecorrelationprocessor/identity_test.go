@@ -93,26 +93,9 @@ type fakeSockets struct {
 	errs    map[netip.AddrPort]error
 	from    map[netip.Addr][]procsocket.Owner
 	lookups int
-	// mu guards lookups and the maps: a lookup may run on the correlator's
-	// own goroutine (spans that wait are looked up off the receiver's call).
-	mu sync.Mutex
-	// block, when set, holds each lookup until it is closed.
-	block chan struct{}
-}
-
-// n is how many lookups ran.
-func (f *fakeSockets) n() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.lookups
 }
 
 func (f *fakeSockets) OwnersFrom(ip netip.Addr) ([]procsocket.Owner, error) {
-	if f.block != nil {
-		<-f.block
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.lookups++
 	if o, ok := f.from[ip]; ok {
 		return o, nil
@@ -121,11 +104,6 @@ func (f *fakeSockets) OwnersFrom(ip netip.Addr) ([]procsocket.Owner, error) {
 }
 
 func (f *fakeSockets) Lookup(peer netip.AddrPort) (procsocket.Owner, error) {
-	if f.block != nil {
-		<-f.block
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.lookups++
 	if err, ok := f.errs[peer]; ok {
 		return procsocket.Owner{}, err
@@ -395,8 +373,8 @@ func TestSpansWithoutProcessAreMatchedByTheirConnection(t *testing.T) {
 			for range 3 {
 				h.sendSpansCtx(withPeer(peer), spanTraces(tt.span, spanAt{"req", 0, 5 * ms}))
 			}
-			if sockets.n() != 1 {
-				t.Errorf("sockets.n(): got %v, want %v", sockets.n(), 1)
+			if sockets.lookups != 1 {
+				t.Errorf("sockets.lookups: got %v, want %v", sockets.lookups, 1)
 			}
 			got := h.traceSink.AllTraces()
 			if tt.reason != "" {
@@ -465,8 +443,8 @@ func TestSpansOverHTTPAreMatchedByTheirAddress(t *testing.T) {
 			for range 3 {
 				h.sendSpansCtx(withAddress(podIP), spanTraces(tt.span, spanAt{"req", 0, 5 * ms}))
 			}
-			if sockets.n() != 1 {
-				t.Errorf("one lookup for three batches: got %v, want %v", sockets.n(), 1)
+			if sockets.lookups != 1 {
+				t.Errorf("one lookup for three batches: got %v, want %v", sockets.lookups, 1)
 			}
 			got := spansByName(h.traceSink.AllTraces())["req"]
 			if tt.reason != "" {

@@ -50,7 +50,7 @@ func BenchmarkAnnotatePlacements(b *testing.B) {
 						s.SetEndTimestamp(pcommon.Timestamp(start + 20_000_000))
 					}
 				}
-				ids := p.resolve(context.Background(), td, false)
+				ids := p.resolve(context.Background(), td)
 				b.StartTimer()
 				p.annotate(context.Background(), td, ids, false)
 				b.StopTimer()

@@ -88,7 +88,7 @@ func newTracesProcessor(ref *sharedcomponent.Ref[*correlator], next consumer.Tra
 }
 
 func (p *tracesProcessor) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
-	ids := p.resolve(ctx, td, p.delay > 0)
+	ids := p.resolve(ctx, td)
 	if p.delay == 0 {
 		p.annotate(ctx, td, ids, false)
 		return td, nil
@@ -134,11 +134,11 @@ func (p *tracesProcessor) processTraces(ctx context.Context, td ptrace.Traces) (
 
 // resolve finds the identity of each of td's resources while the
 // receiver's context still names their connection.
-func (p *tracesProcessor) resolve(ctx context.Context, td ptrace.Traces, mayDefer bool) []spanIdentity {
+func (p *tracesProcessor) resolve(ctx context.Context, td ptrace.Traces) []spanIdentity {
 	rss := td.ResourceSpans()
 	ids := make([]spanIdentity, rss.Len())
 	for i := 0; i < rss.Len(); i++ {
-		ids[i] = p.c.ids.resolve(ctx, rss.At(i).Resource(), mayDefer)
+		ids[i] = p.c.ids.resolve(ctx, rss.At(i).Resource())
 		p.c.markSpans(ids[i])
 	}
 	return ids
@@ -154,12 +154,8 @@ func (p *tracesProcessor) settle(ctx context.Context, td ptrace.Traces, ids []sp
 	var unmatched map[string]int64
 	for i := 0; i < min(rss.Len(), len(ids)); i++ {
 		rs := rss.At(i)
-		if (waited || ids[i].unmatched == unmatchedPending) && ids[i].unmatched != "" && ids[i].unmatched != unmatchedMismatch {
-			again := p.c.ids.retry(ids[i], rs.Resource())
-			if again.unmatched == "" {
-				p.c.markSpans(again)
-			}
-			if again.unmatched == "" || ids[i].unmatched == unmatchedPending {
+		if waited && ids[i].unmatched != "" && ids[i].unmatched != unmatchedMismatch {
+			if again := p.c.ids.retry(ids[i], rs.Resource()); again.unmatched == "" {
 				ids[i] = again
 			}
 		}

@@ -7,11 +7,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
@@ -124,7 +122,7 @@ func TestRetryAfterWaitingKeepsTheConnection(t *testing.T) {
 	// The attacker's connection is not found at first (a lookup that
 	// failed): the retry must not fall back to the claimed container.
 	delete(sockets.owners, attackerPeer)
-	id := h.c.ids.resolve(withPeer(attackerPeer), spanTraces(resource{pid: 1, container: containerA}).ResourceSpans().At(0).Resource(), false)
+	id := h.c.ids.resolve(withPeer(attackerPeer), spanTraces(resource{pid: 1, container: containerA}).ResourceSpans().At(0).Resource())
 	if id.unmatched != unmatchedUnknownProcess || !id.hasPeer {
 		t.Fatalf("on arrival: got %+v, want unknown_process through the connection", id)
 	}
@@ -231,55 +229,5 @@ func TestMeasuredMarksTheReceiver(t *testing.T) {
 	}
 	if _, ok := window.MeasuredBy(withPeer(victimPeer)); ok {
 		t.Error("a connection's context is marked measured")
-	}
-}
-
-// TestConnectionLookupIsOffTheReceiversCall: with spans::delay, a
-// connection not looked up yet is looked up on the correlator's own
-// goroutine; the receiver's call returns while the lookup (a /proc scan,
-// possibly queued behind other tenants') is still running, and the batch,
-// released after its delay, is its connection's process's.
-func TestConnectionLookupIsOffTheReceiversCall(t *testing.T) {
-	h, sockets := newTrustHarness(t, func(cfg *Config) { cfg.Spans.Delay = 2e9 })
-	sockets.block = make(chan struct{})
-	returned := make(chan struct{})
-	go func() {
-		defer close(returned)
-		for range 3 {
-			h.sendSpansCtx(withPeer(victimPeer), spanTraces(resource{}, spanAt{"req", 0, 5 * ms}))
-		}
-	}()
-	select {
-	case <-returned:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the receiver's call waited for the connection's lookup")
-	}
-	close(sockets.block)
-	if !h.c.ids.queue.wait(victimPeer, time.Minute) {
-		t.Fatal("the lookup did not finish")
-	}
-	if got := h.traces.releaseDue(endOfTime); got != 3 {
-		t.Fatalf("batches released: got %d, want 3", got)
-	}
-	for _, td := range h.traceSink.AllTraces() {
-		if got := attrsOf(spansByName([]ptrace.Traces{td})["req"]); !reflect.DeepEqual(got, safepointTotals) {
-			t.Errorf("a batch released after its lookup: got %v, want %v", got, safepointTotals)
-		}
-	}
-	if got := sockets.n(); got != 1 {
-		t.Errorf("lookups for three batches from one connection: got %d, want 1", got)
-	}
-}
-
-// TestConnectionLookupWithoutDelayIsInTheCall: spans::delay 0 annotates in
-// the receiver's call, so the lookup runs there.
-func TestConnectionLookupWithoutDelayIsInTheCall(t *testing.T) {
-	h, sockets := newTrustHarness(t, nil)
-	h.sendSpansCtx(withPeer(victimPeer), spanTraces(resource{}, spanAt{"req", 0, 5 * ms}))
-	if got := attrsOf(spansByName(h.traceSink.AllTraces())["req"]); !reflect.DeepEqual(got, safepointTotals) {
-		t.Errorf("got %v, want %v", got, safepointTotals)
-	}
-	if got := sockets.n(); got != 1 {
-		t.Errorf("lookups: got %d, want 1", got)
 	}
 }
