@@ -181,9 +181,15 @@ func runScenario(t *testing.T, mode, scope, extra string) scenario {
 		}
 		got := map[string]int64{}
 		for k, v := range s.attrs {
-			if strings.HasPrefix(k, "runtime.overlap.") {
-				got[k] = v.(int64)
+			if !strings.HasPrefix(k, "runtime.overlap.") {
+				continue
 			}
+			n, ok := v.(int64)
+			if !ok { // runtime.overlap.unmatched: a string
+				t.Errorf("span %d: %s = %v", s.request, k, v)
+				continue
+			}
+			got[k] = n
 		}
 		if s.attrs["inference.model.name"] != "runtime_overlap" {
 			t.Errorf("span %d: not scored by the default model: %v", s.request, s.attrs)
