@@ -204,7 +204,8 @@ func TestStalledReleaseFileHoldsOnlyItsJVM(t *testing.T) {
 			func() bool { return totaltest(windowstest(logs, 4600)) >= i+1 }))
 	}
 	t.Logf("the other JVM's lines, each read after: %v (the first poll of the stall holds fsdeadline.Timeout, once)", took)
-	if slowest := max(took[1], took[2], took[3], took[4]); slowest > time.Second {
+	// Waiting for the release file again would take fsdeadline.Timeout.
+	if slowest := max(took[1], took[2], took[3], took[4]); slowest > fsdeadline.Timeout*3/4 {
 		t.Errorf("a line of the other JVM took %v to be read after the stall was reported: a poll waited for the release file again", slowest)
 	}
 	// Its first windows came in the poll whose deadline the stalled read
@@ -350,6 +351,11 @@ func TestStalledTmpAtExecHoldsOnlyItsJVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := startWaitingtest(t, tenant)
+	// Cleanups run last first: the mount answers again before the tenant
+	// is killed, or its java, blocked on the stalled /tmp in a call that
+	// ignores signals (as on a hard NFS mount), is never reaped and the
+	// test never ends (a CI run hung there).
+	t.Cleanup(mount.Release)
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "mounted\n" {
 		t.Fatalf("the tenant's namespace: %q, %v", line, err)
 	}
@@ -369,8 +375,8 @@ func TestStalledTmpAtExecHoldsOnlyItsJVM(t *testing.T) {
 	startWaitingtest(t, other)
 	found := waitFortest(t, "the JVM exec'd during the stall not read", func() bool { return totaltest(windowstest(logs, int64(other.Process.Pid))) >= 1 })
 	t.Logf("a JVM exec'd while another's /tmp hangs: read %v after its exec", found)
-	if found > fsdeadline.Timeout+time.Second {
-		t.Errorf("the JVM exec'd during the stall was read %v after its exec, want within fsdeadline.Timeout (%v)", found, fsdeadline.Timeout)
+	if found > fsdeadline.Timeout+2*time.Second {
+		t.Errorf("the JVM exec'd during the stall was read %v after its exec, want within fsdeadline.Timeout (%v) and a poll", found, fsdeadline.Timeout)
 	}
 	metadatatest.AssertEqualReceiverJfrRefused(t, tel, []metricdata.DataPoint[int64]{
 		{Value: 1, Attributes: attribute.NewSet(attribute.String("source", "xlog"), attribute.String("reason", "stalled"))},
