@@ -363,6 +363,13 @@ func TestStalledTmpAtExecHoldsOnlyItsJVM(t *testing.T) {
 	if _, err := io.WriteString(in, "go\n"); err != nil {
 		t.Fatal(err)
 	}
+	// Its java runs (its exec did not hang: the launcher lies outside the
+	// tenant's /tmp), so what blocks on the mount is discovery's look.
+	comm := filepath.Join("/proc", strconv.Itoa(tenant.Process.Pid), "comm")
+	waitFortest(t, "the tenant's java never ran", func() bool {
+		b, err := os.ReadFile(comm)
+		return err == nil && string(b) == "java\n"
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := mount.WaitBlocked(ctx); err != nil {
