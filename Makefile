@@ -282,3 +282,22 @@ $(ORT_LIB): $(ORT_TGZ)
 	tar -xzf $(ORT_TGZ) -C $(CACHE)/ort $(ORT_LIB_MEMBER)
 	echo "$(ORT_LIB_SHA256)  $(CACHE)/ort/$(ORT_LIB_MEMBER)" | sha256sum --check --quiet
 	install -m 0644 $(CACHE)/ort/$(ORT_LIB_MEMBER) $@
+
+# --- A one-node Kubernetes on this machine (issue #26) ----------------------
+# Real upstream parts built from pinned Go modules, Debian's containerd, runc
+# and CNI plugins; everything under .cache/cluster. distribution/cluster/README.md
+# says what each target does, what it leaves on the machine (nothing after
+# cluster-down) and how long it takes.
+.PHONY: cluster-build cluster-up cluster-down cluster-smoke
+
+cluster-build: ## Build kube-apiserver/-controller-manager/-scheduler/-proxy, kubelet, kubectl, etcd, helm, crictl into .cache/cluster/bin (cached per pinned version).
+	GO=$(GO) distribution/cluster/build.sh
+
+cluster-up: cluster-build ## Start the one-node cluster (root); prints the kubeconfig path when the node is Ready.
+	distribution/cluster/up.sh
+
+cluster-down: ## Stop the cluster and remove every process, mount, cgroup, interface, iptables chain and state it made; check none is left.
+	distribution/cluster/down.sh
+
+cluster-smoke: ## On a running cluster: a locally built pod Running, reached over the bridge, its hostPort and the kubernetes Service.
+	distribution/cluster/smoke.sh
