@@ -55,7 +55,7 @@ func heldFDstest(t *testing.T, dir string) (inotify, under int) {
 	return inotify, under
 }
 
-// TestStalledTmpHoldsOnlyItsJVM: a JVM's /tmp is a FUSE mount whose calls
+// TestStalledWatchHoldsOnlyItsJVM: a JVM's /tmp is a FUSE mount whose calls
 // block until released (stallfs), as a hard NFS mount's do once its server
 // is gone. Watching its folders at its exec hangs, in a goroutine of its
 // own: the batch of process events gives up on it at the deadline
@@ -65,7 +65,7 @@ func heldFDstest(t *testing.T, dir string) (inotify, under int) {
 // closes while the call still hangs; once the mount answers, what the call
 // watched is removed and its descriptor closed (goleak in TestMain for its
 // goroutine).
-func TestStalledTmpHoldsOnlyItsJVM(t *testing.T) {
+func TestStalledWatchHoldsOnlyItsJVM(t *testing.T) {
 	proc := t.TempDir()
 	stalledRoot := fakeProcess(t, proc, 4321, 1, "/usr/lib/jvm/java-17/bin/java", "java", "-jar", "app.jar")
 	must(t, os.Remove(filepath.Join(stalledRoot, "tmp")))
