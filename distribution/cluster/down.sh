@@ -49,7 +49,7 @@ cgroup_pids() {
 shim_pids() {
 	local p
 	for p in /proc/[0-9]*; do
-		{ tr '\0' ' ' < "$p/cmdline"; } 2>/dev/null | grep -q -- "-address $CTRD_SOCK " && echo "${p#/proc/}"
+		{ tr '\0' ' ' < "$p/cmdline"; } 2>/dev/null | grep -- "-address $CTRD_SOCK " >/dev/null && echo "${p#/proc/}"
 	done
 	return 0
 }
@@ -138,7 +138,7 @@ remove_chains ip6tables
 if command -v nfacct >/dev/null; then
 	for n in ct_state_invalid_dropped_pkts localhost_nps_accepted_pkts; do
 		preexisting "nfacct:$n" && continue
-		nfacct list 2>/dev/null | grep -qF "} = $n;" || continue
+		nfacct list 2>/dev/null | grep -F "} = $n;" >/dev/null || continue
 		nfacct delete "$n" && log "nfacct: deleted $n"
 	done
 fi
@@ -150,7 +150,7 @@ if command -v nft >/dev/null; then
 		preexisting "nft:$fam:$name" && continue
 		# Empty: nothing but the table, chain headers, their type/policy lines and braces.
 		if ! nft list table "$fam" "$name" 2>/dev/null |
-			grep -vE '^\s*((table|chain) .*\{|type .*|\}|)$' | grep -q .; then
+			grep -vE '^\s*((table|chain) .*\{|type .*|\}|)$' | grep . >/dev/null; then
 			nft delete table "$fam" "$name" && log "nft: deleted the empty table $fam $name"
 		fi
 	done < <(nft list tables 2>/dev/null | awk '{print $2, $3}')
@@ -192,7 +192,7 @@ done
 [ -n "$(shim_pids)" ] && left+=("shims: $(shim_pids | tr '\n' ' ')")
 [ -n "$(cgroup_roots)" ] && left+=("cgroups: $(cgroup_roots | tr '\n' ' ')")
 ip link show "$BRIDGE" >/dev/null 2>&1 && left+=("interface $BRIDGE")
-[ -n "$(findmnt -rn -o TARGET | grep -E "^$C(/|$)")" ] && left+=("mounts under $C")
+findmnt -rn -o TARGET | grep -E "^$C(/|$)" >/dev/null && left+=("mounts under $C")
 for f in iptables ip6tables; do
 	command -v "$f-save" >/dev/null || continue
 	n=$("$f-save" 2>/dev/null | grep -cE '^:(KUBE|CNI|OTELCOL-AI)-|-j (KUBE|CNI|OTELCOL-AI)-' || true)
@@ -205,10 +205,10 @@ done
 for s in "${shim_socks[@]}"; do [ -e "$s" ] && left+=("shim socket $s"); done
 if command -v nfacct >/dev/null; then
 	for n in ct_state_invalid_dropped_pkts localhost_nps_accepted_pkts; do
-		preexisting "nfacct:$n" || ! nfacct list 2>/dev/null | grep -qF "} = $n;" || left+=("nfacct $n")
+		preexisting "nfacct:$n" || ! nfacct list 2>/dev/null | grep -F "} = $n;" >/dev/null || left+=("nfacct $n")
 	done
 fi
-ip -o link show type veth 2>/dev/null | grep -q "master $BRIDGE" && left+=("veths on $BRIDGE")
+ip -o link show type veth 2>/dev/null | grep "master $BRIDGE" >/dev/null && left+=("veths on $BRIDGE")
 if [ ${#left[@]} -gt 0 ]; then
 	log "left behind: ${left[*]}"
 	exit 1

@@ -1,7 +1,7 @@
 # Shared by up.sh, down.sh and smoke.sh: where the local cluster keeps its
 # files and which names and addresses it owns. Everything it makes is named
 # here, so that down.sh removes exactly that and nothing else.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the variables are used by the scripts that source this
 
 CLUSTER_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$CLUSTER_SRC/../.." && pwd)

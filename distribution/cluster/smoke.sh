@@ -73,7 +73,7 @@ step "pod -> status.hostIP:hostPort (exec): $out"
 wait_for "pod -> kubernetes Service" 30 kubectl -n $NS exec hello-client -- /hello get "https://$SERVICE_API_IP/version"
 out=$(kubectl -n $NS exec hello-client -- /hello get "https://$SERVICE_API_IP/version")
 step "pod -> kubernetes Service $SERVICE_API_IP:443: $(tr -d ' \n' <<< "$out" | cut -c1-80)"
-kubectl -n $NS logs hello | grep -q 'serving on' || die "kubectl logs hello: no output"
+kubectl -n $NS logs hello | grep "serving on" >/dev/null || die "kubectl logs hello: no output"
 step "kubectl logs works"
 
 # What the node's agent will see: the containers' cgroups under the cluster's root.

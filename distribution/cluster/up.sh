@@ -41,7 +41,7 @@ install_packages() {
 # cert NAME CN O EXT: an EC P-256 key and a certificate signed by the cluster's
 # CA (one year), NAME.key/NAME.crt under pki/. Kept when present.
 cert() {
-	local name=$1 cn=$2 o=$3 ext=$4 subj="/CN=$2"
+	local name=$1 o=$3 ext=$4 subj="/CN=$2"
 	[ -s "$PKI/$name.crt" ] && return
 	[ -n "$o" ] && subj+="/O=$o"
 	openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/$name.key" 2>/dev/null
@@ -145,7 +145,7 @@ import_images() {
 	local ref tar
 	for ref in "$PAUSE_IMAGE" "$HELLO_IMAGE"; do
 		tar=$C/images/$(basename "${ref%:*}").tar
-		if ctr images ls -q | grep -qx "$ref"; then continue; fi
+		if ctr images ls -q | grep -x "$ref" >/dev/null; then continue; fi
 		ctr images import --base-name "${ref%:*}" "$tar" >/dev/null
 		log "imported $ref"
 	done
