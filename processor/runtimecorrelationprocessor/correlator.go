@@ -355,11 +355,8 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 // collector's own measurements (a receiver marked them window.Measured)
 // or come from a sender in identity::trusted_peers.
 func (c *correlator) windowsTrusted(ctx context.Context) bool {
-	if _, ok := window.MeasuredBy(ctx); ok {
-		return true
-	}
-	peer, ok := peerOf(ctx)
-	return ok && c.ids.isTrusted(peer.Addr())
+	_, measured := window.MeasuredBy(ctx)
+	return measured || c.ids.fromTrustedPeer(ctx)
 }
 
 // dropUntrusted counts the records of ld shaped like windows, which a

@@ -165,6 +165,13 @@ func (ids *identities) fromWorkload(ctx context.Context) bool {
 	return ok && !ids.isTrusted(peer.Addr())
 }
 
+// fromTrustedPeer reports whether ctx names a connection from a sender in
+// identity::trusted_peers.
+func (ids *identities) fromTrustedPeer(ctx context.Context) bool {
+	peer, ok := peerOf(ctx)
+	return ok && ids.isTrusted(peer.Addr())
+}
+
 // isTrusted reports whether a is in identity::trusted_peers.
 func (ids *identities) isTrusted(a netip.Addr) bool {
 	a = a.Unmap()
