@@ -69,24 +69,21 @@ func TestFutexWaitsMatchTheWorkloadsClock(t *testing.T) {
 				t.Fatalf("%d run delays for %d calls", len(res.Delays), len(res.Calls))
 			}
 			events := drain(t, p, w.PID)
-			var released, waits, switches []Event
+			if len(res.Calls) != res.N {
+				t.Fatalf("%d calls reported, want %d", len(res.Calls), res.N)
+			}
+			released := oneReleasePerCall(t, events, res.TID, res.Calls, 20*time.Millisecond)
+			if t.Failed() {
+				t.FailNow()
+			}
+			var waits, switches []Event
 			for _, e := range events {
 				switch {
-				case e.TID == res.TID && e.Kind == KindReleased && e.Duration >= 20*time.Millisecond:
-					released = append(released, e)
 				case e.TID == res.TID && e.Kind == KindWait && e.Cause == CauseRestore:
 					waits = append(waits, e)
 				case e.TID != res.TID && e.Kind == KindWait && e.Cause == CauseSwitch:
 					switches = append(switches, e)
 				}
-			}
-			// The sleeps' releases (not the join's at the end, which may
-			// last as long on a loaded host).
-			released = slices.DeleteFunc(released, func(e Event) bool {
-				return !slices.ContainsFunc(res.Calls, func(c [2]int64) bool { return e.Start >= c[0] && e.Start <= c[1] })
-			})
-			if len(released) != res.N {
-				t.Fatalf("%d released windows of at least 20ms in the sleeps, want %d", len(released), res.N)
 			}
 			interval := time.Duration(res.Interval * float64(time.Second))
 			if _, got, ok := p.GIL(uint32(w.PID)); !ok || got != interval {

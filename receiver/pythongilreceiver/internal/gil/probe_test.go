@@ -98,14 +98,12 @@ func TestSleepReleasesGILOncePerCall(t *testing.T) {
 		Calls [][4]int64 `json:"calls"`
 	}
 	w.Run(&res)
-	var released []Event
-	for _, e := range drain(t, p, w.PID) {
-		if e.TID == res.TID && e.Kind == KindReleased && e.Duration >= time.Duration(res.DNS) {
-			released = append(released, e)
-		}
+	if len(res.Calls) != res.N {
+		t.Fatalf("%d calls reported, want %d", len(res.Calls), res.N)
 	}
-	if len(released) != res.N {
-		t.Fatalf("%d released windows of at least %s on thread %d, want %d: %+v", len(released), time.Duration(res.DNS), res.TID, res.N, released)
+	released := oneReleasePerCall(t, drain(t, p, w.PID), res.TID, monotonicSpans(res.Calls), time.Duration(res.DNS))
+	if t.Failed() {
+		t.FailNow()
 	}
 	// Each window lies inside the workload's own monotonic readings around
 	// time.sleep, and is as long as the call within 1 ms. The rest of the
@@ -423,19 +421,15 @@ func TestPythonVersions(t *testing.T) {
 			w := workloadtest.StartWith(t, py, "sleep", "3", "10")
 			l := attach(t, p, w.PID)
 			var res struct {
-				TID uint32 `json:"tid"`
-				N   int    `json:"n"`
+				TID   uint32     `json:"tid"`
+				N     int        `json:"n"`
+				Calls [][4]int64 `json:"calls"`
 			}
 			w.Run(&res)
-			n := 0
-			for _, e := range drain(t, p, w.PID) {
-				if e.TID == res.TID && e.Kind == KindReleased && e.Duration >= 10*time.Millisecond {
-					n++
-				}
+			if len(res.Calls) != res.N {
+				t.Fatalf("%d calls reported, want %d", len(res.Calls), res.N)
 			}
-			if n != res.N {
-				t.Errorf("%d released windows, want %d", n, res.N)
-			}
+			oneReleasePerCall(t, drain(t, p, w.PID), res.TID, monotonicSpans(res.Calls), 10*time.Millisecond)
 			s := l.Symbols()
 			if !s.Switch() || s.GC() == "" {
 				t.Logf("symbols: %v", s)
@@ -476,19 +470,15 @@ func TestOneLinkPerPointFallback(t *testing.T) {
 		t.Fatalf("%d links, want one per probe point (at least 6)", n)
 	}
 	var res struct {
-		TID uint32 `json:"tid"`
-		N   int    `json:"n"`
+		TID   uint32     `json:"tid"`
+		N     int        `json:"n"`
+		Calls [][4]int64 `json:"calls"`
 	}
 	w.Run(&res)
-	n := 0
-	for _, e := range drain(t, p, w.PID) {
-		if e.TID == res.TID && e.Kind == KindReleased && e.Duration >= 10*time.Millisecond {
-			n++
-		}
+	if len(res.Calls) != res.N {
+		t.Fatalf("%d calls reported, want %d", len(res.Calls), res.N)
 	}
-	if n != res.N {
-		t.Errorf("%d released windows, want %d", n, res.N)
-	}
+	oneReleasePerCall(t, drain(t, p, w.PID), res.TID, monotonicSpans(res.Calls), 10*time.Millisecond)
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
