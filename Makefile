@@ -288,13 +288,21 @@ $(ORT_LIB): $(ORT_TGZ)
 # and CNI plugins; everything under .cache/cluster. distribution/cluster/README.md
 # says what each target does, what it leaves on the machine (nothing after
 # cluster-down) and how long it takes.
-.PHONY: cluster-build cluster-up cluster-down cluster-smoke
+.PHONY: cluster-build cluster-up cluster-down cluster-smoke cluster-test
 
 cluster-build: ## Build kube-apiserver/-controller-manager/-scheduler/-proxy, kubelet, kubectl, etcd, helm, crictl into .cache/cluster/bin (cached per pinned version).
 	GO=$(GO) distribution/cluster/build.sh
 
-cluster-up: cluster-build ## Start the one-node cluster (root); prints the kubeconfig path when the node is Ready.
-	distribution/cluster/up.sh
+cluster-up: cluster-build ## Start the one-node cluster (root), install the chart with the agent image; prints the kubeconfig path when the DaemonSet is ready.
+	$(MAKE) --no-print-directory image chart IMAGE_ARCHES=amd64 VERSION=$(VERSION)
+	OTELCOL_AI_VERSION=$(VERSION) OTELCOL_AI_IMAGE_OCI=$(IMAGE_OCI) OTELCOL_AI_CHART=$(CHART_DIR)/otelcol-ai-$(VERSION).tgz \
+		distribution/cluster/up.sh
+
+cluster-test: ## cluster-up, the scenario in real pods (internal/e2etest TestCluster), cluster-down (also when the scenario fails).
+	$(MAKE) --no-print-directory cluster-up
+	rc=0; OTELCOL_AI_CLUSTER=$(CACHE)/cluster OTELCOL_AI_VERSION=$(VERSION) OTELCOL_AI_CHART=$(CHART_DIR)/otelcol-ai-$(VERSION).tgz \
+		$(GO) test -count=1 -timeout 30m -v -run '^TestCluster$$' ./internal/e2etest/ || rc=$$?; \
+		distribution/cluster/down.sh; exit $$rc
 
 cluster-down: ## Stop the cluster and remove every process, mount, cgroup, interface, iptables chain and state it made; check none is left.
 	distribution/cluster/down.sh

@@ -54,6 +54,14 @@ SHIM_SOCKETS=/run/containerd/s
 
 PAUSE_IMAGE=otelcol-ai.local/pause:1
 HELLO_IMAGE=otelcol-ai.local/hello:1
+# The scenario's workload image (workload.sh), by the name the issue gives it;
+# containerd's full name for otelcol-ai-workload:dev.
+WORKLOAD_IMAGE=docker.io/library/otelcol-ai-workload:dev
+# The chart's default image.repository, otelcol-ai/otelcol-ai, as containerd
+# names it.
+AGENT_IMAGE_REPO=docker.io/otelcol-ai/otelcol-ai
+AGENT_NS=otelcol-ai
+RELEASE=otelcol-ai
 
 # Daemons in start order (down.sh stops them in reverse).
 DAEMONS=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy)
@@ -65,6 +73,10 @@ die() {
 }
 
 kubectl() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG_ADMIN" --cache-dir "$C/kubectl-cache" "$@"; }
+helm() {
+	HELM_CACHE_HOME=$C/helm/cache HELM_CONFIG_HOME=$C/helm/config HELM_DATA_HOME=$C/helm/data \
+		"$BIN/helm" --kubeconfig "$KUBECONFIG_ADMIN" "$@"
+}
 ctr() { command ctr --address "$CTRD_SOCK" --namespace k8s.io "$@"; }
 crictl() { "$BIN/crictl" --config /dev/null --runtime-endpoint "unix://$CTRD_SOCK" --image-endpoint "unix://$CTRD_SOCK" --timeout 20s "$@"; }
 

@@ -139,16 +139,45 @@ build_images() {
 		(cd "$src" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$C/images/hello.bin" ./hello)
 		oci_tar hello "$C/images/hello.bin" /hello
 	fi
+	"$CLUSTER_SRC/workload.sh"
 }
 
 import_images() {
 	local ref tar
-	for ref in "$PAUSE_IMAGE" "$HELLO_IMAGE"; do
+	for ref in "$PAUSE_IMAGE" "$HELLO_IMAGE" "$WORKLOAD_IMAGE"; do
 		tar=$C/images/$(basename "${ref%:*}").tar
-		if ctr images ls -q | grep -x "$ref" >/dev/null; then continue; fi
+		# Again when the tar was rebuilt since its last import.
+		if ctr images ls -q | grep -x "$ref" >/dev/null && [ "$tar.imported" -nt "$tar" ]; then continue; fi
 		ctr images import --base-name "${ref%:*}" "$tar" >/dev/null
+		touch "$tar.imported"
 		log "imported $ref"
 	done
+}
+
+# --- the chart ----------------------------------------------------------------
+# The agent image `make image` built (OTELCOL_AI_IMAGE_OCI, an OCI layout
+# tagged OTELCOL_AI_VERSION) imported as the chart's default repository, the
+# chart `make chart` packaged (OTELCOL_AI_CHART) installed with values.yaml
+# into namespace otelcol-ai, labelled as the chart's README says.
+install_chart() {
+	local version=${OTELCOL_AI_VERSION:?} layout=${OTELCOL_AI_IMAGE_OCI:?} chart=${OTELCOL_AI_CHART:?}
+	[ -f "$layout/index.json" ] || die "$layout: no OCI layout (make image IMAGE_ARCHES=amd64)"
+	[ -f "$chart" ] || die "$chart: no chart (make chart)"
+	tar -C "$layout" -cf "$C/images/agent.tar" .
+	ctr images import --base-name "$AGENT_IMAGE_REPO" "$C/images/agent.tar" >/dev/null
+	rm -f "$C/images/agent.tar"
+	ctr images ls -q | grep -x "$AGENT_IMAGE_REPO:$version" >/dev/null || die "$AGENT_IMAGE_REPO:$version not in containerd after import"
+	log "imported $AGENT_IMAGE_REPO:$version"
+	# The chart's Localhost seccomp profile, where the kubelet looks for it.
+	install -D -m 0644 "$REPO_ROOT/distribution/helm/otelcol-ai/files/seccomp/otelcol-ai.json" \
+		"$KUBELET_DIR/seccomp/profiles/otelcol-ai.json"
+	kubectl get namespace "$AGENT_NS" >/dev/null 2>&1 || kubectl create namespace "$AGENT_NS" >/dev/null
+	kubectl label --overwrite namespace "$AGENT_NS" pod-security.kubernetes.io/enforce=privileged >/dev/null
+	helm upgrade --install "$RELEASE" "$chart" --namespace "$AGENT_NS" \
+		--values "$CLUSTER_SRC/values.yaml" ${OTELCOL_AI_HELM_ARGS:-} >"$LOG/helm-install.log"
+	log "helm: $(grep -m1 STATUS "$LOG/helm-install.log" || true) ($RELEASE $version in $AGENT_NS)"
+	kubectl -n "$AGENT_NS" rollout status "daemonset/$RELEASE-agent" --timeout=180s >&2 ||
+		die "the agent DaemonSet is not ready: kubectl -n $AGENT_NS describe pods"
 }
 
 # --- network -----------------------------------------------------------------
@@ -495,4 +524,6 @@ kubectl wait --for=condition=Ready "node/$NODE_NAME" --timeout=180s >/dev/null |
 # kube-proxy's healthz turns 200 once it has programmed the Services.
 wait_for "kube-proxy" 60 curl -fsS http://127.0.0.1:10256/healthz
 log "node Ready $((SECONDS - t_start)) s after cluster-up started"
+install_chart
+log "DaemonSet ready $((SECONDS - t_start)) s after cluster-up started"
 echo "$KUBECONFIG_ADMIN"

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The workload image of the cluster scenario, otelcol-ai-workload:dev, built
+# here and never pulled: Debian 12 (mmdebstrap) with its OpenJDK 17 and its
+# CPython 3.11 (the distribution's python3: libpython linked into the
+# interpreter, symbols stripped to .dynsym), a venv with the OpenTelemetry
+# Python SDK, Jep and numpy (PyPI), the OpenTelemetry Java agent and API jars
+# (Maven Central, through ~/.m2 as `make test-deps` puts them), and the
+# scenario's programs:
+#   /opt/workload/classes   Service.class (internal/e2etest/testdata/containers)
+#   /opt/workload/*.py      service.py, the containers e2e test's CPython service
+#   /opt/hybrid             the hybrid example (examples/hybrid), built with Maven
+# Default user 1000:1000. Writes $C/images/otelcol-ai-workload.tar (an OCI layout, tag
+# dev), rebuilt only when an input changes. Run by up.sh as root.
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+set -euo pipefail
+
+JEP_VERSION=4.3.2
+OTEL_JAVAAGENT_VERSION=2.22.0
+OTEL_JAVA_API_VERSION=1.56.0
+OTEL_PYTHON_VERSION=1.45.2
+OTEL_PYTHON_CONTAINERID_VERSION=0.66b1
+NUMPY_VERSION=2.4.6
+PKGS=openjdk-17-jdk-headless,python3,python3-venv,python3-dev,libpython3.11,gcc,libc6-dev,procps,ca-certificates
+
+m2=${MAVEN_REPO:-$HOME/.m2/repository}
+agent_jar=$m2/io/opentelemetry/javaagent/opentelemetry-javaagent/$OTEL_JAVAAGENT_VERSION/opentelemetry-javaagent-$OTEL_JAVAAGENT_VERSION.jar
+api_jars=("$m2/io/opentelemetry/opentelemetry-api/$OTEL_JAVA_API_VERSION/opentelemetry-api-$OTEL_JAVA_API_VERSION.jar"
+	"$m2/io/opentelemetry/opentelemetry-context/$OTEL_JAVA_API_VERSION/opentelemetry-context-$OTEL_JAVA_API_VERSION.jar"
+	"$m2/io/opentelemetry/opentelemetry-common/$OTEL_JAVA_API_VERSION/opentelemetry-common-$OTEL_JAVA_API_VERSION.jar")
+testdata=$REPO_ROOT/internal/e2etest/testdata/containers
+hybrid=$REPO_ROOT/examples/hybrid
+out=$C/images/otelcol-ai-workload.tar
+
+[ -f "$agent_jar" ] || mvn -q dependency:get -Dartifact="io.opentelemetry.javaagent:opentelemetry-javaagent:$OTEL_JAVAAGENT_VERSION"
+[ -f "${api_jars[2]}" ] || mvn -q dependency:get -Dartifact="io.opentelemetry:opentelemetry-api:$OTEL_JAVA_API_VERSION"
+
+# Rebuilt when this script, the programs or the example change.
+stamp=$( (
+	cat "${BASH_SOURCE[0]}" "$testdata/Service.java" "$testdata/service.py" "$hybrid/pom.xml" "$hybrid/requirements.txt"
+	find "$hybrid/src" "$hybrid/python" -type f -print0 | sort -z | xargs -0 cat
+) | sha256sum | cut -c1-16)
+if [ -s "$out" ] && [ "$(cat "$out.stamp" 2>/dev/null)" = "$stamp" ]; then
+	exit 0
+fi
+for t in mmdebstrap umoci mvn javac; do command -v $t >/dev/null || die "$t is needed to build the workload image"; done
+
+w=$C/images/workload.work
+rm -rf "$w" && mkdir -p "$w"
+t0=$SECONDS
+log "building the workload image (Debian 12, OpenJDK 17, CPython 3.11, Jep, the OpenTelemetry SDKs)"
+# The venv is made and filled inside the new root (its python3 and JDK), so
+# Jep is built against them; pip reaches PyPI as the rest of the project does.
+mmdebstrap --quiet --mode=root --variant=apt --include="$PKGS" \
+	--customize-hook='cp /etc/resolv.conf "$1/etc/resolv.conf"' \
+	--customize-hook="chroot \"\$1\" sh -ec 'python3 -m venv /opt/venv; JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 /opt/venv/bin/pip install --quiet --no-cache-dir jep==$JEP_VERSION numpy==$NUMPY_VERSION opentelemetry-sdk==$OTEL_PYTHON_VERSION opentelemetry-exporter-otlp-proto-grpc==$OTEL_PYTHON_VERSION opentelemetry-resource-detector-containerid==$OTEL_PYTHON_CONTAINERID_VERSION'" \
+	--customize-hook='rm -f "$1/etc/resolv.conf"; groupadd -R "$1" -g 1000 app; useradd -R "$1" -u 1000 -g 1000 -m -s /bin/sh app' \
+	bookworm "$w/rootfs" "deb http://deb.debian.org/debian bookworm main" "deb http://deb.debian.org/debian-security bookworm-security main"
+root=$w/rootfs
+site=$(echo "$root"/opt/venv/lib/python3.11/site-packages)
+[ -f "$site/jep/jep-$JEP_VERSION.jar" ] || die "Jep's jar not in the venv ($site/jep)"
+
+# The containers e2e test's Java service, compiled against the API the agent
+# bridges, with the JDK the image runs.
+mkdir -p "$root/opt/workload/classes" "$root/opt/workload/lib"
+cp "$agent_jar" "$root/opt/workload/opentelemetry-javaagent.jar"
+cp "${api_jars[@]}" "$root/opt/workload/lib/"
+cp "$testdata/Service.java" "$root/opt/workload/Service.java"
+chroot "$root" /usr/lib/jvm/java-17-openjdk-amd64/bin/javac -d /opt/workload/classes \
+	-cp "$(cd "$root" && printf '/%s:' opt/workload/lib/*.jar)" /opt/workload/Service.java
+cp "$testdata/service.py" "$root/opt/workload/service.py"
+
+# The hybrid example, built by Maven on this machine (its dependencies from
+# Maven Central; Jep's jar from the image's venv, installed into ~/.m2 as
+# examples/hybrid/Makefile does) and copied in with the shipped model.
+hb=$w/hybrid
+mkdir -p "$hb"
+cp -R "$hybrid/pom.xml" "$hybrid/src" "$hybrid/python" "$hb/"
+(cd "$hb" && mvn -q -Dmaven.repo.local="$m2" install:install-file -Dfile="$site/jep/jep-$JEP_VERSION.jar" \
+	-DgroupId=black.ninia -DartifactId=jep -Dversion="$JEP_VERSION" -Dpackaging=jar)
+(cd "$hb" && mvn -q -Dmaven.repo.local="$m2" package dependency:copy-dependencies -DskipTests)
+mkdir -p "$root/opt/hybrid/models/runtime_overlap/1"
+cp -R "$hb/target/classes" "$hb/target/dependency" "$hb/python" "$root/opt/hybrid/"
+cp "$REPO_ROOT/models/runtime_overlap/1/model.onnx" "$root/opt/hybrid/models/runtime_overlap/1/"
+chmod -R a+rX "$root/opt"
+
+log "packing the workload image ($(du -sh "$root" | cut -f1))"
+umoci init --layout "$w/oci"
+umoci new --image "$w/oci:dev"
+umoci unpack --image "$w/oci:dev" "$w/bundle" >/dev/null
+rmdir "$w/bundle/rootfs" && mv "$root" "$w/bundle/rootfs"
+umoci repack --image "$w/oci:dev" "$w/bundle"
+umoci config --image "$w/oci:dev" --config.user 1000:1000 --config.workingdir /home/app \
+	--config.env PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --author otelcol-ai
+umoci gc --layout "$w/oci"
+tar -C "$w/oci" -cf "$out.tmp" .
+mv "$out.tmp" "$out"
+echo "$stamp" >"$out.stamp"
+rm -rf "$w"
+log "workload image built in $((SECONDS - t0)) s ($(du -h "$out" | cut -f1))"

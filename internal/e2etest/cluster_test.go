@@ -1,0 +1,725 @@
+package e2etest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest/containertest"
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+)
+
+// The cluster scenario (issue #26) runs against the one-node Kubernetes that
+// `make cluster-up` starts and with the chart it installs
+// (distribution/cluster): `make cluster-test` sets OTELCOL_AI_CLUSTER to the
+// cluster's folder (.cache/cluster) and runs TestCluster alone.
+const (
+	envCluster    = "OTELCOL_AI_CLUSTER"
+	clusterAgentN = "otelcol-ai"         // the chart's namespace and release (lib.sh)
+	clusterAppsNS = "otelcol-ai-tenants" // the workloads' namespace, PSA baseline
+	workloadImage = "otelcol-ai-workload:dev"
+	// Where the agent's file exporters write on the node (distribution/
+	// cluster/values.yaml): the cluster's /var/lib is the folder ns/varlib.
+	clusterExportDir = "ns/varlib/otelcol-ai-export"
+)
+
+// kube runs the cluster's kubectl (or helm) and returns its output.
+type kube struct{ dir string }
+
+func (k kube) cmd(bin string, args ...string) *exec.Cmd {
+	if bin == "helm" {
+		args = append([]string{"--kubeconfig", filepath.Join(k.dir, "kubeconfig")}, args...)
+	} else {
+		args = append([]string{"--kubeconfig", filepath.Join(k.dir, "kubeconfig"), "--cache-dir", filepath.Join(k.dir, "kubectl-cache")}, args...)
+	}
+	c := exec.Command(filepath.Join(k.dir, "bin", bin), args...)
+	c.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(k.dir, "helm/cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(k.dir, "helm/config"), "HELM_DATA_HOME="+filepath.Join(k.dir, "helm/data"))
+	return c
+}
+
+func (k kube) run(t *testing.T, bin string, stdin string, args ...string) string {
+	t.Helper()
+	c := k.cmd(bin, args...)
+	if stdin != "" {
+		c.Stdin = strings.NewReader(stdin)
+	}
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+func (k kube) kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	return k.run(t, "kubectl", "", args...)
+}
+
+// clusterWorkload is one Deployment of the scenario.
+type clusterWorkload struct {
+	name, service string // Deployment (and container) name; service.name
+	optOut        bool   // annotated otelcol-ai.io/jfr-attach: "false"
+	command       string // sh -c
+	env           map[string]string
+	*workload     // its process, once found
+	podName       string
+	podIP         string
+}
+
+// clusterWorkloads: the traced Java service (uid 1000, no JFR flag: the
+// agent attaches), the hybrid example (a JVM embedding CPython through Jep,
+// recording JFR itself), the traced CPython service on the Python SDK's
+// defaults, and an opted-out JVM. The Java and Python services read their
+// commands (serve, stop) from stdin, here a file the test appends to with
+// kubectl exec.
+func clusterWorkloads() []*clusterWorkload {
+	const site = "/opt/venv/lib/python3.11/site-packages"
+	feed := func(cmd string) string {
+		return "touch /tmp/ctl && tail -f /tmp/ctl | " + cmd
+	}
+	return []*clusterWorkload{{
+		name: "java-service", service: "cluster-java-service",
+		command: feed("exec java -javaagent:/opt/workload/opentelemetry-javaagent.jar -Xmx64m -XX:+UseG1GC -cp '/opt/workload/classes:/opt/workload/lib/*' Service"),
+		env: map[string]string{"OTEL_SERVICE_NAME": "cluster-java-service", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://$(HOST_IP):4318",
+			"OTEL_METRICS_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none"},
+	}, {
+		name: "python-service", service: "cluster-python-service",
+		command: feed("exec python /opt/workload/service.py"),
+		env:     map[string]string{"OTEL_SERVICE_NAME": "cluster-python-service", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://$(HOST_IP):4317"},
+	}, {
+		name: "hybrid", service: "hybrid-inference",
+		command: "java -Xmx256m -XX:+UseG1GC -XX:StartFlightRecording:settings=profile -cp '/opt/hybrid/classes:/opt/hybrid/dependency/*' ai.otelcol.hybrid.HybridService; exec sleep 100000",
+		env: map[string]string{"HYBRID_MODE": "embedded", "HYBRID_REQUESTS": "100000000", "HYBRID_WORKERS": "2", "HYBRID_ALLOCATORS": "1",
+			"HYBRID_JEP_LIBRARY": site + "/jep/libjep.so", "HYBRID_PYTHON_PATH": "/opt/hybrid/python:" + site,
+			"HYBRID_MODEL": "/opt/hybrid/models/runtime_overlap/1/model.onnx", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://$(HOST_IP):4317"},
+	}, {
+		name: "opted-out-jvm", optOut: true,
+		command: feed("exec java -Xmx32m -cp '/opt/workload/classes:/opt/workload/lib/*' Service"),
+	}}
+}
+
+func (w *clusterWorkload) manifest() string {
+	var b strings.Builder
+	annotations := ""
+	if w.optOut {
+		annotations = "\n      annotations:\n        otelcol-ai.io/jfr-attach: \"false\""
+	}
+	fmt.Fprintf(&b, `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: %[1]s}
+  template:
+    metadata:
+      labels: {app: %[1]s}%[3]s
+    spec:
+      terminationGracePeriodSeconds: 2
+      securityContext:
+        runAsUser: 1000
+        runAsGroup: 1000
+        runAsNonRoot: true
+      containers:
+        - name: %[1]s
+          image: %[4]s
+          imagePullPolicy: Never
+          command: [sh, -c, %[5]q]
+          resources:
+            limits: {memory: 768Mi}
+          env:
+            - name: HOST_IP
+              valueFrom: {fieldRef: {fieldPath: status.hostIP}}
+`, w.name, clusterAppsNS, annotations, workloadImage, w.command)
+	keys := make([]string, 0, len(w.env))
+	for k := range w.env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "            - {name: %s, value: %q}\n", k, w.env[k])
+	}
+	return b.String()
+}
+
+// TestCluster: the issue #26 scenario in real pods, against the chart as
+// `make cluster-up` installed it.
+func TestCluster(t *testing.T) {
+	dir := os.Getenv(envCluster)
+	if dir == "" {
+		t.Skipf("%s is unset: `make cluster-test` runs this against the one-node cluster", envCluster)
+	}
+	k := kube{dir}
+	export := filepath.Join(dir, clusterExportDir)
+	begin := time.Now()
+
+	k.kubectl(t, "create", "namespace", clusterAppsNS)
+	t.Cleanup(func() { _, _ = k.cmd("kubectl", "delete", "namespace", clusterAppsNS, "--wait=false").CombinedOutput() })
+	k.kubectl(t, "label", "namespace", clusterAppsNS, "pod-security.kubernetes.io/enforce=baseline")
+	agentPID := clusterAgentPID(t, k)
+	cpu0 := procCPU(t, agentPID)
+
+	workloads := clusterWorkloads()
+	for _, w := range workloads {
+		k.run(t, "kubectl", w.manifest(), "apply", "-f", "-")
+	}
+	for _, w := range workloads {
+		k.kubectl(t, "-n", clusterAppsNS, "rollout", "status", "deployment/"+w.name, "--timeout=240s")
+		w.podName = strings.TrimSpace(k.kubectl(t, "-n", clusterAppsNS, "get", "pods", "-l", "app="+w.name, "-o", "jsonpath={.items[0].metadata.name}"))
+		var pod struct {
+			Metadata struct{ UID string }
+			Status   struct {
+				PodIP             string
+				ContainerStatuses []struct{ ContainerID string }
+			}
+		}
+		if err := json.Unmarshal([]byte(k.kubectl(t, "-n", clusterAppsNS, "get", "pod", w.podName, "-o", "json")), &pod); err != nil {
+			t.Fatal(err)
+		}
+		cid := strings.TrimPrefix(pod.Status.ContainerStatuses[0].ContainerID, "containerd://")
+		w.podIP = pod.Status.PodIP
+		binary := "java"
+		if w.name == "python-service" {
+			binary = "python"
+		}
+		pid := waitContainerProcess(t, cid, binary, 120*time.Second)
+		w.workload = &workload{name: w.service, hostPID: pid,
+			container: &containertest.Container{ID: cid, PodUID: pod.Metadata.UID},
+			pod:       &containertest.Pod{UID: pod.Metadata.UID, Hostname: w.podName}}
+		if w.service == "" {
+			w.workload.name = w.name
+		}
+		w.vpid = nsPID(t, pid)
+		t.Logf("%s: pod %s (%s), container %.12s, host pid %d, pid %d inside, uid %d", w.name, w.podName, w.podIP, cid, pid, w.vpid, procUID(t, pid))
+	}
+	byName := map[string]*clusterWorkload{}
+	var recorded []*workload // every workload whose windows are expected
+	for _, w := range workloads {
+		byName[w.name] = w
+		if !w.optOut {
+			recorded = append(recorded, w.workload)
+		}
+	}
+
+	// Requests begin once the agent follows every recorded workload: the
+	// non-root Java service through the agent's own attach.
+	logs := func() []plog.Logs {
+		var u plog.JSONUnmarshaler
+		out, err := ReadJSONLines(filepath.Join(export, "logs.jsonl"), u.UnmarshalLogs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	waitFor(t, 180*time.Second, "windows of every recorded workload", func() bool {
+		l := logs()
+		for _, w := range recorded {
+			if len(WindowsOf(l, int64(w.hostPID))) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	servingFrom := time.Now()
+	t.Logf("windows of %d workloads flowing %s after the pods were applied; serving 20 s", len(recorded), time.Since(begin).Round(time.Second))
+	tell := func(w *clusterWorkload, what string) {
+		k.kubectl(t, "-n", clusterAppsNS, "exec", w.podName, "--", "sh", "-c", "echo "+what+" >> /tmp/ctl")
+	}
+	for _, name := range []string{"java-service", "python-service"} {
+		tell(byName[name], "serve")
+	}
+	time.Sleep(20 * time.Second)
+	sent := map[string]int{}
+	for _, name := range []string{"java-service", "python-service"} {
+		w := byName[name]
+		tell(w, "stop")
+		var res struct{ Spans int }
+		waitFor(t, 60*time.Second, name+"'s span count", func() bool {
+			return podLine(k, w.podName, "spans", &res)
+		})
+		sent[w.service] = res.Spans
+	}
+	traces := func() []ptrace.Traces {
+		var u ptrace.JSONUnmarshaler
+		out, err := ReadJSONLines(filepath.Join(export, "traces.jsonl"), u.UnmarshalTraces)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	waitFor(t, 60*time.Second, "every span sent", func() bool {
+		got := clusterSpans(traces())
+		for svc, n := range sent {
+			if len(got[svc]) < n {
+				return false
+			}
+		}
+		return len(got["hybrid-inference"]) > 0
+	})
+	servedUntil := time.Now()
+	// The hybrid example serves on: its spans up to now are the scenario's.
+	time.Sleep(5 * time.Second)
+
+	allLogs := logs()
+	spans := clusterSpans(traces())
+	windows := processWindows(t, allLogs, recorded)
+	var metrics []pmetric.Metrics
+	{
+		var u pmetric.JSONUnmarshaler
+		var err error
+		if metrics, err = ReadJSONLines(filepath.Join(export, "metrics.jsonl"), u.UnmarshalMetrics); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"java-service", "python-service", "hybrid"} {
+		w := byName[name]
+		got := spans[w.service]
+		if n, ok := sent[w.service]; ok {
+			t.Logf("FIGURES %s: %d spans sent, %d arrived", w.service, n, len(got))
+			if len(got) != n || n < 50 {
+				t.Errorf("%s: %d spans arrived, %d sent (want at least 50)", w.service, len(got), n)
+			}
+		} else {
+			// The hybrid example serves from its start, before the agent
+			// follows it: its spans from the first window seen on are the
+			// ones that can have every window of their time.
+			from := int64(0)
+			for _, win := range windows[w.hostPID] {
+				if from == 0 || win.observed < from {
+					from = win.observed
+				}
+			}
+			var kept []serviceSpan
+			for _, s := range got {
+				if s.start >= from+int64(2*time.Second) && s.end <= servedUntil.UnixNano() {
+					kept = append(kept, s)
+				}
+			}
+			t.Logf("FIGURES %s: %d spans arrived, %d from 2 s after its first window to the end of the scenario", w.service, len(got), len(kept))
+			got = kept
+		}
+		checkSpanTotals(t, w.workload, got, windows, recorded)
+		checkClusterNames(t, w, "span", got[0].resource)
+	}
+	// Windows never carry another pod's: processWindows checked each window
+	// resource's identity (host pid, pid inside, container, pod); here the
+	// names on windows and metrics.
+	for _, w := range workloads {
+		if w.optOut {
+			if n := len(WindowsOf(allLogs, int64(w.hostPID))); n != 0 {
+				t.Errorf("%s: %d windows of the opted-out JVM", w.name, n)
+			}
+			continue
+		}
+		checkClusterNames(t, w, "window", windowResource(allLogs, w.hostPID))
+		if res, ok := metricResource(metrics, w.hostPID); ok {
+			checkClusterNames(t, w, "metric", res)
+		} else {
+			t.Errorf("%s: no metrics of host pid %d", w.name, w.hostPID)
+		}
+	}
+	t.Logf("serving %s", servedUntil.Sub(servingFrom).Round(time.Second))
+
+	// The non-root JVM is recorded by the agent's attach; the opted-out one
+	// by nothing.
+	checkRecordings(t, k, byName["java-service"], true)
+	checkRecordings(t, k, byName["opted-out-jvm"], false)
+
+	// What the agent cost during the scenario.
+	cpu1 := procCPU(t, agentPID)
+	elapsed := time.Since(begin)
+	t.Logf("FIGURES agent pod: %.2f s of CPU over %s (%.1f%% of a CPU), peak RSS %d MiB, RSS now %d MiB",
+		(cpu1 - cpu0).Seconds(), elapsed.Round(time.Second), 100*(cpu1-cpu0).Seconds()/elapsed.Seconds(),
+		procStatusKiB(t, agentPID, "VmHWM")>>10, procStatusKiB(t, agentPID, "VmRSS")>>10)
+
+	checkAgentAccess(t, k)
+	checkUpgradeKeepsCheckpoints(t, k, export, byName["hybrid"])
+	checkUninstallStopsRecordings(t, k, byName["java-service"])
+	t.Logf("whole scenario: %s", time.Since(begin).Round(time.Second))
+}
+
+// waitFor polls cond every half second up to timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// podLine decodes the pod's first log line holding key into v.
+func podLine(k kube, pod, key string, v any) bool {
+	out, err := k.cmd("kubectl", "-n", clusterAppsNS, "logs", pod).Output()
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "{") && strings.Contains(l, `"`+key+`"`) {
+			return json.Unmarshal([]byte(l), v) == nil
+		}
+	}
+	return false
+}
+
+// clusterSpans: every span by its service.name (the hybrid example's
+// "infer", the services' "request").
+func clusterSpans(batches []ptrace.Traces) map[string][]serviceSpan {
+	out := map[string][]serviceSpan{}
+	for _, td := range batches {
+		for _, rs := range td.ResourceSpans().All() {
+			svc, _ := rs.Resource().Attributes().Get(attrServiceName)
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, s := range ss.Spans().All() {
+					if s.Name() != "request" && s.Name() != "infer" {
+						continue
+					}
+					out[svc.Str()] = append(out[svc.Str()], serviceSpan{resource: rs.Resource().Attributes(),
+						start: int64(s.StartTimestamp()), end: int64(s.EndTimestamp()), attrs: s.Attributes()})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// checkClusterNames: a resource about w's process carries its namespace,
+// pod, container and Deployment names, as the k8s_attributes processor
+// reads them from the API server.
+func checkClusterNames(t *testing.T, w *clusterWorkload, what string, res pcommon.Map) {
+	t.Helper()
+	want := map[string]string{
+		"k8s.namespace.name": clusterAppsNS, "k8s.pod.name": w.podName, "k8s.container.name": w.name,
+		"k8s.deployment.name": w.name, "k8s.node.name": "otelcol-ai-node", "k8s.cluster.name": "otelcol-ai-local",
+	}
+	var problems []string
+	for key, v := range want {
+		if got, _ := res.Get(key); got.Str() != v {
+			problems = append(problems, fmt.Sprintf("%s %q, want %q", key, got.Str(), v))
+		}
+	}
+	if len(problems) > 0 {
+		t.Errorf("%s: %s resource: %s (whole: %v)", w.name, what, strings.Join(problems, "; "), res.AsRaw())
+	}
+}
+
+func windowResource(batches []plog.Logs, pid int) pcommon.Map {
+	for _, ld := range batches {
+		for _, rl := range ld.ResourceLogs().All() {
+			if v, ok := rl.Resource().Attributes().Get(window.ResourcePID); ok && v.Int() == int64(pid) {
+				return rl.Resource().Attributes()
+			}
+		}
+	}
+	return pcommon.NewMap()
+}
+
+func metricResource(batches []pmetric.Metrics, pid int) (pcommon.Map, bool) {
+	for _, md := range batches {
+		for _, rm := range md.ResourceMetrics().All() {
+			if v, ok := rm.Resource().Attributes().Get(window.ResourcePID); ok && v.Int() == int64(pid) {
+				return rm.Resource().Attributes(), true
+			}
+		}
+	}
+	return pcommon.Map{}, false
+}
+
+// checkRecordings: JFR.check in the pod, as the JVM's own user, lists a
+// recording named otelcol-ai exactly when want.
+func checkRecordings(t *testing.T, k kube, w *clusterWorkload, want bool) {
+	t.Helper()
+	out := k.kubectl(t, "-n", clusterAppsNS, "exec", w.podName, "--", "jcmd", strconv.Itoa(w.vpid), "JFR.check")
+	has := strings.Contains(out, `name=otelcol-ai `) || strings.Contains(out, `"otelcol-ai"`)
+	t.Logf("%s: JFR.check: %s", w.name, strings.Join(strings.Fields(out), " "))
+	if has != want {
+		t.Errorf("%s: a recording named otelcol-ai: %v, want %v", w.name, has, want)
+	}
+}
+
+// checkAgentAccess: the agent's ServiceAccount can do what the chart's RBAC
+// says (pods list and watch, namespaces get) beyond what every
+// authenticated ServiceAccount can, and nothing more. The baseline is a
+// ServiceAccount with no binding of its own.
+func checkAgentAccess(t *testing.T, k kube) {
+	t.Helper()
+	k.kubectl(t, "-n", clusterAppsNS, "create", "serviceaccount", "nobody")
+	canI := func(sa string) map[string]string {
+		out := k.kubectl(t, "auth", "can-i", "--list", "--as=system:serviceaccount:"+sa)
+		rows := map[string]string{}
+		sc := bufio.NewScanner(strings.NewReader(out))
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) < 2 || f[0] == "Resources" {
+				continue
+			}
+			rows[f[0]+" "+strings.Join(f[1:len(f)-1], " ")] = f[len(f)-1]
+		}
+		return rows
+	}
+	base, agent := canI(clusterAppsNS+":nobody"), canI(clusterAgentN+":"+clusterAgentN+"-agent")
+	extra := map[string]string{}
+	for row, verbs := range agent {
+		if base[row] != verbs {
+			extra[strings.Fields(row)[0]] = verbs
+		}
+	}
+	want := map[string]string{"pods": "[list watch]", "namespaces": "[get]"}
+	t.Logf("FIGURES agent ServiceAccount beyond a bare one: %v", extra)
+	if fmt.Sprint(extra) != fmt.Sprint(want) {
+		t.Errorf("agent ServiceAccount can, beyond a bare ServiceAccount: %v; the chart says %v", extra, want)
+	}
+}
+
+// checkUpgradeKeepsCheckpoints: `helm upgrade` with a changed value makes a
+// new agent pod, which resumes from the checkpoints the last one kept on
+// the node: no window exported by both pods, and the hybrid JVM's GC ids
+// without a gap across the upgrade.
+func checkUpgradeKeepsCheckpoints(t *testing.T, k kube, export string, hybrid *clusterWorkload) {
+	t.Helper()
+	before := clusterAgentPID(t, k)
+	chart := os.Getenv("OTELCOL_AI_CHART")
+	if chart == "" {
+		t.Fatal("OTELCOL_AI_CHART is unset (make cluster-test sets it)")
+	}
+	upgradeAt := time.Now()
+	k.run(t, "helm", "", "upgrade", clusterAgentN, chart, "-n", clusterAgentN, "--reuse-values",
+		"--set", "agent.podAnnotations.otelcol-ai\\.io/scenario=upgraded")
+	k.kubectl(t, "-n", clusterAgentN, "rollout", "status", "daemonset/"+clusterAgentN+"-agent", "--timeout=180s")
+	after := clusterAgentPID(t, k)
+	if after == before {
+		t.Fatalf("helm upgrade left the agent process %d running", before)
+	}
+	readyAt := time.Now()
+	// Collections of the hybrid JVM after the new pod has followed it.
+	logs := func() []plog.Logs {
+		var u plog.JSONUnmarshaler
+		out, err := ReadJSONLines(filepath.Join(export, "logs.jsonl"), u.UnmarshalLogs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	waitFor(t, 120*time.Second, "hybrid windows from the new agent pod", func() bool {
+		for _, ld := range logs() {
+			for _, rl := range ld.ResourceLogs().All() {
+				if v, _ := rl.Resource().Attributes().Get(window.ResourcePID); v.Int() != int64(hybrid.hostPID) {
+					continue
+				}
+				for _, sl := range rl.ScopeLogs().All() {
+					for _, lr := range sl.LogRecords().All() {
+						if lr.ObservedTimestamp().AsTime().After(readyAt.Add(10 * time.Second)) {
+							return true
+						}
+					}
+				}
+			}
+		}
+		return false
+	})
+	// Each window by what it is, and the agent pods that exported it (told
+	// apart by when the record was observed: the old pod stopped before
+	// upgradeAt+rollout, the new one started after).
+	type key struct {
+		kind        window.Kind
+		start       int64
+		dur         time.Duration
+		thread, pid int64
+	}
+	old, recent := map[key]int{}, map[key]int{}
+	gcIDs := map[int64]bool{}
+	for _, ld := range logs() {
+		for _, rl := range ld.ResourceLogs().All() {
+			pid, _ := rl.Resource().Attributes().Get(window.ResourcePID)
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					win, err := window.Decode(lr)
+					if err != nil {
+						continue
+					}
+					kk := key{win.Kind, win.Start, win.Duration, win.ThreadID, pid.Int()}
+					if lr.ObservedTimestamp().AsTime().Before(upgradeAt) {
+						old[kk]++
+					} else {
+						recent[kk]++
+					}
+					if pid.Int() == int64(hybrid.hostPID) && win.Kind == window.KindJVMGCPause {
+						if id, ok := win.Attributes[window.AttrJVMGCID].(int64); ok {
+							gcIDs[id] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	twice := 0
+	for kk := range recent {
+		if old[kk] > 0 {
+			if twice++; twice <= 3 {
+				t.Errorf("window %+v exported before and after the upgrade", kk)
+			}
+		}
+	}
+	ids := make([]int64, 0, len(gcIDs))
+	for id := range gcIDs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var gaps []string
+	for i := 1; i < len(ids); i++ {
+		if ids[i] != ids[i-1]+1 {
+			gaps = append(gaps, fmt.Sprintf("%d..%d", ids[i-1]+1, ids[i]-1))
+		}
+	}
+	t.Logf("FIGURES helm upgrade: agent pid %d -> %d, ready %s after the upgrade; %d windows before, %d after, %d exported twice; hybrid GC ids %d..%d (%d), gaps %v",
+		before, after, readyAt.Sub(upgradeAt).Round(time.Second), len(old), len(recent), twice, first(ids), last(ids), len(ids), gaps)
+	if twice > 0 {
+		t.Errorf("%d windows exported by both agent pods", twice)
+	}
+	if len(gaps) > 0 {
+		t.Errorf("hybrid JVM GC ids missing across the upgrade: %v", gaps)
+	}
+}
+
+func first(s []int64) int64 {
+	if len(s) == 0 {
+		return -1
+	}
+	return s[0]
+}
+
+func last(s []int64) int64 {
+	if len(s) == 0 {
+		return -1
+	}
+	return s[len(s)-1]
+}
+
+// checkUninstallStopsRecordings: `helm uninstall` stops the agent, which
+// stops the recording it started in the non-root JVM.
+func checkUninstallStopsRecordings(t *testing.T, k kube, java *clusterWorkload) {
+	t.Helper()
+	k.run(t, "helm", "", "uninstall", clusterAgentN, "-n", clusterAgentN, "--wait", "--timeout", "120s")
+	waitFor(t, 120*time.Second, "the agent pod gone", func() bool {
+		out, _ := k.cmd("kubectl", "-n", clusterAgentN, "get", "pods", "-o", "name").Output()
+		return strings.TrimSpace(string(out)) == ""
+	})
+	checkRecordings(t, k, java, false)
+}
+
+// clusterAgentPID is the host pid of the otelcol-ai process of the agent
+// pod on the node.
+func clusterAgentPID(t *testing.T, k kube) int {
+	t.Helper()
+	var cid string
+	waitFor(t, 120*time.Second, "a running agent pod", func() bool {
+		out, err := k.cmd("kubectl", "-n", clusterAgentN, "get", "pods", "-l", "app.kubernetes.io/component=agent",
+			"-o", "jsonpath={range .items[*]}{.metadata.deletionTimestamp}|{.status.containerStatuses[0].ready}|{.status.containerStatuses[0].containerID}{\"\\n\"}{end}").Output()
+		if err != nil {
+			return false
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			f := strings.Split(l, "|")
+			if len(f) == 3 && f[0] == "" && f[1] == "true" {
+				cid = strings.TrimPrefix(f[2], "containerd://")
+				return true
+			}
+		}
+		return false
+	})
+	return waitContainerProcess(t, cid, "otelcol-ai", 60*time.Second)
+}
+
+// waitContainerProcess finds the host pid of the process named binary (its
+// command's base name) in container cid's cgroup.
+func waitContainerProcess(t *testing.T, cid, binary string, timeout time.Duration) int {
+	t.Helper()
+	var found int
+	waitFor(t, timeout, fmt.Sprintf("a %s process in container %.12s", binary, cid), func() bool {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+			if err != nil || !strings.Contains(string(cg), cid) {
+				continue
+			}
+			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if argv0, _, _ := strings.Cut(string(cmd), "\x00"); filepath.Base(argv0) == binary {
+				found = pid
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// nsPID: the pid a process sees itself as (the last NSpid field).
+func nsPID(t *testing.T, pid int) int {
+	t.Helper()
+	f := strings.Fields(procStatus(t, pid, "NSpid"))
+	n, _ := strconv.Atoi(f[len(f)-1])
+	return n
+}
+
+func procUID(t *testing.T, pid int) int {
+	t.Helper()
+	n, _ := strconv.Atoi(strings.Fields(procStatus(t, pid, "Uid"))[0])
+	return n
+}
+
+func procStatusKiB(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	n, _ := strconv.ParseInt(strings.Fields(procStatus(t, pid, field))[0], 10, 64)
+	return n
+}
+
+func procStatus(t *testing.T, pid int, field string) string {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatalf("/proc/%d/status: no %s", pid, field)
+	return ""
+}
+
+// procCPU: user + system time of a process so far (clock ticks of 10 ms).
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
