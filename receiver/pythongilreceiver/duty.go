@@ -10,16 +10,20 @@ import (
 
 // dutyCycle keeps the probes' estimated cost within the overhead budget by
 // attaching them for only a fraction of each period. The estimate is the
-// kernel's hit count over the attached time times the configured cost per
-// hit, averaged over the probed processes. While the estimate fits the
-// budget the probes stay attached and the ratio is 1.
+// kernel's hit count since the last check (at most recheck apart while the
+// ratio is 1; a whole attached phase otherwise) over that time, times the
+// configured cost per hit, averaged over the probed processes.
 //
 // What the probes cost is also accounted, as in a token bucket: the budget
-// accrues with time and every attached phase spends its hits' cost
-// (including the first estimate, at full cost, and the hits while the
-// links close). A detached phase lasts until the spending is paid back, so
-// that the cost stays within the budget over any stretch of a period or
-// more, not only in the steady state.
+// accrues with time and every check spends its hits' cost (including the
+// first estimate, at full cost, and the hits while the links close). While
+// the probes are attached all the time, they stay so as long as the last
+// check's rate fits the budget or the bucket still holds what was spent: a
+// burst (a process starting up, importing its modules: 2,400 hits in 100 ms
+// seen) is paid from the budget accrued before it, not answered by
+// detaching for a period. A detached phase lasts until the spending is paid
+// back, so that the cost stays within the budget over any stretch of a
+// period or more, not only in the steady state.
 //
 // Attached time runs from when attaching returns (the uprobes fire from
 // then: none while it runs) to when detaching starts (the kernel stops them
@@ -47,9 +51,11 @@ type dutyCycle struct {
 	effective float64
 	on        bool
 	// since is when the current phase began: attached (the tail is part
-	// of it) or detached; cycle is when the last attached phase began.
-	since time.Time
-	cycle time.Time
+	// of it) or detached; cycle is when the last attached phase began;
+	// checked is when the attached phase's hits were last read.
+	since   time.Time
+	cycle   time.Time
+	checked time.Time
 	// onFor is how long every library was attached in the last attached
 	// phase, onForHi how long the attended ones were (the tail included).
 	onFor, onForHi time.Duration
@@ -110,7 +116,7 @@ const minAttached = 10 * time.Millisecond
 func newDutyCycle(cfg OverheadConfig, probe *gil.Probe) *dutyCycle {
 	now := time.Now()
 	d := &dutyCycle{cfg: cfg, probe: probe, ratio: 1, effective: 1, hi: 1, effectiveHi: 1, on: true, since: now, cycle: now,
-		tokensAt: now, follow: cfg.FollowAttention}
+		checked: now, tokensAt: now, follow: cfg.FollowAttention}
 	if cfg.Budget <= 0 {
 		return d
 	}
@@ -162,19 +168,22 @@ func (d *dutyCycle) step(processes int, libs []dutyLibrary) (float64, error) {
 		d.t.Reset(d.cfg.Period)
 		return d.ratio, err
 	}
-	attached := now.Sub(d.since).Seconds()
+	attached := now.Sub(d.checked).Seconds()
 	hits := c.Hits - d.hitsSince
 	d.rate = ratioCost(d.cfg, float64(hits), attached, processes)
 	prev := d.ratio
-	d.ratio = ratioFor(d.cfg, float64(hits), attached, processes)
-	if d.ratio >= 1 {
-		d.hitsSince = c.Hits
-		d.spend(now, hits, processes)
-		d.since, d.cycle = now, now
+	ratio := ratioFor(d.cfg, float64(hits), attached, processes)
+	d.spend(now, hits, processes)
+	d.hitsSince, d.checked = c.Hits, now
+	if ratio >= 1 || (prev >= 1 && d.tokens > 0) {
+		// Within the budget, or a burst that the budget accrued before it
+		// has paid for: attached on, checked again soon.
+		d.ratio = 1
 		d.effective, d.effectiveHi, d.hi, d.attended = 1, 1, 1, nil
 		d.t.Reset(min(d.cfg.Period, recheck))
 		return 1, nil
 	}
+	d.ratio = ratio
 	if others := d.plan(libs); others != nil {
 		return d.startTail(now, processes, prev, others)
 	}
@@ -245,7 +254,7 @@ func (d *dutyCycle) startTail(now time.Time, processes int, prev float64, others
 		// share by: theirs is the others' as measured, scaled by plan.
 		d.effectiveHi = min(d.effective*d.hi/max(prev, minRatio), 1)
 	}
-	d.onFor = now.Sub(d.since)
+	d.onFor = d.attachedFor(now)
 	d.tail, d.tailSince = true, off
 	d.t.Reset(max(time.Duration(d.hi*float64(d.cfg.Period))-off.Sub(d.since), minAttached))
 	return d.effective, err
@@ -274,7 +283,7 @@ func (d *dutyCycle) detach(now time.Time, processes int) (float64, error) {
 	if c, err := d.probe.Counters(); err == nil {
 		d.spend(off, c.Hits-d.hitsSince, processes)
 	}
-	d.onForHi = now.Sub(d.since)
+	d.onForHi = d.attachedFor(now)
 	if !d.tail {
 		d.onFor = d.onForHi
 	}
@@ -299,6 +308,16 @@ func (d *dutyCycle) detach(now time.Time, processes int) (float64, error) {
 	return d.effective, nil
 }
 
+// attachedFor is how long the attached phase ending at now counts for: a
+// phase attached all the time for longer than a period counts as the last
+// period of it, so that the ratio reported after it says how much of the
+// period around the detach was attached.
+func (d *dutyCycle) attachedFor(now time.Time) time.Duration {
+	on := min(now.Sub(d.since), d.cfg.Period)
+	d.cycle = now.Add(-on)
+	return on
+}
+
 // attach ends a detached phase once it is paid for (or to learn a GIL):
 // every library is attached, for the others' share of the period.
 func (d *dutyCycle) attach(now time.Time, processes int) (float64, error) {
@@ -314,7 +333,7 @@ func (d *dutyCycle) attach(now time.Time, processes int) (float64, error) {
 	if total := on.Sub(d.cycle).Seconds(); total > 0 {
 		d.effective, d.effectiveHi = d.onFor.Seconds()/total, d.onForHi.Seconds()/total
 	}
-	d.on, d.since, d.cycle = true, on, on
+	d.on, d.since, d.cycle, d.checked = true, on, on, on
 	if c, err := d.probe.Counters(); err == nil {
 		d.hitsSince = c.Hits
 	}

@@ -192,6 +192,75 @@ func TestDetachedPhaseEndsToLearnAGIL(t *testing.T) {
 	}
 }
 
+// TestBurstPaidFromTheBudgetStaysAttached: a burst of probe hits (50k
+// hashlib calls flat out, some 100k hits, 0.1 CPU-s at 1 us a hit: far
+// over 2% of a CPU for the fraction of a second it lasts) keeps the probes
+// attached, ratio 1, when the budget accrued before it pays for it (a
+// full bucket); with the bucket in debt (as after a phase that spent ahead)
+// the same burst detaches them at a ratio below 1.
+func TestBurstPaidFromTheBudgetStaysAttached(t *testing.T) {
+	cfg := OverheadConfig{Budget: 0.02, Period: 10 * time.Second, CostPerHit: time.Microsecond}
+	lib := workloadtest.PrivateLibPython(t)
+	for _, tt := range []struct {
+		name     string
+		tokens   float64
+		attached bool
+	}{
+		{"paid from the budget accrued before it", cfg.Budget * cfg.Period.Seconds(), true},
+		{"in debt", -cfg.Budget * cfg.Period.Seconds(), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := gil.Load(gil.Options{MinDuration: 100 * time.Microsecond, Futex: true})
+			if errors.Is(err, gil.ErrUnavailable) {
+				t.Skipf("eBPF unavailable: %v", err)
+			}
+			if err != nil {
+				t.Fatalf("gil.Load: %v", err)
+			}
+			defer p.Close()
+			w := workloadtest.Churn(t, lib, 0, 50_000)
+			path, err := workloadtest.LibPython(w.PID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = p.Attach(f)
+			_ = f.Close()
+			if err != nil {
+				t.Fatalf("p.Attach: %v", err)
+			}
+			d := newDutyCycle(cfg, p)
+			defer d.stop()
+			d.tokens, d.tokensAt = tt.tokens, time.Now()
+			var res churnResult
+			w.Run(&res)
+			ratio, err := d.step(1, nil)
+			if err != nil {
+				t.Fatalf("d.step: %v", err)
+			}
+			c, err := p.Counters()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Hits < 2*uint64(res.Calls) {
+				t.Fatalf("%d hits for %d calls, want at least 2 a call", c.Hits, res.Calls)
+			}
+			if d.on != tt.attached || p.Active() != tt.attached {
+				t.Errorf("attached: duty cycle %v, uprobes %v; want %v (rate %.3f of a CPU, tokens %.4f CPU-s)", d.on, p.Active(), tt.attached, d.rate, d.tokens)
+			}
+			if tt.attached && ratio != 1 {
+				t.Errorf("ratio: got %v, want 1", ratio)
+			}
+			if !tt.attached && !(ratio < 1) {
+				t.Errorf("ratio: got %v, want < 1", ratio)
+			}
+		})
+	}
+}
+
 // TestKeptRatio: with waits from the futex tracepoints, which stay attached
 // while the duty cycle detaches the uprobes, every wait and forced switch is
 // kept; released windows, GC pauses and held time are sampled. With waits

@@ -15,11 +15,11 @@ Modes:
   spin T SECONDS      T pure-Python threads count in a loop: they contend
                       for the GIL and are switched by the switch interval
   gc N                N explicit gc.collect(2) calls over a heap of cycles
-  contend N D_MS      one thread calls time.sleep(D_MS/1000) N times while
-                      another spins in pure Python: each wake-up waits for
-                      the spinner to be forced off by the switch interval;
-                      each call's run delay (time runnable, not running)
-                      comes with it
+  contend N D_MS [S]  one thread calls time.sleep(D_MS/1000) N times while
+                      S others (default 1) spin in pure Python: each
+                      wake-up waits for a spinner to be forced off by the
+                      switch interval; each call's run delay (time
+                      runnable, not running) comes with it
   churn RATE N        N hashlib calls on 4 KB buffers, paced at RATE a
                       second (0: as fast as possible); reports the time
                       spent inside the calls
@@ -107,25 +107,29 @@ def mode_gc(n):
     return {"tid": tid, "n": n, "calls": calls}
 
 
-def mode_contend(n, d_ms):
+def mode_contend(n, d_ms, spinners=1):
     done = threading.Event()
     def spin():
         while not done.is_set():
             pass
-    spinner = threading.Thread(target=spin, name="spinner")
+    spinning = [threading.Thread(target=spin, name=f"spinner-{i}") for i in range(spinners)]
     run_delay = run_delay_reader()
-    spinner.start()
+    for s in spinning:
+        s.start()
     tid = threading.get_native_id()
-    calls, delays = [], []
+    calls, wall, delays = [], [], []
     for _ in range(n):
         d0 = run_delay()
-        m0 = time.monotonic_ns()
+        w0, m0 = time.time_ns(), time.monotonic_ns()
         time.sleep(d_ms / 1000)
-        calls.append([m0, time.monotonic_ns()])
+        m1, w1 = time.monotonic_ns(), time.time_ns()
+        calls.append([m0, m1])
+        wall.append([w0, w1])
         delays.append(run_delay() - d0)
     done.set()
-    spinner.join()
-    return {"tid": tid, "n": n, "calls": calls, "run_delays_ns": delays,
+    for s in spinning:
+        s.join()
+    return {"tid": tid, "n": n, "calls": calls, "wall_calls": wall, "run_delays_ns": delays,
             "switch_interval_s": sys.getswitchinterval()}
 
 
@@ -206,7 +210,7 @@ def main():
     elif mode == "gc":
         res = mode_gc(int(rest[0]))
     elif mode == "contend":
-        res = mode_contend(int(rest[0]), int(rest[1]))
+        res = mode_contend(*(int(a) for a in rest[:3]))
     elif mode == "churn":
         res = mode_churn(int(rest[0]), int(rest[1]))
     else:
