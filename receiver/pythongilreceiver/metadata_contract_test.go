@@ -206,6 +206,9 @@ func TestEmittedMetricsAreDeclared(t *testing.T) {
 	collect := workloadtest.Start(t, "gc", "3")
 	cfg := fastConfig(sleep.PID, spin.PID, collect.PID)
 	cfg.PerThread = true
+	// A budget, so that python.gil.probe.cost is reported, that these
+	// workloads never reach: nothing detached.
+	cfg.Overhead = OverheadConfig{Budget: 1, Period: time.Second, CostPerHit: time.Microsecond}
 	h := startReceiver(t, cfg, componenttest.NewNopHost())
 	for _, w := range []*workloadtest.Process{sleep, spin, collect} {
 		h.waitAttached(w.PID)

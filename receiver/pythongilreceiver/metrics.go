@@ -399,6 +399,9 @@ func (st *runState) emit(md pmetric.Metrics, res pcommon.Resource, add func(pmet
 // the host.
 func (st *runState) probeMetrics(md pmetric.Metrics, c gil.Counters, now pcommon.Timestamp) {
 	st.mb.RecordPythonGilProbeSamplingRatioDataPoint(now, st.sampling)
+	if st.cfg.Overhead.Budget > 0 {
+		st.mb.RecordPythonGilProbeCostDataPoint(now, st.probeCost)
+	}
 	st.mb.RecordPythonGilProbeDroppedDataPoint(now, int64(c.RingBufferFull), metadata.AttributeDropReasonRingBufferFull)
 	st.mb.RecordPythonGilProbeDroppedDataPoint(now, int64(c.AggregateMapFull), metadata.AttributeDropReasonAggregateMapFull)
 	st.mb.RecordPythonGilProbeDroppedDataPoint(now, int64(c.Stale), metadata.AttributeDropReasonStale)

@@ -242,6 +242,7 @@ func (r *gilReceiver) serve(ctx context.Context, host component.Host, probe *gil
 			}
 			r.stateMu.Lock()
 			st.sampling = ratio
+			st.probeCost = budget.rate
 			st.setSampling(budget)
 			n := st.attendedProcesses(budget)
 			r.stateMu.Unlock()

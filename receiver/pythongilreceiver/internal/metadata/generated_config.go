@@ -49,6 +49,26 @@ func (ms *PythonGilHeldTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+// PythonGilProbeCostMetricConfig provides config for the python.gil.probe.cost metric.
+type PythonGilProbeCostMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *PythonGilProbeCostMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // PythonGilProbeDroppedMetricAttributeKey specifies the key of an attribute for the python.gil.probe.dropped metric.
 type PythonGilProbeDroppedMetricAttributeKey string
 
@@ -181,6 +201,7 @@ func (ms *PythonGilWaitTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
 type MetricsConfig struct {
 	CpythonGcCollections        CpythonGcCollectionsMetricConfig        `mapstructure:"cpython.gc.collections"`
 	PythonGilHeldTime           PythonGilHeldTimeMetricConfig           `mapstructure:"python.gil.held.time"`
+	PythonGilProbeCost          PythonGilProbeCostMetricConfig          `mapstructure:"python.gil.probe.cost"`
 	PythonGilProbeDropped       PythonGilProbeDroppedMetricConfig       `mapstructure:"python.gil.probe.dropped"`
 	PythonGilProbeHits          PythonGilProbeHitsMetricConfig          `mapstructure:"python.gil.probe.hits"`
 	PythonGilProbeSamplingRatio PythonGilProbeSamplingRatioMetricConfig `mapstructure:"python.gil.probe.sampling_ratio"`
@@ -194,6 +215,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		PythonGilHeldTime: PythonGilHeldTimeMetricConfig{
+			Enabled: true,
+		},
+		PythonGilProbeCost: PythonGilProbeCostMetricConfig{
 			Enabled: true,
 		},
 		PythonGilProbeDropped: PythonGilProbeDroppedMetricConfig{

@@ -32,6 +32,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					PythonGilHeldTime: PythonGilHeldTimeMetricConfig{
 						Enabled: true,
 					},
+					PythonGilProbeCost: PythonGilProbeCostMetricConfig{
+						Enabled: true,
+					},
 					PythonGilProbeDropped: PythonGilProbeDroppedMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
@@ -73,6 +76,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					PythonGilHeldTime: PythonGilHeldTimeMetricConfig{
 						Enabled: false,
 					},
+					PythonGilProbeCost: PythonGilProbeCostMetricConfig{
+						Enabled: false,
+					},
 					PythonGilProbeDropped: PythonGilProbeDroppedMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
@@ -108,7 +114,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(CpythonGcCollectionsMetricConfig{}, PythonGilHeldTimeMetricConfig{}, PythonGilProbeDroppedMetricConfig{}, PythonGilProbeHitsMetricConfig{}, PythonGilProbeSamplingRatioMetricConfig{}, PythonGilSwitchesMetricConfig{}, PythonGilWaitTimeMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(CpythonGcCollectionsMetricConfig{}, PythonGilHeldTimeMetricConfig{}, PythonGilProbeCostMetricConfig{}, PythonGilProbeDroppedMetricConfig{}, PythonGilProbeHitsMetricConfig{}, PythonGilProbeSamplingRatioMetricConfig{}, PythonGilSwitchesMetricConfig{}, PythonGilWaitTimeMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}

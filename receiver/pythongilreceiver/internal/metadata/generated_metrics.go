@@ -58,6 +58,9 @@ var MetricsInfo = metricsInfo{
 		Name:       "python.gil.held.time",
 		Attributes: []string{"thread_id"},
 	},
+	PythonGilProbeCost: metricInfo{
+		Name: "python.gil.probe.cost",
+	},
 	PythonGilProbeDropped: metricInfo{
 		Name:       "python.gil.probe.dropped",
 		Attributes: []string{"drop_reason"},
@@ -81,6 +84,7 @@ var MetricsInfo = metricsInfo{
 type metricsInfo struct {
 	CpythonGcCollections        metricInfo
 	PythonGilHeldTime           metricInfo
+	PythonGilProbeCost          metricInfo
 	PythonGilProbeDropped       metricInfo
 	PythonGilProbeHits          metricInfo
 	PythonGilProbeSamplingRatio metricInfo
@@ -214,6 +218,56 @@ func (m *metricPythonGilHeldTime) emit(metrics pmetric.MetricSlice) {
 
 func newMetricPythonGilHeldTime(cfg PythonGilHeldTimeMetricConfig) metricPythonGilHeldTime {
 	m := metricPythonGilHeldTime{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricPythonGilProbeCost struct {
+	data     pmetric.Metric                 // data buffer for generated metric.
+	config   PythonGilProbeCostMetricConfig // metric config provided by user.
+	capacity int                            // max observed number of data points added to the metric.
+}
+
+// init fills python.gil.probe.cost metric with initial data.
+func (m *metricPythonGilProbeCost) init() {
+	m.data.SetName("python.gil.probe.cost")
+	m.data.SetDescription("What the overhead budget judged the probes to cost at its last check, in shares of one CPU per probed process (probe hits per second attached times overhead.cost_per_hit, over the probed processes); not reported with the budget off.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricPythonGilProbeCost) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricPythonGilProbeCost) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricPythonGilProbeCost) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricPythonGilProbeCost(cfg PythonGilProbeCostMetricConfig) metricPythonGilProbeCost {
+	m := metricPythonGilProbeCost{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -539,6 +593,7 @@ type MetricsBuilder struct {
 	resourceAttributeExcludeFilter    map[string]filter.Filter
 	metricCpythonGcCollections        metricCpythonGcCollections
 	metricPythonGilHeldTime           metricPythonGilHeldTime
+	metricPythonGilProbeCost          metricPythonGilProbeCost
 	metricPythonGilProbeDropped       metricPythonGilProbeDropped
 	metricPythonGilProbeHits          metricPythonGilProbeHits
 	metricPythonGilProbeSamplingRatio metricPythonGilProbeSamplingRatio
@@ -571,6 +626,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		buildInfo:                         settings.BuildInfo,
 		metricCpythonGcCollections:        newMetricCpythonGcCollections(mbc.Metrics.CpythonGcCollections),
 		metricPythonGilHeldTime:           newMetricPythonGilHeldTime(mbc.Metrics.PythonGilHeldTime),
+		metricPythonGilProbeCost:          newMetricPythonGilProbeCost(mbc.Metrics.PythonGilProbeCost),
 		metricPythonGilProbeDropped:       newMetricPythonGilProbeDropped(mbc.Metrics.PythonGilProbeDropped),
 		metricPythonGilProbeHits:          newMetricPythonGilProbeHits(mbc.Metrics.PythonGilProbeHits),
 		metricPythonGilProbeSamplingRatio: newMetricPythonGilProbeSamplingRatio(mbc.Metrics.PythonGilProbeSamplingRatio),
@@ -704,6 +760,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	ils.Metrics().EnsureCapacity(mb.metricsCapacity)
 	mb.metricCpythonGcCollections.emit(ils.Metrics())
 	mb.metricPythonGilHeldTime.emit(ils.Metrics())
+	mb.metricPythonGilProbeCost.emit(ils.Metrics())
 	mb.metricPythonGilProbeDropped.emit(ils.Metrics())
 	mb.metricPythonGilProbeHits.emit(ils.Metrics())
 	mb.metricPythonGilProbeSamplingRatio.emit(ils.Metrics())
@@ -748,6 +805,11 @@ func (mb *MetricsBuilder) RecordCpythonGcCollectionsDataPoint(ts pcommon.Timesta
 // RecordPythonGilHeldTimeDataPoint adds a data point to python.gil.held.time metric.
 func (mb *MetricsBuilder) RecordPythonGilHeldTimeDataPoint(ts pcommon.Timestamp, val float64, options ...MetricAttributeOption) {
 	mb.metricPythonGilHeldTime.recordDataPoint(mb.startTime, ts, val, options...)
+}
+
+// RecordPythonGilProbeCostDataPoint adds a data point to python.gil.probe.cost metric.
+func (mb *MetricsBuilder) RecordPythonGilProbeCostDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricPythonGilProbeCost.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordPythonGilProbeDroppedDataPoint adds a data point to python.gil.probe.dropped metric.

@@ -84,6 +84,9 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordPythonGilHeldTimeDataPoint(ts, 1, WithThreadIDMetricAttribute(9))
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordPythonGilProbeCostDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordPythonGilProbeDroppedDataPoint(ts, 1, AttributeDropReasonRingBufferFull)
 			if tt.name == "reaggregate_set" {
 				mb.RecordPythonGilProbeDroppedDataPoint(ts, 3, AttributeDropReasonAggregateMapFull)
@@ -179,6 +182,18 @@ func TestMetricsBuilder(t *testing.T) {
 					threadIDAttrVal, ok := dp.Attributes().Get("thread.id")
 					assert.True(t, ok)
 					assert.EqualValues(t, 9, threadIDAttrVal.Int())
+				case "python.gil.probe.cost":
+					assert.False(t, validatedMetrics["python.gil.probe.cost"], "Found a duplicate in the metrics slice: python.gil.probe.cost")
+					validatedMetrics["python.gil.probe.cost"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "What the overhead budget judged the probes to cost at its last check, in shares of one CPU per probed process (probe hits per second attached times overhead.cost_per_hit, over the probed processes); not reported with the budget off.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
 				case "python.gil.probe.dropped":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["python.gil.probe.dropped"], "Found a duplicate in the metrics slice: python.gil.probe.dropped")
