@@ -92,41 +92,35 @@ func TestSleepReleasesGILOncePerCall(t *testing.T) {
 	w := workloadtest.Start(t, "sleep", "5", "20")
 	attach(t, p, w.PID)
 	var res struct {
-		TID   uint32     `json:"tid"`
-		N     int        `json:"n"`
-		DNS   int64      `json:"d_ns"`
-		Calls [][4]int64 `json:"calls"`
+		TID    uint32     `json:"tid"`
+		N      int        `json:"n"`
+		DNS    int64      `json:"d_ns"`
+		Calls  [][4]int64 `json:"calls"`
+		Delays []int64    `json:"run_delays_ns"`
 	}
 	w.Run(&res)
-	if len(res.Calls) != res.N {
-		t.Fatalf("%d calls reported, want %d", len(res.Calls), res.N)
+	if len(res.Calls) != res.N || len(res.Delays) != res.N {
+		t.Fatalf("%d calls and %d run delays reported, want %d", len(res.Calls), len(res.Delays), res.N)
 	}
 	released := oneReleasePerCall(t, drain(t, p, w.PID), res.TID, monotonicSpans(res.Calls), time.Duration(res.DNS))
 	if t.Failed() {
 		t.FailNow()
 	}
 	// Each window lies inside the workload's own monotonic readings around
-	// time.sleep, and is as long as the call within 1 ms. The rest of the
-	// call is the interpreter's own work around the sleep, plus any time the
-	// thread waited for a CPU: on a busy host (other test packages run
-	// beside this one) one call of the five may be preempted there, so one
-	// outlier up to 10 ms is tolerated; a systematic error is not.
-	late := 0
+	// time.sleep, and is as long as the call within 1 ms plus the time the
+	// thread stood runnable in the call (its schedstat run delay): the rest
+	// of the call is the interpreter's own work around the sleep, and on a
+	// loaded host a preemption there (10.8 ms seen beside two busy loops,
+	// load average 20 on 2 CPUs).
 	for i, e := range released {
 		m0, m1 := res.Calls[i][2], res.Calls[i][3]
 		if e.Start < m0 || e.Start+int64(e.Duration) > m1 {
 			t.Errorf("window %d [%d, +%s] not inside the call [%d, %d]", i, e.Start, e.Duration, m0, m1)
 		}
-		d := time.Duration(m1-m0) - e.Duration
-		if d < 0 || d > 10*time.Millisecond {
-			t.Errorf("window %d lasts %s, the call %s", i, e.Duration, time.Duration(m1-m0))
+		d, late := time.Duration(m1-m0)-e.Duration, time.Duration(res.Delays[i])
+		if d < 0 || d > time.Millisecond+late {
+			t.Errorf("window %d lasts %s, the call %s (the thread stood runnable %s in the call)", i, e.Duration, time.Duration(m1-m0), late)
 		}
-		if d > time.Millisecond {
-			late++
-		}
-	}
-	if late > 1 {
-		t.Errorf("%d of %d windows differ from their call by more than 1 ms", late, len(released))
 	}
 }
 

@@ -9,7 +9,8 @@ monotonic times), then waits for stdin to close (or exits at once with
 --exit).
 
 Modes:
-  sleep N D_MS        one thread calls time.sleep(D_MS/1000) N times
+  sleep N D_MS        one thread calls time.sleep(D_MS/1000) N times (with
+                      each call's run delay, as contend)
   hash T N SIZE       T threads each hash a SIZE-byte buffer N times (each
                       call releases the GIL once inside hashlib)
   spin T SECONDS      T pure-Python threads count in a loop: they contend
@@ -54,15 +55,19 @@ def run_threads(n, target):
 def mode_sleep(n, d_ms):
     def work(_):
         tid = threading.get_native_id()
-        calls = []
+        run_delay = run_delay_reader()
+        calls, delays = [], []
         for _ in range(n):
+            d0 = run_delay()
             w0, m0 = time.time_ns(), time.monotonic_ns()
             time.sleep(d_ms / 1000)
             m1, w1 = time.monotonic_ns(), time.time_ns()
             calls.append([w0, w1, m0, m1])
-        return {"tid": tid, "calls": calls}
+            delays.append(run_delay() - d0)
+        return {"tid": tid, "calls": calls, "run_delays_ns": delays}
     r = run_threads(1, work)[0]
-    return {"tid": r["tid"], "n": n, "d_ns": d_ms * 1_000_000, "calls": r["calls"]}
+    return {"tid": r["tid"], "n": n, "d_ns": d_ms * 1_000_000, "calls": r["calls"],
+            "run_delays_ns": r["run_delays_ns"]}
 
 
 def mode_hash(t, n, size):
