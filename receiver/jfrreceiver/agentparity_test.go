@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/repository"
@@ -37,19 +39,39 @@ const javaAgentVersion = "2.22.0"
 // survives young collections and a System.gc() every 700 ms (old/full
 // collections), collects once more, prints "idle" and sleeps until killed,
 // so that both sides can report their final values while the JVM still
-// runs.
+// runs; the "idle" line ends with each GarbageCollectorMXBean's collection
+// count (";name=count"). With a second argument, "late", it first waits
+// for a line on stdin (the agent counts), allocates until the JVM has made
+// three more young collections, prints "warm" and waits for another line
+// (the recording runs) before it begins.
 const parityWorkload = `
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 
 public class Parity {
     public static void main(String[] args) throws Exception {
-        long end = System.nanoTime() + Long.parseLong(args[0]) * 1_000_000L;
-        long nextFull = System.nanoTime() + 700_000_000L;
         List<byte[]> live = new ArrayList<>();
         Random r = new Random(1);
         long sink = 0;
+        if (args.length > 1 && args[1].equals("late")) {
+            BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+            in.readLine();
+            long before = collections();
+            while (collections() < before + 3) {
+                byte[] b = new byte[512 + r.nextInt(4096)];
+                sink += b.length;
+            }
+            System.out.println("warm " + collections());
+            System.out.flush();
+            in.readLine();
+        }
+        long end = System.nanoTime() + Long.parseLong(args[0]) * 1_000_000L;
+        long nextFull = System.nanoTime() + 700_000_000L;
         while (System.nanoTime() < end) {
             byte[] b = new byte[512 + r.nextInt(4096)];
             sink += b.length;
@@ -64,9 +86,21 @@ public class Parity {
         // last sample as recent as the agent's.
         live.clear();
         System.gc();
-        System.out.println("idle " + sink);
+        StringBuilder counts = new StringBuilder();
+        for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+            counts.append(';').append(gc.getName()).append('=').append(gc.getCollectionCount());
+        }
+        System.out.println("idle " + sink + " " + counts);
         System.out.flush();
         Thread.sleep(600_000);
+    }
+
+    static long collections() {
+        long n = 0;
+        for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+            n += Math.max(gc.getCollectionCount(), 0);
+        }
+        return n;
     }
 }
 `
@@ -76,42 +110,68 @@ type parityCase struct {
 	name  string
 	major int
 	flags []string
+	// late starts JFR (jcmd JFR.start) after the workload's first young
+	// collections, which the agent counts and the recording has not: the
+	// receiver counts them from the first recorded collection's gcId.
+	late bool
+	// unrecorded is the bean the receiver counts collections before the
+	// recording under; beans names the bean of each kind of collection
+	// -Xlog:gc logs (the text after "GC(n) "), "" for none (G1's
+	// concurrent cycle).
+	unrecorded string
+	beans      map[string]string
 }
+
+var (
+	g1Beans       = map[string]string{"Pause Young": "G1 Young Generation", "Pause Full": "G1 Old Generation", "Concurrent Mark Cycle": "", "Concurrent Undo Cycle": ""}
+	parallelBeans = map[string]string{"Pause Young": "PS Scavenge", "Pause Full": "PS MarkSweep"}
+	zgcBeans      = map[string]string{"Garbage Collection": "ZGC Cycles"}
+	genZGCBeans   = map[string]string{"Minor Collection": "ZGC Minor Cycles", "Major Collection": "ZGC Major Cycles"}
+)
 
 // TestAgentParity runs, per collector, one JVM with the real OpenTelemetry
 // Java agent exporting its runtime metrics over OTLP/HTTP to this test and
 // the jfr receiver following the same JVM's JFR repository, and compares
-// the final cumulative values: per metric and attribute set both emit, the
-// same names and attribute values, collection counts equal, sums within
-// 1% (or 2 ms per collection: the agent's whole milliseconds, and the
-// MXBean's narrower span of a full collection), other values within 1%
-// (metaspace 2%: JFR samples it at collections only). Heap pools: use
-// after the last collection, the limits and committed sizes within 1% (G1's
-// eden and old generation as their total, see compareParity); the use of
-// eden and ZHeap, into which the agent's exporter allocates after the last
+// the final cumulative values: every series the agent sends by the agent's
+// own attribute set (the receiver's are not summed: jvm.gc.cause is
+// opt-in on both sides), every memory pool the agent reports but those JFR
+// does not give (poolNotGiven), collection counts equal to the JVM's own
+// GarbageCollectorMXBean counts, collections before the recording
+// included (G1 and Parallel start it by jcmd after three young
+// collections; -Xlog:gc names those before it, see expectedCounts), the
+// agent's at most those (it counts from its listener), sums within 1% (or
+// 3 ms per collection) where both count the same collections, other
+// values within 1% (metaspace 2%: JFR samples it at collections only; the
+// code heaps' use 5%, sampled every 5 s). Heap pools: use after the last
+// collection, the limits and committed sizes within 1% (G1's eden and old
+// generation as their total, see compareParity); the use of eden and
+// ZHeap, into which the agent's exporter allocates after the last
 // collection, is printed only. jvm.cpu.time within 5% or 0.25 s (the two
-// are read at different moments). The receiver's jvm.gc.cause (which the agent leaves
-// out by default) is summed away, as is the agent's jvm.thread.state
-// (which JFR does not give); jvm.cpu.recent_utilization samples different
-// moments, and jvm.thread.count, where the agent counted one daemon and one
-// other thread more than JFR in every run (README.md), are printed, not
-// compared. It prints the parity table.
-// About 15 s per JVM on an idle 2-core machine.
+// are read at different moments). The agent's jvm.thread.state (which JFR
+// does not give) is summed away; jvm.cpu.recent_utilization samples
+// different moments, and jvm.thread.count, where the agent counted one
+// daemon and one other thread more than JFR in every run (README.md), are
+// printed, not compared. It prints the parity table.
+// About 35-45 s per JVM on the loaded 2-core machine.
 func TestAgentParity(t *testing.T) {
 	agent := javaAgent(t)
 	cases := []parityCase{
 		// Heaps large enough that the agent's own start-up allocations
-		// trigger no collection before JFR starts (see README.md).
-		{"G1/JDK17", 17, []string{"-XX:+UseG1GC", "-Xms256m", "-Xmx256m", "-Xmn128m"}},
-		{"Parallel/JDK17", 17, []string{"-XX:+UseParallelGC", "-Xms256m", "-Xmx256m", "-Xmn128m"}},
+		// trigger no collection before its listener counts (see
+		// README.md); JFR starts after three young collections of the
+		// workload's, which both must count.
+		{"G1/JDK17", 17, []string{"-XX:+UseG1GC", "-Xms256m", "-Xmx256m", "-Xmn128m"}, true, "G1 Young Generation", g1Beans},
+		{"Parallel/JDK17", 17, []string{"-XX:+UseParallelGC", "-Xms256m", "-Xmx256m", "-Xmn128m"}, true, "PS Scavenge", parallelBeans},
 		// ZGC collects at 10%, 20% and 30% of the heap in use however
 		// young the JVM ("Warmup"): the agent allocates some 270 MB
 		// before JFR starts (traced with -Xlog:gc on a loaded host, where
 		// its premain took 32 s: two warm-up collections came before the
 		// recording and after the agent began counting), so the heap is
 		// large enough that 10% is more than that.
-		{"ZGC/JDK17", 17, []string{"-XX:+UseZGC", "-Xms4g", "-Xmx4g"}},
-		{"generational ZGC/JDK25", 25, []string{"-XX:+UseZGC", "-Xms4g", "-Xmx4g"}},
+		// Their collections before the recording would count under the
+		// cycles bean only (their pauses are not known): no delay.
+		{"ZGC/JDK17", 17, []string{"-XX:+UseZGC", "-Xms4g", "-Xmx4g"}, false, "ZGC Cycles", zgcBeans},
+		{"generational ZGC/JDK25", 25, []string{"-XX:+UseZGC", "-Xms4g", "-Xmx4g"}, false, "ZGC Major Cycles", genZGCBeans},
 	}
 	classes := t.TempDir() // Parity.class, compiled once for Java 17
 	compiled := false
@@ -187,9 +247,14 @@ func runParity(t *testing.T, j jfrtest.JDK, agent, classes string, c parityCase)
 		}
 	}()
 
-	args := append([]string{"-javaagent:" + agent, "-Xlog:disable"}, c.flags...)
-	args = append(args, "-XX:FlightRecorderOptions:repository="+repo,
-		"-XX:StartFlightRecording:settings="+jfc, "-cp", classes, "Parity", "4000")
+	gcLog := filepath.Join(dir, "gc.log")
+	args := append([]string{"-javaagent:" + agent, "-Xlog:disable", "-Xlog:gc:file=" + gcLog}, c.flags...)
+	args = append(args, "-XX:FlightRecorderOptions:repository="+repo)
+	if c.late {
+		args = append(args, "-cp", classes, "Parity", "4000", "late")
+	} else {
+		args = append(args, "-XX:StartFlightRecording:name=parity,settings="+jfc, "-cp", classes, "Parity", "4000")
+	}
 	cmd := exec.Command(j.Java(), args...)
 	cmd.Env = append(os.Environ(),
 		"OTEL_SERVICE_NAME=parity", "OTEL_TRACES_EXPORTER=none", "OTEL_LOGS_EXPORTER=none",
@@ -200,12 +265,17 @@ func runParity(t *testing.T, j jfrtest.JDK, agent, classes string, c parityCase)
 	if err != nil {
 		t.Fatal(err)
 	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	idle, gone := make(chan struct{}), make(chan struct{})
+	idle, warm, gone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var idleLine string
 	var outMu sync.Mutex
 	var output []string // the JVM's last lines, for a failure
 	go func() {
@@ -215,22 +285,30 @@ func runParity(t *testing.T, j jfrtest.JDK, agent, classes string, c parityCase)
 			output = append(output[max(len(output)-20, 0):], sc.Text())
 			outMu.Unlock()
 			if strings.HasPrefix(sc.Text(), "idle") {
+				idleLine = sc.Text()
 				close(idle)
+			}
+			if strings.HasPrefix(sc.Text(), "warm") {
+				close(warm)
 			}
 		}
 		_, _ = io.Copy(io.Discard, stdout)
 		close(gone)
 	}()
+	failed := func(what string) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		t.Fatalf("%s:\n%s", what, strings.Join(output, "\n"))
+	}
+	if c.late {
+		startLate(t, j, cmd.Process.Pid, jfc, sink, stdin, warm, gone, failed)
+	}
 	select {
 	case <-idle:
 	case <-gone:
-		outMu.Lock()
-		defer outMu.Unlock()
-		t.Fatalf("the workload exited before going idle:\n%s", strings.Join(output, "\n"))
+		failed("the workload exited before going idle")
 	case <-time.After(90 * time.Second):
-		outMu.Lock()
-		defer outMu.Unlock()
-		t.Fatalf("the workload did not finish in 90 s:\n%s", strings.Join(output, "\n"))
+		failed("the workload did not finish in 90 s")
 	}
 
 	// Both sides report cumulative values: wait until their collection
@@ -248,7 +326,16 @@ func runParity(t *testing.T, j jfrtest.JDK, agent, classes string, c parityCase)
 		}
 		agentPts, rcvPts = a, r
 	}
-	compareParity(t, c.name, agentPts, rcvPts)
+	// What the receiver should count: the JVM's own counts, with the
+	// collections before the recording (by -Xlog:gc) under one bean.
+	first := firstGCID(t, j, cmd.Process.Pid, dir)
+	want := expectedCounts(t, beanCounts(idleLine), gcLog, first, c)
+	compareParity(t, c.name, agentPts, rcvPts, want, c.late)
+	// The workload made three collections or more before a late
+	// recording started: its first collection's gcId says how many.
+	if c.late && first < 3 {
+		t.Errorf("%s: the recording's first collection has gcId %d; the workload made 3 before it started", c.name, first)
+	}
 	// What only a live JVM gives is declared as emitted (name, unit, type,
 	// attributes), as TestEmittedMetricsAreDeclared checks the rest.
 	d := readDeclarations(t)
@@ -271,6 +358,146 @@ func runParity(t *testing.T, j jfrtest.JDK, agent, classes string, c parityCase)
 	}
 }
 
+// expectedCounts is what the receiver should count per bean: the JVM's
+// own counts (jvm), less the collections before the recording (gcId below
+// first), which -Xlog:gc names, and all of those under c.unrecorded.
+func expectedCounts(t *testing.T, jvm map[string]uint64, gcLog string, first int64, c parityCase) map[string]uint64 {
+	t.Helper()
+	data, err := os.ReadFile(gcLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := maps.Clone(jvm)
+	seen := map[int64]bool{}
+	var before []string
+	for line := range strings.Lines(string(data)) {
+		_, rest, ok := strings.Cut(line, "] GC(")
+		if !ok {
+			continue
+		}
+		idText, what, _ := strings.Cut(rest, ") ")
+		var id int64
+		if _, err := fmt.Sscan(idText, &id); err != nil || id >= first || seen[id] {
+			continue
+		}
+		seen[id] = true
+		kind := ""
+		for k := range c.beans {
+			if strings.HasPrefix(what, k) {
+				kind = k
+			}
+		}
+		if kind == "" {
+			t.Fatalf("%s: -Xlog:gc line of an unknown kind of collection: %s", c.name, line)
+		}
+		before = append(before, kind)
+		if bean := c.beans[kind]; bean != "" {
+			want[bean]--
+		}
+		want[c.unrecorded]++
+	}
+	if int64(len(before)) != first {
+		t.Fatalf("%s: -Xlog:gc names %d of the %d collections before the recording", c.name, len(before), first)
+	}
+	t.Logf("%s: %d collections before the recording (%v)", c.name, first, before)
+	return want
+}
+
+// beanCounts reads the collection counts the workload's idle line ends
+// with: GarbageCollectorMXBean name -> collections since the JVM started.
+func beanCounts(idle string) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, kv := range strings.Split(idle, ";")[1:] {
+		name, n, _ := strings.Cut(kv, "=")
+		var v uint64
+		if _, err := fmt.Sscan(n, &v); err == nil {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// startLate lets the workload allocate once the agent's runtime metrics
+// are exported (its collection listener is in place), starts the
+// recording (jcmd JFR.start) once the workload has made its first young
+// collections, and lets it go on.
+func startLate(t *testing.T, j jfrtest.JDK, pid int, jfc string, sink *otlpSink, stdin io.Writer, warm, gone <-chan struct{}, failed func(string)) {
+	t.Helper()
+	for deadline := time.Now().Add(90 * time.Second); !agentExports(sink, "jvm.class.loaded"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			failed("the agent exported no runtime metrics in 90 s")
+		}
+	}
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-warm:
+	case <-gone:
+		failed("the workload exited before its first collections")
+	case <-time.After(90 * time.Second):
+		failed("the workload made no collections in 90 s")
+	}
+	if out, err := exec.Command(filepath.Join(filepath.Dir(j.Java()), "jcmd"), fmt.Sprint(pid), "JFR.start", "name=parity", "settings="+jfc).CombinedOutput(); err != nil {
+		t.Fatalf("jcmd JFR.start: %v\n%s", err, out)
+	}
+	if _, err := io.WriteString(stdin, "recording\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// agentExports says whether the agent has exported the metric name.
+func agentExports(sink *otlpSink, name string) bool {
+	for _, md := range sink.batches() {
+		for i := range md.ResourceMetrics().Len() {
+			sms := md.ResourceMetrics().At(i).ScopeMetrics()
+			for k := range sms.Len() {
+				ms := sms.At(k).Metrics()
+				for m := range ms.Len() {
+					if ms.At(m).Name() == name {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// firstGCID dumps the JVM's recording (jcmd JFR.dump) and returns the
+// lowest gcId of its collections (-1: none).
+func firstGCID(t *testing.T, j jfrtest.JDK, pid int, dir string) int64 {
+	t.Helper()
+	dump := filepath.Join(dir, "parity.jfr")
+	if out, err := exec.Command(filepath.Join(filepath.Dir(j.Java()), "jcmd"), fmt.Sprint(pid), "JFR.dump", "name=parity", "filename="+dump).CombinedOutput(); err != nil {
+		t.Fatalf("jcmd JFR.dump: %v\n%s", err, out)
+	}
+	r, err := jfr.Open(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	sel := jfr.NewSelection()
+	sel.Add("jdk.GarbageCollection", "gcId")
+	lowest := int64(-1)
+	for i := range r.Chunks() {
+		c, err := r.Chunk(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := c.Scan(sel)
+		for sc.Next() {
+			if id := sc.Record().Int(0); lowest < 0 || id < lowest {
+				lowest = id
+			}
+		}
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return lowest
+}
+
 // point is a series' final value: a histogram's count and sum, or a
 // number.
 type point struct {
@@ -280,11 +507,12 @@ type point struct {
 	value     float64
 }
 
-// Attributes summed away on each side before comparing: the receiver's
-// jvm.gc.cause (the agent captures no cause by default), the agent's
-// jvm.thread.state (JFR gives thread counts by daemon only).
+// Attributes summed away on each side before comparing: the agent's
+// jvm.thread.state (JFR gives thread counts by daemon only). Nothing of
+// the receiver's: its series must be the agent's, attribute for attribute
+// (jvm.gc.cause is opt-in on both sides).
 var (
-	receiverDrop = map[string]bool{"jvm.gc.cause": true}
+	receiverDrop = map[string]bool{}
 	agentDrop    = map[string]bool{"jvm.thread.state": true}
 )
 
@@ -381,7 +609,16 @@ func gcTotal(pts map[string]point) uint64 {
 
 // compareParity checks and prints every series both sides emit; every
 // collector series the agent reports must be among them.
-func compareParity(t *testing.T, name string, agent, rcv map[string]point) {
+// Collection counts: the receiver's must be the JVM's own (beans, the
+// GarbageCollectorMXBeans' counts), collections before the recording
+// included (pause beans: at most the JVM's, see README.md); the agent
+// counts from when its listener was installed, so it may count fewer
+// (collections during its premain), never more. Where both count the same
+// collections, their sums agree.
+// With late, the young collector's first collections came before the
+// recording: the receiver counts them without durations, so its sum may
+// only be lower than the agent's.
+func compareParity(t *testing.T, name string, agent, rcv map[string]point, beans map[string]uint64, late bool) {
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for k := range agent {
 			if !yield(k) {
@@ -401,12 +638,27 @@ func compareParity(t *testing.T, name string, agent, rcv map[string]point) {
 			if a.metric == "jvm.gc.duration" {
 				t.Errorf("%s: the agent reports %s (%d collections), the receiver does not", name, k, a.count)
 			}
+			if a.metric == "jvm.memory.used" && !poolNotGiven(k) {
+				t.Errorf("%s: the agent reports the pool %s, the receiver does not", name, k)
+			}
 			continue
 		}
 		shared++
 		if a.histogram {
 			fmt.Fprintf(&b, "%-100s %16s %16s %10s\n", k+" count", fmt.Sprint(a.count), fmt.Sprint(r.count), fmt.Sprint(int64(r.count)-int64(a.count)))
 			fmt.Fprintf(&b, "%-100s %16.4f %16.4f %9.2f%%\n", k+" sum (s)", a.value, r.value, pct(r.value, a.value))
+			bean := gcName(k)
+			mx, known := beans[bean]
+			fmt.Fprintf(&b, "%-100s %16s %16s %10s\n", k+" count, the JVM's", "", fmt.Sprint(mx), fmt.Sprint(int64(r.count)-int64(mx)))
+			pauses := strings.Contains(k, "Pauses") || strings.Contains(k, "Concurrent GC")
+			switch {
+			case !known:
+				t.Errorf("%s: the JVM has no collector %q (%v)", name, bean, beans)
+			case !pauses && r.count != mx:
+				t.Errorf("%s: %s counts %d (receiver), the JVM %d", name, k, r.count, mx)
+			case pauses && r.count > mx:
+				t.Errorf("%s: %s counts %d (receiver), more than the JVM's %d", name, k, r.count, mx)
+			}
 			if strings.Contains(k, "ZGC Minor Pauses") || strings.Contains(k, "ZGC Major Pauses") {
 				// Generational ZGC: the receiver files a pause under its
 				// collection's gcId, the agent under the generation that
@@ -414,8 +666,13 @@ func compareParity(t *testing.T, name string, agent, rcv map[string]point) {
 				// compared below.
 				genPauses[0] += a.count
 				genPauses[1] += r.count
-			} else if a.count != r.count {
-				t.Errorf("%s: %s counts %d (agent) and %d (receiver)", name, k, a.count, r.count)
+			} else if a.count > r.count {
+				t.Errorf("%s: %s counts %d (agent), more than the receiver's %d", name, k, a.count, r.count)
+			}
+			if a.count != r.count {
+				// Collections before the agent's listener: the sums hold
+				// different collections.
+				continue
 			}
 			// The agent's durations are whole milliseconds (GcInfo start and
 			// end, so ±1 ms each: pauses shorter than that sum to 0 there),
@@ -424,7 +681,20 @@ func compareParity(t *testing.T, name string, agent, rcv map[string]point) {
 			// collection on a loaded 2-core machine): a sum may differ by 1%
 			// or by 3 ms per collection (a CI run's G1 old generation: 6
 			// full collections, 12.3 ms apart, 2.05 ms each).
-			if d := math.Abs(r.value - a.value); d > 0.01*a.value && d > 0.003*float64(a.count) {
+			tolerance := max(0.01*a.value, 0.003*float64(a.count))
+			if strings.Contains(k, "G1 Old Generation") {
+				// JFR's span of a G1 full collection holds the MXBean's,
+				// and what lies outside it grows with the machine's load
+				// (+0.8% idle, +4.0% over 5 collections with the 2 cores
+				// busy): never shorter, at most 10% longer.
+				if r.value < a.value-0.001*float64(a.count) || r.value > 1.1*a.value+tolerance {
+					t.Errorf("%s: %s sums %.4f s (agent) and %.4f s (receiver)", name, k, a.value, r.value)
+				}
+			} else if late && strings.Contains(k, "end of minor GC") {
+				if r.value > a.value+tolerance {
+					t.Errorf("%s: %s sums %.4f s (agent) and %.4f s (receiver), which has collections without durations", name, k, a.value, r.value)
+				}
+			} else if math.Abs(r.value-a.value) > tolerance {
 				t.Errorf("%s: %s sums %.4f s (agent) and %.4f s (receiver)", name, k, a.value, r.value)
 			}
 			continue
@@ -458,7 +728,12 @@ func compareParity(t *testing.T, name string, agent, rcv map[string]point) {
 			}
 		}
 		tolerance := 0.01
-		if strings.Contains(k, "jvm.memory.type=non_heap") && a.metric != "jvm.memory.limit" {
+		if strings.Contains(k, "CodeHeap") && a.metric == "jvm.memory.used" {
+			// jdk.CodeCacheStatistics, every 5 s: code the JIT adds
+			// after the last sample (the agent's exporter still runs)
+			// is not in it (-1.9% seen).
+			tolerance = 0.05
+		} else if strings.Contains(k, "jvm.memory.type=non_heap") && a.metric != "jvm.memory.limit" {
 			// JFR samples metaspace at collections only (jdk.MetaspaceSummary);
 			// what the JIT's method data allocates after the last one is
 			// not in it (up to 1.6% measured, with a collection just before
@@ -479,9 +754,14 @@ func compareParity(t *testing.T, name string, agent, rcv map[string]point) {
 		t.Errorf("%s: generational ZGC pauses %d (agent) and %d (receiver)", name, genPauses[0], genPauses[1])
 	}
 	var only []string
-	for k := range rcv {
+	for k, r := range rcv {
 		if _, ok := agent[k]; !ok {
 			only = append(only, k)
+			// A collector the agent did not see collect: the JVM's
+			// count says whether the receiver's is right.
+			if r.metric == "jvm.gc.duration" && !strings.Contains(k, "Pauses") && r.count != beans[gcName(k)] {
+				t.Errorf("%s: %s counts %d (receiver, not the agent), the JVM %d", name, k, r.count, beans[gcName(k)])
+			}
 		}
 	}
 	slices.Sort(only)
@@ -497,6 +777,25 @@ func compareParity(t *testing.T, name string, agent, rcv map[string]point) {
 	if shared == 0 || gcTotal(agent) == 0 {
 		t.Fatalf("%s: nothing to compare (%d shared series, %d collections from the agent)", name, shared, gcTotal(agent))
 	}
+}
+
+// gcName is the jvm.gc.name of a series key.
+func gcName(key string) string {
+	_, rest, _ := strings.Cut(key, "jvm.gc.name=")
+	name, _, _ := strings.Cut(rest, ",")
+	return strings.TrimSuffix(name, "}")
+}
+
+// poolNotGiven says whether a pool is one JFR gives nothing for
+// (README.md, Memory pools): the per-generation pools of Serial,
+// Shenandoah and generational ZGC.
+func poolNotGiven(key string) bool {
+	for _, p := range []string{"ZGC Young Generation", "ZGC Old Generation", "Eden Space", "Survivor Space", "Tenured Gen", "Shenandoah"} {
+		if strings.Contains(key, "jvm.memory.pool.name="+p+",") || strings.Contains(key, "jvm.memory.pool.name="+p+"}") {
+			return true
+		}
+	}
+	return false
 }
 
 // heapCommitted adds a heap pool's committed memory to the totals.

@@ -115,7 +115,13 @@ func TestConfigSwitches(t *testing.T) {
 	if !cfg.Metrics.JvmSafepointDuration.Enabled || !cfg.Metrics.JvmMemoryCommitted.Enabled || !cfg.ResourceAttributes.ContainerID.Enabled {
 		t.Errorf("defaults lost: %+v", cfg.Metrics)
 	}
+	if !cfg.Metrics.JvmGcDuration.CaptureCause {
+		t.Errorf("metrics::jvm.gc.duration::capture_cause not applied: %+v", cfg.Metrics.JvmGcDuration)
+	}
 	if def := createDefaultConfig().(*Config); !def.Metrics.JvmGcDuration.Enabled || !def.Metrics.JvmThreadCount.Enabled || !def.ResourceAttributes.ProcessPid.Enabled {
 		t.Errorf("default switches %+v", def.Metrics)
+	}
+	if def := createDefaultConfig().(*Config); def.Metrics.JvmGcDuration.CaptureCause {
+		t.Error("jvm.gc.cause is on by default; the conventions and the Java agent make it opt-in")
 	}
 }

@@ -133,6 +133,7 @@ const (
 	evG1Heap
 	evPSHeap
 	evGCConfig
+	evCodeCache
 )
 
 func newSelection() *jfr.Selection {
@@ -163,6 +164,7 @@ func newSelection() *jfr.Selection {
 		"edenSpace.used", "edenSpace.size", "fromSpace.used", "fromSpace.size",
 		"oldObjectSpace.used", "oldObjectSpace.size", "oldSpace.reservedSize")
 	s.Add("jdk.GCConfiguration", "startTime", "youngCollector", "oldCollector")
+	s.Add("jdk.CodeCacheStatistics", "startTime", "codeBlobType", "startAddress", "reservedTopAddress", "unallocatedCapacity")
 	return s
 }
 
@@ -216,6 +218,10 @@ type Stream struct {
 	// heap is the latest jdk.GCHeapSummary, for G1's old generation on
 	// JDK 17.
 	heap heapSummary
+	// firstGCID is the lowest gcId of the collections in the first
+	// segment that had any (-1 before): every collection with a lower id
+	// was counted as unrecorded then.
+	firstGCID int64
 }
 
 // heapPools says which memory pools the heap is reported as.
@@ -264,7 +270,7 @@ type heapSummary struct {
 
 // New returns an empty stream.
 func New() *Stream {
-	return &Stream{gcs: map[int64]gcInfo{}, sps: map[int64]*safepoint{}}
+	return &Stream{gcs: map[int64]gcInfo{}, sps: map[int64]*safepoint{}, firstGCID: -1}
 }
 
 // RuntimeVersion returns the JVM version the recording names (from
@@ -293,6 +299,8 @@ func (s *Stream) Chunk(c *jfr.Chunk, b *jvmevent.Batch) error {
 }
 
 func (s *Stream) scan(sc *jfr.Scanner, b *jvmevent.Batch) error {
+	firstSegment := s.firstGCID < 0
+	lowest, lowestName := int64(-1), ""
 	for sc.Next() {
 		r := sc.Record()
 		start, _ := r.Nanos(0)
@@ -303,6 +311,12 @@ func (s *Stream) scan(sc *jfr.Scanner, b *jvmevent.Batch) error {
 			name, cause := r.Str(3), r.Str(4)
 			c := CollectorOf(name)
 			s.rememberGC(id, gcInfo{name: name, cause: cause, collector: c})
+			if firstSegment && (lowest < 0 || id < lowest) {
+				lowest, lowestName = id, name
+			}
+			if !firstSegment && id < s.firstGCID {
+				continue // counted as unrecorded already
+			}
 			if c.Name != "" {
 				b.GCs = append(b.GCs, jvmevent.GC{End: start + dur, Duration: time.Duration(dur), Name: c.Name, Action: c.Action, Cause: cause})
 			}
@@ -389,10 +403,50 @@ func (s *Stream) scan(sc *jfr.Scanner, b *jvmevent.Batch) error {
 				s.cpus = n
 				b.CPU = append(b.CPU, jvmevent.CPU{Time: start, Utilization: -1, Count: n})
 			}
+		case evCodeCache:
+			b.Memory = append(b.Memory, codeHeap(r, start))
+		}
+	}
+	if lowest >= 0 {
+		s.firstGCID = lowest
+		if c := CollectorOf(unrecordedCollector(lowestName)); lowest > 0 && c.Name != "" {
+			b.UnrecordedGCs = append(b.UnrecordedGCs, jvmevent.UnrecordedGCs{Name: c.Name, Action: c.Action, Count: lowest})
 		}
 	}
 	s.release(b, false)
 	return sc.Err()
+}
+
+// unrecordedCollector names the collector of jfrName's family that
+// collections before the recording count under: JFR cannot say which ran
+// then. Generational collectors' young one, which makes most collections
+// of a running JVM; generational ZGC's major one, which makes its first
+// collections (the "Warmup" ones at 10%, 20% and 30% of the heap).
+func unrecordedCollector(jfrName string) string {
+	switch jfrName {
+	case "G1Old", "G1Full":
+		return "G1New"
+	case "ParallelOld":
+		return "ParallelScavenge"
+	case "SerialOld":
+		return "DefNew"
+	case "ZGC Minor":
+		return "ZGC Major"
+	}
+	return jfrName
+}
+
+// codeHeap reports one code heap (jdk.CodeCacheStatistics) as the
+// MemoryPoolMXBean of the same name ("CodeHeap 'non-nmethods'", …): its
+// limit is the heap's reserved range, its use the reserved range less
+// what is not allocated. JFR records no committed size.
+func codeHeap(r *jfr.Record, start int64) jvmevent.Memory {
+	reserved := r.Int(3) - r.Int(2)
+	used := reserved - r.Int(4)
+	if reserved < 0 || used < 0 {
+		reserved, used = -1, -1
+	}
+	return jvmevent.Memory{Time: start, Type: jvmevent.MemoryNonHeap, Pool: r.Str(1), Used: used, Committed: -1, Limit: reserved, UsedAfterGC: -1}
 }
 
 // wholeHeap reports a sample of the whole heap: as the ZHeap pool on

@@ -3,6 +3,7 @@ package jfrstream
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,6 +261,57 @@ func TestStreamMatchesJFRPrint(t *testing.T) {
 					t.Errorf("class sample %d %+v, jfr print %v", i, got, e.Values)
 				}
 			}
+			// The code heaps: each jdk.CodeCacheStatistics is the pool of
+			// its code blob type, used = reserved range - unallocated.
+			code := jfroracletest.Events(t, j, path, "jdk.CodeCacheStatistics")
+			var heaps []jvmevent.Memory
+			for _, m := range b.Memory {
+				if strings.HasPrefix(m.Pool, "CodeHeap '") {
+					heaps = append(heaps, m)
+				}
+			}
+			if len(heaps) != len(code) || len(code) < 3 {
+				t.Fatalf("%d code heap samples, jfr print has %d", len(heaps), len(code))
+			}
+			pools := map[string]bool{}
+			for _, e := range code {
+				ts, _ := e.Time("startTime")
+				reserved := e.Int("reservedTopAddress") - e.Int("startAddress")
+				want := jvmevent.Memory{Time: ts, Type: jvmevent.MemoryNonHeap, Pool: e.Str("codeBlobType"), Used: reserved - e.Int("unallocatedCapacity"), Committed: -1, Limit: reserved, UsedAfterGC: -1}
+				pools[want.Pool] = true
+				found := false
+				for _, m := range heaps {
+					if m.Time == want.Time && m.Pool == want.Pool {
+						found = true
+						if m != want {
+							t.Errorf("code heap %+v, want %+v (jfr print %v)", m, want, e.Values)
+						}
+					}
+				}
+				if !found {
+					t.Errorf("no code heap sample for %v", e.Values)
+				}
+			}
+			if len(pools) != 3 {
+				t.Errorf("code heaps %v, want the three of a segmented code cache", pools)
+			}
+
+			// Collections before the recording: the lowest gcId counts
+			// under the young collector's bean.
+			lowest := int64(-1)
+			for _, e := range gcs {
+				if id := e.Int("gcId"); lowest < 0 || id < lowest {
+					lowest = id
+				}
+			}
+			var unrecorded int64
+			for _, u := range b.UnrecordedGCs {
+				unrecorded += u.Count
+			}
+			if unrecorded != lowest {
+				t.Errorf("%d collections before the recording counted (%+v), its lowest gcId is %d", unrecorded, b.UnrecordedGCs, lowest)
+			}
+
 			loads := jfroracletest.Events(t, j, path, "jdk.CPULoad")
 			cpuInfo := jfroracletest.Events(t, j, path, "jdk.CPUInformation")
 			var utils, counts []jvmevent.CPU

@@ -61,6 +61,17 @@ type GC struct {
 	Cause string
 }
 
+// UnrecordedGCs counts collections that ran before the first one a source
+// read (before the recording started, or in chunks it did not read): the
+// JVM numbers its collections from 0, so the first collection's id says
+// how many came before. Which collector ran them and how long they took is
+// not known; they count under Name and Action (the young collector's
+// bean), without durations.
+type UnrecordedGCs struct {
+	Name, Action string
+	Count        int64
+}
+
 // Safepoint is one stop-the-world safepoint.
 type Safepoint struct {
 	// End is when the safepoint ended, Unix epoch ns.
@@ -156,6 +167,7 @@ type Batch struct {
 	RuntimeVersion string
 	Windows        []window.Window
 	GCs            []GC
+	UnrecordedGCs  []UnrecordedGCs
 	Safepoints     []Safepoint
 	Memory         []Memory
 	Buffers        []Buffers
@@ -170,7 +182,7 @@ type Batch struct {
 
 // Empty reports whether the batch carries nothing.
 func (b *Batch) Empty() bool {
-	return len(b.Windows) == 0 && len(b.GCs) == 0 && len(b.Safepoints) == 0 &&
+	return len(b.Windows) == 0 && len(b.GCs) == 0 && len(b.UnrecordedGCs) == 0 && len(b.Safepoints) == 0 &&
 		len(b.Memory) == 0 && len(b.Buffers) == 0 && len(b.NativeMemory) == 0 &&
 		len(b.Threads) == 0 && len(b.Classes) == 0 && len(b.CPU) == 0
 }

@@ -54,20 +54,31 @@ type HistogramConfig struct {
 	Enabled bool `mapstructure:"enabled"`
 }
 
+// GCDurationConfig switches jvm.gc.duration and its opt-in attribute.
+type GCDurationConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+	// CaptureCause adds jvm.gc.cause, splitting every collector's series
+	// by cause. Off by default: the semantic conventions make the
+	// attribute opt-in and the OpenTelemetry Java agent leaves it out
+	// (its otel.instrumentation.runtime-telemetry.capture-gc-cause), so
+	// that the series are the agent's. Windows always carry the cause.
+	CaptureCause bool `mapstructure:"capture_cause"`
+}
+
 // MetricsConfig is the receiver's metrics key: the generated switches of
 // the metrics in metadata.yaml and those of the histograms.
 type MetricsConfig struct {
 	metadata.MetricsConfig      `mapstructure:",squash"`
-	JvmGcDuration               HistogramConfig `mapstructure:"jvm.gc.duration"`
-	JvmSafepointDuration        HistogramConfig `mapstructure:"jvm.safepoint.duration"`
-	JvmSafepointTimeToSafepoint HistogramConfig `mapstructure:"jvm.safepoint.time_to_safepoint"`
+	JvmGcDuration               GCDurationConfig `mapstructure:"jvm.gc.duration"`
+	JvmSafepointDuration        HistogramConfig  `mapstructure:"jvm.safepoint.duration"`
+	JvmSafepointTimeToSafepoint HistogramConfig  `mapstructure:"jvm.safepoint.time_to_safepoint"`
 }
 
 // DefaultMetricsConfig turns every metric on but those metadata.yaml
 // turns off.
 func DefaultMetricsConfig() MetricsConfig {
 	on := HistogramConfig{Enabled: true}
-	return MetricsConfig{MetricsConfig: metadata.DefaultMetricsConfig(), JvmGcDuration: on, JvmSafepointDuration: on, JvmSafepointTimeToSafepoint: on}
+	return MetricsConfig{MetricsConfig: metadata.DefaultMetricsConfig(), JvmGcDuration: GCDurationConfig{Enabled: true}, JvmSafepointDuration: on, JvmSafepointTimeToSafepoint: on}
 }
 
 // Config is what the aggregator emits.
@@ -119,20 +130,35 @@ type histogram struct {
 	counts []uint64
 	count  uint64
 	sum    float64
-	min    float64
-	max    float64
+	// measured says min and max hold a measured value: counts without
+	// durations (addUnmeasured) have none.
+	measured bool
+	min      float64
+	max      float64
 }
 
 func (h *histogram) add(v float64, bounds []float64) {
 	if h.counts == nil {
 		h.counts = make([]uint64, len(bounds)+1)
-		h.min, h.max = v, v
+	}
+	if !h.measured {
+		h.min, h.max, h.measured = v, v, true
 	}
 	i, _ := slices.BinarySearch(bounds, v)
 	h.counts[i]++
 	h.count++
 	h.sum += v
 	h.min, h.max = min(h.min, v), max(h.max, v)
+}
+
+// addUnmeasured counts n events whose durations are not known: in the
+// first bucket, adding nothing to the sum.
+func (h *histogram) addUnmeasured(n uint64, bounds []float64) {
+	if h.counts == nil {
+		h.counts = make([]uint64, len(bounds)+1)
+	}
+	h.counts[0] += n
+	h.count += n
 }
 
 type gcKey struct{ name, action, cause string }
@@ -217,13 +243,16 @@ func (a *Aggregator) Add(b *jvmevent.Batch, res pcommon.Resource, start time.Tim
 	}
 	res.CopyTo(s.resource)
 	for _, g := range b.GCs {
-		k := gcKey{g.Name, g.Action, g.Cause}
-		h := s.gc[k]
-		if h == nil {
-			h = &histogram{}
-			s.gc[k] = h
+		k := gcKey{g.Name, g.Action, ""}
+		if a.cfg.Metrics.JvmGcDuration.CaptureCause {
+			k.cause = g.Cause
 		}
-		h.add(g.Duration.Seconds(), GCBuckets)
+		s.gcHistogram(k).add(g.Duration.Seconds(), GCBuckets)
+	}
+	for _, u := range b.UnrecordedGCs {
+		if u.Count > 0 {
+			s.gcHistogram(gcKey{u.Name, u.Action, ""}).addUnmeasured(uint64(u.Count), GCBuckets)
+		}
 	}
 	for _, sp := range b.Safepoints {
 		h := s.sp[sp.Operation]
@@ -274,6 +303,15 @@ func (a *Aggregator) Add(b *jvmevent.Batch, res pcommon.Resource, start time.Tim
 	if b.Ended {
 		s.ended = true
 	}
+}
+
+func (s *jvmState) gcHistogram(k gcKey) *histogram {
+	h := s.gc[k]
+	if h == nil {
+		h = &histogram{}
+		s.gc[k] = h
+	}
+	return h
 }
 
 // newer keeps v in s when it is known and not older than s.
@@ -493,8 +531,10 @@ func histograms[K comparable](ms pmetric.MetricSlice, decl Histogram, start, now
 		dp.SetTimestamp(now)
 		dp.SetCount(v.count)
 		dp.SetSum(v.sum)
-		dp.SetMin(v.min)
-		dp.SetMax(v.max)
+		if v.measured {
+			dp.SetMin(v.min)
+			dp.SetMax(v.max)
+		}
 		dp.ExplicitBounds().FromRaw(bounds)
 		dp.BucketCounts().FromRaw(v.counts)
 		attrs(k, dp.Attributes())

@@ -1,6 +1,7 @@
 package jvmmetrics
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -152,8 +153,8 @@ func TestAggregatorValues(t *testing.T) {
 	if got := dp.Sum(); got < 2.0549 || got > 2.0551 {
 		t.Errorf("gc sum %v", got)
 	}
-	if v, _ := dp.Attributes().Get(AttrGCCause); v.Str() != "G1 Evacuation Pause" {
-		t.Errorf("gc cause %q", v.Str())
+	if v, ok := dp.Attributes().Get(AttrGCCause); ok {
+		t.Errorf("gc cause %q on by default", v.Str())
 	}
 	used := find(t, md, 0, MemoryUsed).Sum().DataPoints().At(0)
 	if used.IntValue() != 100 || used.Timestamp() != 200 {
@@ -178,6 +179,70 @@ func TestAggregatorValues(t *testing.T) {
 	}
 	if md := a.Emit(time.Unix(4000, 0)); md.ResourceMetrics().Len() != 0 {
 		t.Fatalf("an ended JVM emitted again")
+	}
+}
+
+// TestGCCauseIsOptIn: jvm.gc.duration splits by jvm.gc.cause only with
+// metrics::jvm.gc.duration::capture_cause, as the Java agent's
+// capture-gc-cause; by default one series per collector and action.
+func TestGCCauseIsOptIn(t *testing.T) {
+	gcs := []jvmevent.GC{
+		{Name: "G1 Young Generation", Action: "end of minor GC", Cause: "G1 Evacuation Pause", Duration: 5 * time.Millisecond},
+		{Name: "G1 Young Generation", Action: "end of minor GC", Cause: "System.gc()", Duration: 7 * time.Millisecond},
+	}
+	for _, capture := range []bool{false, true} {
+		cfg := defaultConfig()
+		cfg.Metrics.JvmGcDuration.CaptureCause = capture
+		a := New(cfg, settings())
+		a.Add(&jvmevent.Batch{JVM: jvmevent.JVM{PID: 1}, GCs: gcs}, pcommon.NewResource(), time.Unix(1, 0))
+		dps := find(t, a.Emit(time.Unix(2, 0)), 0, GCDuration).Histogram().DataPoints()
+		var causes []string
+		for i := range dps.Len() {
+			if v, ok := dps.At(i).Attributes().Get(AttrGCCause); ok {
+				causes = append(causes, v.Str())
+			}
+		}
+		series, want := 1, []string(nil)
+		if capture {
+			series, want = 2, []string{"G1 Evacuation Pause", "System.gc()"}
+		}
+		if dps.Len() != series || !slices.Equal(causes, want) {
+			t.Errorf("capture_cause %v: %d series, causes %v; want %d, %v", capture, dps.Len(), causes, series, want)
+		}
+		if !capture && dps.At(0).Count() != 2 {
+			t.Errorf("one series counts %d collections, want 2", dps.At(0).Count())
+		}
+	}
+}
+
+// TestUnrecordedGCsCountWithoutDurations: collections before the
+// recording add to the count and the first bucket, not to the sum, min or
+// max; a series with nothing else has no min and max.
+func TestUnrecordedGCsCountWithoutDurations(t *testing.T) {
+	a := New(defaultConfig(), settings())
+	a.Add(&jvmevent.Batch{JVM: jvmevent.JVM{PID: 1},
+		UnrecordedGCs: []jvmevent.UnrecordedGCs{{Name: "G1 Young Generation", Action: "end of minor GC", Count: 7}, {Name: "PS Scavenge", Action: "end of minor GC", Count: 2}},
+		GCs:           []jvmevent.GC{{Name: "G1 Young Generation", Action: "end of minor GC", Duration: 20 * time.Millisecond}},
+	}, pcommon.NewResource(), time.Unix(1, 0))
+	dps := find(t, a.Emit(time.Unix(2, 0)), 0, GCDuration).Histogram().DataPoints()
+	if dps.Len() != 2 {
+		t.Fatalf("%d series, want 2", dps.Len())
+	}
+	for i := range dps.Len() {
+		dp := dps.At(i)
+		name, _ := dp.Attributes().Get(AttrGCName)
+		switch name.Str() {
+		case "G1 Young Generation":
+			if dp.Count() != 8 || dp.Sum() != 0.02 || !dp.HasMin() || dp.Min() != 0.02 || dp.Max() != 0.02 || !equal(dp.BucketCounts().AsRaw(), []uint64{7, 1, 0, 0, 0}) {
+				t.Errorf("G1: count %d sum %v min %v max %v buckets %v", dp.Count(), dp.Sum(), dp.Min(), dp.Max(), dp.BucketCounts().AsRaw())
+			}
+		case "PS Scavenge":
+			if dp.Count() != 2 || dp.Sum() != 0 || dp.HasMin() || dp.HasMax() || !equal(dp.BucketCounts().AsRaw(), []uint64{2, 0, 0, 0, 0}) {
+				t.Errorf("PS: count %d sum %v min %v max %v buckets %v", dp.Count(), dp.Sum(), dp.HasMin(), dp.HasMax(), dp.BucketCounts().AsRaw())
+			}
+		default:
+			t.Errorf("series %q", name.Str())
+		}
 	}
 }
 
