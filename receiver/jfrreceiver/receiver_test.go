@@ -76,16 +76,19 @@ func startJVM(t *testing.T, j jfrtest.JDK, dir string, millis int, flags ...stri
 }
 
 // measuredGCs is how many collections jvm.gc.duration counts for jfr
-// print's collections and pauses: a collection once under its MXBean, and
-// each pause of a collector with a pause bean (jfrstream.CollectorOf).
+// print's collections and pauses: a collection once under its MXBean, each
+// pause of a collector with a pause bean (jfrstream.CollectorOf), and the
+// collections before the recording (its lowest gcId; ids start at 0).
 func measuredGCs(gcs, pauses []jfroracletest.Event) int {
 	n, _ := measured(gcs, pauses)
 	return n
 }
 
-// measured returns measuredGCs and the sum of their durations in seconds.
+// measured returns measuredGCs and the sum of their durations in seconds
+// (the collections before the recording have none).
 func measured(gcs, pauses []jfroracletest.Event) (n int, seconds float64) {
 	withPauses := map[int64]bool{}
+	lowest := int64(-1)
 	for _, e := range gcs {
 		c := jfrstream.CollectorOf(e.Str("name"))
 		if c.Name != "" {
@@ -95,6 +98,9 @@ func measured(gcs, pauses []jfroracletest.Event) (n int, seconds float64) {
 		if c.Pauses != "" {
 			withPauses[e.Int("gcId")] = true
 		}
+		if id := e.Int("gcId"); lowest < 0 || id < lowest {
+			lowest = id
+		}
 	}
 	for _, e := range pauses {
 		if withPauses[e.Int("gcId")] {
@@ -102,7 +108,7 @@ func measured(gcs, pauses []jfroracletest.Event) (n int, seconds float64) {
 			n, seconds = n+1, seconds+d.Seconds()
 		}
 	}
-	return n, seconds
+	return n + int(max(lowest, 0)), seconds
 }
 
 // startLogs creates a logs receiver with cfg feeding a sink and starts it;
@@ -193,15 +199,18 @@ func TestReceiverFollowsLiveJVM(t *testing.T) {
 	// after the exit: wait for the collection count to reach the oracle's.
 	deadline := time.Now().Add(60 * time.Second)
 	var last pmetric.ResourceMetrics
+	var counted uint64
 	for {
 		if rm, ok := lastForPID(metrics.AllMetrics(), int64(pid)); ok {
 			last = rm
-			if h, ok := metric(rm, "jvm.gc.duration"); ok && histCount(h) == uint64(measuredGCs(gcs, pauses)) {
-				break
+			if h, ok := metric(rm, "jvm.gc.duration"); ok {
+				if counted = histCount(h); counted == uint64(measuredGCs(gcs, pauses)) {
+					break
+				}
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("jvm.gc.duration never counted the %d collections of the recording", measuredGCs(gcs, pauses))
+			t.Fatalf("jvm.gc.duration counted %d collections, never the %d of the recording (and before it)", counted, measuredGCs(gcs, pauses))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
