@@ -39,8 +39,8 @@ func TestTenantStringsAreClipped(t *testing.T) {
 	if len(s.Name) > MaxText {
 		t.Errorf("span name kept %d bytes", len(s.Name))
 	}
-	if len(s.Scores) > maxScores {
-		t.Errorf("%d inference attributes kept, want at most %d", len(s.Scores), maxScores)
+	if len(s.Scores) > MaxScores {
+		t.Errorf("%d inference attributes kept, want at most %d", len(s.Scores), MaxScores)
 	}
 	for k, v := range s.Scores {
 		if len(k) > MaxText || len(v.(string)) > MaxText {

@@ -28,7 +28,8 @@ const (
 	// MetricGPUProcessMemory is the nvml receiver's per-process GPU memory.
 	MetricGPUProcessMemory = "gpu.process.memory.usage"
 	overlapPrefix          = "runtime.overlap."
-	scorePrefix            = "inference."
+	// ScorePrefix starts the span attributes the page shows as scores.
+	ScorePrefix = "inference."
 )
 
 // MaxLineBytes is the longest JSON line a recording may hold (the file
@@ -299,8 +300,8 @@ func SpanOf(sp ptrace.Span) Span {
 				continue
 			}
 			s.Overlap[kind] = t
-		case strings.HasPrefix(k, scorePrefix):
-			if len(k) > MaxText || len(s.Scores) >= maxScores {
+		case strings.HasPrefix(k, ScorePrefix):
+			if len(k) > MaxText || len(s.Scores) >= MaxScores {
 				continue
 			}
 			if s.Scores == nil {
@@ -441,8 +442,8 @@ func FillLane(l *Lane, attrs pcommon.Map) {
 const (
 	// MaxText is the most bytes kept of one string.
 	MaxText = 256
-	// maxScores is the most inference.* attributes kept of one span.
-	maxScores = 16
+	// MaxScores is the most inference.* attributes kept of one span.
+	MaxScores = 16
 )
 
 // Clip returns s cut to at most MaxText bytes, on a UTF-8 boundary, with

@@ -30,8 +30,9 @@ type Snapshot struct {
 	WindowsInRange int `json:"windowsInRange"`
 	// SpansDropped counts spans in range left out by Query.MaxSpans.
 	SpansDropped int `json:"spansDropped,omitempty"`
-	// Recording says whether spans, thread names and GPU memory are being
-	// recorded: a live source records them only while someone looks.
+	// Recording says whether spans, thread names and GPU memory are
+	// recorded beside the windows (the runtimecorrelation processor always
+	// records them; a page from a source that does not says so).
 	Recording bool `json:"recording"`
 }
 

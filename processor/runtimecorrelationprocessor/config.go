@@ -46,6 +46,8 @@ type Config struct {
 	Metrics MetricsConfig `mapstructure:"metrics"`
 	// Identity says how spans are matched to local processes.
 	Identity IdentityConfig `mapstructure:"identity"`
+	// Timeline bounds what is kept for the timeline page beside the index.
+	Timeline TimelineConfig `mapstructure:"timeline"`
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -89,6 +91,16 @@ type MetricsConfig struct {
 	// Interval is the time between two emissions of the cumulative
 	// overlap metrics into the metrics pipelines the processor is in.
 	Interval time.Duration `mapstructure:"interval"`
+}
+
+// TimelineConfig bounds the recent spans kept for the timeline page
+// (pkg/timeline), whether or not anyone looks.
+type TimelineConfig struct {
+	// MaxSpans is the most spans kept; beyond it the oldest go.
+	MaxSpans int `mapstructure:"max_spans"`
+	// MaxBytes is the most bytes the kept spans hold (names, ids, overlap
+	// totals, scores); beyond it the oldest go.
+	MaxBytes int64 `mapstructure:"max_bytes"`
 }
 
 // IdentityConfig says how spans are matched to the processes whose
@@ -153,6 +165,9 @@ func parsePeerPrefix(s string) (netip.Prefix, error) {
 }
 
 var _ component.Config = (*Config)(nil)
+
+// minTimelineBytes is room for the costliest span the timeline keeps.
+const minTimelineBytes = 64 << 10
 
 // defaultOverlapPairs pairs every JVM kind with every Python kind.
 func defaultOverlapPairs() [][]window.Kind {
@@ -236,6 +251,12 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.Identity.MaxProcesses <= 0 {
 		errs = append(errs, fmt.Errorf("identity::max_processes: must be positive, got %d", cfg.Identity.MaxProcesses))
+	}
+	if cfg.Timeline.MaxSpans <= 0 {
+		errs = append(errs, fmt.Errorf("timeline::max_spans: must be positive, got %d", cfg.Timeline.MaxSpans))
+	}
+	if cfg.Timeline.MaxBytes < minTimelineBytes {
+		errs = append(errs, fmt.Errorf("timeline::max_bytes: must be at least %d (one span with a clipped name and scores), got %d", minTimelineBytes, cfg.Timeline.MaxBytes))
 	}
 	if cfg.Metrics.Interval <= 0 {
 		errs = append(errs, fmt.Errorf("metrics::interval: must be positive, got %s", cfg.Metrics.Interval))

@@ -39,6 +39,7 @@ func TestLoadConfig(t *testing.T) {
 				Spans:    SpansConfig{Delay: 1500 * time.Millisecond, MaxWaiting: 2000, Events: true, ChildSpans: true, MaxPlacements: 8},
 				Metrics:  MetricsConfig{Interval: 30 * time.Second},
 				Identity: IdentityConfig{ProcRoot: "/host/proc", CacheTTL: 500 * time.Millisecond, MaxProcesses: 100},
+				Timeline: TimelineConfig{MaxSpans: 500, MaxBytes: 1 << 20},
 			},
 		},
 		{id: component.NewIDWithName(metadata.Type, "bad_scope"), wantErr: []string{`match_scope: "thread" is not one of process, pod, host`}},
@@ -64,6 +65,8 @@ func TestLoadConfig(t *testing.T) {
 				"identity::proc_root: must not be empty",
 				"identity::cache_ttl: must not be negative, got -1s",
 				"identity::max_processes: must be positive, got 0",
+				"timeline::max_spans: must be positive, got 0",
+				"timeline::max_bytes: must be at least 65536 (one span with a clipped name and scores), got 1000",
 			},
 		},
 	}

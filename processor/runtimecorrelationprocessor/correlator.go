@@ -280,7 +280,6 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 		malformed, unscoped, future int64
 		notes                       []timelineNote
 	)
-	watching := c.watched()
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
@@ -289,7 +288,7 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 		src.maxStart = math.MinInt64
 		srcIndex := len(sources)
 		paused := false
-		if watching && scoped {
+		if scoped {
 			c.timeline.noteResource(key, rl.Resource())
 		}
 		sls := rl.ScopeLogs()
@@ -321,9 +320,7 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 				}
 				src.maxStart = max(src.maxStart, w.Start)
 				paused = paused || isPause(w.Kind)
-				if watching {
-					notes = append(notes, noteWindow(key, src.proc.pid, kind, w))
-				}
+				notes = append(notes, noteWindow(key, src.proc.pid, kind, w))
 				batch = append(batch, pending{scope: key, src: srcIndex, entry: windowindex.Entry{
 					Start: w.Start, End: end, ThreadID: w.ThreadID, PID: src.proc.pid, Kind: kind,
 				}})

@@ -33,7 +33,11 @@ func NewFactory() processor.Factory {
 // are reused for 2 s (a burst of batches from one sender costs one lookup,
 // and a reused pid is noticed within that), and at most 16384 processes'
 // identities are learned from windows (a node runs far fewer with windows,
-// about 480 bytes each with their ids).
+// about 480 bytes each with their ids). The timeline page gets the newest
+// 20000 spans within 6 MiB, whether or not anyone looks: about 210 bytes
+// a span with a short name, so the count binds first for ordinary spans
+// (20 s at 1000 spans/s; at the default retention's minute of windows,
+// up to 330 spans/s), the bytes for long names and many scores.
 func createDefaultConfig() component.Config {
 	return &Config{
 		MatchScope:   ScopeProcess,
@@ -56,6 +60,7 @@ func createDefaultConfig() component.Config {
 			CacheTTL:     2 * time.Second,
 			MaxProcesses: 16_384,
 		},
+		Timeline: TimelineConfig{MaxSpans: 20_000, MaxBytes: 6 << 20},
 	}
 }
 

@@ -44,7 +44,7 @@ func newMetricsProcessor(ref *sharedcomponent.Ref[*correlator], next consumer.Me
 func (p *metricsProcessor) processMetrics(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
 	// A workload's metrics about processes are claims: the timeline draws
 	// the node's own receivers' figures only.
-	if p.c.watched() && !p.c.ids.fromWorkload(ctx) {
+	if !p.c.ids.fromWorkload(ctx) {
 		p.c.noteMetrics(md)
 	}
 	return md, nil

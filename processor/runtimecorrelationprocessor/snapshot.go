@@ -2,10 +2,11 @@ package runtimecorrelationprocessor // import "github.com/otelcol-ai/otelcol-ai/
 
 import (
 	"cmp"
+	"math"
 	"slices"
+	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -13,37 +14,30 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/recent"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/windowindex"
 )
 
 // The timeline page's view of the correlator (pkg/timeline): the windows
 // come from the index, copied under its read lock; the rest (spans, thread
 // names, VM operations and GC names, GPU memory, process names) the index
-// does not keep, so it is recorded beside it, only while someone looks.
-const (
-	// timelineWatchTTL is how long recording goes on after the last
-	// snapshot: a closed page stops costing anything within it.
-	timelineWatchTTL = time.Minute
-	// timelineMaxSpans and timelineMaxGPUPoints bound the recorded spans
-	// and GPU memory points (rings: the oldest go first).
-	timelineMaxSpans     = 10_000
-	timelineMaxGPUPoints = 10_000
-)
+// does not keep, so it is recorded beside it, always: one opens the page
+// after something happened.
+
+// timelineMaxGPUPoints bounds the recorded GPU memory points (the oldest
+// go first); a point costs about 100 bytes.
+const timelineMaxGPUPoints = 10_000
 
 // timelineState is what the correlator records for the timeline page.
 type timelineState struct {
-	// watchedUntil is when recording stops (Unix ns) unless another
-	// snapshot is taken.
-	watchedUntil atomic.Int64
-
 	mu         sync.Mutex
 	maxDetails int
 	maxLabels  int
 	labels     map[scopeKey]timeline.Lane
 	threads    map[threadKey]string
 	details    map[detailKey]windowDetail
-	spans      ring[tlSpan]
-	gpu        ring[tlGPU]
+	spans      *recent.Ring[tlSpan]
+	gpu        *recent.Ring[tlGPU]
 }
 
 // threadKey is one thread of a scope (without the pid's incarnation).
@@ -63,10 +57,72 @@ type detailKey struct {
 
 type windowDetail struct{ detail, cause string }
 
+// tlSpan is what the page shows of a span, kept compact until a snapshot
+// asks for it: ids as bytes, the overlap totals of the kinds that
+// overlapped it, its inference.* attributes if it had any.
 type tlSpan struct {
 	scope      scopeKey
 	start, end int64
-	span       timeline.Span
+	traceID    pcommon.TraceID
+	spanID     pcommon.SpanID
+	name       string
+	overlap    []kindTotal
+	scores     []spanScore
+}
+
+// kindTotal is the windows of one kind that overlapped a span.
+type kindTotal struct {
+	kind  uint8
+	count uint32
+	dur   int64
+}
+
+// spanScore is one inference.* attribute of a span: a float64, an int64
+// or a clipped string.
+type spanScore struct {
+	key   string
+	value any
+}
+
+// Costs the ring is charged, in bytes: the span's fixed part and its ring
+// slot, each overlap total, each score beside its key and value.
+const (
+	tlSpanCost    = int64(unsafe.Sizeof(tlSpan{})) + 8
+	kindTotalCost = int64(unsafe.Sizeof(kindTotal{}))
+	spanScoreCost = int64(unsafe.Sizeof(spanScore{})) + 16
+)
+
+// cost is what s holds: its fixed part, its name, its scope's names
+// (shared with other spans of its batch, charged to each: an upper bound),
+// its overlap totals and scores.
+func (s *tlSpan) cost() int64 {
+	c := tlSpanCost + int64(len(s.name)+len(s.scope.host)+len(s.scope.pod)) + int64(len(s.overlap))*kindTotalCost
+	for _, sc := range s.scores {
+		c += spanScoreCost + int64(len(sc.key))
+		if v, ok := sc.value.(string); ok {
+			c += int64(len(v))
+		}
+	}
+	return c
+}
+
+// page is what the snapshot sends of s: its ids in hex and its totals by
+// kind name. Lane, Start and Dur are left to the caller.
+func (s *tlSpan) page() timeline.Span {
+	v := timeline.Span{TraceID: s.traceID.String(), SpanID: s.spanID.String(), Name: s.name}
+	if len(s.overlap) > 0 {
+		v.Overlap = make(map[string]timeline.OverlapTotal, len(s.overlap))
+		for _, o := range s.overlap {
+			v.Overlap[string(kinds[o.kind])] = timeline.OverlapTotal{Duration: o.dur, Count: int64(o.count)}
+		}
+	}
+	if len(s.scores) > 0 {
+		v.Scores = make(map[string]any, len(s.scores))
+		for _, sc := range s.scores {
+			v.Scores[sc.key] = sc.value
+		}
+	}
+	return v
 }
 
 type tlGPU struct {
@@ -75,21 +131,8 @@ type tlGPU struct {
 	p     timeline.GPUPoint
 }
 
-// ring keeps the newest max values.
-type ring[T any] struct {
-	max  int
-	buf  []T
-	next int
-}
-
-func (r *ring[T]) add(v T) {
-	if len(r.buf) < r.max {
-		r.buf = append(r.buf, v)
-		return
-	}
-	r.buf[r.next] = v
-	r.next = (r.next + 1) % r.max
-}
+// tlGPUCost is what a GPU point costs beyond its device's name.
+const tlGPUCost = int64(unsafe.Sizeof(tlGPU{})) + 8
 
 func newTimelineState(cfg *Config) *timelineState {
 	return &timelineState{
@@ -98,15 +141,9 @@ func newTimelineState(cfg *Config) *timelineState {
 		labels:     map[scopeKey]timeline.Lane{},
 		threads:    map[threadKey]string{},
 		details:    map[detailKey]windowDetail{},
-		spans:      ring[tlSpan]{max: timelineMaxSpans},
-		gpu:        ring[tlGPU]{max: timelineMaxGPUPoints},
+		spans:      recent.New[tlSpan](cfg.Timeline.MaxSpans, cfg.Timeline.MaxBytes),
+		gpu:        recent.New[tlGPU](timelineMaxGPUPoints, timelineMaxGPUPoints*(tlGPUCost+timeline.MaxText)),
 	}
-}
-
-// watched reports whether a snapshot was taken within timelineWatchTTL:
-// only then is anything recorded for the page.
-func (c *correlator) watched() bool {
-	return c.timeline.watchedUntil.Load() > c.now().UnixNano()
 }
 
 // noGen is a scope key without the pid's incarnation: what the recorded
@@ -166,8 +203,8 @@ func (t *timelineState) noteWindows(notes []timelineNote, horizon int64) {
 func (t *timelineState) addSpans(spans []tlSpan) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, s := range spans {
-		t.spans.add(s)
+	for i := range spans {
+		t.spans.Add(spans[i], spans[i].cost())
 	}
 }
 
@@ -182,11 +219,49 @@ func noteWindow(key scopeKey, pid int64, kind uint8, w window.Window) timelineNo
 	}
 }
 
-// recordSpan copies what the page shows of a span whose windows have been
-// written onto it (putTotals).
-func recordSpan(key scopeKey, span ptrace.Span, start, end int64) tlSpan {
-	s := timeline.SpanOf(span)
-	return tlSpan{scope: key, start: start, end: end, span: s}
+// recordSpan copies what the page shows of a span: its ids and name, the
+// totals of the windows that overlapped it (matches, as putTotals wrote
+// them) and its inference.* attributes.
+func recordSpan(key scopeKey, span ptrace.Span, start, end int64, matches []windowindex.Entry) tlSpan {
+	s := tlSpan{scope: key, start: start, end: end, traceID: span.TraceID(), spanID: span.SpanID(), name: timeline.Clip(span.Name())}
+	if len(matches) > 0 {
+		var dur [numKinds]int64
+		var count [numKinds]uint32
+		seen := 0
+		for _, m := range matches {
+			if count[m.Kind] == 0 {
+				seen++
+			}
+			dur[m.Kind] += min(m.End, end) - max(m.Start, start)
+			count[m.Kind]++
+		}
+		s.overlap = make([]kindTotal, 0, seen)
+		for k := range kinds {
+			if count[k] > 0 {
+				s.overlap = append(s.overlap, kindTotal{kind: uint8(k), count: count[k], dur: dur[k]})
+			}
+		}
+	}
+	for k, v := range span.Attributes().All() {
+		if !strings.HasPrefix(k, timeline.ScorePrefix) || len(k) > timeline.MaxText || len(s.scores) >= timeline.MaxScores {
+			continue
+		}
+		var val any
+		switch v.Type() {
+		case pcommon.ValueTypeDouble:
+			f := v.Double()
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				continue
+			}
+			val = f
+		case pcommon.ValueTypeInt:
+			val = v.Int()
+		default:
+			val = timeline.Clip(v.AsString())
+		}
+		s.scores = append(s.scores, spanScore{key: k, value: val})
+	}
+	return s
 }
 
 // noteMetrics records per-process GPU memory points, when md has any.
@@ -217,7 +292,7 @@ func (c *correlator) noteMetrics(md pmetric.Metrics) {
 	c.timeline.mu.Lock()
 	defer c.timeline.mu.Unlock()
 	for _, p := range pts {
-		c.timeline.gpu.add(p)
+		c.timeline.gpu.Add(p, tlGPUCost+int64(len(p.p.Device)))
 	}
 }
 
@@ -257,10 +332,9 @@ func (c *correlator) scopesLocked() []laneScope {
 // Snapshot copies the windows of the query's range from the index under
 // its read lock, then the recorded spans, names and GPU memory under the
 // timeline's own lock, and builds the page's snapshot from the copies with
-// no lock held. It starts (or prolongs) recording for timelineWatchTTL.
+// no lock held.
 func (c *correlator) Snapshot(q timeline.Query) (*timeline.Snapshot, error) {
 	now := c.now().UnixNano()
-	c.timeline.watchedUntil.Store(now + int64(timelineWatchTTL))
 	from, to := q.Range(now)
 	var scopes []scopeCopy
 	c.mu.RLock()
@@ -298,19 +372,21 @@ func (c *correlator) Snapshot(q timeline.Query) (*timeline.Snapshot, error) {
 	}
 	var spans []tlSpan
 	if q.WantsKind(timeline.KindSpan) {
-		for _, s := range t.spans.buf {
+		t.spans.All(func(s *tlSpan) bool {
 			if s.end > from && s.start < to {
-				spans = append(spans, s)
+				spans = append(spans, *s)
 			}
-		}
+			return true
+		})
 	}
 	var gpu []tlGPU
 	if q.WantsKind(timeline.KindGPU) {
-		for _, p := range t.gpu.buf {
+		t.gpu.All(func(p *tlGPU) bool {
 			if p.t >= from && p.t <= to {
-				gpu = append(gpu, p)
+				gpu = append(gpu, *p)
 			}
-		}
+			return true
+		})
 	}
 	t.mu.Unlock()
 
@@ -413,7 +489,7 @@ func (c *correlator) buildSnapshot(q timeline.Query, from, to int64, scopes []sc
 		if !ok {
 			continue
 		}
-		v := sp.span
+		v := sp.page()
 		v.Lane, v.Start, v.Dur = id, sp.start-s.Base, sp.end-sp.start
 		s.Spans = append(s.Spans, v)
 	}

@@ -2,7 +2,10 @@ package runtimecorrelationprocessor
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/windowindex"
 )
 
 var allOfIt = timeline.Query{From: t0, To: t0 + int64(time.Second), MaxWindows: 1000, Buckets: 100, MaxSpans: 1000}
@@ -29,31 +33,21 @@ func TestSnapshotIsFoundByComponentID(t *testing.T) {
 	}
 }
 
-// TestSnapshotRecordsOnlyWhileWatched: windows are in every snapshot (the
-// index keeps them); spans, thread names and window details are recorded
-// only after a snapshot was taken, and no more once timelineWatchTTL has
-// passed without one.
-func TestSnapshotRecordsOnlyWhileWatched(t *testing.T) {
+// TestSnapshotShowsWhatCameBeforeAnyoneLooked: spans, thread names and
+// window details sent before the first snapshot are all in it (one opens
+// the page after something happened), the spans with the totals of the
+// windows that overlapped them.
+func TestSnapshotShowsWhatCameBeforeAnyoneLooked(t *testing.T) {
 	h := newHarness(t, nil)
 	sp := win(window.KindJVMSafepoint, 100*ms, 20*ms, 0)
 	sp.Attributes = map[string]any{window.AttrJVMVMOperation: "G1CollectForAllocation"}
-	h.sendWindows(proc, sp)
-	h.sendSpans(spanTraces(proc, spanAt{"before", 90 * ms, 200 * ms}))
-	s, err := h.c.Snapshot(allOfIt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.Windows) != 1 || len(s.Spans) != 0 || s.Windows[0].Detail != "" {
-		t.Fatalf("unwatched: %d windows (detail %q), %d spans; want the window without details and no span",
-			len(s.Windows), s.Windows[0].Detail, len(s.Spans))
-	}
 	gw := win(window.KindPythonGILWait, 110*ms, 30*ms, 11)
 	gw.ThreadName = "jep-worker-0"
 	sp2 := win(window.KindJVMSafepoint, 300*ms, 5*ms, 0)
 	sp2.Attributes = map[string]any{window.AttrJVMVMOperation: "Cleanup"}
-	h.sendWindows(proc, gw, sp2)
-	h.sendSpans(spanTraces(proc, spanAt{"after", 100 * ms, 400 * ms}))
-	s, err = h.c.Snapshot(allOfIt)
+	h.sendWindows(proc, sp, gw, sp2)
+	h.sendSpans(spanTraces(proc, spanAt{"POST /predict", 100 * ms, 400 * ms}, spanAt{"GET /health", 500 * ms, 510 * ms}))
+	s, err := h.c.Snapshot(allOfIt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,30 +58,82 @@ func TestSnapshotRecordsOnlyWhileWatched(t *testing.T) {
 	for _, w := range s.Windows {
 		byStart[s.Base+w.Start] = w
 	}
+	if got := byStart[t0+100*ms]; got.Kind != "jvm.safepoint" || got.Detail != "G1CollectForAllocation" || got.Dur != 20*ms {
+		t.Errorf("first safepoint: %+v, want G1CollectForAllocation for 20ms", got)
+	}
 	if got := byStart[t0+300*ms]; got.Kind != "jvm.safepoint" || got.Detail != "Cleanup" || got.Dur != 5*ms {
-		t.Errorf("safepoint after watching: %+v, want Cleanup for 5ms", got)
+		t.Errorf("second safepoint: %+v, want Cleanup for 5ms", got)
 	}
 	if got := byStart[t0+110*ms]; got.Kind != "python.gil.wait" || got.TID != 11 {
 		t.Errorf("GIL wait: %+v", got)
 	}
-	if len(s.Spans) != 1 || s.Spans[0].Name != "after" || s.Base+s.Spans[0].Start != t0+100*ms || s.Spans[0].Dur != 300*ms {
-		t.Fatalf("spans %+v, want only the one sent while watched", s.Spans)
+	if len(s.Spans) != 2 {
+		t.Fatalf("spans %+v, want both sent before the first snapshot", s.Spans)
 	}
-	ov := s.Spans[0].Overlap
-	if ov["jvm.safepoint"] != (timeline.OverlapTotal{Duration: 25 * ms, Count: 2}) || ov["python.gil.wait"] != (timeline.OverlapTotal{Duration: 30 * ms, Count: 1}) {
+	// The newest first.
+	if got := s.Spans[1]; got.Name != "POST /predict" || s.Base+got.Start != t0+100*ms || got.Dur != 300*ms ||
+		got.TraceID != "01010000000000000000000000000000" || got.SpanID != "0201000000000000" {
+		t.Errorf("span %+v, want POST /predict from 100ms for 300ms, trace 0101…, span 0201…", got)
+	}
+	ov := s.Spans[1].Overlap
+	if len(ov) != 2 || ov["jvm.safepoint"] != (timeline.OverlapTotal{Duration: 25 * ms, Count: 2}) || ov["python.gil.wait"] != (timeline.OverlapTotal{Duration: 30 * ms, Count: 1}) {
 		t.Errorf("span overlap totals %+v, want 2 safepoints for 25ms and a GIL wait of 30ms", ov)
 	}
-
-	h.clock.Advance(timelineWatchTTL + time.Second)
-	if h.c.watched() {
-		t.Fatal("still recording after timelineWatchTTL without a snapshot")
+	if got := s.Spans[0]; got.Name != "GET /health" || got.Overlap != nil {
+		t.Errorf("span %+v, want GET /health with nothing overlapping it", got)
 	}
-	h.sendSpans(spanTraces(proc, spanAt{"late", 500 * ms, 600 * ms}))
-	h.c.timeline.mu.Lock()
-	n := len(h.c.timeline.spans.buf)
-	h.c.timeline.mu.Unlock()
-	if n != 1 {
-		t.Errorf("%d spans recorded, want 1: none once nobody looks", n)
+}
+
+// TestSnapshotSpansAreBoundedInCountAndBytes: the recent spans are the
+// newest within timeline::max_spans and timeline::max_bytes, whichever
+// binds first, and what they hold stays within the bytes.
+func TestSnapshotSpansAreBoundedInCountAndBytes(t *testing.T) {
+	long := strings.Repeat("n", 300) // clipped to timeline.MaxText
+	tests := []struct {
+		name     string
+		maxSpans int
+		maxBytes int64
+		spanName string
+		sent     int
+	}{
+		{"count binds", 50, 1 << 20, "POST /predict", 200},
+		{"bytes bind", 10_000, 64 << 10, long, 2000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, func(cfg *Config) {
+				cfg.Timeline.MaxSpans, cfg.Timeline.MaxBytes = tt.maxSpans, tt.maxBytes
+			})
+			// A window makes the process known; it overlaps no span.
+			h.sendWindows(proc, win(window.KindJVMSafepoint, 900*ms, ms, 0))
+			var spans []spanAt
+			for i := range tt.sent {
+				spans = append(spans, spanAt{tt.spanName, int64(i) * 100_000, int64(i)*100_000 + 50_000})
+			}
+			h.sendSpans(spanTraces(proc, spans...))
+			h.c.timeline.mu.Lock()
+			held, bytes := h.c.timeline.spans.Len(), h.c.timeline.spans.Bytes()
+			h.c.timeline.mu.Unlock()
+			perSpan := tlSpanCost + int64(min(len(tt.spanName), timeline.MaxText)) + int64(len(proc.host))
+			want := min(tt.maxSpans, int(tt.maxBytes/perSpan))
+			if held != want || bytes > tt.maxBytes || bytes != int64(held)*perSpan {
+				t.Fatalf("held %d spans in %d bytes, want %d of %d bytes each within %d", held, bytes, want, perSpan, tt.maxBytes)
+			}
+			s, err := h.c.Snapshot(timeline.Query{From: t0, To: t0 + int64(time.Second), MaxWindows: 1000, Buckets: 100, MaxSpans: 100_000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Spans) != want {
+				t.Fatalf("snapshot has %d spans, want %d", len(s.Spans), want)
+			}
+			// The newest kept: the first is the last sent.
+			if got, wantStart := s.Base+s.Spans[0].Start, t0+int64(tt.sent-1)*100_000; got != wantStart {
+				t.Errorf("newest span starts at %d, want %d", got, wantStart)
+			}
+			if got, wantStart := s.Base+s.Spans[len(s.Spans)-1].Start, t0+int64(tt.sent-want)*100_000; got != wantStart {
+				t.Errorf("oldest span kept starts at %d, want %d", got, wantStart)
+			}
+		})
 	}
 }
 
@@ -95,9 +141,6 @@ func TestSnapshotRecordsOnlyWhileWatched(t *testing.T) {
 // points seen in the metrics pipeline join their process's lane.
 func TestSnapshotGPUMemoryFromTheMetricsPipeline(t *testing.T) {
 	h := newHarness(t, nil)
-	if _, err := h.c.Snapshot(allOfIt); err != nil {
-		t.Fatal(err)
-	}
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
 	proc.put(rm.Resource().Attributes())
@@ -206,10 +249,9 @@ func BenchmarkSnapshot(b *testing.B) {
 	for i := range 100 {
 		c.ingestLogs(measured(context.Background()), windowBatch(start+int64(i)*benchBatch*100_000, rng))
 	}
-	c.timeline.watchedUntil.Store(1 << 62)
 	for i := range 5000 {
 		c.timeline.addSpans([]tlSpan{{scope: scopeKey{host: "node-1", pid: int64(1000 + i%4)}, start: start + int64(i)*5_000_000, end: start + int64(i)*5_000_000 + 3_000_000,
-			span: timeline.Span{Name: "POST /predict", Overlap: map[string]timeline.OverlapTotal{"jvm.safepoint": {Duration: 1000, Count: 1}}}}})
+			name: "POST /predict", overlap: []kindTotal{{kind: 0, count: 1, dur: 1000}}}})
 	}
 	q := timeline.Query{Last: 30 * time.Second, MaxWindows: 5000, Buckets: 1000, MaxSpans: 5000}
 	b.ReportAllocs()
@@ -219,4 +261,52 @@ func BenchmarkSnapshot(b *testing.B) {
 			b.Fatal(err, s.WindowsInRange)
 		}
 	}
+}
+
+// BenchmarkRecentSpans is what keeping the recent spans for the timeline
+// costs per span, on top of annotating it: copying what the page shows of
+// a request span (a short name, two kinds of overlapping windows) and
+// adding it to the ring at the default bound, full, so that each add also
+// evicts. It reports the ring's bytes at that bound as the collector
+// charges them (MiB-held) and as the heap measures them (MiB-heap).
+func BenchmarkRecentSpans(b *testing.B) {
+	cfg := createDefaultConfig().(*Config)
+	td := spanTraces(proc, spanAt{"POST /predict", 100 * ms, 400 * ms})
+	span := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	span.SetTraceID(pcommon.TraceID{0x5b, 0x8e, 0xff, 0xf7, 0x98, 0x03, 0x81, 0x03, 0xd2, 0x69, 0xb6, 0x33, 0x81, 0x3f, 0xc6, 0x0c})
+	span.SetSpanID(pcommon.SpanID{0xee, 0xe1, 0x9b, 0x7e, 0xc3, 0xc1, 0xb1, 0x74})
+	matches := []windowindex.Entry{
+		{Start: t0 + 90*ms, End: t0 + 120*ms, Kind: 0},
+		{Start: t0 + 200*ms, End: t0 + 205*ms, Kind: 0},
+		{Start: t0 + 110*ms, End: t0 + 140*ms, ThreadID: 11, Kind: 3},
+	}
+	key := scopeKey{host: "node-1", pid: 4242}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	t := newTimelineState(cfg)
+	for i := range cfg.Timeline.MaxSpans {
+		span.SetName(fmt.Sprintf("POST /predict/%d", i%100)) // names of their own, as from the wire
+		t.addSpans([]tlSpan{recordSpan(key, span, t0+100*ms, t0+400*ms, matches)})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	held, heap := float64(t.spans.Bytes())/(1<<20), float64(after.HeapAlloc-before.HeapAlloc)/(1<<20)
+	span.SetName("POST /predict")
+	batch := make([]tlSpan, 0, benchBatch)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += benchBatch {
+		batch = batch[:0]
+		for range min(benchBatch, b.N-i) {
+			batch = append(batch, recordSpan(key, span, t0+100*ms, t0+400*ms, matches))
+		}
+		t.addSpans(batch)
+	}
+	b.StopTimer()
+	if t.spans.Len() != cfg.Timeline.MaxSpans {
+		b.Fatalf("%d spans held, want the default bound %d", t.spans.Len(), cfg.Timeline.MaxSpans)
+	}
+	b.ReportMetric(held, "MiB-held")
+	b.ReportMetric(heap, "MiB-heap")
 }

@@ -308,13 +308,10 @@ func (p *tracesProcessor) annotate(ctx context.Context, td ptrace.Traces, ids []
 		annotated int64
 		recorded  []tlSpan
 	)
-	watching := c.watched()
 	rss := td.ResourceSpans()
-	if watching {
-		for i := 0; i < min(rss.Len(), len(ids)); i++ {
-			if ids[i].unmatched == "" {
-				c.timeline.noteResource(ids[i].scope, rss.At(i).Resource())
-			}
+	for i := 0; i < min(rss.Len(), len(ids)); i++ {
+		if ids[i].unmatched == "" {
+			c.timeline.noteResource(ids[i].scope, rss.At(i).Resource())
 		}
 	}
 	c.mu.RLock()
@@ -340,17 +337,12 @@ func (p *tracesProcessor) annotate(ctx context.Context, td ptrace.Traces, ids []
 					released = append(released, pending{scope: key, src: -1, entry: windowindex.Entry{Start: start, End: end}})
 				}
 				matches = c.windows.AppendOverlapping(matches[:0], key, start, end)
+				recorded = append(recorded, recordSpan(key, span, start, end, matches))
 				if len(matches) == 0 {
-					if watching {
-						recorded = append(recorded, recordSpan(key, span, start, end))
-					}
 					continue
 				}
 				annotated++
 				putTotals(span, matches, start, end)
-				if watching {
-					recorded = append(recorded, recordSpan(key, span, start, end))
-				}
 				placements := matches[:min(len(matches), cfg.MaxPlacements)]
 				if cfg.Events {
 					putEvents(span, placements, start, end)
