@@ -301,7 +301,8 @@ cluster-up: cluster-build ## Start the one-node cluster (root), install the char
 cluster-test: ## cluster-up, the scenario in real pods (internal/e2etest TestCluster), cluster-down (also when the scenario fails).
 	$(MAKE) --no-print-directory cluster-up
 	rc=0; OTELCOL_AI_CLUSTER=$(CACHE)/cluster OTELCOL_AI_VERSION=$(VERSION) OTELCOL_AI_CHART=$(CHART_DIR)/otelcol-ai-$(VERSION).tgz \
-		$(GO) test -count=1 -timeout 30m -v -run '^TestCluster$$' ./internal/e2etest/ || rc=$$?; \
+		$(GO) test -count=1 -timeout 30m -v -run '^TestCluster$$' ./internal/e2etest/ 2>&1 | tee $(CACHE)/cluster/log/cluster-test.log || rc=$$?; \
+		rm -rf $(CACHE)/cluster/log/export && cp -R $(CACHE)/cluster/ns/varlib/otelcol-ai-export $(CACHE)/cluster/log/export || true; \
 		distribution/cluster/down.sh; exit $$rc
 
 cluster-down: ## Stop the cluster and remove every process, mount, cgroup, interface, iptables chain and state it made; check none is left.

@@ -181,7 +181,7 @@ for d in "$SHIM_SOCKETS" /run/containerd; do
 done
 
 # --- 8. state under .cache/cluster ---------------------------------------------
-rm -rf "$C/etcd" "$CTRD" "$C/ns" "$C/kubectl-cache" "$CNI_DIR" "$RUN" "$PKI" "$C"/*.kubeconfig "$KUBECONFIG_ADMIN" \
+rm -rf "$C/etcd" "$CTRD" "$C/ns" "$C/kubectl-cache" "$C/helm" "$CNI_DIR" "$RUN" "$PKI" "$C"/*.kubeconfig "$KUBECONFIG_ADMIN" \
 	"$C"/*-config.yaml "$C/apiserver-certs" "$C/controller-manager-certs" "$C/controller-manager-volume-plugins"
 
 # --- 9. check -------------------------------------------------------------------

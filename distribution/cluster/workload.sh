@@ -50,24 +50,31 @@ rm -rf "$w" && mkdir -p "$w"
 t0=$SECONDS
 log "building the workload image (Debian 12, OpenJDK 17, CPython 3.11, Jep, the OpenTelemetry SDKs)"
 # The venv is made and filled inside the new root (its python3 and JDK), so
-# Jep is built against them; pip reaches PyPI as the rest of the project does.
+# Jep is built against them; pip reaches PyPI as the rest of the project does
+# (with this machine's CA bundle, PIP_CERT where set, mounted over the image's
+# for the time of the install: Debian's pip reads only the system bundle; the
+# image keeps Debian's).
 mmdebstrap --quiet --mode=root --variant=apt --include="$PKGS" \
-	--customize-hook='cp /etc/resolv.conf "$1/etc/resolv.conf"' \
-	--customize-hook="chroot \"\$1\" sh -ec 'python3 -m venv /opt/venv; JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 /opt/venv/bin/pip install --quiet --no-cache-dir jep==$JEP_VERSION numpy==$NUMPY_VERSION opentelemetry-sdk==$OTEL_PYTHON_VERSION opentelemetry-exporter-otlp-proto-grpc==$OTEL_PYTHON_VERSION opentelemetry-resource-detector-containerid==$OTEL_PYTHON_CONTAINERID_VERSION'" \
-	--customize-hook='rm -f "$1/etc/resolv.conf"; groupadd -R "$1" -g 1000 app; useradd -R "$1" -u 1000 -g 1000 -m -s /bin/sh app' \
+	--customize-hook='groupadd -R "$1" -g 1000 app; useradd -R "$1" -u 1000 -g 1000 -m -s /bin/sh app' \
 	bookworm "$w/rootfs" "deb http://deb.debian.org/debian bookworm main" "deb http://deb.debian.org/debian-security bookworm-security main"
 root=$w/rootfs
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+cp "${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}" "$root/opt/pip-ca.crt"
+unshare --mount --propagation private sh -ec '
+	mount --rbind /dev "$1/dev"; mount -t proc proc "$1/proc"
+	mount --bind "$1/opt/pip-ca.crt" "$1/etc/ssl/certs/ca-certificates.crt"
+	chroot "$1" env -u PIP_FIND_LINKS -u PIP_CERT JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64 sh -ec "python3 -m venv /opt/venv; /opt/venv/bin/pip install --quiet --no-cache-dir $2"
+' sh "$root" "jep==$JEP_VERSION numpy==$NUMPY_VERSION opentelemetry-sdk==$OTEL_PYTHON_VERSION opentelemetry-exporter-otlp-proto-grpc==$OTEL_PYTHON_VERSION opentelemetry-resource-detector-containerid==$OTEL_PYTHON_CONTAINERID_VERSION"
+rm -f "$root/etc/resolv.conf" "$root/opt/pip-ca.crt"
 site=$(echo "$root"/opt/venv/lib/python3.11/site-packages)
 [ -f "$site/jep/jep-$JEP_VERSION.jar" ] || die "Jep's jar not in the venv ($site/jep)"
 
 # The containers e2e test's Java service, compiled against the API the agent
-# bridges, with the JDK the image runs.
+# bridges, for the image's Java 17.
 mkdir -p "$root/opt/workload/classes" "$root/opt/workload/lib"
 cp "$agent_jar" "$root/opt/workload/opentelemetry-javaagent.jar"
 cp "${api_jars[@]}" "$root/opt/workload/lib/"
-cp "$testdata/Service.java" "$root/opt/workload/Service.java"
-chroot "$root" /usr/lib/jvm/java-17-openjdk-amd64/bin/javac -d /opt/workload/classes \
-	-cp "$(cd "$root" && printf '/%s:' opt/workload/lib/*.jar)" /opt/workload/Service.java
+javac --release 17 -d "$root/opt/workload/classes" -cp "$(printf '%s:' "${api_jars[@]}")" "$testdata/Service.java"
 cp "$testdata/service.py" "$root/opt/workload/service.py"
 
 # The hybrid example, built by Maven on this machine (its dependencies from
