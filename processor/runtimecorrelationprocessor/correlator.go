@@ -138,6 +138,9 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 		return nil, fmt.Errorf("runtimecorrelation: %w", err)
 	}
 	c.ids = newIdentities(c, newIndexTable(cfg.Identity.ProcRoot), sockets, cfg.Identity.CacheTTL, trusted)
+	if err := c.timeline.observe(tel); err != nil {
+		return nil, fmt.Errorf("runtimecorrelation: telemetry: %w", err)
+	}
 	c.unregister = timeline.Register(c.name, c)
 	for a := range numKinds {
 		for b := range numKinds {

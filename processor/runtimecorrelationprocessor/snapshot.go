@@ -2,6 +2,7 @@ package runtimecorrelationprocessor // import "github.com/otelcol-ai/otelcol-ai/
 
 import (
 	"cmp"
+	"context"
 	"math"
 	"slices"
 	"strings"
@@ -11,9 +12,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/recent"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/windowindex"
 )
@@ -144,6 +147,27 @@ func newTimelineState(cfg *Config) *timelineState {
 		spans:      recent.New[tlSpan](cfg.Timeline.MaxSpans, cfg.Timeline.MaxBytes),
 		gpu:        recent.New[tlGPU](timelineMaxGPUPoints, timelineMaxGPUPoints*(tlGPUCost+timeline.MaxText)),
 	}
+}
+
+// observe reports the recent spans' count and bytes through tel.
+func (t *timelineState) observe(tel *metadata.TelemetryBuilder) error {
+	held := func() (spans, bytes int64) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return int64(t.spans.Len()), t.spans.Bytes()
+	}
+	if err := tel.RegisterProcessorRuntimecorrelationTimelineSpansCallback(func(_ context.Context, o metric.Int64Observer) error {
+		n, _ := held()
+		o.Observe(n)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return tel.RegisterProcessorRuntimecorrelationTimelineSpanBytesCallback(func(_ context.Context, o metric.Int64Observer) error {
+		_, b := held()
+		o.Observe(b)
+		return nil
+	})
 }
 
 // noGen is a scope key without the pid's incarnation: what the recorded

@@ -11,10 +11,13 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadatatest"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/windowindex"
 )
 
@@ -119,6 +122,11 @@ func TestSnapshotSpansAreBoundedInCountAndBytes(t *testing.T) {
 			if held != want || bytes > tt.maxBytes || bytes != int64(held)*perSpan {
 				t.Fatalf("held %d spans in %d bytes, want %d of %d bytes each within %d", held, bytes, want, perSpan, tt.maxBytes)
 			}
+			// The collector reports what the ring holds.
+			metadatatest.AssertEqualProcessorRuntimecorrelationTimelineSpans(t, h.tel,
+				[]metricdata.DataPoint[int64]{{Value: int64(want)}}, metricdatatest.IgnoreTimestamp())
+			metadatatest.AssertEqualProcessorRuntimecorrelationTimelineSpanBytes(t, h.tel,
+				[]metricdata.DataPoint[int64]{{Value: int64(want) * perSpan}}, metricdatatest.IgnoreTimestamp())
 			s, err := h.c.Snapshot(timeline.Query{From: t0, To: t0 + int64(time.Second), MaxWindows: 1000, Buckets: 100, MaxSpans: 100_000})
 			if err != nil {
 				t.Fatal(err)

@@ -3,10 +3,12 @@
 package metadata
 
 import (
+	"context"
 	"errors"
 	"sync"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/embedded"
 	"go.opentelemetry.io/otel/trace"
 
 	"go.opentelemetry.io/collector/component"
@@ -31,6 +33,8 @@ type TelemetryBuilder struct {
 	ProcessorRuntimecorrelationSpansReleasedEarly metric.Int64Counter
 	ProcessorRuntimecorrelationSpansUnmatched     metric.Int64Counter
 	ProcessorRuntimecorrelationSpansWaiting       metric.Int64UpDownCounter
+	ProcessorRuntimecorrelationTimelineSpanBytes  metric.Int64ObservableGauge
+	ProcessorRuntimecorrelationTimelineSpans      metric.Int64ObservableGauge
 	ProcessorRuntimecorrelationWindows            metric.Int64UpDownCounter
 	ProcessorRuntimecorrelationWindowsClipped     metric.Int64Counter
 	ProcessorRuntimecorrelationWindowsDropped     metric.Int64Counter
@@ -48,6 +52,46 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterProcessorRuntimecorrelationTimelineSpanBytesCallback sets callback for observable ProcessorRuntimecorrelationTimelineSpanBytes metric.
+func (builder *TelemetryBuilder) RegisterProcessorRuntimecorrelationTimelineSpanBytesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ProcessorRuntimecorrelationTimelineSpanBytes, obs: o})
+		return nil
+	}, builder.ProcessorRuntimecorrelationTimelineSpanBytes)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterProcessorRuntimecorrelationTimelineSpansCallback sets callback for observable ProcessorRuntimecorrelationTimelineSpans metric.
+func (builder *TelemetryBuilder) RegisterProcessorRuntimecorrelationTimelineSpansCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ProcessorRuntimecorrelationTimelineSpans, obs: o})
+		return nil
+	}, builder.ProcessorRuntimecorrelationTimelineSpans)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+type observerInt64 struct {
+	embedded.Int64Observer
+	inst metric.Int64Observable
+	obs  metric.Observer
+}
+
+func (oi *observerInt64) Observe(value int64, opts ...metric.ObserveOption) {
+	oi.obs.ObserveInt64(oi.inst, value, opts...)
 }
 
 // Shutdown unregister all registered callbacks for async instruments.
@@ -95,6 +139,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ProcessorRuntimecorrelationSpansWaiting, err = builder.meter.Int64UpDownCounter(
 		"otelcol_processor_runtimecorrelation_spans_waiting",
 		metric.WithDescription("Spans waiting for late windows now. [Development]"),
+		metric.WithUnit("{span}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorRuntimecorrelationTimelineSpanBytes, err = builder.meter.Int64ObservableGauge(
+		"otelcol_processor_runtimecorrelation_timeline_span_bytes",
+		metric.WithDescription("Bytes the recent spans kept for the timeline page hold, as charged against timeline::max_bytes. [Development]"),
+		metric.WithUnit("By"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ProcessorRuntimecorrelationTimelineSpans, err = builder.meter.Int64ObservableGauge(
+		"otelcol_processor_runtimecorrelation_timeline_spans",
+		metric.WithDescription("Recent spans kept for the timeline page (at most timeline::max_spans). [Development]"),
 		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)
