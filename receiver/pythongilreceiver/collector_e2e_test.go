@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
@@ -108,4 +110,123 @@ func TestBuiltCollectorEmitsGILWindows(t *testing.T) {
 func fileContains(path, s string) bool {
 	b, err := os.ReadFile(path)
 	return err == nil && bytes.Contains(b, []byte(s))
+}
+
+// gaugePoint is one data point of a per-host gauge the receiver reports.
+type gaugePoint struct {
+	at    int64
+	value float64
+}
+
+// gaugePoints reads every point of the gauge name from a file exporter's
+// JSON lines.
+func gaugePoints(t *testing.T, path, name string) []gaugePoint {
+	t.Helper()
+	batches, err := e2etest.ReadJSONLines(path, (&pmetric.JSONUnmarshaler{}).UnmarshalMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []gaugePoint
+	for _, md := range batches {
+		for _, rm := range md.ResourceMetrics().All() {
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					if m.Name() != name || m.Type() != pmetric.MetricTypeGauge {
+						continue
+					}
+					for _, dp := range m.Gauge().DataPoints().All() {
+						out = append(out, gaugePoint{at: int64(dp.Timestamp()), value: dp.DoubleValue()})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestBuiltCollectorDefaultBudgetKeepsACheapWorkload runs the built
+// collector on the embedded default configuration (every CPython on the
+// host, the default 2% budget) beside a workload whose probes cost a few
+// hundredths of a percent of a CPU: one thread sleeping 40 x 25 ms while
+// two others contend for the GIL. At least 39 of the 40 sleeps are kept,
+// and what the receiver reports says why: the probes' cost over the period
+// (python.gil.probe.cost, every process the default configuration probes
+// on the host included) stayed under the budget, and the sampling ratio
+// over the run is 1. Before the budget tolerated bursts, one 100 ms check
+// over budget (another process starting up) detached the probes for the
+// rest of the period: ratio 0.010, 0 of 40 sleeps.
+func TestBuiltCollectorDefaultBudgetKeepsACheapWorkload(t *testing.T) {
+	e2etest.RequireComponents(t, "pythongil")
+	const calls, sleep = 40, 25 * time.Millisecond
+	budget := createDefaultConfig().(*Config).Overhead.Budget
+	w := workloadtest.Start(t, "contend", strconv.Itoa(calls), strconv.Itoa(int(sleep/time.Millisecond)), "2")
+	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default"}})
+	logs, metrics := filepath.Join(c.OutputDir, "logs.jsonl"), filepath.Join(c.OutputDir, "metrics.jsonl")
+	// The receiver discovers and attaches before its first collection,
+	// which reports the cost (the budget is on).
+	if err := c.Eventually(2*time.Minute, func() bool { return fileContains(metrics, `"python.gil.probe.cost"`) }); err != nil {
+		t.Fatalf("c.Eventually: %v", err)
+	}
+	var res struct {
+		TID  int64      `json:"tid"`
+		N    int        `json:"n"`
+		Wall [][2]int64 `json:"wall_calls"`
+	}
+	w.Run(&res)
+	if len(res.Wall) != calls {
+		t.Fatalf("%d calls reported, want %d", len(res.Wall), calls)
+	}
+	ended := res.Wall[len(res.Wall)-1][1]
+	sleeps := make([]sleepCall, len(res.Wall))
+	for i, c := range res.Wall {
+		sleeps[i] = sleepCall{c[0], c[1]}
+	}
+	self := func(win window.Window) window.Window { return win }
+	kept := func() int {
+		n := 0
+		for _, ws := range matchSleeps(fileWindows(t, logs, w.PID), self, res.TID, sleeps, sleep, int64(sleep/2)) {
+			if len(ws) > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	// The first collection after the run reports the ratio over the
+	// period that holds it.
+	after := func() bool {
+		return slices.ContainsFunc(gaugePoints(t, metrics, metricSamplingRatio), func(p gaugePoint) bool { return p.at > ended })
+	}
+	if err := c.Eventually(time.Minute, func() bool { return after() && kept() == calls }); err != nil && !after() {
+		t.Fatalf("no %s reported after the run: %v", metricSamplingRatio, err)
+	}
+	got := kept()
+	ratios := gaugePoints(t, metrics, metricSamplingRatio)
+	costs := gaugePoints(t, metrics, "python.gil.probe.cost")
+	// The ratio of the first collection after the run, and the highest
+	// cost reported up to it.
+	var ratio, maxCost float64 = -1, 0
+	var at int64
+	for _, p := range ratios {
+		if p.at > ended && (ratio < 0 || p.at < at) {
+			ratio, at = p.value, p.at
+		}
+	}
+	for _, p := range costs {
+		if p.at <= at {
+			maxCost = max(maxCost, p.value)
+		}
+	}
+	t.Logf("kept %d of %d sleeps; sampling ratio after the run %.4f; highest probe cost reported %.5f of a CPU (budget %.2f)", got, calls, ratio, maxCost, budget)
+	if got < calls-1 {
+		t.Errorf("kept %d of %d sleeps, want at least %d (sampling ratio %.4f, probe cost %.5f, budget %.2f)", got, calls, calls-1, ratio, maxCost, budget)
+	}
+	if ratio != 1 {
+		t.Errorf("sampling ratio over the run: got %.4f, want 1 (probe cost up to %.5f of a CPU, budget %.2f)", ratio, maxCost, budget)
+	}
+	if maxCost > budget {
+		t.Errorf("probe cost reported up to %.5f of a CPU, over the budget %.2f, for a workload of some 240 hits a second", maxCost, budget)
+	}
+	if code, err := c.Stop(30 * time.Second); err != nil || code != 0 {
+		t.Errorf("c.Stop: %v, exit %d", err, code)
+	}
 }

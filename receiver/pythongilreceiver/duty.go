@@ -64,6 +64,10 @@ type dutyCycle struct {
 	// ahead), as of tokensAt; it stays within ± budget × period.
 	tokens   float64
 	tokensAt time.Time
+	// spent is every check's cumulative estimated cost (CPU-s per probed
+	// process) within the last period, oldest first: periodCost.
+	spent      []spentAt
+	spentTotal float64
 	// offUntil is when the current detached phase is planned to end, and
 	// nextCost what the next attached phase is estimated to spend: a
 	// detached phase ends early, once paid for, while a probed process's
@@ -87,6 +91,26 @@ type dutyCycle struct {
 	// only the attended ones (0: not measured yet), as shares of a CPU per
 	// probed process.
 	rate, attRate float64
+}
+
+// spentAt is the cumulative estimated cost at a check.
+type spentAt struct {
+	at    time.Time
+	total float64
+}
+
+// periodCost is the estimated cost over the last period, in shares of a
+// CPU per probed process: what the budget is held to (detached phases
+// count as costing nothing), unlike rate, the last check's alone.
+func (d *dutyCycle) periodCost() float64 {
+	if len(d.spent) < 2 {
+		return 0
+	}
+	first, last := d.spent[0], d.spent[len(d.spent)-1]
+	if secs := last.at.Sub(first.at).Seconds(); secs > 0 {
+		return (last.total - first.total) / secs
+	}
+	return 0
 }
 
 // dutyLibrary is one probed library as the duty cycle sees it: the live
@@ -374,6 +398,14 @@ func (d *dutyCycle) spend(now time.Time, hits uint64, processes int) {
 	d.tokens += d.cfg.Budget*now.Sub(d.tokensAt).Seconds() - cost
 	d.tokens = min(max(d.tokens, -limit), limit)
 	d.tokensAt = now
+	d.spentTotal += cost
+	d.spent = append(d.spent, spentAt{at: now, total: d.spentTotal})
+	// Kept: the last check at least a period old, and those since.
+	i := 0
+	for i+1 < len(d.spent) && now.Sub(d.spent[i+1].at) >= d.cfg.Period {
+		i++
+	}
+	d.spent = d.spent[i:]
 }
 
 // ratioFor returns the attached fraction that keeps the estimated cost of

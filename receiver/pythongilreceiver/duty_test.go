@@ -192,6 +192,32 @@ func TestDetachedPhaseEndsToLearnAGIL(t *testing.T) {
 	}
 }
 
+// TestPeriodCostIsWhatTheBudgetHoldsTo: python.gil.probe.cost is the cost
+// spent over the last period per second, detached time (no checks)
+// included, not the last check's rate.
+func TestPeriodCostIsWhatTheBudgetHoldsTo(t *testing.T) {
+	cfg := OverheadConfig{Budget: 0.02, Period: 10 * time.Second, CostPerHit: time.Microsecond}
+	t0 := time.Unix(1000, 0)
+	d := &dutyCycle{cfg: cfg, tokensAt: t0}
+	steps := []struct {
+		name string
+		at   time.Duration
+		hits uint64
+		want float64
+	}{
+		{"one check: nothing to measure over", 0, 0, 0},
+		{"a burst of 0.01 CPU-s in the first second", time.Second, 10_000, 0.01},
+		{"the same burst over 5 s, 4 of them detached", 5 * time.Second, 0, 0.002},
+		{"a period later the burst is forgotten", 11 * time.Second, 0, 0},
+	}
+	for _, s := range steps {
+		d.spend(t0.Add(s.at), s.hits, 1)
+		if got := d.periodCost(); !(math.Abs(s.want-got) <= 1e-9) {
+			t.Errorf("%s: got %v, want %v", s.name, got, s.want)
+		}
+	}
+}
+
 // TestBurstPaidFromTheBudgetStaysAttached: a burst of probe hits (50k
 // hashlib calls flat out, some 100k hits, 0.1 CPU-s at 1 us a hit: far
 // over 2% of a CPU for the fraction of a second it lasts) keeps the probes

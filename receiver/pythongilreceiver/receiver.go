@@ -242,7 +242,7 @@ func (r *gilReceiver) serve(ctx context.Context, host component.Host, probe *gil
 			}
 			r.stateMu.Lock()
 			st.sampling = ratio
-			st.probeCost = budget.rate
+			st.probeCost = budget.periodCost()
 			st.setSampling(budget)
 			n := st.attendedProcesses(budget)
 			r.stateMu.Unlock()

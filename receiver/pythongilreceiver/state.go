@@ -49,9 +49,9 @@ type runState struct {
 	// sampling is the fraction of time the probes were attached in the
 	// current duty cycle (1 without duty cycling).
 	sampling float64
-	// probeCost is what the budget judged the probes to cost at its last
-	// check (dutyCycle.rate, shares of a CPU per probed process); reported
-	// only while a budget is set.
+	// probeCost is what the budget estimates the probes cost over the last
+	// period (dutyCycle.periodCost, shares of a CPU per probed process);
+	// reported only while a budget is set.
 	probeCost float64
 
 	// mb builds the metrics metadata.yaml declares.

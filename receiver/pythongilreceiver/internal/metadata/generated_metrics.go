@@ -235,7 +235,7 @@ type metricPythonGilProbeCost struct {
 // init fills python.gil.probe.cost metric with initial data.
 func (m *metricPythonGilProbeCost) init() {
 	m.data.SetName("python.gil.probe.cost")
-	m.data.SetDescription("What the overhead budget judged the probes to cost at its last check, in shares of one CPU per probed process (probe hits per second attached times overhead.cost_per_hit, over the probed processes); not reported with the budget off.")
+	m.data.SetDescription("What the overhead budget estimates the probes cost over the last overhead.period, detached time included, in shares of one CPU per probed process (probe hits times overhead.cost_per_hit per second, over the probed processes) - what the budget is held to; not reported with the budget off.")
 	m.data.SetUnit("1")
 	m.data.SetEmptyGauge()
 }

@@ -187,7 +187,7 @@ func TestMetricsBuilder(t *testing.T) {
 					validatedMetrics["python.gil.probe.cost"] = true
 					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-					assert.Equal(t, "What the overhead budget judged the probes to cost at its last check, in shares of one CPU per probed process (probe hits per second attached times overhead.cost_per_hit, over the probed processes); not reported with the budget off.", mi.Description())
+					assert.Equal(t, "What the overhead budget estimates the probes cost over the last overhead.period, detached time included, in shares of one CPU per probed process (probe hits times overhead.cost_per_hit per second, over the probed processes) - what the budget is held to; not reported with the budget off.", mi.Description())
 					assert.Equal(t, "1", mi.Unit())
 					dp := mi.Gauge().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())
