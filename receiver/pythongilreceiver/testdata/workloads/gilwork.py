@@ -13,8 +13,9 @@ Modes:
                       each call's run delay, as contend)
   hash T N SIZE       T threads each hash a SIZE-byte buffer N times (each
                       call releases the GIL once inside hashlib)
-  spin T SECONDS      T pure-Python threads count in a loop: they contend
-                      for the GIL and are switched by the switch interval
+  spin T SECONDS      T pure-Python threads count in a loop for SECONDS
+                      from when all of them run: they contend for the GIL
+                      and are switched by the switch interval
   gc N                N explicit gc.collect(2) calls over a heap of cycles
   contend N D_MS [S]  one thread calls time.sleep(D_MS/1000) N times while
                       S others (default 1) spin in pure Python: each
@@ -81,12 +82,20 @@ def mode_hash(t, n, size):
 
 
 def mode_spin(t, seconds):
-    deadline = time.monotonic() + seconds
+    # The clock starts once every thread runs (the barrier's action), so
+    # that they all contend for the whole time: on a loaded host a thread
+    # started late could otherwise find the others gone and never be
+    # forced off.
+    deadline = [0.0]
+    def start():
+        deadline[0] = time.monotonic() + seconds
+    barrier = threading.Barrier(t, action=start)
     def work(_):
         tid = threading.get_native_id()
+        barrier.wait()
         c0 = time.thread_time_ns()
         i = 0
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline[0]:
             i += 1
         return {"tid": tid, "cpu_ns": time.thread_time_ns() - c0}
     m0 = time.monotonic_ns()
