@@ -501,3 +501,196 @@ func counts(m map[string][]window.Window) map[string]int {
 	}
 	return out
 }
+
+// TestPageOpenedAfterTheFactDrawsTheSpans is how the page is used: something
+// happened, then someone opens it. The built collector on its embedded
+// default runs beside a real JVM embedding CPython while request spans of
+// that process arrive, with no page open and no snapshot asked for; then
+// the page is opened on that past range, and it draws the exported windows
+// and every exported span, each within a pixel of its time.
+func TestPageOpenedAfterTheFactDrawsTheSpans(t *testing.T) {
+	e2etest.RequireComponents(t, "timeline", "runtimecorrelation", "jfr", "pythongil")
+	if os.Geteuid() != 0 {
+		skipOrFail(t, "timeline e2e: the pythongil receiver's probes need root")
+	}
+	for _, tool := range []string{"java", "javac", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			skipOrFail(t, "timeline e2e: %s not found", tool)
+		}
+	}
+	cdptest.Binary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default",
+		`yaml:processors::runtimecorrelation::identity::trusted_peers: [127.0.0.1, "::1"]`}})
+	if err := c.WaitHealthy(60 * time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, c.Log())
+	}
+	pid := jepWorkload(t)
+	host, _ := os.Hostname()
+
+	sendStart := time.Now()
+	for i := 0; time.Since(sendStart) < 10*time.Second; i++ {
+		if err := c.SendTraces(ctx, spansOf(pid, host, i, 150*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	sendEnd := time.Now()
+	// Spans wait up to 2 s for their windows; the batch processor and the
+	// file exporter take a second each.
+	time.Sleep(5 * time.Second)
+
+	from, to := time.UnixMilli(sendStart.Add(time.Second).UnixMilli()), time.UnixMilli(sendEnd.Add(-time.Second).UnixMilli())
+	ex := exported(t, c, pid, from.UnixNano(), to.UnixNano())
+	if len(ex.spans) == 0 || len(ex.windows["jvm.gc.pause"])+len(ex.windows["jvm.safepoint"]) == 0 {
+		t.Fatalf("the workload exported too little to check: %v, %d spans", counts(ex.windows), len(ex.spans))
+	}
+
+	b := cdptest.Start(t, 1400, 1000)
+	if err := b.Navigate(ctx, "http://"+c.Endpoints.Timeline+"/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Until(ctx, `document.getElementById("chart").dataset.mode !== undefined`); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Eval(fmt.Sprintf(`timeline.setView(%d, %d, false)`, from.UnixMilli(), to.UnixMilli()), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Until(ctx, fmt.Sprintf(`timeline.snapshot && document.getElementById("chart").dataset.fromMs == "%d"`, from.UnixMilli())); err != nil {
+		t.Fatal(err)
+	}
+	d := timelinetest.ReadDrawn(t, b)
+	lane := laneOf(t, b, pid)
+	drawn := 0
+	for _, r := range d.Spans {
+		if r.Lane == lane {
+			drawn++
+		}
+	}
+	t.Logf("figure: page opened %.0f s after the last span: %d of %d exported spans drawn, windows exported %v",
+		time.Since(sendEnd).Seconds(), drawn, len(ex.spans), counts(ex.windows))
+	checkAgainstExport(t, "opened after the fact", d, lane, ex)
+	hoverOverlapped(t, b, d, lane, ex)
+	if p := b.Problems(); len(p) > 0 {
+		t.Errorf("page console: %q", p)
+	}
+}
+
+// telemetryValue reads one of the collector's own metrics (unlabelled
+// apart from the service's) from its Prometheus endpoint.
+func telemetryValue(t *testing.T, c *e2etest.Collector, name string) (float64, bool) {
+	t.Helper()
+	body, err := e2etest.Get("http://" + c.Endpoints.Telemetry + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(body, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// TestRecentSpanRingStaysBoundedUnderAFlood floods the built collector with
+// spans whose names are as long as the page keeps, far more than its
+// timeline::max_bytes holds: what the ring holds (its own telemetry) stays
+// within the bound, the newest spans are the ones kept (the page's API
+// returns the last sent and not the first), and the collector's heap is
+// logged beside it.
+func TestRecentSpanRingStaysBoundedUnderAFlood(t *testing.T) {
+	e2etest.RequireComponents(t, "timeline", "runtimecorrelation")
+	const maxBytes = 1 << 20
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default",
+		`yaml:processors::runtimecorrelation::identity::trusted_peers: [127.0.0.1, "::1"]`,
+		fmt.Sprintf("yaml:processors::runtimecorrelation::timeline::max_bytes: %d", maxBytes)}})
+	if err := c.WaitHealthy(60 * time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, c.Log())
+	}
+	// The spans are this test process's: a host process the collector
+	// finds in /proc.
+	pid := int64(os.Getpid())
+	host, _ := os.Hostname()
+	name := strings.Repeat("flood ", 60) // 360 bytes, kept as 256
+	const batches, perBatch = 100, 500
+	first, last := "", ""
+	start := time.Now().Add(-time.Minute)
+	for i := range batches {
+		td := ptrace.NewTraces()
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutInt("process.pid", pid)
+		rs.Resource().Attributes().PutStr("host.name", host)
+		spans := rs.ScopeSpans().AppendEmpty().Spans()
+		for j := range perBatch {
+			n := i*perBatch + j
+			sp := spans.AppendEmpty()
+			sp.SetName(name)
+			sp.SetTraceID(pcommon.TraceID{0xf1, byte(n >> 16), byte(n >> 8), byte(n)})
+			sp.SetSpanID(pcommon.SpanID{0xf1, byte(n >> 16), byte(n >> 8), byte(n)})
+			// A millisecond apart, ending before now: released at once.
+			at := start.Add(time.Duration(n) * time.Millisecond / 10)
+			sp.SetStartTimestamp(pcommon.NewTimestampFromTime(at))
+			sp.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(50 * time.Microsecond)))
+			switch n {
+			case 0:
+				first = sp.SpanID().String()
+			case batches*perBatch - 1:
+				last = sp.SpanID().String()
+			}
+		}
+		if err := c.SendTraces(ctx, td); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The page's API over the whole flood, until the last batch has passed
+	// the processor (it may wait the span delay, 2 s).
+	snapshot := func() map[string]bool {
+		body, err := e2etest.Get(fmt.Sprintf("http://%s/api/snapshot?from=%d&to=%d&kind=span&max_spans=100000",
+			c.Endpoints.Timeline, start.Add(-time.Second).UnixNano(), time.Now().UnixNano()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var snap timeline.Snapshot
+		if err := json.Unmarshal([]byte(body), &snap); err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]bool{}
+		for _, s := range snap.Spans {
+			ids[s.SpanID] = true
+		}
+		return ids
+	}
+	ids := snapshot()
+	for deadline := time.Now().Add(30 * time.Second); !ids[last] && time.Now().Before(deadline); ids = snapshot() {
+		time.Sleep(500 * time.Millisecond)
+	}
+	held, _ := telemetryValue(t, c, "otelcol_processor_runtimecorrelation_timeline_spans")
+	bytes, _ := telemetryValue(t, c, "otelcol_processor_runtimecorrelation_timeline_span_bytes")
+	heap, _ := telemetryValue(t, c, "otelcol_process_runtime_heap_alloc_bytes")
+	t.Logf("figure: %d spans of %d-byte names sent; the ring holds %.0f spans in %.0f bytes (bound %d); collector heap %.1f MiB",
+		batches*perBatch, len(name), held, bytes, maxBytes, heap/(1<<20))
+	perSpan := bytes / held
+	switch {
+	case held == 0:
+		t.Fatalf("the ring holds no span after the flood\n%s", c.Log())
+	case bytes > maxBytes:
+		t.Errorf("the ring holds %.0f bytes, over its bound of %d", bytes, maxBytes)
+	case bytes < maxBytes-perSpan:
+		t.Errorf("the ring holds %.0f bytes, less than its bound %d less one span (%.0f): the flood should fill it", bytes, maxBytes, perSpan)
+	case held >= batches*perBatch:
+		t.Errorf("the ring holds all %.0f spans sent", held)
+	}
+	if len(ids) != int(held) || !ids[last] || ids[first] {
+		t.Errorf("snapshot: %d spans (the ring holds %.0f), last sent there: %v, first sent there: %v; want the newest only",
+			len(ids), held, ids[last], ids[first])
+	}
+}
