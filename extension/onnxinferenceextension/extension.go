@@ -296,16 +296,30 @@ func (e *onnxExtension) scan() {
 			defer e.unloadAll(m)
 		}
 	}
+	var found []*model
 	for _, name := range names {
 		if e.models[name] == nil {
-			e.models[name] = &model{name: name, served: map[int64]*version{}, failed: map[int64]repository.Fingerprint{},
-				attrs: metric.WithAttributeSet(attribute.NewSet(attribute.String("model", name)))}
+			m := &model{name: name, served: map[int64]*version{}, failed: map[int64]repository.Fingerprint{},
+				attrs: modelAttrs(name)}
+			e.models[name] = m
+			found = append(found, m)
 		}
 	}
 	e.mu.Unlock()
+	// A model's counters exist from the moment it is found, at 0: a
+	// dashboard or an alert then tells "none" from "not collected".
+	for _, m := range found {
+		e.tel.OnnxinferenceModelLoadFailures.Add(context.Background(), 0, m.attrs)
+		e.tel.OnnxinferenceModelReloads.Add(context.Background(), 0, m.attrs)
+	}
 	for _, name := range names {
 		e.reconcile(repo, name)
 	}
+}
+
+// modelAttrs labels a model's metrics.
+func modelAttrs(name string) metric.MeasurementOption {
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String("model", name)))
 }
 
 // reconcile brings one model's served versions in line with its policy and
@@ -551,8 +565,7 @@ func (e *onnxExtension) reportFailure(name string, version int64, err error, inP
 		err = fmt.Errorf("onnxinference: model %q version %d: %w", name, version, err)
 	}
 	e.logger.Error(msg, zap.String("model", name), zap.Int64("version", version), zap.Error(err))
-	e.tel.OnnxinferenceModelLoadFailures.Add(context.Background(), 1,
-		metric.WithAttributeSet(attribute.NewSet(attribute.String("model", name))))
+	e.tel.OnnxinferenceModelLoadFailures.Add(context.Background(), 1, modelAttrs(name))
 	e.mu.Lock()
 	host := e.host
 	e.degraded = true

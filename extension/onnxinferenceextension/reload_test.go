@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -189,6 +191,19 @@ func (f *reloadFixture) statusErrors() (errs []error, lastOK bool) {
 		}
 	}
 	return errs, len(events) > 0 && events[len(events)-1] == nil
+}
+
+// TestModelCountersStartAtZero: load failures and reloads have a series
+// for every model found, at 0, before anything fails or reloads, so that
+// a dashboard tells "none" from "not collected"; a failure then counts on
+// its own model's series.
+func TestModelCountersStartAtZero(t *testing.T) {
+	f := startReloadFixture(t, time.Millisecond)
+	ro := attribute.NewSet(attribute.String("model", "ro"))
+	metadatatest.AssertEqualOnnxinferenceModelLoadFailures(t, f.tel, []metricdata.DataPoint[int64]{{Attributes: ro, Value: 0}},
+		metricdatatest.IgnoreTimestamp())
+	metadatatest.AssertEqualOnnxinferenceModelReloads(t, f.tel, []metricdata.DataPoint[int64]{{Attributes: ro, Value: 0}},
+		metricdatatest.IgnoreTimestamp())
 }
 
 // Replacing a served version's file in place with other content (a model
