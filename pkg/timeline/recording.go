@@ -24,7 +24,9 @@ const (
 	attrPodName       = "k8s.pod.name"
 	attrContainerName = "k8s.container.name"
 	attrServiceName   = "service.name"
-	attrDeviceID      = "device_id"
+	// AttrGPUDevice is the GPU (or MIG device) a per-process GPU memory
+	// point is about, as the nvml receiver names it.
+	AttrGPUDevice = "hw.id"
 	// MetricGPUProcessMemory is the nvml receiver's per-process GPU memory.
 	MetricGPUProcessMemory = "gpu.process.memory.usage"
 	overlapPrefix          = "runtime.overlap."
@@ -344,9 +346,8 @@ func (rec *Recording) AddMetrics(md pmetric.Metrics) {
 					continue
 				}
 				for _, dp := range pts.All() {
-					device, _ := dp.Attributes().Get(attrDeviceID)
 					rec.gpu = append(rec.gpu, absGPU{t: int64(dp.Timestamp()), p: GPUPoint{
-						Lane: lane, Device: device.AsString(), Bytes: dp.IntValue(),
+						Lane: lane, Device: Clip(StrAttr(dp.Attributes(), AttrGPUDevice)), Bytes: dp.IntValue(),
 					}})
 				}
 			}

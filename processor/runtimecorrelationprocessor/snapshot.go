@@ -303,9 +303,9 @@ func (c *correlator) noteMetrics(md pmetric.Metrics) {
 					continue
 				}
 				for _, dp := range dps.All() {
-					device, _ := dp.Attributes().Get("device_id")
+					device := timeline.Clip(timeline.StrAttr(dp.Attributes(), timeline.AttrGPUDevice))
 					pts = append(pts, tlGPU{scope: noGen(key), t: int64(dp.Timestamp()),
-						p: timeline.GPUPoint{Device: device.AsString(), Bytes: dp.IntValue()}})
+						p: timeline.GPUPoint{Device: device, Bytes: dp.IntValue()}})
 				}
 			}
 		}

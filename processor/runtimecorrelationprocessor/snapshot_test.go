@@ -146,7 +146,8 @@ func TestSnapshotSpansAreBoundedInCountAndBytes(t *testing.T) {
 }
 
 // TestSnapshotGPUMemoryFromTheMetricsPipeline: gpu.process.memory.usage
-// points seen in the metrics pipeline join their process's lane.
+// points seen in the metrics pipeline join their process's lane, with the
+// device nvml names (hw.id), or none where a point names none.
 func TestSnapshotGPUMemoryFromTheMetricsPipeline(t *testing.T) {
 	h := newHarness(t, nil)
 	md := pmetric.NewMetrics()
@@ -159,7 +160,9 @@ func TestSnapshotGPUMemoryFromTheMetricsPipeline(t *testing.T) {
 		dp := dps.AppendEmpty()
 		dp.SetTimestamp(pcommonTS(t0 + int64(i+1)*100*ms))
 		dp.SetIntValue(v)
-		dp.Attributes().PutStr("device_id", "GPU-0")
+		if i == 0 {
+			dp.Attributes().PutStr("hw.id", "GPU-0")
+		}
 	}
 	mp := newMetricsProcessor(mustAcquire(t, h), nil)
 	if _, err := mp.processMetrics(context.Background(), md); err != nil {
@@ -170,7 +173,7 @@ func TestSnapshotGPUMemoryFromTheMetricsPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.GPU) != 2 || s.GPU[1].Bytes != 3<<29 || s.GPU[1].Device != "GPU-0" || s.Base+s.GPU[1].T != t0+200*ms || s.Lanes[s.GPU[1].Lane].PID != proc.pid {
+	if len(s.GPU) != 2 || s.GPU[0].Device != "GPU-0" || s.GPU[1].Bytes != 3<<29 || s.GPU[1].Device != "" || s.Base+s.GPU[1].T != t0+200*ms || s.Lanes[s.GPU[1].Lane].PID != proc.pid {
 		t.Fatalf("gpu %+v lanes %+v", s.GPU, s.Lanes)
 	}
 }
