@@ -19,6 +19,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.yaml.in/yaml/v3"
 )
 
 // The dashboards test runs the built collector on the embedded default
@@ -247,8 +248,28 @@ var promLabelRe = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*
 
 var legendLabelRe = regexp.MustCompile(`\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}`)
 
-// checkPanels returns one line per panel whose query fails.
-func checkPanels(p promClient, dashboards map[string]dashboard) (problems []string, checked int) {
+// emptyWhenHealthy names, by dashboard file and panel title ("gpu-node.json:
+// GPU memory errors (ECC)"), the panels that may have no data on a healthy
+// node, and why (only a failure or a GPU fault makes them). Every other
+// panel must have data on a healthy node, so that an operator tells "none"
+// from "not collected". None needs to be named now: the failure counters
+// start at 0 (increase() is 0, not absent), and the GPU panels have data
+// from the stub NVML library, which is a GPU with ECC counters at 0.
+var emptyWhenHealthy = map[string]string{}
+
+func emptyWhenHealthyNames() []string {
+	var out []string
+	for k, why := range emptyWhenHealthy {
+		out = append(out, k+" ("+why+")")
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkPanels returns one line per panel whose query fails; a panel named
+// in empty must have no series (a panel that has data is taken off that
+// list).
+func checkPanels(p promClient, dashboards map[string]dashboard, empty map[string]string) (problems []string, checked int) {
 	names := make([]string, 0, len(dashboards))
 	for n := range dashboards {
 		names = append(names, n)
@@ -269,6 +290,11 @@ func checkPanels(p promClient, dashboards map[string]dashboard) (problems []stri
 				switch {
 				case err != nil:
 					problems = append(problems, fmt.Sprintf("%s: panel %d %q: %v", name, panel.ID, panel.Title, err))
+					continue
+				case empty[name+": "+panel.Title] != "":
+					if len(series) > 0 {
+						problems = append(problems, fmt.Sprintf("%s: panel %d %q has data on a healthy node: take it off emptyWhenHealthy", name, panel.ID, panel.Title))
+					}
 					continue
 				case len(series) == 0:
 					problems = append(problems, fmt.Sprintf("%s: panel %d %q: no series for %s", name, panel.ID, panel.Title, expr))
@@ -462,24 +488,47 @@ scrape_configs:
 		}
 	}
 
+	// A healthy node first: every panel has data but those that need a
+	// failure or a GPU fault, each named with why.
 	var problems []string
 	checked := 0
-	deadline := time.Now().Add(150 * time.Second)
-	added := false
-	for i := 0; ; i++ {
+	healthyBy := time.Now().Add(100 * time.Second)
+	i := 0
+	for ; ; i++ {
 		send(i)
-		if i == 10 && !added {
-			addVersions()
-			added = true
-		}
-		if i == 20 {
-			rewrite()
-		}
 		time.Sleep(time.Second)
 		if i < 30 || i%5 != 0 {
 			continue
 		}
-		problems, checked = checkPanels(p, dashboards)
+		problems, checked = checkPanels(p, dashboards, emptyWhenHealthy)
+		if len(problems) == 0 || time.Now().After(healthyBy) {
+			break
+		}
+	}
+	for _, pr := range problems {
+		t.Errorf("healthy node: %s", pr)
+	}
+	t.Logf("figure: healthy node: %d panel queries checked, %d with data, %d empty as named (%v), %d failing",
+		checked, checked-len(emptyWhenHealthy)-len(problems), len(emptyWhenHealthy), emptyWhenHealthyNames(), len(problems))
+	exported := exportedNames(t, c)
+	for _, pr := range unexportedNames(t, root, dashboards, exported) {
+		t.Error(pr)
+	}
+
+	// Then a good version, a reload and a load failure: every panel has
+	// data.
+	addVersions()
+	deadline := time.Now().Add(120 * time.Second)
+	for j := 0; ; i, j = i+1, j+1 {
+		send(i)
+		if j == 10 {
+			rewrite()
+		}
+		time.Sleep(time.Second)
+		if j < 20 || j%5 != 0 {
+			continue
+		}
+		problems, checked = checkPanels(p, dashboards, nil)
 		if len(problems) == 0 || time.Now().After(deadline) {
 			break
 		}
@@ -487,7 +536,7 @@ scrape_configs:
 	for _, pr := range problems {
 		t.Error(pr)
 	}
-	t.Logf("%d panel queries checked against Prometheus, %d failing", checked, len(problems))
+	t.Logf("%d panel queries checked against Prometheus after a reload and a load failure, %d failing", checked, len(problems))
 
 	// Where traces are looked at: the windows that overlapped each span are
 	// placed on it as span events named for their kind.
@@ -545,5 +594,121 @@ scrape_configs:
 		}
 		sort.Strings(distinct)
 		t.Logf("scrape of %s: %d bytes, %d series; series per runtime process %v; labels with more than one value: %v", ep, len(body), series, perProcess, distinct)
+	}
+}
+
+// exportedNames returns the metric names of both of the collector's
+// Prometheus endpoints (its metrics and its own telemetry), series by
+// series as scraped (histograms' _bucket, _sum and _count included).
+func exportedNames(t *testing.T, c *Collector) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	for _, ep := range []string{c.Endpoints.Prometheus, c.Endpoints.Telemetry} {
+		body, err := Get("http://" + ep + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(body, "\n") {
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if i := strings.IndexAny(line, "{ "); i > 0 {
+				names[line[:i]] = true
+			}
+		}
+	}
+	return names
+}
+
+var (
+	promStrings   = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+	promMatchers  = regexp.MustCompile(`\{[^}]*\}|\[[^\]]*\]`)
+	promGroupings = regexp.MustCompile(`\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`)
+	promNumbers   = regexp.MustCompile(`(^|[^a-zA-Z0-9_:])[0-9][0-9a-zA-Z_.]*`) // 0.5, 1e3, offset 10m
+	promIdent     = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*(\s*\()?`)
+	promKeywords  = map[string]bool{"by": true, "without": true, "on": true, "ignoring": true, "group_left": true,
+		"group_right": true, "bool": true, "and": true, "or": true, "unless": true, "offset": true, "inf": true, "nan": true}
+)
+
+// promMetricNames returns the metric names a PromQL expression selects:
+// its identifiers that are neither functions, nor labels of matchers and
+// groupings, nor keywords.
+func promMetricNames(expr string) []string {
+	expr = promStrings.ReplaceAllString(expr, `""`)
+	expr = promMatchers.ReplaceAllString(expr, " ")
+	expr = promGroupings.ReplaceAllString(expr, " ")
+	expr = promNumbers.ReplaceAllString(expr, "$1 ")
+	var out []string
+	for _, m := range promIdent.FindAllStringSubmatch(expr, -1) {
+		name := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(m[0]), "("))
+		if m[1] != "" || promKeywords[strings.ToLower(name)] {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// unexportedNames reports each metric name a dashboard panel or an alert
+// rule selects that the collector, scraped now, does not export.
+func unexportedNames(t *testing.T, root string, dashboards map[string]dashboard, exported map[string]bool) []string {
+	t.Helper()
+	uses := map[string][]string{}
+	for file, d := range dashboards {
+		for _, panel := range d.Panels {
+			for _, target := range panel.Targets {
+				for _, n := range promMetricNames(target.Expr) {
+					uses[n] = append(uses[n], fmt.Sprintf("%s panel %q", file, panel.Title))
+				}
+			}
+		}
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	b, err := os.ReadFile(filepath.Join(root, "distribution", "alerts", "otelcol-ai.rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &rules); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			for _, n := range promMetricNames(r.Expr) {
+				uses[n] = append(uses[n], "alert "+r.Alert)
+			}
+		}
+	}
+	var problems []string
+	for n, where := range uses {
+		if !exported[n] {
+			problems = append(problems, fmt.Sprintf("%s is not exported by the collector, but %s use it", n, strings.Join(where, ", ")))
+		}
+	}
+	sort.Strings(problems)
+	t.Logf("%d metric names used by dashboards and alerts, all checked against the collector's two endpoints", len(uses))
+	return problems
+}
+
+// TestPromMetricNames: what the dashboards test checks against the
+// collector's endpoints is the metric names of an expression, not its
+// functions, labels or keywords.
+func TestPromMetricNames(t *testing.T) {
+	for expr, want := range map[string]string{
+		`sum by (pod,instance,model) (increase(otelcol_onnxinference_model_load_failures{cluster=~"$cluster",pod=~"$pod"}[$__rate_interval]))`: "otelcol_onnxinference_model_load_failures",
+		`max by (host_name,hw_id) (hw_gpu_memory_usage_bytes{k8s_cluster_name=~"$cluster"}) / max by (host_name,hw_id) (hw_gpu_memory_limit_bytes{a="b"})`: "hw_gpu_memory_usage_bytes hw_gpu_memory_limit_bytes",
+		`otelcol_receiver_nvml_available == 0`: "otelcol_receiver_nvml_available",
+		`rate(runtime_overlap_count_total[1h] offset 10m) > 1e3 unless up offset 15m`: "runtime_overlap_count_total up",
+		`histogram_quantile(0.99, sum by (le) (rate(jvm_gc_duration_seconds_bucket[5m]))) > bool 0.5 and on (pod) up`: "jvm_gc_duration_seconds_bucket up",
+	} {
+		if got := strings.Join(promMetricNames(expr), " "); got != want {
+			t.Errorf("promMetricNames(%s) = %q, want %q", expr, got, want)
+		}
 	}
 }
