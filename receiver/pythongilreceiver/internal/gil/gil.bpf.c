@@ -373,7 +373,12 @@ static __always_inline void settle(struct thread *t, __u32 pid, __u32 tid)
 	if (!t->blocked)
 		return;
 	if (t->woke_at && t->wait_at && t->woke_at >= t->wait_at) {
-		emit(t, pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_continues ? EVENT_CONTINUES : 0, t->wait_at, t->woke_at);
+		if (t->wait_continues && t->woke_at - t->wait_at < min_duration_ns)
+			// The short rest of a wait already sent: its time, not
+			// another wait.
+			t->agg[KIND_WAIT].sum += t->woke_at - t->wait_at;
+		else
+			emit(t, pid, tid, KIND_WAIT, t->wait_cause, 0, t->wait_continues ? EVENT_CONTINUES : 0, t->wait_at, t->woke_at);
 		t->held_at = t->woke_at;
 	}
 	t->blocked = 0;
@@ -802,6 +807,15 @@ static __always_inline int took_since(struct thread *t, struct gil_info *g, __u6
 	return now - since >= grace;
 }
 
+// seen_since reports whether the uprobes have seen t's process all along
+// since since: a release (PyEval_SaveThread) would then have been seen.
+static __always_inline int seen_since(struct thread *t, __u64 since)
+{
+	__u32 zero = 0;
+	struct control *c = bpf_map_lookup_elem(&control_map, &zero);
+	return c && uprobes_active(t->pid) && since >= c->attached_since;
+}
+
 // waking_holder ends the wait of a thread that woke from it with the GIL
 // still taken and took the GIL without blocking again (the holder let go
 // between the wake-up and the thread's own look at locked; likely when the
@@ -915,6 +929,26 @@ int futex_enter(struct futex_enter_args *ctx)
 	}
 	if (t->blocked) {
 		t->woke_at = 0;
+		return 0;
+	}
+	if (t->taken_at && uaddr >= base + GIL_MUTEX && uaddr < base + GIL_SWITCH_COND && seen_since(t, t->taken_at) &&
+	    !took_since(t, g, base, now, t->taken_at)) {
+		// Its wait was sent at a wake-up that found the GIL free, and it
+		// blocks on the GIL's mutex before it released the GIL or half an
+		// interval passed: it is still taking the GIL (glibc re-locks the
+		// mutex as the cond wait returns, and take_gil reads locked under
+		// it) while a holder keeps the mutex (preempted inside drop_gil or
+		// take_gil). The rest is sent as a continuation, as below. While
+		// the uprobes are detached, a holder's release cannot be told from
+		// this, and it stays as it was.
+		__u64 from = t->taken_at;
+		t->taken_at = 0;
+		t->blocked = t->taken_blocked;
+		t->futex_gil = base;
+		t->in_restore = 1;
+		t->wait_at = from;
+		t->wait_continues = 1;
+		t->held_at = 0;
 		return 0;
 	}
 	if (t->taken_at && !(uaddr >= base + GIL_MUTEX && uaddr < base + GIL_SWITCH_COND)) {
