@@ -89,8 +89,10 @@ type clusterWorkload struct {
 // kubectl exec.
 func clusterWorkloads() []*clusterWorkload {
 	const site = "/opt/venv/lib/python3.11/site-packages"
+	// tail ends when its reader does (coreutils 9 watches its output), so
+	// the container then sleeps on: its logs and pod stay for the checks.
 	feed := func(cmd string) string {
-		return "touch /tmp/ctl && tail -f /tmp/ctl | " + cmd
+		return "touch /tmp/ctl && tail -f /tmp/ctl | " + cmd + "; exec sleep 1000000"
 	}
 	return []*clusterWorkload{{
 		name: "java-service", service: "cluster-java-service",
@@ -110,8 +112,16 @@ func clusterWorkloads() []*clusterWorkload {
 	}, {
 		name: "opted-out-jvm", optOut: true,
 		command: feed("exec java -Xmx32m -cp '/opt/workload/classes:/opt/workload/lib/*' Service"),
+	}, {
+		// Never told to stop: its recording, started by the agent, is the
+		// one helm uninstall must stop.
+		name: "idle-jvm",
+		command: feed("exec java -Xmx32m -cp '/opt/workload/classes:/opt/workload/lib/*' Service"),
 	}}
 }
+
+// traced: the workload sends spans.
+func (w *clusterWorkload) traced() bool { return w.service != "" }
 
 func (w *clusterWorkload) manifest() string {
 	var b strings.Builder
@@ -228,9 +238,12 @@ func TestCluster(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, 180*time.Second, "windows of every recorded workload", func() bool {
+	waitFor(t, 180*time.Second, "windows of every traced workload", func() bool {
 		l := logs()
-		for _, w := range recorded {
+		for _, w := range workloads {
+			if !w.traced() {
+				continue
+			}
 			if len(WindowsOf(l, int64(w.hostPID))) == 0 {
 				return false
 			}
@@ -238,13 +251,18 @@ func TestCluster(t *testing.T) {
 		return true
 	})
 	servingFrom := time.Now()
-	t.Logf("windows of %d workloads flowing %s after the pods were applied; serving 20 s", len(recorded), time.Since(begin).Round(time.Second))
+	t.Logf("windows of the traced workloads flowing %s after the pods were applied; serving 20 s", time.Since(begin).Round(time.Second))
 	tell := func(w *clusterWorkload, what string) {
 		k.kubectl(t, "-n", clusterAppsNS, "exec", w.podName, "--", "sh", "-c", "echo "+what+" >> /tmp/ctl")
 	}
 	for _, name := range []string{"java-service", "python-service"} {
 		tell(byName[name], "serve")
 	}
+	// The non-root JVMs are recorded by the agent's attach; the opted-out
+	// one by nothing.
+	checkRecordings(t, k, byName["java-service"], true)
+	checkRecordings(t, k, byName["idle-jvm"], true)
+	checkRecordings(t, k, byName["opted-out-jvm"], false)
 	time.Sleep(20 * time.Second)
 	sent := map[string]int{}
 	for _, name := range []string{"java-service", "python-service"} {
@@ -315,7 +333,11 @@ func TestCluster(t *testing.T) {
 			t.Logf("FIGURES %s: %d spans arrived, %d from 2 s after its first window to the end of the scenario", w.service, len(got), len(kept))
 			got = kept
 		}
-		checkSpanTotals(t, w.workload, got, windows, recorded)
+		// Within bounds is enough here: on a node shared with the
+		// cluster's control plane the Python windows of a span's last
+		// second arrive later than the containers test's (the split is in
+		// the FIGURES line); none may be missing or foreign.
+		checkSpanTotals(t, w.workload, got, windows, recorded, 0)
 		checkClusterNames(t, w, "span", got[0].resource)
 	}
 	// Windows never carry another pod's: processWindows checked each window
@@ -328,6 +350,9 @@ func TestCluster(t *testing.T) {
 			}
 			continue
 		}
+		if !w.traced() {
+			continue // the idle JVM may not have collected yet
+		}
 		checkClusterNames(t, w, "window", windowResource(allLogs, w.hostPID))
 		if res, ok := metricResource(metrics, w.hostPID); ok {
 			checkClusterNames(t, w, "metric", res)
@@ -337,10 +362,12 @@ func TestCluster(t *testing.T) {
 	}
 	t.Logf("serving %s", servedUntil.Sub(servingFrom).Round(time.Second))
 
-	// The non-root JVM is recorded by the agent's attach; the opted-out one
-	// by nothing.
-	checkRecordings(t, k, byName["java-service"], true)
-	checkRecordings(t, k, byName["opted-out-jvm"], false)
+	// No container restarted: each process checked is the one started.
+	for _, w := range workloads {
+		if n := strings.TrimSpace(k.kubectl(t, "-n", clusterAppsNS, "get", "pod", w.podName, "-o", "jsonpath={.status.containerStatuses[0].restartCount}")); n != "0" {
+			t.Errorf("%s: container restarted %s times", w.name, n)
+		}
+	}
 
 	// What the agent cost during the scenario.
 	cpu1 := procCPU(t, agentPID)
@@ -351,7 +378,7 @@ func TestCluster(t *testing.T) {
 
 	checkAgentAccess(t, k)
 	checkUpgradeKeepsCheckpoints(t, k, export, byName["hybrid"])
-	checkUninstallStopsRecordings(t, k, byName["java-service"])
+	checkUninstallStopsRecordings(t, k, byName["idle-jvm"])
 	t.Logf("whole scenario: %s", time.Since(begin).Round(time.Second))
 }
 
@@ -422,26 +449,33 @@ func checkClusterNames(t *testing.T, w *clusterWorkload, what string, res pcommo
 	}
 }
 
+// windowResource: the last exported resource of process pid's windows. (A
+// pod's first windows can come before the API server's pod object lists
+// its container: then k8s_attributes finds the pod by its UID but no
+// container name yet.)
 func windowResource(batches []plog.Logs, pid int) pcommon.Map {
+	out := pcommon.NewMap()
 	for _, ld := range batches {
 		for _, rl := range ld.ResourceLogs().All() {
 			if v, ok := rl.Resource().Attributes().Get(window.ResourcePID); ok && v.Int() == int64(pid) {
-				return rl.Resource().Attributes()
+				out = rl.Resource().Attributes()
 			}
 		}
 	}
-	return pcommon.NewMap()
+	return out
 }
 
+// metricResource: the last exported resource of process pid's metrics.
 func metricResource(batches []pmetric.Metrics, pid int) (pcommon.Map, bool) {
+	out, found := pcommon.NewMap(), false
 	for _, md := range batches {
 		for _, rm := range md.ResourceMetrics().All() {
 			if v, ok := rm.Resource().Attributes().Get(window.ResourcePID); ok && v.Int() == int64(pid) {
-				return rm.Resource().Attributes(), true
+				out, found = rm.Resource().Attributes(), true
 			}
 		}
 	}
-	return pcommon.Map{}, false
+	return out, found
 }
 
 // checkRecordings: JFR.check in the pod, as the JVM's own user, lists a
