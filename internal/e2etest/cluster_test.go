@@ -502,11 +502,14 @@ func checkAgentAccess(t *testing.T, k kube) {
 		rows := map[string]string{}
 		sc := bufio.NewScanner(strings.NewReader(out))
 		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) < 2 || f[0] == "Resources" {
+			// Resources, Non-Resource URLs, Resource Names, Verbs: the
+			// last column is the bracketed verb list, which holds spaces.
+			line := sc.Text()
+			i := strings.LastIndex(line, "[")
+			if i < 0 || strings.HasPrefix(line, "Resources") {
 				continue
 			}
-			rows[f[0]+" "+strings.Join(f[1:len(f)-1], " ")] = f[len(f)-1]
+			rows[strings.Join(strings.Fields(line[:i]), " ")] = line[i:]
 		}
 		return rows
 	}
@@ -535,6 +538,7 @@ func checkUpgradeKeepsCheckpoints(t *testing.T, k kube, export string, hybrid *c
 	if chart == "" {
 		t.Fatal("OTELCOL_AI_CHART is unset (make cluster-test sets it)")
 	}
+	keepAgentLog(t, k, "agent-before-upgrade.log")
 	upgradeAt := time.Now()
 	k.run(t, "helm", "", "upgrade", clusterAgentN, chart, "-n", clusterAgentN, "--reuse-values",
 		"--set", "agent.podAnnotations.otelcol-ai\\.io/scenario=upgraded")
@@ -580,7 +584,7 @@ func checkUpgradeKeepsCheckpoints(t *testing.T, k kube, export string, hybrid *c
 		thread, pid int64
 	}
 	old, recent := map[key]int{}, map[key]int{}
-	gcIDs := map[int64]bool{}
+	gcIDs := map[int64]int64{} // id: start
 	for _, ld := range logs() {
 		for _, rl := range ld.ResourceLogs().All() {
 			pid, _ := rl.Resource().Attributes().Get(window.ResourcePID)
@@ -598,7 +602,7 @@ func checkUpgradeKeepsCheckpoints(t *testing.T, k kube, export string, hybrid *c
 					}
 					if pid.Int() == int64(hybrid.hostPID) && win.Kind == window.KindJVMGCPause {
 						if id, ok := win.Attributes[window.AttrJVMGCID].(int64); ok {
-							gcIDs[id] = true
+							gcIDs[id] = win.Start
 						}
 					}
 				}
@@ -613,9 +617,17 @@ func checkUpgradeKeepsCheckpoints(t *testing.T, k kube, export string, hybrid *c
 			}
 		}
 	}
+	keepAgentLog(t, k, "agent-after-upgrade.log")
+	if out, err := exec.Command("ls", "-la", filepath.Join(k.dir, "ns/varlib/otelcol-ai/storage")).CombinedOutput(); err == nil {
+		t.Logf("the agent's storage on the node after the upgrade:\n%s", out)
+	}
+	// The ids of collections that began 10 s before the last read, and
+	// ended: a collection still going on has no window yet.
 	ids := make([]int64, 0, len(gcIDs))
-	for id := range gcIDs {
-		ids = append(ids, id)
+	for id, started := range gcIDs {
+		if started < time.Now().Add(-10*time.Second).UnixNano() {
+			ids = append(ids, id)
+		}
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	var gaps []string
@@ -658,6 +670,15 @@ func checkUninstallStopsRecordings(t *testing.T, k kube, java *clusterWorkload) 
 		return strings.TrimSpace(string(out)) == ""
 	})
 	checkRecordings(t, k, java, false)
+}
+
+// keepAgentLog writes the agent pod's log to the cluster's log folder.
+func keepAgentLog(t *testing.T, k kube, name string) {
+	out, err := k.cmd("kubectl", "-n", clusterAgentN, "logs", "-l", "app.kubernetes.io/component=agent", "--tail=-1").CombinedOutput()
+	if err != nil {
+		t.Logf("agent log: %v", err)
+	}
+	_ = os.WriteFile(filepath.Join(k.dir, "log", name), out, 0o644)
 }
 
 // clusterAgentPID is the host pid of the otelcol-ai process of the agent

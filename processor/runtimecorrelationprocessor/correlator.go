@@ -78,8 +78,11 @@ type correlator struct {
 	attention *attention.Registry
 	// name is the component ID the timeline page finds this state by;
 	// timeline is what it records for the page (snapshot.go).
-	name       string
-	timeline   *timelineState
+	name     string
+	timeline *timelineState
+	// names are the scopes' pod, container and workload names, for the
+	// records and metrics this processor makes (names.go).
+	names      *scopeNames
 	unregister func()
 
 	// untrustedOnce logs the first untrusted window batch.
@@ -127,6 +130,7 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 		totals:   map[pairKey]*pairTotal{},
 		name:     set.ID.String(),
 		timeline: newTimelineState(cfg),
+		names:    newScopeNames(),
 	}
 	c.attention = attention.Default()
 	var sockets socketOwners
@@ -249,6 +253,7 @@ func (c *correlator) putScope(attrs pcommon.Map, k scopeKey, p process) {
 	case ScopePod:
 		attrs.PutStr(window.ResourceK8sPodUID, k.pod)
 	}
+	c.names.put(k, attrs)
 }
 
 // overlap is one pair of windows that overlapped.
@@ -293,6 +298,7 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 		paused := false
 		if scoped {
 			c.timeline.noteResource(key, rl.Resource())
+			c.names.note(key, rl.Resource().Attributes())
 		}
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {

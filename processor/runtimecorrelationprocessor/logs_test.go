@@ -182,3 +182,30 @@ func TestOverlapRecordIsReadable(t *testing.T) {
 		t.Errorf("only the two windows are indexed: got %v, want %v", got, 2)
 	}
 }
+
+// The overlap record of a process carries the names processors ahead of
+// this one put on its windows (k8s_attributes in a pod), and only its own.
+func TestOverlapRecordCarriesTheWindowsNames(t *testing.T) {
+	h := newHarness(t, nil)
+	named := windowLogs(t, proc, win(safepoint, 0, 2*ms, 0))
+	attrs := named.ResourceLogs().At(0).Resource().Attributes()
+	attrs.PutStr("k8s.namespace.name", "tenants")
+	attrs.PutStr("k8s.pod.name", "java-service-6f4")
+	attrs.PutStr("k8s.deployment.name", "java-service")
+	attrs.PutInt("k8s.container.name", 7) // not a string: not a name
+	attrs.PutStr("tenant.secret", "x")    // not a naming key
+	if err := h.logs.ConsumeLogs(measured(t.Context()), named); err != nil {
+		t.Fatal(err)
+	}
+	// A later batch without names: the names stay the process's.
+	out := h.sendWindows(proc, win(gilWait, 500*us, 3*ms, 31))
+	if got := out.ResourceLogs().Len(); got != 2 {
+		t.Fatalf("out.ResourceLogs().Len(): got %v, want %v", got, 2)
+	}
+	got := out.ResourceLogs().At(1).Resource().Attributes().AsRaw()
+	want := map[string]any{"host.name": proc.host, "process.pid": proc.pid,
+		"k8s.namespace.name": "tenants", "k8s.pod.name": "java-service-6f4", "k8s.deployment.name": "java-service"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("overlap resource: got %v, want %v", got, want)
+	}
+}
