@@ -60,6 +60,13 @@ type dutyCycle struct {
 	// phase, onForHi how long the attended ones were (the tail included).
 	onFor, onForHi time.Duration
 	hitsSince      uint64
+	// tolerant says bursts over budget are paid from the bucket: from the
+	// start, and once every check fitted the budget for a period (since
+	// fitSince, zero while one did not), never within a duty-cycled phase,
+	// where a check with few hits (the workloads not scheduled for a
+	// while) says nothing of the cost.
+	tolerant bool
+	fitSince time.Time
 	// tokens is the budget not spent yet, in CPU seconds (negative: spent
 	// ahead), as of tokensAt; it stays within ± budget × period.
 	tokens   float64
@@ -140,7 +147,7 @@ const minAttached = 10 * time.Millisecond
 func newDutyCycle(cfg OverheadConfig, probe *gil.Probe) *dutyCycle {
 	now := time.Now()
 	d := &dutyCycle{cfg: cfg, probe: probe, ratio: 1, effective: 1, hi: 1, effectiveHi: 1, on: true, since: now, cycle: now,
-		checked: now, tokensAt: now, follow: cfg.FollowAttention}
+		checked: now, tokensAt: now, follow: cfg.FollowAttention, tolerant: true}
 	if cfg.Budget <= 0 {
 		return d
 	}
@@ -199,7 +206,15 @@ func (d *dutyCycle) step(processes int, libs []dutyLibrary) (float64, error) {
 	ratio := ratioFor(d.cfg, float64(hits), attached, processes)
 	d.spend(now, hits, processes)
 	d.hitsSince, d.checked = c.Hits, now
-	if ratio >= 1 || (prev >= 1 && d.tokens > 0) {
+	if ratio >= 1 {
+		if d.fitSince.IsZero() {
+			d.fitSince = now
+		}
+		d.tolerant = d.tolerant || now.Sub(d.fitSince) >= d.cfg.Period
+	} else {
+		d.fitSince = time.Time{}
+	}
+	if d.tolerant && (ratio >= 1 || d.tokens > 0) {
 		// Within the budget, or a burst that the budget accrued before it
 		// has paid for: attached on, checked again soon.
 		d.ratio = 1
@@ -207,9 +222,17 @@ func (d *dutyCycle) step(processes int, libs []dutyLibrary) (float64, error) {
 		d.t.Reset(min(d.cfg.Period, recheck))
 		return 1, nil
 	}
+	// A duty-cycled phase ends as planned even when its check fits the
+	// budget (it may have run long while this goroutine was busy, or the
+	// workloads not been scheduled): the next phase is then attached a
+	// whole period, and once checks have fitted for a period the probes
+	// stay attached.
 	d.ratio = ratio
-	if others := d.plan(libs); others != nil {
-		return d.startTail(now, processes, prev, others)
+	d.tolerant = false
+	if ratio < 1 {
+		if others := d.plan(libs); others != nil {
+			return d.startTail(now, processes, prev, others)
+		}
 	}
 	d.attended, d.hi = nil, d.ratio
 	return d.detach(now, processes)
