@@ -119,9 +119,9 @@ func TestCheckerFailsOnAWrongVariable(t *testing.T) {
 	}
 }
 
-// TestCheckerFailsOnALinkOutOfTheRepository: a link that leaves the
-// repository and one to nothing are problems; links within it, to a page
-// anchor and to the web are not.
+// TestCheckerFailsOnALinkOutOfTheRepository: a link or a path written as
+// code that leaves the repository, and a link to nothing, are problems;
+// links within it, to a page anchor and to the web are not.
 func TestCheckerFailsOnALinkOutOfTheRepository(t *testing.T) {
 	root := repoRoot(t)
 	doc := "internal/doccheck/testdata/links.md"
@@ -131,6 +131,7 @@ func TestCheckerFailsOnALinkOutOfTheRepository(t *testing.T) {
 	}
 	want := []string{
 		doc + `: links "../../../../notes/COLLECTOR.md", outside the repository`,
+		doc + `: links "../../../../shared/ARCHITECTURE.md", outside the repository`,
 		doc + `: links "missing.md", which does not exist`,
 	}
 	if got := doccheck.Strings(problems); !slices.Equal(got, want) {

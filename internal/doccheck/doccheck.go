@@ -267,18 +267,25 @@ func StringLiterals(dir string) (map[string]bool, error) {
 	return out, err
 }
 
-var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+var (
+	mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	// mdPath is a relative path written as code (`../../internal/window`),
+	// which a reader follows as a link.
+	mdPath = regexp.MustCompile("`(\\.\\.?/[^`\\s]+)`")
+)
 
 // CheckLinks reports each relative link of the Markdown file doc (a path
-// under root) that leads outside root or to nothing there. Links with a
-// scheme and links within the page (#…) are not followed.
+// under root), and each relative path written as code (`../x`), that leads
+// outside root or to nothing there. Links with a scheme and links within
+// the page (#…) are not followed.
 func CheckLinks(root, doc string) ([]Problem, error) {
 	md, err := os.ReadFile(filepath.Join(root, doc))
 	if err != nil {
 		return nil, err
 	}
 	var problems []Problem
-	for _, m := range mdLink.FindAllStringSubmatch(string(md), -1) {
+	found := append(mdLink.FindAllStringSubmatch(string(md), -1), mdPath.FindAllStringSubmatch(string(md), -1)...)
+	for _, m := range found {
 		target := m[1]
 		if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
 			continue
