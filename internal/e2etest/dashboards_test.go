@@ -701,10 +701,10 @@ func unexportedNames(t *testing.T, root string, dashboards map[string]dashboard,
 // functions, labels or keywords.
 func TestPromMetricNames(t *testing.T) {
 	for expr, want := range map[string]string{
-		`sum by (pod,instance,model) (increase(otelcol_onnxinference_model_load_failures{cluster=~"$cluster",pod=~"$pod"}[$__rate_interval]))`: "otelcol_onnxinference_model_load_failures",
+		`sum by (pod,instance,model) (increase(otelcol_onnxinference_model_load_failures{cluster=~"$cluster",pod=~"$pod"}[$__rate_interval]))`:             "otelcol_onnxinference_model_load_failures",
 		`max by (host_name,hw_id) (hw_gpu_memory_usage_bytes{k8s_cluster_name=~"$cluster"}) / max by (host_name,hw_id) (hw_gpu_memory_limit_bytes{a="b"})`: "hw_gpu_memory_usage_bytes hw_gpu_memory_limit_bytes",
-		`otelcol_receiver_nvml_available == 0`: "otelcol_receiver_nvml_available",
-		`rate(runtime_overlap_count_total[1h] offset 10m) > 1e3 unless up offset 15m`: "runtime_overlap_count_total up",
+		`otelcol_receiver_nvml_available == 0`:                                                                        "otelcol_receiver_nvml_available",
+		`rate(runtime_overlap_count_total[1h] offset 10m) > 1e3 unless up offset 15m`:                                 "runtime_overlap_count_total up",
 		`histogram_quantile(0.99, sum by (le) (rate(jvm_gc_duration_seconds_bucket[5m]))) > bool 0.5 and on (pod) up`: "jvm_gc_duration_seconds_bucket up",
 	} {
 		if got := strings.Join(promMetricNames(expr), " "); got != want {
