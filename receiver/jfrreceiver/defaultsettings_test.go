@@ -132,7 +132,7 @@ func TestDefaultSettingsSafepointsFromRuntimeLog(t *testing.T) {
 
 	// Every thread dump's safepoint comes from the log, with its VM
 	// operation and the JVM's pid.
-	fromLog := func() (n int) {
+	fromLog := func() (n, short int) {
 		for _, ld := range logs.AllLogs() {
 			for i := range ld.ResourceLogs().Len() {
 				rl := ld.ResourceLogs().At(i)
@@ -146,18 +146,25 @@ func TestDefaultSettingsSafepointsFromRuntimeLog(t *testing.T) {
 						t.Fatal(err)
 					}
 					if w.Kind == window.KindJVMSafepoint && w.Attributes[jvmevent.AttrWindowSource] == "xlog" &&
-						w.Attributes[window.AttrJVMVMOperation] == "ThreadDump" && w.Duration < 10*time.Millisecond {
+						w.Attributes[window.AttrJVMVMOperation] == "ThreadDump" {
 						n++
+						if w.Duration < 10*time.Millisecond {
+							short++
+						}
 					}
 				}
 			}
 		}
-		return n
+		return n, short
 	}
-	for deadline := time.Now().Add(30 * time.Second); fromLog() < dumps && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	got, short := fromLog()
+	for deadline := time.Now().Add(30 * time.Second); got < dumps && time.Now().Before(deadline); got, short = fromLog() {
+		time.Sleep(200 * time.Millisecond)
 	}
-	if got := fromLog(); got < dumps {
-		t.Errorf("%d ThreadDump safepoints under 10 ms from the log, the workload made %d", got, dumps)
+	// Each thread dump is one safepoint, well under 10 ms on an idle
+	// machine; on a loaded one some take longer (and JFR records those).
+	if got < dumps || short == 0 {
+		t.Errorf("%d ThreadDump safepoints from the log (%d under 10 ms), the workload made %d", got, short, dumps)
 	}
 
 	// The recording the JVM dumped is the default settings': no
@@ -172,5 +179,5 @@ func TestDefaultSettingsSafepointsFromRuntimeLog(t *testing.T) {
 			t.Errorf("the user's recording holds %s of %v: the log changed what it records", e.Type, d)
 		}
 	}
-	t.Logf("%d thread dumps, %d safepoint windows from the log; the user's recording: %d safepoint events, all over 10 ms", dumps, fromLog(), len(events))
+	t.Logf("%d thread dumps, %d safepoint windows from the log (%d under 10 ms); the user's recording: %d safepoint events, all over 10 ms", dumps, got, short, len(events))
 }

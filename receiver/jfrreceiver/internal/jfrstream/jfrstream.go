@@ -218,9 +218,12 @@ type Stream struct {
 	// heap is the latest jdk.GCHeapSummary, for G1's old generation on
 	// JDK 17.
 	heap heapSummary
-	// firstGCID is the lowest gcId of the collections in the first
-	// segment that had any (-1 before): every collection with a lower id
-	// was counted as unrecorded then.
+	// readFrom is the start of the first chunk read (Unix epoch ns; 0
+	// before): collections that began earlier were not recorded whole.
+	readFrom int64
+	// firstGCID is the lowest gcId of the collections that began at or
+	// after readFrom in the first segment that had any (-1 before): every
+	// collection with a lower id was counted as unrecorded then.
 	firstGCID int64
 }
 
@@ -290,15 +293,18 @@ func (s *Stream) Dropped() int { return s.dropped }
 // stay until a later Segment or Flush. Events before a decoding error are
 // kept; the error is returned.
 func (s *Stream) Segment(seg jfr.Segment, b *jvmevent.Batch) error {
-	return s.scan(seg.Scan(selection), b)
+	return s.scan(seg.Scan(selection), seg.Chunk, b)
 }
 
 // Chunk reads every selected event of a complete chunk into b (as Segment).
 func (s *Stream) Chunk(c *jfr.Chunk, b *jvmevent.Batch) error {
-	return s.scan(c.Scan(selection), b)
+	return s.scan(c.Scan(selection), c, b)
 }
 
-func (s *Stream) scan(sc *jfr.Scanner, b *jvmevent.Batch) error {
+func (s *Stream) scan(sc *jfr.Scanner, c *jfr.Chunk, b *jvmevent.Batch) error {
+	if s.readFrom == 0 {
+		s.readFrom = c.Clock().StartNanos
+	}
 	firstSegment := s.firstGCID < 0
 	lowest, lowestName := int64(-1), ""
 	for sc.Next() {
@@ -311,6 +317,12 @@ func (s *Stream) scan(sc *jfr.Scanner, b *jvmevent.Batch) error {
 			name, cause := r.Str(3), r.Str(4)
 			c := CollectorOf(name)
 			s.rememberGC(id, gcInfo{name: name, cause: cause, collector: c})
+			if start < s.readFrom {
+				// Began before what is read (a concurrent cycle running
+				// when the recording started): its id is below the
+				// first collection's, so it counts among those before.
+				continue
+			}
 			if firstSegment && (lowest < 0 || id < lowest) {
 				lowest, lowestName = id, name
 			}

@@ -296,11 +296,21 @@ func TestStreamMatchesJFRPrint(t *testing.T) {
 				t.Errorf("code heaps %v, want the three of a segmented code cache", pools)
 			}
 
-			// Collections before the recording: the lowest gcId counts
-			// under the young collector's bean.
+			// Collections before the recording: the lowest gcId of those
+			// that began in it counts under the young collector's bean.
+			r, err := jfr.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			began := r.Chunks()[0].Header.StartNanos
+			r.Close()
 			lowest := int64(-1)
 			for _, e := range gcs {
-				if id := e.Int("gcId"); lowest < 0 || id < lowest {
+				start, err := e.Time("startTime")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if id := e.Int("gcId"); start >= began && (lowest < 0 || id < lowest) {
 					lowest = id
 				}
 			}
