@@ -479,15 +479,28 @@ func metricResource(batches []pmetric.Metrics, pid int) (pcommon.Map, bool) {
 }
 
 // checkRecordings: JFR.check in the pod, as the JVM's own user, lists a
-// recording named otelcol-ai exactly when want.
+// recording named otelcol-ai exactly when want. The JVM is found by jcmd -l
+// there (its pid inside) and must be the process the test follows.
 func checkRecordings(t *testing.T, k kube, w *clusterWorkload, want bool) {
 	t.Helper()
-	out := k.kubectl(t, "-n", clusterAppsNS, "exec", w.podName, "--", "jcmd", strconv.Itoa(w.vpid), "JFR.check")
-	has := strings.Contains(out, `name=otelcol-ai `) || strings.Contains(out, `"otelcol-ai"`)
-	t.Logf("%s: JFR.check: %s", w.name, strings.Join(strings.Fields(out), " "))
-	if has != want {
-		t.Errorf("%s: a recording named otelcol-ai: %v, want %v", w.name, has, want)
+	var last string
+	for try := 0; try < 20; try++ {
+		if try > 0 {
+			time.Sleep(3 * time.Second)
+		}
+		out, err := k.cmd("kubectl", "-n", clusterAppsNS, "exec", w.podName, "--", "sh", "-c",
+			"for p in $(jcmd -l | awk '$2 == \"Service\" || $2 ~ /HybridService/ {print $1}'); do echo \"pid $p\"; jcmd $p JFR.check; done").CombinedOutput()
+		last = strings.Join(strings.Fields(string(out)), " ")
+		if err != nil || !strings.Contains(last, fmt.Sprintf("pid %d ", w.vpid)) {
+			continue // the JVM not found, or it did not answer (yet)
+		}
+		has := strings.Contains(last, "name=otelcol-ai ")
+		if has == want {
+			t.Logf("%s: JFR.check: %s", w.name, last)
+			return
+		}
 	}
+	t.Errorf("%s (pid %d inside): a recording named otelcol-ai should be %v; JFR.check said: %s", w.name, w.vpid, want, last)
 }
 
 // checkAgentAccess: the agent's ServiceAccount can do what the chart's RBAC
