@@ -190,6 +190,19 @@ func TestCluster(t *testing.T) {
 	for _, w := range workloads {
 		k.run(t, "kubectl", w.manifest(), "apply", "-f", "-")
 	}
+	// On failure, each workload's output and the agent's log are kept in
+	// the cluster's log folder (cluster-down removes the pods' own).
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, w := range workloads {
+			out, _ := k.cmd("kubectl", "-n", clusterAppsNS, "logs", "deploy/"+w.name, "--tail=-1").CombinedOutput()
+			desc, _ := k.cmd("kubectl", "-n", clusterAppsNS, "describe", "pods", "-l", "app="+w.name).CombinedOutput()
+			_ = os.WriteFile(filepath.Join(dir, "log", "workload-"+w.name+".log"), append(out, desc...), 0o644)
+		}
+		keepAgentLog(t, k, "agent-at-failure.log")
+	})
 	for _, w := range workloads {
 		k.kubectl(t, "-n", clusterAppsNS, "rollout", "status", "deployment/"+w.name, "--timeout=240s")
 		w.podName = strings.TrimSpace(k.kubectl(t, "-n", clusterAppsNS, "get", "pods", "-l", "app="+w.name, "-o", "jsonpath={.items[0].metadata.name}"))
