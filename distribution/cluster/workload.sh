@@ -16,7 +16,12 @@
 set -euo pipefail
 
 JEP_VERSION=4.3.2
-OTEL_JAVAAGENT_VERSION=2.22.0
+# Not the 2.22.0 the host tests use: on the image's JDK 17 (17.0.21) the
+# 2.22.0 agent's premain failed with ClassCircularityError
+# java/lang/invoke/MethodHandle$1 in 3 of 4 cluster runs, before the
+# collector had touched the JVM (its attach log says so); the agent fixed
+# that in 2.31.0 (opentelemetry-java-instrumentation #19398).
+OTEL_JAVAAGENT_VERSION=2.33.1
 OTEL_JAVA_API_VERSION=1.56.0
 OTEL_PYTHON_VERSION=1.45.2
 OTEL_PYTHON_CONTAINERID_VERSION=0.66b1
