@@ -115,7 +115,7 @@ func clusterWorkloads() []*clusterWorkload {
 	}, {
 		// Never told to stop: its recording, started by the agent, is the
 		// one helm uninstall must stop.
-		name: "idle-jvm",
+		name:    "idle-jvm",
 		command: feed("exec java -Xmx32m -cp '/opt/workload/classes:/opt/workload/lib/*' Service"),
 	}}
 }
@@ -244,12 +244,7 @@ func TestCluster(t *testing.T) {
 	// Requests begin once the agent follows every recorded workload: the
 	// non-root Java service through the agent's own attach.
 	logs := func() []plog.Logs {
-		var u plog.JSONUnmarshaler
-		out, err := ReadJSONLines(filepath.Join(export, "logs.jsonl"), u.UnmarshalLogs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return readExport(t, export, "logs.jsonl", (&plog.JSONUnmarshaler{}).UnmarshalLogs)
 	}
 	waitFor(t, 180*time.Second, "windows of every traced workload", func() bool {
 		l := logs()
@@ -288,12 +283,7 @@ func TestCluster(t *testing.T) {
 		sent[w.service] = res.Spans
 	}
 	traces := func() []ptrace.Traces {
-		var u ptrace.JSONUnmarshaler
-		out, err := ReadJSONLines(filepath.Join(export, "traces.jsonl"), u.UnmarshalTraces)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return readExport(t, export, "traces.jsonl", (&ptrace.JSONUnmarshaler{}).UnmarshalTraces)
 	}
 	waitFor(t, 60*time.Second, "every span sent", func() bool {
 		got := clusterSpans(traces())
@@ -311,14 +301,7 @@ func TestCluster(t *testing.T) {
 	allLogs := logs()
 	spans := clusterSpans(traces())
 	windows := processWindows(t, allLogs, recorded)
-	var metrics []pmetric.Metrics
-	{
-		var u pmetric.JSONUnmarshaler
-		var err error
-		if metrics, err = ReadJSONLines(filepath.Join(export, "metrics.jsonl"), u.UnmarshalMetrics); err != nil {
-			t.Fatal(err)
-		}
-	}
+	metrics := readExport(t, export, "metrics.jsonl", (&pmetric.JSONUnmarshaler{}).UnmarshalMetrics)
 	for _, name := range []string{"java-service", "python-service", "hybrid"} {
 		w := byName[name]
 		got := spans[w.service]
@@ -393,6 +376,16 @@ func TestCluster(t *testing.T) {
 	checkUpgradeKeepsCheckpoints(t, k, export, byName["hybrid"])
 	checkUninstallStopsRecordings(t, k, byName["idle-jvm"])
 	t.Logf("whole scenario: %s", time.Since(begin).Round(time.Second))
+}
+
+// readExport reads what the agent's file exporter wrote to name.
+func readExport[T any](t *testing.T, export, name string, decode func([]byte) (T, error)) []T {
+	t.Helper()
+	out, err := ReadJSONLines(filepath.Join(export, name), decode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // waitFor polls cond every half second up to timeout.
@@ -576,12 +569,7 @@ func checkUpgradeKeepsCheckpoints(t *testing.T, k kube, export string, hybrid *c
 	readyAt := time.Now()
 	// Collections of the hybrid JVM after the new pod has followed it.
 	logs := func() []plog.Logs {
-		var u plog.JSONUnmarshaler
-		out, err := ReadJSONLines(filepath.Join(export, "logs.jsonl"), u.UnmarshalLogs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return readExport(t, export, "logs.jsonl", (&plog.JSONUnmarshaler{}).UnmarshalLogs)
 	}
 	waitFor(t, 120*time.Second, "hybrid windows from the new agent pod", func() bool {
 		for _, ld := range logs() {
