@@ -121,10 +121,11 @@ func TestCheckerFailsOnAWrongVariable(t *testing.T) {
 
 // TestCheckerFailsOnALinkOutOfTheRepository: a link or a path written as
 // code that leaves the repository, and a link to nothing, are problems;
-// links within it, to a page anchor and to the web are not.
+// links within it, to a page anchor and to the web are not. (The fixture
+// is not a .md file: internal/docs allows no web link in the docs.)
 func TestCheckerFailsOnALinkOutOfTheRepository(t *testing.T) {
 	root := repoRoot(t)
-	doc := "internal/doccheck/testdata/links.md"
+	doc := "internal/doccheck/testdata/links.txt"
 	problems, err := doccheck.CheckLinks(root, doc)
 	if err != nil {
 		t.Fatal(err)
