@@ -557,7 +557,14 @@ func checkUpgradeKeepsCheckpoints(t *testing.T, k kube, export string, hybrid *c
 	if chart == "" {
 		t.Fatal("OTELCOL_AI_CHART is unset (make cluster-test sets it)")
 	}
-	keepAgentLog(t, k, "agent-before-upgrade.log")
+	// The old pod's log to its end, shutdown included.
+	follow := k.cmd("kubectl", "-n", clusterAgentN, "logs", "-f", "-l", "app.kubernetes.io/component=agent", "--tail=-1")
+	if f, err := os.Create(filepath.Join(k.dir, "log", "agent-before-upgrade.log")); err == nil {
+		follow.Stdout, follow.Stderr = f, f
+		if follow.Start() == nil {
+			t.Cleanup(func() { _ = follow.Process.Kill(); _ = follow.Wait(); f.Close() })
+		}
+	}
 	upgradeAt := time.Now()
 	k.run(t, "helm", "", "upgrade", clusterAgentN, chart, "-n", clusterAgentN, "--reuse-values",
 		"--set", "agent.podAnnotations.otelcol-ai\\.io/scenario=upgraded")
@@ -567,6 +574,7 @@ func checkUpgradeKeepsCheckpoints(t *testing.T, k kube, export string, hybrid *c
 		t.Fatalf("helm upgrade left the agent process %d running", before)
 	}
 	readyAt := time.Now()
+	t.Logf("old agent pod gone and the new one ready %s after helm upgrade", readyAt.Sub(upgradeAt).Round(time.Second))
 	// Collections of the hybrid JVM after the new pod has followed it.
 	logs := func() []plog.Logs {
 		return readExport(t, export, "logs.jsonl", (&plog.JSONUnmarshaler{}).UnmarshalLogs)
