@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -566,6 +567,22 @@ func checkUpgradeKeepsCheckpoints(t *testing.T, k kube, export string, hybrid *c
 		}
 	}
 	upgradeAt := time.Now()
+	// The old agent must end on its SIGTERM well within the pod's 30 s
+	// grace period; one that is still there after 10 s is asked for its
+	// goroutines (SIGQUIT: Go prints them to the followed log and exits).
+	go func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", before)); err != nil {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if p, err := os.FindProcess(before); err == nil && p.Signal(syscall.SIGQUIT) == nil {
+			t.Errorf("the old agent (pid %d) had not ended 10 s after helm upgrade: sent SIGQUIT; its goroutines are in %s",
+				before, filepath.Join(k.dir, "log", "agent-before-upgrade.log"))
+		}
+	}()
 	k.run(t, "helm", "", "upgrade", clusterAgentN, chart, "-n", clusterAgentN, "--reuse-values",
 		"--set", "agent.podAnnotations.otelcol-ai\\.io/scenario=upgraded")
 	k.kubectl(t, "-n", clusterAgentN, "rollout", "status", "daemonset/"+clusterAgentN+"-agent", "--timeout=180s")
