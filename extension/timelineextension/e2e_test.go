@@ -306,17 +306,15 @@ func cpuTicks(t *testing.T, pid int) int64 {
 	return u + s
 }
 
-// TestLivePageAndStaticFileDrawWhatTheCollectorExported runs the built
-// collector on its embedded default configuration (timeline on loopback)
-// beside a real JVM embedding CPython (JFR, eBPF GIL probes), sends it
-// request spans of that process, and loads the page in headless Chromium
-// while they run: the lanes, windows and spans drawn are the exported ones
-// (counts, and positions within a pixel), a span's hover gives its overlap
-// totals, screenshots at two zoom levels, no console errors. Then the same
-// checks on the static file cmd/timeline's renderer makes of the output.
-// It logs the page's weight, its first paint and the collector's CPU with
-// the page polling and without.
-func TestLivePageAndStaticFileDrawWhatTheCollectorExported(t *testing.T) {
+// startJepScenario skips (or fails, where everything should be there)
+// without root, java, javac, python3 or Chromium; then starts the built
+// collector on its embedded default and a real JVM embedding CPython, and
+// returns a context of 3 minutes, the collector, the JVM's pid and the host
+// name. The tests send the JVM's spans themselves, as a forwarding
+// collector would: loopback is a trusted peer, whose spans are matched by
+// their resource attributes (a workload's would be its connection's).
+func startJepScenario(t *testing.T) (context.Context, *e2etest.Collector, int64, string) {
+	t.Helper()
 	e2etest.RequireComponents(t, "timeline", "runtimecorrelation", "jfr", "pythongil")
 	if os.Geteuid() != 0 {
 		skipOrFail(t, "timeline e2e: the pythongil receiver's probes need root")
@@ -328,10 +326,7 @@ func TestLivePageAndStaticFileDrawWhatTheCollectorExported(t *testing.T) {
 	}
 	cdptest.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	// This test sends the JVM's spans itself, as a forwarding collector
-	// would: loopback is a trusted peer, whose spans are matched by their
-	// resource attributes (a workload's would be its connection's).
+	t.Cleanup(cancel)
 	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default",
 		`yaml:processors::runtimecorrelation::identity::trusted_peers: [127.0.0.1, "::1"]`}})
 	if err := c.WaitHealthy(60 * time.Second); err != nil {
@@ -339,6 +334,21 @@ func TestLivePageAndStaticFileDrawWhatTheCollectorExported(t *testing.T) {
 	}
 	pid := jepWorkload(t)
 	host, _ := os.Hostname()
+	return ctx, c, pid, host
+}
+
+// TestLivePageAndStaticFileDrawWhatTheCollectorExported runs the built
+// collector on its embedded default configuration (timeline on loopback)
+// beside a real JVM embedding CPython (JFR, eBPF GIL probes), sends it
+// request spans of that process, and loads the page in headless Chromium
+// while they run: the lanes, windows and spans drawn are the exported ones
+// (counts, and positions within a pixel), a span's hover gives its overlap
+// totals, screenshots at two zoom levels, no console errors. Then the same
+// checks on the static file cmd/timeline's renderer makes of the output.
+// It logs the page's weight, its first paint and the collector's CPU with
+// the page polling and without.
+func TestLivePageAndStaticFileDrawWhatTheCollectorExported(t *testing.T) {
+	ctx, c, pid, host := startJepScenario(t)
 	url := "http://" + c.Endpoints.Timeline + "/"
 
 	resp, err := http.Get(url)
@@ -510,25 +520,7 @@ func counts(m map[string][]window.Window) map[string]int {
 // and every exported span, each within a pixel of its time, with its
 // exported overlap totals.
 func TestPageOpenedAfterTheFactDrawsTheSpans(t *testing.T) {
-	e2etest.RequireComponents(t, "timeline", "runtimecorrelation", "jfr", "pythongil")
-	if os.Geteuid() != 0 {
-		skipOrFail(t, "timeline e2e: the pythongil receiver's probes need root")
-	}
-	for _, tool := range []string{"java", "javac", "python3"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			skipOrFail(t, "timeline e2e: %s not found", tool)
-		}
-	}
-	cdptest.Binary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c := e2etest.Start(t, e2etest.Options{Configs: []string{"embedded:default",
-		`yaml:processors::runtimecorrelation::identity::trusted_peers: [127.0.0.1, "::1"]`}})
-	if err := c.WaitHealthy(60 * time.Second); err != nil {
-		t.Fatalf("%v\n%s", err, c.Log())
-	}
-	pid := jepWorkload(t)
-	host, _ := os.Hostname()
+	ctx, c, pid, host := startJepScenario(t)
 
 	sendStart := time.Now()
 	for i := 0; time.Since(sendStart) < 10*time.Second; i++ {
