@@ -198,6 +198,9 @@ func overlapDurations(batches []plog.Logs) map[string]int64 {
 	out := map[string]int64{}
 	for _, ld := range batches {
 		for i := 0; i < ld.ResourceLogs().Len(); i++ {
+			if !ofTestProcess(ld.ResourceLogs().At(i).Resource().Attributes()) {
+				continue
+			}
 			sls := ld.ResourceLogs().At(i).ScopeLogs()
 			for j := 0; j < sls.Len(); j++ {
 				lrs := sls.At(j).LogRecords()
@@ -217,6 +220,15 @@ func overlapDurations(batches []plog.Logs) map[string]int64 {
 	return out
 }
 
+// ofTestProcess: the resource is the test's process (pid). The collector on
+// the embedded default also measures the host's real JVMs and CPython
+// processes, whose overlaps (another test's Jep JVM, when packages run
+// side by side) are not this test's.
+func ofTestProcess(res pcommon.Map) bool {
+	v, ok := res.Get("process.pid")
+	return ok && v.Int() == pid
+}
+
 // overlapCount returns the latest runtime.overlap.count total.
 func overlapCount(batches []pmetric.Metrics) int64 {
 	var latest int64
@@ -224,6 +236,9 @@ func overlapCount(batches []pmetric.Metrics) int64 {
 		var total int64
 		seen := false
 		for i := 0; i < md.ResourceMetrics().Len(); i++ {
+			if !ofTestProcess(md.ResourceMetrics().At(i).Resource().Attributes()) {
+				continue
+			}
 			sms := md.ResourceMetrics().At(i).ScopeMetrics()
 			for j := 0; j < sms.Len(); j++ {
 				ms := sms.At(j).Metrics()
