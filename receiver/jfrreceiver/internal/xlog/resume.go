@@ -87,6 +87,9 @@ func (t *tail) position() Position {
 }
 
 func identity(fi os.FileInfo) (dev, ino uint64) {
+	if fi == nil {
+		return 0, 0
+	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return st.Dev, st.Ino
 	}
@@ -144,23 +147,43 @@ func (t *tail) seek(pos Position) error {
 	return nil
 }
 
-// rotatedSince finds, among the regular files of the name's folder whose
-// names begin with the name's (gc.log.0, gc.log.1, gc.log-20260101, as
-// HotSpot and logrotate rename), the one pos names, opened, and the
-// others modified since it, opened, oldest first (at most maxChain). The
-// file under the name (current) is never one of them. At most maxListed
-// entries of the folder are looked at, and only the files kept are opened.
+// rotatedSince finds, among the files rotated from the name (see
+// siblings), the one pos names, opened, and the others renamed after it
+// (rotatedAfter). The file under the name (current) is never one of them.
 func (t *tail) rotatedSince(pos Position, current os.FileInfo) (*os.File, []*os.File) {
+	files := t.siblings()
+	for _, c := range files {
+		if c.dev != pos.Dev || c.ino != pos.Ino {
+			continue
+		}
+		f, err := t.root.OpenFile(c.name) // regular files only
+		if err != nil {
+			continue
+		}
+		if !sameFile(statOr(f, nil), pos.Dev, pos.Ino) || !sameHead(f, pos) {
+			f.Close()
+			continue
+		}
+		return f, t.after(files, c.mtime, pos.Dev, pos.Ino, current)
+	}
+	return nil, nil
+}
+
+// sibling is a file of the name's folder that may be one rotated from it.
+type sibling struct {
+	mtime    int64
+	name     string
+	dev, ino uint64
+}
+
+// siblings lists the regular files of the name's folder whose names begin
+// with the name's (gc.log.0, gc.log.1, gc.log-20260101, as HotSpot and
+// logrotate rename), not the name itself, oldest first. At most maxListed
+// entries of the folder are looked at; none is opened.
+func (t *tail) siblings() []sibling {
 	dir, base := filepath.Dir(t.name), filepath.Base(t.name)
 	names, _ := list(t.root, dir)
-	type candidate struct {
-		mtime int64
-		name  string
-	}
-	var found *os.File
-	var foundTime int64
-	var others []candidate
-	curDev, curIno := identity(current)
+	var out []sibling
 	for _, n := range names {
 		if n == base || !strings.HasPrefix(n, base) {
 			continue
@@ -171,42 +194,70 @@ func (t *tail) rotatedSince(pos Position, current os.FileInfo) (*os.File, []*os.
 			continue
 		}
 		dev, ino := identity(fi)
-		switch {
-		case dev == pos.Dev && ino == pos.Ino && found == nil:
-			f, err := t.root.OpenFile(name) // regular files only
-			if err != nil {
-				continue
-			}
-			if !sameFile(statOr(f, fi), pos.Dev, pos.Ino) || !sameHead(f, pos) {
-				f.Close()
-				continue
-			}
-			found, foundTime = f, fi.ModTime().UnixNano()
-		case dev == curDev && ino == curIno: // a hard link to the current file
-		default:
-			others = append(others, candidate{fi.ModTime().UnixNano(), name})
-		}
+		out = append(out, sibling{fi.ModTime().UnixNano(), name, dev, ino})
 	}
-	if found == nil {
-		return nil, nil
-	}
-	slices.SortFunc(others, func(a, b candidate) int {
+	slices.SortFunc(out, func(a, b sibling) int {
 		return cmp.Or(cmp.Compare(a.mtime, b.mtime), strings.Compare(a.name, b.name))
 	})
+	return out
+}
+
+// rotatedAfter opens the files renamed from the name after the file being
+// read was (two rotations between polls, or one while a restart read the
+// files rotated during the downtime), oldest first, at most maxChain. The
+// file under the name (current) is not one of them.
+func (t *tail) rotatedAfter(current os.FileInfo) []*os.File {
+	fi, err := t.file.Stat()
+	if err != nil {
+		return nil
+	}
+	return t.after(t.siblings(), fi.ModTime().UnixNano(), t.dev, t.ino, current)
+}
+
+// after opens the files of files last written at or after since, other
+// than the file (dev, ino) that was written until since, the current file
+// under the name and the files this tail read last (a file finished
+// within the same clock tick as the next one has its mtime).
+func (t *tail) after(files []sibling, since int64, dev, ino uint64, current os.FileInfo) []*os.File {
+	curDev, curIno := identity(current)
 	var chain []*os.File
-	for _, c := range others {
-		if c.mtime < foundTime {
+	for _, c := range files {
+		switch {
+		case c.mtime < since,
+			c.dev == dev && c.ino == ino,
+			c.dev == curDev && c.ino == curIno, // the current file, or a hard link to it
+			t.wasRead(c.dev, c.ino):
 			continue
 		}
 		if len(chain) == maxChain {
 			break
 		}
-		if f, err := t.root.OpenFile(c.name); err == nil {
-			chain = append(chain, f)
+		f, err := t.root.OpenFile(c.name)
+		if err != nil {
+			continue
 		}
+		if !sameFile(statOr(f, nil), c.dev, c.ino) { // renamed over meanwhile
+			f.Close()
+			continue
+		}
+		chain = append(chain, f)
 	}
-	return found, chain
+	return chain
 }
+
+// readDone records the file being read as read to its end, so that it is
+// never taken for a later rotation.
+func (t *tail) readDone() {
+	copy(t.lastRead[1:], t.lastRead[:len(t.lastRead)-1])
+	t.lastRead[0] = fileKey{t.dev, t.ino}
+}
+
+func (t *tail) wasRead(dev, ino uint64) bool {
+	return slices.Contains(t.lastRead[:], fileKey{dev, ino})
+}
+
+// fileKey identifies a file.
+type fileKey struct{ dev, ino uint64 }
 
 // statOr returns f's FileInfo, or fi when f cannot say.
 func statOr(f *os.File, fi os.FileInfo) os.FileInfo {
@@ -218,6 +269,7 @@ func statOr(f *os.File, fi os.FileInfo) os.FileInfo {
 
 // next goes on to the next rotated file of the chain, read whole.
 func (t *tail) next() error {
+	t.readDone()
 	t.file.Close()
 	f := t.chain[0]
 	t.chain = t.chain[1:]

@@ -1,8 +1,10 @@
 package xlog
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,6 +132,103 @@ func TestResumeAfterRestart(t *testing.T) {
 		defer s2.Close()
 		if b := pollAll(t, s2); len(b.Windows) != 2 {
 			t.Fatalf("after the restart: %+v, want the new file whole", b.Windows)
+		}
+	})
+}
+
+// TestRotatedTwiceBetweenPolls: HotSpot renames gc.log to gc.log.N
+// whenever it is full; when that happens twice between two polls (a
+// busy JVM, a collector starved of CPU), the file renamed in between is
+// read whole after the rest of the old one and before the new one: none is
+// skipped and none read twice, also when the renames come while a restart
+// reads the files rotated during the downtime.
+func TestRotatedTwiceBetweenPolls(t *testing.T) {
+	clock := window.NewFixedClock(1_000_000_000)
+	kinds := func(ws []window.Window) []window.Kind {
+		var out []window.Kind
+		for _, w := range ws {
+			out = append(out, w.Kind)
+		}
+		return out
+	}
+	equal := func(a, b []window.Kind) bool {
+		if len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				return false
+			}
+		}
+		return true
+	}
+	base := time.Now().Add(-time.Hour)
+	// rotate renames gc.log as HotSpot does (the writer closed it before
+	// the rename) and starts a new one holding line, written at mtime.
+	rotate := func(t *testing.T, path string, n int, line string, mtime time.Time) {
+		t.Helper()
+		if err := os.Rename(path, fmt.Sprintf("%s.%d", path, n)); err != nil {
+			t.Fatal(err)
+		}
+		appendFile(t, path, line+"\n")
+		setMtime(t, path, mtime)
+	}
+
+	t.Run("running", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "gc.log")
+		appendFile(t, path, "")
+		s := restartedSource(dir, clock, nil)
+		defer s.Close()
+		pollAll(t, s)
+		appendFile(t, path, g1Safepoint17+"\n")
+		if b := pollAll(t, s); len(b.Windows) != 1 {
+			t.Fatalf("before the rotations: %+v", b.Windows)
+		}
+		appendFile(t, path, g1Pause17+"\n") // A: the rest of the old file
+		setMtime(t, path, base)
+		rotate(t, path, 0, zSafepoint25, base.Add(time.Second)) // B: renamed in between
+		rotate(t, path, 1, zPause25, base.Add(2*time.Second))   // C: the new file
+		got := kinds(pollAll(t, s).Windows)
+		want := []window.Kind{window.KindJVMGCPause, window.KindJVMSafepoint, window.KindJVMGCPause}
+		if !equal(got, want) {
+			t.Fatalf("after two rotations: %v, want %v (A, B, C once each, in order)", got, want)
+		}
+		// And the next rotation again finds only what is new: the files
+		// read before are older than the one just read, or read already.
+		setMtime(t, path+".0", base.Add(3*time.Second)) // a touched old file: not read again
+		rotate(t, path, 2, g1Safepoint17, base.Add(4*time.Second))
+		if got := kinds(pollAll(t, s).Windows); !equal(got, []window.Kind{window.KindJVMSafepoint}) {
+			t.Fatalf("after a third rotation: %v, want the new file's safepoint only", got)
+		}
+	})
+
+	t.Run("restart", func(t *testing.T) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "gc.log")
+		appendFile(t, path, "")
+		s := restartedSource(dir, clock, nil)
+		pollAll(t, s)
+		appendFile(t, path, g1Safepoint17+"\n")
+		pollAll(t, s)
+		saved := s.Positions()
+		s.Close()
+		// A, with more lines after its pause than a poll reads.
+		appendFile(t, path, g1Pause17+"\n"+strings.Repeat("filler\n", maxReadPerPoll/7+1))
+		setMtime(t, path, base)
+		rotate(t, path, 0, zSafepoint25, base.Add(time.Second)) // B, current when the restart lists the folder
+		s2 := restartedSource(dir, clock, saved)
+		defer s2.Close()
+		got := kinds(pollAll(t, s2).Windows) // A's pause; the rest of A is left for the next poll
+		// B is rotated out and C written while the restart is still
+		// reading A.
+		rotate(t, path, 1, zPause25, base.Add(2*time.Second))
+		for range 2 {
+			got = append(got, kinds(pollAll(t, s2).Windows)...)
+		}
+		want := []window.Kind{window.KindJVMGCPause, window.KindJVMSafepoint, window.KindJVMGCPause}
+		if !equal(got, want) {
+			t.Fatalf("after the restart: %v, want %v (A, B, C once each, in order)", got, want)
 		}
 	})
 }

@@ -914,9 +914,12 @@ type tail struct {
 	ino  uint64
 	// chain are files rotated while the collector was down, after the
 	// one being read: read whole, in order, before the file under name.
-	chain   []*os.File
-	head    uint64 // Position.Head of file, once headLen is headBytes
-	headLen int
+	chain []*os.File
+	// lastRead are the files read to their end last (a rotation's old
+	// file), never taken for ones rotated after them.
+	lastRead [4]fileKey
+	head     uint64 // Position.Head of file, once headLen is headBytes
+	headLen  int
 	// offset is where the next line starts: bytes after it, a line
 	// without its newline yet, are read again at the next poll rather than
 	// held.
@@ -996,7 +999,8 @@ func (t *tail) close() {
 	}
 }
 
-// poll reads new lines; on rotation it finishes the old file first.
+// poll reads new lines; on rotation it finishes the old file first, then
+// the files rotated after it, if any, then the new file under the name.
 func (t *tail) poll(clock *window.Clock, buf []byte, b *jvmevent.Batch) error {
 	if t.file == nil {
 		t.drained = true
@@ -1008,41 +1012,61 @@ func (t *tail) poll(clock *window.Clock, buf []byte, b *jvmevent.Batch) error {
 			return err
 		}
 	}
-	drained, err := t.read(clock, buf, b)
-	for err == nil && drained && len(t.chain) > 0 {
-		// A file rotated while the collector was down, read whole.
-		if err = t.next(); err == nil {
-			drained, err = t.read(clock, buf, b)
-		}
-	}
-	t.drained = drained && len(t.chain) == 0
-	if err != nil || !t.drained {
-		// The rest is read at the next poll; rotation and truncation are
-		// looked for once the file is read to its end.
-		return err
-	}
-	fi, err := t.root.Stat(t.name)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		t.missing = true
-		return nil
-	case err != nil:
-		return fmt.Errorf("xlog: %w", err)
-	case !sameFile(fi, t.dev, t.ino):
-		// Rotated: the old file was read to its end above (a line it
-		// ends without a newline is given up). What replaced it may be no
-		// regular file: then nothing is read until one is.
-		t.close()
-		if err := t.open(true); err != nil {
+	t.drained = false
+	// Each turn reads a file to its end and goes on to the next one: the
+	// rest of the chain of files rotated while the collector was down,
+	// the files rotated since the last poll, the new file.
+	for range maxChain + 2 {
+		drained, err := t.read(clock, buf, b)
+		if err != nil || !drained {
+			// A read error ends the file's reading until it is opened
+			// again; the rest of a long file is read at the next poll.
+			t.drained = drained && len(t.chain) == 0
 			return err
 		}
-		t.drained, err = t.read(clock, buf, b)
-		return err
-	case fi.Size() < t.offset:
-		// Truncated in place (copytruncate): start over.
-		t.offset, t.skipping = 0, false
+		if len(t.chain) > 0 {
+			if err := t.next(); err != nil {
+				return err
+			}
+			continue
+		}
+		fi, err := t.root.Stat(t.name)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			t.missing, t.drained = true, true
+			return nil
+		case err != nil:
+			return fmt.Errorf("xlog: %w", err)
+		case !sameFile(fi, t.dev, t.ino):
+			// Rotated. The writer may have added lines to the old file
+			// between the read above and the rename: it is read to its end
+			// once more. Files renamed after it (more than one rotation
+			// since the last poll) are read next, oldest first; then the
+			// new file from its start (it may be no regular file: then
+			// nothing is read until one is).
+			if drained, err := t.read(clock, buf, b); err != nil || !drained {
+				return err
+			}
+			if t.chain = t.rotatedAfter(fi); len(t.chain) > 0 {
+				if err := t.next(); err != nil {
+					return err
+				}
+				continue
+			}
+			t.readDone()
+			t.close()
+			if err := t.open(true); err != nil {
+				return err
+			}
+			continue
+		case fi.Size() < t.offset:
+			// Truncated in place (copytruncate): start over.
+			t.offset, t.skipping = 0, false
+		}
+		t.drained = true
+		return nil
 	}
-	return nil
+	return nil // more files than a poll reads: the next one goes on
 }
 
 // read reads what the file gained since offset, at most maxReadPerPoll
