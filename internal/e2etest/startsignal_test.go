@@ -11,7 +11,7 @@ import (
 // (it may start recordings in other JVMs from then on), ends in the
 // collector's graceful shutdown, exit 0, not in death by the signal: the
 // collector core installs its own handler only after every component has
-// started, and the receiver holds the signal until then
+// started, and the receiver takes the signal and sends it again until then
 // (internal/startsignal). Sent at the receiver's first log line, 20 of 20
 // such signals killed the collector before the guard.
 func TestSIGTERMWhileStartingShutsDownGracefully(t *testing.T) {
@@ -33,6 +33,6 @@ func TestSIGTERMWhileStartingShutsDownGracefully(t *testing.T) {
 			t.Fatalf("try %d: no graceful shutdown in the log", try)
 		}
 		guarded := strings.Contains(c.Log(), "received while the collector was starting")
-		t.Logf("try %d: graceful; through the receiver's request: %v", try, guarded)
+		t.Logf("try %d: graceful; the signal sent again by the receiver: %v", try, guarded)
 	}
 }

@@ -127,8 +127,7 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 	// From here on a SIGTERM does not kill the collector before this
 	// receiver's shutdown (a start that fails releases it).
 	guard := startsignal.Hold(func(err error) {
-		r.set.Logger.Warn("signal before the collector's own handler; asking it to shut down once started", zap.Error(err))
-		componentstatus.ReportStatus(host, componentstatus.NewFatalErrorEvent(err))
+		r.set.Logger.Warn("a signal not followed by this receiver's shutdown; it is sent again until the collector shuts down", zap.Error(err))
 	})
 	defer func() { guard.Release() }() // nil once the loop owns it
 	r.set.Logger.Info("JFR receiver starting",

@@ -10,8 +10,9 @@ import (
 // statusHost records the errors components report through status.
 type statusHost struct {
 	component.Host
-	mu   sync.Mutex
-	errs []error
+	mu    sync.Mutex
+	errs  []error
+	fatal int // fatal error events
 }
 
 // Report implements componentstatus.Reporter.
@@ -21,6 +22,15 @@ func (h *statusHost) Report(e *componentstatus.Event) {
 	if e.Err() != nil {
 		h.errs = append(h.errs, e.Err())
 	}
+	if e.Status() == componentstatus.StatusFatalError {
+		h.fatal++
+	}
+}
+
+func (h *statusHost) fatals() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fatal
 }
 
 func (h *statusHost) errors() []error {
