@@ -1,24 +1,27 @@
-// Package leak decides, from a series of memory readings per process and
-// device, whether the process's GPU memory is growing in a way that looks
-// like a leak rather than an allocator at work.
+// Package leak decides, from a series of readings of one account (a
+// process's GPU memory on a device, a JVM's heap, direct buffers, JNI
+// references or unaccounted native memory), whether it grows in a way that
+// looks like a leak rather than an allocator or a collector at work. The
+// nvml and jfr receivers both use it, each with its own key type.
 //
-// A series is suspected when, over the sliding window, both
+// A series is suspected when, over the sliding window,
 //
 //   - the least-squares slope of the readings is at least MinGrowthRate
-//     bytes per second, and
+//     units (bytes, references) per second, and
 //   - the floor rose: the lowest reading in the newest quarter of the window
 //     exceeds the lowest reading in the oldest quarter by at least MinGrowth
-//     bytes, and
-//   - it rose steadily: the floor of each quarter is above the previous
-//     one's in at least two of the three steps and never falls by more than
-//     MinGrowth/16 (jitter), so one step up (a second model loaded) is not
-//     a leak.
+//     units, and
+//   - it rose steadily and still rises: the floor of each quarter is above
+//     the previous one's in at least two of the three steps, the last step
+//     (into the newest quarter) among them, and never falls by more than
+//     MinGrowth/16 (jitter). One step up (a second model loaded) is not a
+//     leak, nor is a warm-up that has levelled off for the newest quarter.
 //
 // The slope alone would flag a caching allocator caught on a rising edge; the
 // floor rule does not, as long as the allocator releases memory at least once
 // per quarter window (a sawtooth whose troughs stay put). A leak underneath a
 // sawtooth still raises the troughs and is caught.
-package leak // import "github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/leak"
+package leak // import "github.com/otelcol-ai/otelcol-ai/internal/leak"
 
 import (
 	"fmt"
@@ -29,11 +32,12 @@ import (
 type Config struct {
 	// Window is the length of history assessed.
 	Window time.Duration
-	// MinGrowthRate is the smallest slope, in bytes per second, that counts
-	// as growth.
+	// MinGrowthRate is the smallest slope, in units (bytes, references)
+	// per second, that counts as growth.
 	MinGrowthRate float64
-	// MinGrowth is the smallest rise of the floor, in bytes, over the window.
-	MinGrowth uint64
+	// MinGrowth is the smallest rise of the floor, in units, over the
+	// window.
+	MinGrowth int64
 	// MinSamples is the fewest readings a series needs before it is
 	// assessed at all.
 	MinSamples int
@@ -46,18 +50,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("window must be positive, got %s", c.Window)
 	case c.MinGrowthRate <= 0:
 		return fmt.Errorf("min_growth_rate must be positive, got %g", c.MinGrowthRate)
-	case c.MinGrowth == 0:
-		return fmt.Errorf("min_growth must be positive")
+	case c.MinGrowth <= 0:
+		return fmt.Errorf("min_growth must be positive, got %d", c.MinGrowth)
 	case c.MinSamples < 3:
 		return fmt.Errorf("min_samples must be at least 3, got %d", c.MinSamples)
 	}
 	return nil
-}
-
-// Key names one series: a process on a device.
-type Key struct {
-	PID    int
-	Device string
 }
 
 // Assessment is the state of one series after a reading.
@@ -65,10 +63,10 @@ type Assessment struct {
 	// Ready is true once the series has MinSamples readings spanning at
 	// least half the window; the other fields are zero until then.
 	Ready bool
-	// GrowthRate is the least-squares slope over the window, bytes/s.
+	// GrowthRate is the least-squares slope over the window, units/s.
 	GrowthRate float64
 	// FloorGrowth is the rise of the low-water mark (newest quarter minus
-	// oldest quarter), bytes; negative when the floor fell.
+	// oldest quarter), units; negative when the floor fell.
 	FloorGrowth int64
 	// Span is the time the readings in the window cover.
 	Span time.Duration
@@ -83,7 +81,7 @@ type Assessment struct {
 
 type sample struct {
 	at    time.Time
-	bytes uint64
+	value int64
 }
 
 type series struct {
@@ -98,23 +96,25 @@ type series struct {
 // one scrape in which its device did not answer does not erase its history.
 const keepMissed = 3
 
-// Detector tracks many series. It is not safe for concurrent use.
-type Detector struct {
+// Detector tracks many series, each named by a key of type K (the nvml
+// receiver's process and device, the jfr receiver's JVM and account). It
+// is not safe for concurrent use.
+type Detector[K comparable] struct {
 	cfg    Config
-	series map[Key]*series
+	series map[K]*series
 }
 
 // New returns a detector with the given thresholds (validate them first).
-func New(cfg Config) *Detector {
-	return &Detector{cfg: cfg, series: map[Key]*series{}}
+func New[K comparable](cfg Config) *Detector[K] {
+	return &Detector[K]{cfg: cfg, series: map[K]*series{}}
 }
 
 // Len returns the number of series tracked.
-func (d *Detector) Len() int { return len(d.series) }
+func (d *Detector[K]) Len() int { return len(d.series) }
 
 // Observe adds one reading to a series and assesses it. Readings must come
 // in time order per series; an older one is ignored.
-func (d *Detector) Observe(k Key, at time.Time, bytes uint64) Assessment {
+func (d *Detector[K]) Observe(k K, at time.Time, value int64) Assessment {
 	s, ok := d.series[k]
 	if !ok {
 		s = &series{}
@@ -124,7 +124,7 @@ func (d *Detector) Observe(k Key, at time.Time, bytes uint64) Assessment {
 	if n := len(s.samples); n > 0 && !at.After(s.samples[n-1].at) {
 		return d.assess(s, at)
 	}
-	s.samples = append(s.samples, sample{at: at, bytes: bytes})
+	s.samples = append(s.samples, sample{at: at, value: value})
 	cutoff := at.Add(-d.cfg.Window)
 	drop := 0
 	for drop < len(s.samples) && s.samples[drop].at.Before(cutoff) {
@@ -140,7 +140,7 @@ func (d *Detector) Observe(k Key, at time.Time, bytes uint64) Assessment {
 // Sweep is called once per round of readings. It forgets series that have
 // had no reading for keepMissed rounds: their processes exited or left the
 // device.
-func (d *Detector) Sweep() {
+func (d *Detector[K]) Sweep() {
 	for k, s := range d.series {
 		if s.seen {
 			s.seen, s.missed = false, 0
@@ -153,7 +153,7 @@ func (d *Detector) Sweep() {
 	}
 }
 
-func (d *Detector) assess(s *series, now time.Time) Assessment {
+func (d *Detector[K]) assess(s *series, now time.Time) Assessment {
 	n := len(s.samples)
 	if n == 0 {
 		return Assessment{}
@@ -169,9 +169,9 @@ func (d *Detector) assess(s *series, now time.Time) Assessment {
 	a.GrowthRate = slope(s.samples)
 
 	floors := quarterFloors(s.samples, span)
-	a.FloorGrowth = int64(floors[3]) - int64(floors[0])
+	a.FloorGrowth = floors[3] - floors[0]
 	a.Suspected = a.GrowthRate >= d.cfg.MinGrowthRate &&
-		a.FloorGrowth >= 0 && uint64(a.FloorGrowth) >= d.cfg.MinGrowth &&
+		a.FloorGrowth >= d.cfg.MinGrowth &&
 		risesSteadily(floors, d.cfg.MinGrowth/16)
 	switch {
 	case a.Suspected && !s.suspected:
@@ -188,8 +188,8 @@ func (d *Detector) assess(s *series, now time.Time) Assessment {
 
 // quarterFloors returns the lowest reading in each quarter of the span. A
 // quarter without readings (a gap in scraping) takes the previous floor.
-func quarterFloors(ps []sample, span time.Duration) [4]uint64 {
-	var floors [4]uint64
+func quarterFloors(ps []sample, span time.Duration) [4]int64 {
+	var floors [4]int64
 	var have [4]bool
 	first := ps[0].at
 	for _, p := range ps {
@@ -198,8 +198,8 @@ func quarterFloors(ps []sample, span time.Duration) [4]uint64 {
 			q = int(4 * p.at.Sub(first) / span)
 		}
 		q = min(q, 3)
-		if !have[q] || p.bytes < floors[q] {
-			floors[q], have[q] = p.bytes, true
+		if !have[q] || p.value < floors[q] {
+			floors[q], have[q] = p.value, true
 		}
 	}
 	for q := 1; q < 4; q++ {
@@ -211,9 +211,13 @@ func quarterFloors(ps []sample, span time.Duration) [4]uint64 {
 }
 
 // risesSteadily reports whether the floor rose in at least two of the three
-// quarter-to-quarter steps and never fell by more than jitter: growth spread
-// over the window, not one step up (a second model loaded).
-func risesSteadily(floors [4]uint64, jitter uint64) bool {
+// quarter-to-quarter steps, the newest among them, and never fell by more
+// than jitter: growth spread over the window and still going, not one step
+// up (a second model loaded) nor a warm-up that has levelled off.
+func risesSteadily(floors [4]int64, jitter int64) bool {
+	if floors[3] <= floors[2] {
+		return false
+	}
 	rises := 0
 	for q := 1; q < 4; q++ {
 		switch {
@@ -226,20 +230,20 @@ func risesSteadily(floors [4]uint64, jitter uint64) bool {
 	return rises >= 2
 }
 
-// slope is the least-squares slope of bytes over time, in bytes per second.
+// slope is the least-squares slope of the values over time, per second.
 func slope(ps []sample) float64 {
 	n := float64(len(ps))
 	t0 := ps[0].at
 	var st, sy float64
 	for _, p := range ps {
 		st += p.at.Sub(t0).Seconds()
-		sy += float64(p.bytes)
+		sy += float64(p.value)
 	}
 	mt, my := st/n, sy/n
 	var num, den float64
 	for _, p := range ps {
 		dt := p.at.Sub(t0).Seconds() - mt
-		num += dt * (float64(p.bytes) - my)
+		num += dt * (float64(p.value) - my)
 		den += dt * dt
 	}
 	if den == 0 {

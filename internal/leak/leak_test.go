@@ -8,6 +8,13 @@ import (
 
 const mib = 1 << 20
 
+// Key names a test series as the nvml receiver names its own: a process on
+// a device.
+type Key struct {
+	PID    int
+	Device string
+}
+
 var testConfig = Config{
 	Window:        10 * time.Minute,
 	MinGrowthRate: 32 * 1024, // 32 KiB/s
@@ -17,7 +24,7 @@ var testConfig = Config{
 
 // run feeds a scripted series, one reading every step, and returns every
 // assessment.
-func run(d *Detector, k Key, step time.Duration, values []uint64) []Assessment {
+func run(d *Detector[Key], k Key, step time.Duration, values []int64) []Assessment {
 	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	out := make([]Assessment, len(values))
 	for i, v := range values {
@@ -27,8 +34,8 @@ func run(d *Detector, k Key, step time.Duration, values []uint64) []Assessment {
 }
 
 // script builds n readings from f(i).
-func script(n int, f func(i int) uint64) []uint64 {
-	out := make([]uint64, n)
+func script(n int, f func(i int) int64) []int64 {
+	out := make([]int64, n)
 	for i := range out {
 		out[i] = f(i)
 	}
@@ -37,10 +44,10 @@ func script(n int, f func(i int) uint64) []uint64 {
 
 func TestScriptedSeries(t *testing.T) {
 	step := 10 * time.Second
-	base := uint64(2048 * mib)
+	base := int64(2048 * mib)
 	tests := []struct {
 		name      string
-		values    []uint64
+		values    []int64
 		suspected bool // at the last reading
 		reports   int  // leak records that would be emitted
 		minRate   float64
@@ -48,22 +55,22 @@ func TestScriptedSeries(t *testing.T) {
 	}{
 		{
 			name:      "steady: model loaded, memory flat",
-			values:    script(120, func(int) uint64 { return base }),
+			values:    script(120, func(int) int64 { return base }),
 			suspected: false,
 			minRate:   0, maxRate: 0,
 		},
 		{
 			name: "steady with jitter of a few MiB",
-			values: script(120, func(i int) uint64 {
-				return base + uint64(i%3)*2*mib
+			values: script(120, func(i int) int64 {
+				return base + int64(i%3)*2*mib
 			}),
 			suspected: false,
 			minRate:   -1024, maxRate: 1024,
 		},
 		{
 			name: "leak: 1 MiB per reading (about 100 KiB/s), never freed",
-			values: script(120, func(i int) uint64 {
-				return base + uint64(i)*mib
+			values: script(120, func(i int) int64 {
+				return base + int64(i)*mib
 			}),
 			suspected: true,
 			reports:   2, // onset, then once more a window later
@@ -71,30 +78,37 @@ func TestScriptedSeries(t *testing.T) {
 		},
 		{
 			name: "sawtooth: caching allocator grows 4 GiB over 2 min then empties, troughs stay put",
-			values: script(120, func(i int) uint64 {
-				return base + uint64(i%12)*(4096*mib/12)
+			values: script(120, func(i int) int64 {
+				return base + int64(i%12)*(4096*mib/12)
 			}),
 			suspected: false,
 		},
 		{
 			name: "leak under a sawtooth: troughs rise 24 MiB per cycle",
-			values: script(120, func(i int) uint64 {
-				return base + uint64(i/12)*24*mib + uint64(i%12)*(1024*mib/12)
+			values: script(120, func(i int) int64 {
+				return base + int64(i/12)*24*mib + int64(i%12)*(1024*mib/12)
 			}),
 			suspected: true,
 			reports:   2,
 		},
 		{
 			name: "slow growth below the rate threshold",
-			values: script(120, func(i int) uint64 {
-				return base + uint64(i)*64*1024 // 6.4 KiB/s
+			values: script(120, func(i int) int64 {
+				return base + int64(i)*64*1024 // 6.4 KiB/s
 			}),
 			suspected: false,
 			minRate:   6000, maxRate: 7000,
 		},
 		{
+			name: "warm-up: 4 MiB per reading for 140 s, then level, is never reported",
+			values: script(120, func(i int) int64 {
+				return base + int64(min(i, 14))*4*mib
+			}),
+			suspected: false,
+		},
+		{
 			name: "one step up (a second model loaded) is not sustained growth",
-			values: script(120, func(i int) uint64 {
+			values: script(120, func(i int) int64 {
 				if i < 60 {
 					return base
 				}
@@ -105,7 +119,7 @@ func TestScriptedSeries(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := New(testConfig)
+			d := New[Key](testConfig)
 			as := run(d, Key{PID: 1, Device: "GPU-0"}, step, tt.values)
 			last := as[len(as)-1]
 			if !last.Ready {
@@ -142,9 +156,9 @@ func TestScriptedSeries(t *testing.T) {
 }
 
 func TestNotReadyUntilHalfWindow(t *testing.T) {
-	d := New(testConfig)
-	as := run(d, Key{PID: 1, Device: "GPU-0"}, 10*time.Second, script(31, func(i int) uint64 {
-		return uint64(i) * 10 * mib
+	d := New[Key](testConfig)
+	as := run(d, Key{PID: 1, Device: "GPU-0"}, 10*time.Second, script(31, func(i int) int64 {
+		return int64(i) * 10 * mib
 	}))
 	for i, a := range as[:30] {
 		if a.Ready {
@@ -166,18 +180,18 @@ func TestNotReadyUntilHalfWindow(t *testing.T) {
 }
 
 func TestSuspicionEndsAndRestarts(t *testing.T) {
-	d := New(testConfig)
+	d := New[Key](testConfig)
 	k := Key{PID: 7, Device: "GPU-1"}
 	// Leak for 10 minutes, flat for 20 (the window forgets the growth),
 	// then leak again: two separate onsets.
-	values := script(180, func(i int) uint64 {
+	values := script(180, func(i int) int64 {
 		switch {
 		case i < 60:
-			return uint64(i) * mib
+			return int64(i) * mib
 		case i < 120:
 			return 60 * mib
 		default:
-			return uint64(60+i-120) * mib
+			return int64(60+i-120) * mib
 		}
 	})
 	as := run(d, k, 10*time.Second, values)
@@ -199,7 +213,7 @@ func TestSuspicionEndsAndRestarts(t *testing.T) {
 }
 
 func TestSweepForgetsExitedProcesses(t *testing.T) {
-	d := New(testConfig)
+	d := New[Key](testConfig)
 	now := time.Now()
 	d.Observe(Key{PID: 1, Device: "a"}, now, 1)
 	d.Observe(Key{PID: 2, Device: "a"}, now, 1)
@@ -224,7 +238,7 @@ func TestSweepForgetsExitedProcesses(t *testing.T) {
 }
 
 func TestHistorySurvivesAMissedRound(t *testing.T) {
-	d := New(testConfig)
+	d := New[Key](testConfig)
 	k := Key{PID: 1, Device: "a"}
 	t0 := time.Now()
 	var a Assessment
@@ -233,7 +247,7 @@ func TestHistorySurvivesAMissedRound(t *testing.T) {
 			d.Sweep() // a round where the device did not answer
 			continue
 		}
-		a = d.Observe(k, t0.Add(time.Duration(i)*10*time.Second), uint64(i)*mib)
+		a = d.Observe(k, t0.Add(time.Duration(i)*10*time.Second), int64(i)*mib)
 		d.Sweep()
 	}
 	if a.Samples != 39 {
@@ -242,7 +256,7 @@ func TestHistorySurvivesAMissedRound(t *testing.T) {
 }
 
 func TestOutOfOrderReadingIgnored(t *testing.T) {
-	d := New(testConfig)
+	d := New[Key](testConfig)
 	k := Key{PID: 1, Device: "a"}
 	now := time.Now()
 	d.Observe(k, now, 10)

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
-	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/leak"
+	"github.com/otelcol-ai/otelcol-ai/internal/leak"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -110,14 +110,10 @@ func (cfg *Config) Validate() error {
 }
 
 func (c LeakDetectionConfig) thresholds() leak.Config {
-	growth := uint64(0)
-	if c.MinGrowth > 0 {
-		growth = uint64(c.MinGrowth)
-	}
 	return leak.Config{
 		Window:        c.Window,
 		MinGrowthRate: c.MinGrowthRate,
-		MinGrowth:     growth,
+		MinGrowth:     c.MinGrowth,
 		MinSamples:    c.MinSamples,
 	}
 }

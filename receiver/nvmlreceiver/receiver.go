@@ -18,8 +18,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/consumergate"
+	"github.com/otelcol-ai/otelcol-ai/internal/leak"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
-	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/leak"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/podresources"
 )

@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/leak"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
-	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/leak"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/podresources"
 )
@@ -26,7 +26,7 @@ type scrapeState struct {
 	lb    *metadata.LogsBuilder
 	procs *procresource.Cache
 	pods  *podresources.Client
-	leaks *leak.Detector
+	leaks *leak.Detector[leakKey]
 
 	podsSocket      string
 	podsNoticed     bool
@@ -37,6 +37,12 @@ type scrapeState struct {
 	readingsScratch []deviceReading
 }
 
+// leakKey names one leak-detection series: a process on a device.
+type leakKey struct {
+	pid    uint32
+	device string
+}
+
 func newScrapeState(set receiver.Settings, cfg *Config) scrapeState {
 	st := scrapeState{
 		mb:             metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set),
@@ -45,7 +51,7 @@ func newScrapeState(set receiver.Settings, cfg *Config) scrapeState {
 		timeoutsLogged: map[int]bool{},
 	}
 	if cfg.LeakDetection.Enabled {
-		st.leaks = leak.New(cfg.leakConfig())
+		st.leaks = leak.New[leakKey](cfg.leakConfig())
 	}
 	if ep, ok := strings.CutPrefix(cfg.PodResources.Endpoint, "unix://"); ok {
 		st.podsSocket = ep
@@ -238,7 +244,7 @@ func (r *nvmlReceiver) recordProcesses(ctx context.Context, now time.Time, readi
 			if st.leaks == nil {
 				continue
 			}
-			a := st.leaks.Observe(leak.Key{PID: int(pid), Device: p.deviceID}, now, p.used)
+			a := st.leaks.Observe(leakKey{pid: pid, device: p.deviceID}, now, int64(p.used))
 			if a.Ready {
 				st.mb.RecordGpuProcessMemoryGrowthRateDataPoint(ts, a.GrowthRate, p.deviceID)
 			}
