@@ -36,6 +36,7 @@ require (
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0
 	go.yaml.in/yaml/v3 v3.0.5
+	golang.org/x/arch v0.33.0
 	golang.org/x/sys v0.48.0
 	google.golang.org/grpc v1.83.0
 	google.golang.org/protobuf v1.36.12
