@@ -73,6 +73,15 @@ type Image struct {
 	// USDTErr says why notes the file has could not be decoded; the file
 	// can still be probed through its symbols.
 	USDTErr error
+	// Decoded names the probed static functions (take_gil, drop_gil,
+	// gc_collect_main) that the symbol tables lacked and that were found
+	// by decoding their exported callers instead (static.go); they are in
+	// Symbols like the others.
+	Decoded []string
+	// DecodeErr says why static functions the symbol tables lacked could
+	// not be found by decoding; nil when none was missing or all were
+	// found.
+	DecodeErr error
 }
 
 // ReadFile reads the image of the open file f within DefaultLimits, its
@@ -110,6 +119,9 @@ func ReadImage(r io.ReaderAt, size int64, lim Limits) (*Image, error) {
 		if err := rd.scanSymbols(f, typ, img.Symbols); err != nil {
 			return nil, err
 		}
+	}
+	if img.Symbols.HasGIL() {
+		img.Decoded, img.DecodeErr = rd.decodeStatic(f, img.Symbols)
 	}
 	img.USDT, err = rd.readUSDT(f)
 	if err != nil {
@@ -388,4 +400,22 @@ func codeOffset(f *elf.File, addr uint64) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// decodeStatic finds by decoding the static functions syms lacks. A file
+// that cannot be decoded within its limits still has its exported
+// functions probed: the error is returned, not fatal.
+func (rd *imageReader) decodeStatic(f *elf.File, syms Symbols) ([]string, error) {
+	var missing bool
+	for _, t := range staticTargets {
+		missing = missing || t.wanted(syms)
+	}
+	if !missing {
+		return nil, nil
+	}
+	c, err := rd.newCodeImage(f)
+	if err != nil {
+		return nil, err
+	}
+	return findStatic(c, syms)
 }

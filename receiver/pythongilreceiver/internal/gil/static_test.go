@@ -1,0 +1,180 @@
+package gil
+
+import (
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// pyenvLibPythons returns the shared libpython of each CPython 3.9+ that
+// pyenv installed ($PYENV_ROOT, else ~/.pyenv), by version, as its
+// interpreter's sysconfig names it.
+func pyenvLibPythons(t testing.TB) map[string]string {
+	t.Helper()
+	root := os.Getenv("PYENV_ROOT")
+	if root == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			t.Skipf("no home directory: %v", err)
+		}
+		root = filepath.Join(home, ".pyenv")
+	}
+	pythons, _ := filepath.Glob(filepath.Join(root, "versions", "3.*", "bin", "python3"))
+	out := map[string]string{}
+	for _, py := range pythons {
+		version := filepath.Base(filepath.Dir(filepath.Dir(py)))
+		if !pythonAtLeast39(version) {
+			continue
+		}
+		cmd := exec.Command(py, "-c", "import sysconfig as s; print(s.get_config_var('LIBDIR') + '/' + (s.get_config_var('INSTSONAME') or ''))")
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", py, err)
+		}
+		lib := strings.TrimSpace(string(b))
+		if _, err := os.Stat(lib); err != nil || !strings.HasPrefix(filepath.Base(lib), "libpython") {
+			t.Logf("%s: no shared libpython (%s)", version, lib)
+			continue
+		}
+		out[version] = lib
+	}
+	if len(out) == 0 {
+		t.Skip("no pyenv CPython 3.9+ with a shared libpython installed")
+	}
+	return out
+}
+
+func pythonAtLeast39(version string) bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major == 3 && minor >= 9
+}
+
+// symtabOffsets returns the file offsets of the static GIL and GC
+// functions in path's full symbol table (.symtab), under the names
+// findStatic gives them: gc_collect_main for 3.9's collect too. Names
+// with a compiler's suffix (take_gil.lto_priv.0) count as the function's.
+func symtabOffsets(t testing.TB, path string) Symbols {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	want := map[string]string{SymTakeGIL: SymTakeGIL, SymDropGIL: SymDropGIL, SymGCCollectMain: SymGCCollectMain, SymGCCollectLegacy: SymGCCollectMain}
+	out := Symbols{}
+	for _, s := range syms {
+		base, _, _ := strings.Cut(s.Name, ".")
+		name, ok := want[base]
+		if !ok || elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
+			continue
+		}
+		if base == SymGCCollectLegacy && s.Name != SymGCCollectLegacy {
+			continue
+		}
+		off, ok := codeOffset(f, s.Value)
+		if !ok {
+			t.Fatalf("%s: %s at %#x outside the executable segments", path, s.Name, s.Value)
+		}
+		if prev, dup := out[name]; dup && prev != off {
+			t.Fatalf("%s: two functions named %s (%#x, %#x)", path, name, prev, off)
+		}
+		out[name] = off
+	}
+	return out
+}
+
+// stripCopy writes path stripped of every symbol table but .dynsym, as
+// the official python images' build does (strip --strip-all), into the
+// test's directory.
+func stripCopy(t testing.TB, path string) string {
+	t.Helper()
+	strip, err := exec.LookPath("strip")
+	if err != nil {
+		t.Skipf("no strip (binutils) on PATH: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(path))
+	if b, err := exec.Command(strip, "--strip-all", "-o", out, path).CombinedOutput(); err != nil {
+		t.Fatalf("strip %s: %v: %s", path, err, b)
+	}
+	return out
+}
+
+// checkDecoded reads path (whose symbol tables lack the static functions)
+// and compares what decoding found with want, the unstripped symbol
+// table's offsets.
+func checkDecoded(t *testing.T, path string, want Symbols) {
+	t.Helper()
+	img, err := ReadFile(openELF(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.DecodeErr != nil {
+		t.Errorf("decode: %v", img.DecodeErr)
+	}
+	for _, name := range []string{SymTakeGIL, SymDropGIL, SymGCCollectMain} {
+		if want[name] == 0 {
+			t.Fatalf("the unstripped symbol table has no %s", name)
+		}
+		if !slices.Contains(img.Decoded, name) {
+			t.Errorf("%s not decoded (decoded %v)", name, img.Decoded)
+			continue
+		}
+		if got := img.Symbols[name]; got != want[name] {
+			t.Errorf("%s decoded at file offset %#x, symbol table says %#x", name, got, want[name])
+		}
+	}
+}
+
+// TestStaticFunctionsFoundInStrippedCopies: the take_gil, drop_gil and
+// gc_collect_main (collect) that decoding finds in a --strip-all copy of
+// each installed CPython's libpython are where the original's symbol
+// table puts them.
+func TestStaticFunctionsFoundInStrippedCopies(t *testing.T) {
+	for version, lib := range pyenvLibPythons(t) {
+		t.Run(version, func(t *testing.T) {
+			want := symtabOffsets(t, lib)
+			stripped := stripCopy(t, lib)
+			img, err := ReadFile(openELF(t, stripped))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if img.Symbols.Has(SymTakeGIL) && !slices.Contains(img.Decoded, SymTakeGIL) {
+				t.Fatal("the stripped copy still names take_gil")
+			}
+			checkDecoded(t, stripped, want)
+		})
+	}
+}
+
+// TestDecodingNotNeededWithSymbols: a file whose symbol table names the
+// static functions is not decoded.
+func TestDecodingNotNeededWithSymbols(t *testing.T) {
+	for version, lib := range pyenvLibPythons(t) {
+		t.Run(version, func(t *testing.T) {
+			img, err := ReadFile(openELF(t, lib))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(img.Decoded) != 0 || img.DecodeErr != nil {
+				t.Errorf("decoded %v (%v), want nothing", img.Decoded, img.DecodeErr)
+			}
+		})
+	}
+}
+
+var _ = bytes.NewReader
+var _ = errors.Is
