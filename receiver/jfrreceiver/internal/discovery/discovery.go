@@ -249,11 +249,16 @@ func (s *Scanner) inspect(pid int) (JVM, bool, error) {
 	return j, true, nil
 }
 
+// maxComm bounds a comm read (the kernel's is 16 bytes).
+const maxComm = 64
+
 func (s *Scanner) isJava(dir string) bool {
 	if exe, err := os.Readlink(filepath.Join(dir, "exe")); err == nil {
 		return procresource.RuntimeOf(filepath.Base(strings.TrimSuffix(exe, " (deleted)"))) == procresource.RuntimeJava
 	}
-	comm, err := os.ReadFile(filepath.Join(dir, "comm"))
+	// The kernel's comm is at most 16 bytes; the proc root may be a
+	// tenant's bind mount, so the read is capped all the same.
+	comm, err := procroot.ReadProcFile(filepath.Join(dir, "comm"), maxComm)
 	return err == nil && procresource.RuntimeOf(strings.TrimSpace(string(comm))) == procresource.RuntimeJava
 }
 
