@@ -44,12 +44,15 @@ type staticTarget struct {
 	// gen, when set, is the constant the first caller passes in the
 	// second argument register.
 	gen int64
+	// helper says the source calls the mark through a static inline
+	// function, which an unoptimised build leaves out of line.
+	helper bool
 	// wanted says whether the symbol tables left it to be found.
 	wanted func(Symbols) bool
 }
 
 var staticTargets = []staticTarget{
-	{symbol: SymTakeGIL, callers: []string{SymRestoreThread, SymAcquireThread}, marks: "pthread_cond_timedwait",
+	{symbol: SymTakeGIL, callers: []string{SymRestoreThread, SymAcquireThread}, marks: "pthread_cond_timedwait", helper: true,
 		wanted: func(s Symbols) bool { return !s.Has(SymTakeGIL) }},
 	{symbol: SymDropGIL, callers: []string{SymSaveThread, SymReleaseThread}, marks: "pthread_cond_wait",
 		wanted: func(s Symbols) bool { return !s.Has(SymDropGIL) }},
@@ -210,11 +213,12 @@ type body struct {
 }
 
 // call is one direct call: its target and, where the instructions before
-// it in the same block set it to a constant, the second argument.
+// it in the same block set it to a constant, the second argument
+// (arg2Known).
 type call struct {
-	target   uint64
-	arg2     int64
-	arg2Seen bool
+	target    uint64
+	arg2      int64
+	arg2Known bool
 }
 
 // search is one run over a file.
@@ -279,7 +283,7 @@ func (s *search) decodeBody(entry uint64, depth int) (*body, error) {
 			lastCall = false
 			next := pc + uint64(in.len)
 			if in.arg2 {
-				arg2 = &call{arg2: in.arg2Value, arg2Seen: in.arg2Const}
+				arg2 = &call{arg2: in.arg2Value, arg2Known: in.arg2Const}
 			}
 			switch in.flow {
 			case flowNext:
@@ -295,7 +299,7 @@ func (s *search) decodeBody(entry uint64, depth int) (*body, error) {
 			case flowCall:
 				cl := call{target: in.target}
 				if arg2 != nil {
-					cl.arg2, cl.arg2Seen = arg2.arg2, arg2.arg2Seen
+					cl.arg2, cl.arg2Known = arg2.arg2, arg2.arg2Known
 				}
 				arg2 = nil
 				n, err := s.c.callee(in.target)
@@ -474,46 +478,97 @@ func callTargets(cs []call) []uint64 {
 }
 
 // identify picks the one function that is t: reached from all its
-// callers, calling its mark, called with its generation where it has one.
+// callers (or, where an exported caller has it inlined, from any), calling
+// its mark, passed its generation where it has one.
 func (s *search) identify(t staticTarget, reach map[string]map[uint64]bool) (uint64, error) {
 	for _, name := range t.callers {
 		if _, ok := s.c.byName[name]; !ok {
 			return 0, fmt.Errorf("%w: %s: the file does not export %s", ErrNotDecoded, t.symbol, name)
 		}
 	}
-	var cands []uint64
-	for a := range reach[t.callers[0]] {
-		b := s.bodies[a]
-		if b == nil || !b.named[t.marks] {
-			continue
+	all := func(a uint64) bool {
+		for _, name := range t.callers {
+			if !reach[name][a] {
+				return false
+			}
 		}
-		all := true
-		for _, name := range t.callers[1:] {
-			all = all && reach[name][a]
-		}
-		if all {
-			cands = append(cands, a)
+		return true
+	}
+	var any []uint64
+	for _, name := range t.callers {
+		for a := range reach[name] {
+			if b := s.bodies[a]; b != nil && b.named[t.marks] && !slices.Contains(any, a) {
+				any = append(any, a)
+			}
 		}
 	}
-	slices.Sort(cands)
+	slices.Sort(any)
+	cands := slices.DeleteFunc(slices.Clone(any), func(a uint64) bool { return !all(a) })
+	if len(cands) == 0 {
+		cands = any
+	}
+	callers := strings.Join(t.callers, " and ")
 	switch {
 	case len(cands) == 0:
-		return 0, fmt.Errorf("%w: %s: no function reached from %s calls %s", ErrNotDecoded, t.symbol, strings.Join(t.callers, " and "), t.marks)
+		return 0, fmt.Errorf("%w: %s: no function reached from %s calls %s", ErrNotDecoded, t.symbol, callers, t.marks)
 	case len(cands) > 1:
-		return 0, fmt.Errorf("%w: %s: %d functions reached from %s call %s (at %#x)", ErrNotDecoded, t.symbol, len(cands), strings.Join(t.callers, " and "), t.marks, cands)
+		return 0, fmt.Errorf("%w: %s: %d functions reached from %s call %s (at %#x)", ErrNotDecoded, t.symbol, len(cands), callers, t.marks, cands)
 	}
-	if t.gen == 0 {
-		return cands[0], nil
+	found := cands[0]
+	if t.helper {
+		found = s.climb(found, all)
 	}
-	// The probe reads the generation from the second argument: the
-	// caller must pass it there.
-	root := s.bodies[s.c.byName[t.callers[0]]]
-	for _, cl := range root.calls {
-		if cl.target == cands[0] && cl.arg2Seen && cl.arg2 == t.gen {
-			return cands[0], nil
+	if t.gen != 0 && !s.passesGeneration(s.c.byName[t.callers[0]], found, t.gen) {
+		return 0, fmt.Errorf("%w: %s: the function at %#x is not passed generation %d in its second argument from %s", ErrNotDecoded, t.symbol, found, t.gen, t.callers[0])
+	}
+	return found, nil
+}
+
+// climb returns the function that a helper at a was split out of: where
+// a compiler left the static inline helper (PyCOND_TIMEDWAIT in a -O0
+// build) out of line, the mark is called from the helper, whose only
+// caller, reached from every exported caller too, is the function sought.
+func (s *search) climb(a uint64, reachedFromAll func(uint64) bool) uint64 {
+	var callers []uint64
+	for from, b := range s.bodies {
+		if _, exported := s.c.exports[from]; exported {
+			continue
+		}
+		for _, cl := range b.calls {
+			if cl.target == a && !slices.Contains(callers, from) {
+				callers = append(callers, from)
+			}
 		}
 	}
-	return 0, fmt.Errorf("%w: %s: the function at %#x is not called from %s with generation %d in its second argument", ErrNotDecoded, t.symbol, cands[0], t.callers[0], t.gen)
+	if len(callers) != 1 || !reachedFromAll(callers[0]) || !reachedFromAll(a) {
+		return a
+	}
+	return callers[0]
+}
+
+// passesGeneration reports whether root calls target with gen in the
+// second argument register, directly or through one static function that
+// it calls so and that passes on a value it did not set to another
+// constant.
+func (s *search) passesGeneration(root, target uint64, gen int64) bool {
+	for _, cl := range s.bodies[root].calls {
+		if !cl.arg2Known || cl.arg2 != gen {
+			continue
+		}
+		if cl.target == target {
+			return true
+		}
+		mid := s.bodies[cl.target]
+		if mid == nil {
+			continue
+		}
+		for _, c2 := range mid.calls {
+			if c2.target == target && (!c2.arg2Known || c2.arg2 == gen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // codeOffsetIn converts an address to its file offset through the
