@@ -100,6 +100,17 @@ test-deps: ## Install what the tests' workloads need (idempotent).
 	@# promtool and a real Prometheus (Debian's package).
 	@command -v prometheus >/dev/null && command -v promtool >/dev/null || \
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus; }
+	@# internal/gil TestStaticFunctionsFoundInDebianLibPython: Debian's
+	@# libpython3.11 (release, stripped as shipped; -dbg, with its symbol
+	@# table) for amd64 and arm64, unpacked, never installed.
+	@for arch in amd64 arm64; do \
+		dir=$(CACHE)/debian-libpython/$$arch; \
+		ls $$dir/usr/lib/*-linux-gnu/libpython3.11d.so.1.0 >/dev/null 2>&1 && continue; \
+		dpkg --print-foreign-architectures | grep -qx $$arch || [ $$arch = $$(dpkg --print-architecture) ] || \
+			{ dpkg --add-architecture $$arch && apt-get update -qq; }; \
+		tmp=$$(mktemp -d) && (cd $$tmp && apt-get download -qq libpython3.11:$$arch libpython3.11-dbg:$$arch) && \
+		mkdir -p $$dir && for deb in $$tmp/*.deb; do dpkg-deb -x $$deb $$dir; done; rm -rf $$tmp; \
+	done
 	@python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('jep') is None)" || \
 		JAVA_HOME=$$(dirname $$(dirname $$(readlink -f $$(command -v javac)))) \
 		python3 -m pip install --quiet jep==$(JEP_VERSION)

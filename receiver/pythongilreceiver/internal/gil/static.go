@@ -26,9 +26,10 @@ import (
 //     PyGC_Collect, with 2 (the oldest generation) in its second argument
 //     register, that calls PySys_WriteStderr (gc.DEBUG_STATS).
 //
-// A candidate must be the target of a direct call, as a function's entry
-// is, and be the only one: anything else is reported as not found, never
-// guessed. The probes then attach at its entry exactly as at the symbol's.
+// A candidate must be the only one, and start a function in the unwind
+// table (.eh_frame_hdr, which stripping keeps) where the file has one:
+// anything else is reported as not found, never guessed. The probes then
+// attach at its entry exactly as at the symbol's.
 
 // ErrNotDecoded is wrapped by the reasons static functions could not be
 // found by decoding.
@@ -117,6 +118,9 @@ type codeImage struct {
 	// slots maps the address of a GOT entry to the name of the function
 	// it points to, for namedCallees only.
 	slots map[uint64]string
+	// starts are the function starts of .eh_frame_hdr, sorted; nil when
+	// the file has no such table.
+	starts []uint64
 	// stubs caches what each call target outside the exports is: the
 	// name its PLT stub jumps to, or "" for a static function.
 	stubs map[uint64]string
@@ -423,6 +427,10 @@ func findStatic(c *codeImage, syms Symbols) (found []string, err error) {
 		addr, err := s.identify(t, reach)
 		if err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if _, ok := slices.BinarySearch(c.starts, addr); c.starts != nil && !ok {
+			errs = append(errs, fmt.Errorf("%w: %s at %#x does not start a function in .eh_frame_hdr", ErrNotDecoded, t.symbol, addr))
 			continue
 		}
 		off, ok := codeOffsetIn(c.segs, addr)

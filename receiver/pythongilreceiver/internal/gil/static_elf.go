@@ -43,6 +43,9 @@ func (rd *imageReader) newCodeImage(f *elf.File) (*codeImage, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.starts, err = rd.functionStarts(f); err != nil {
+		return nil, err
+	}
 	for _, s := range f.Sections {
 		if s.Type != elf.SHT_RELA || int(s.Link) != dynIndex {
 			continue

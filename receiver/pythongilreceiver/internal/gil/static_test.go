@@ -1,13 +1,12 @@
 package gil
 
 import (
-	"bytes"
 	"debug/elf"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -176,5 +175,137 @@ func TestDecodingNotNeededWithSymbols(t *testing.T) {
 	}
 }
 
-var _ = bytes.NewReader
-var _ = errors.Is
+// debianLibPythons returns the libpythons that `make test-deps` unpacks
+// from Debian's packages into .cache/debian-libpython/<arch>: the
+// release build (stripped, as shipped) and the -dbg build (with its
+// symbol table) of libpython3.11, for amd64 and arm64.
+func debianLibPythons(t testing.TB) []string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", ".cache", "debian-libpython")
+	libs, _ := filepath.Glob(filepath.Join(dir, "*", "usr", "lib", "*-linux-gnu", "libpython3.*.so.1.0"))
+	if len(libs) == 0 {
+		t.Skipf("no Debian libpython unpacked in %s: run make test-deps", dir)
+	}
+	return libs
+}
+
+// stripAnyCopy strips path whatever its architecture: llvm-strip reads
+// them all; GNU strip only the host's.
+func stripAnyCopy(t testing.TB, path string) string {
+	t.Helper()
+	if _, err := exec.LookPath("llvm-strip"); err != nil {
+		return stripCopy(t, path)
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(path))
+	if b, err := exec.Command("llvm-strip", "--strip-all", "-o", out, path).CombinedOutput(); err != nil {
+		t.Fatalf("llvm-strip %s: %v: %s", path, err, b)
+	}
+	return out
+}
+
+// TestStaticFunctionsFoundInDebianLibPython: in Debian's libpython3.11 for
+// amd64 and arm64, the -dbg build stripped has the three functions found
+// where its symbol table puts them; the release build, stripped as
+// shipped, has all three found, each at a function start of its unwind
+// table.
+func TestStaticFunctionsFoundInDebianLibPython(t *testing.T) {
+	for _, lib := range debianLibPythons(t) {
+		arch := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(lib)))))
+		t.Run(arch+"/"+filepath.Base(lib), func(t *testing.T) {
+			f, err := elf.Open(lib)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hasSymtab := f.Section(".symtab") != nil
+			_ = f.Close()
+			if hasSymtab {
+				checkDecoded(t, stripAnyCopy(t, lib), symtabOffsets(t, lib))
+				return
+			}
+			checkAtFunctionStarts(t, lib)
+		})
+	}
+}
+
+// TestStaticFunctionsFoundInSystemPython: the distribution's python3
+// (/usr/bin/python3, Debian's here: libpython and the python3.X executable
+// stripped, linked with LTO) has all three found in each file that holds
+// the interpreter, each at a function start of its unwind table.
+func TestStaticFunctionsFoundInSystemPython(t *testing.T) {
+	const py = "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("no %s", py)
+	}
+	b, err := exec.Command(py, "-c", "import sys, sysconfig as s; print(sys.executable); print(s.get_config_var('LIBDIR') + '/' + (s.get_config_var('INSTSONAME') or ''))").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range strings.Fields(string(b)) {
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			continue
+		}
+		t.Run(filepath.Base(real), func(t *testing.T) {
+			f, err := elf.Open(real)
+			if err != nil {
+				t.Skipf("%s: %v", real, err)
+			}
+			hasSymtab := f.Section(".symtab") != nil
+			_ = f.Close()
+			if hasSymtab {
+				checkDecoded(t, stripCopy(t, real), symtabOffsets(t, real))
+				return
+			}
+			checkAtFunctionStarts(t, real)
+		})
+	}
+}
+
+// checkAtFunctionStarts reads path, which has no symbol table, and checks
+// that all three functions were found, at start addresses of its unwind
+// table.
+func checkAtFunctionStarts(t *testing.T, path string) {
+	t.Helper()
+	img, err := ReadFile(openELF(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !img.Symbols.HasGIL() {
+		t.Skipf("%s exports no GIL functions", path)
+	}
+	if img.DecodeErr != nil {
+		t.Errorf("decode: %v", img.DecodeErr)
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd := &imageReader{r: openELF(t, path), size: 1 << 40, left: DefaultLimits.Bytes, lim: DefaultLimits}
+	starts, err := rd.functionStarts(f)
+	if err != nil || len(starts) == 0 {
+		t.Fatalf("no unwind table function starts: %v", err)
+	}
+	for _, name := range []string{SymTakeGIL, SymDropGIL, SymGCCollectMain} {
+		if !slices.Contains(img.Decoded, name) {
+			t.Errorf("%s not decoded (decoded %v)", name, img.Decoded)
+			continue
+		}
+		addr, ok := fileAddress(f, img.Symbols[name])
+		if _, found := slices.BinarySearch(starts, addr); !ok || !found {
+			t.Errorf("%s at file offset %#x (address %#x) starts no function of the unwind table", name, img.Symbols[name], addr)
+		}
+	}
+}
+
+// fileAddress converts a file offset in an executable segment back to
+// its address.
+func fileAddress(f *elf.File, off uint64) (uint64, bool) {
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && off >= p.Off && off-p.Off < p.Filesz {
+			return off - p.Off + p.Vaddr, true
+		}
+	}
+	return 0, false
+}
