@@ -6,6 +6,9 @@
 CLUSTER_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$CLUSTER_SRC/../.." && pwd)
 C=${CLUSTER_DIR:-$REPO_ROOT/.cache/cluster}
+# Mounts are found by their path in /proc/mounts, which the kernel writes
+# without symlinks: a .cache that is a link elsewhere left them mounted.
+C=$(realpath -m "$C")
 BIN=$C/bin
 PKI=$C/pki
 RUN=$C/run # pid files
