@@ -40,6 +40,12 @@ type Config struct {
 	// ResourceAttributes switches each resource attribute of the metrics
 	// (resource_attributes::<name>::enabled).
 	ResourceAttributes metadata.ResourceAttributesConfig `mapstructure:"resource_attributes"`
+	// Accounts configures the accounts read beside JFR and the leak
+	// detection over every account (accounts.go).
+	Accounts AccountsConfig `mapstructure:"accounts"`
+	// Events switches each log event (events::<name>::enabled):
+	// jvm.memory.leak_suspected.
+	Events metadata.EventsConfig `mapstructure:"events"`
 }
 
 // RecordingsConfig configures reading finished .jfr files.
@@ -166,6 +172,7 @@ func (cfg *Config) Validate() error {
 	}
 	positive("recordings::discovery_interval", cfg.Recordings.DiscoveryInterval)
 	globs("recordings::include", cfg.Recordings.Include)
+	errs = append(errs, cfg.Accounts.validate()...)
 	if !cfg.Repositories.Enabled && len(cfg.XLog.Include) == 0 && !cfg.XLog.Discover && len(cfg.Recordings.Include) == 0 {
 		errs = append(errs, errors.New("nothing to read: repositories::enabled and xlog::discover are false, xlog::include and recordings::include are empty"))
 	}

@@ -35,6 +35,22 @@ const (
 	defaultMaxMemoryMiB = 256
 )
 
+// defaultAccountsConfig: a thread dump at most once a minute, none of a
+// JVM above 500 threads (its pause grows with the threads; see README for
+// the measured cost); the leak thresholds and window of the nvml
+// receiver's GPU memory (16 KiB/s, 32 MiB over 15 minutes), and for JNI
+// references 0.2/s (720 an hour) and 200.
+func defaultAccountsConfig() AccountsConfig {
+	return AccountsConfig{
+		JNIReferences: JNIReferencesConfig{Enabled: true, Interval: time.Minute, MaxThreads: 500, Timeout: defaultAttachTimeout},
+		LeakDetection: AccountLeakConfig{
+			Enabled: true, Window: 15 * time.Minute, MinSamples: 5,
+			Bytes:      LeakThresholds{MinGrowthRate: 16 << 10, MinGrowth: 32 << 20},
+			References: LeakThresholds{MinGrowthRate: 0.2, MinGrowth: 200},
+		},
+	}
+}
+
 // NewFactory returns the factory for the jfr receiver.
 func NewFactory() receiver.Factory {
 	f := &factory{}
@@ -69,6 +85,8 @@ func createDefaultConfig() component.Config {
 		},
 		Metrics:            jvmmetrics.DefaultMetricsConfig(),
 		ResourceAttributes: metadata.DefaultResourceAttributesConfig(),
+		Accounts:           defaultAccountsConfig(),
+		Events:             metadata.DefaultEventsConfig(),
 	}
 }
 

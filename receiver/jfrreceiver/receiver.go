@@ -70,6 +70,7 @@ type jfrReceiver struct {
 	cache    *procresource.Cache
 	jvms     map[jvmevent.JVM]*jvmInfo
 	agg      *jvmmetrics.Aggregator
+	acc      *accounts // accounts.go
 	releases releaseWait
 }
 
@@ -554,6 +555,7 @@ func releaseVersion(procRoot string, pid int, exe string) string {
 }
 
 func (r *jfrReceiver) emitMetrics(ctx context.Context) {
+	r.collectAccounts(ctx, time.Now())
 	md := r.agg.Emit(time.Now())
 	if md.ResourceMetrics().Len() == 0 {
 		return

@@ -251,6 +251,10 @@ const (
 	PoolCompressedClasses = "Compressed Class Space"
 )
 
+// PoolDirect is the direct buffers' pool (jvm.buffer.pool.name), the one
+// buffer pool JFR reports.
+const PoolDirect = "direct"
+
 // poolsOf tells the heap's pools from jdk.GCConfiguration's collectors
 // (non-generational ZGC has no young one: "N/A" and "Z").
 func poolsOf(young, old string) heapPools {
@@ -390,7 +394,7 @@ func (s *Stream) scan(sc *jfr.Scanner, c *jfr.Chunk, b *jvmevent.Batch) error {
 		case evHeapUsage:
 			s.wholeHeap(b, jvmevent.Memory{Time: start, Type: jvmevent.MemoryHeap, Used: r.Int(1), Committed: r.Int(2), Limit: r.Int(3), UsedAfterGC: -1}, false)
 		case evDirectBuffers:
-			b.Buffers = append(b.Buffers, jvmevent.Buffers{Time: start, Pool: "direct", Count: r.Int(1), Used: r.Int(2), Capacity: r.Int(3)})
+			b.Buffers = append(b.Buffers, jvmevent.Buffers{Time: start, Pool: PoolDirect, Count: r.Int(1), Used: r.Int(2), Capacity: r.Int(3)})
 		case evNMT:
 			b.NativeMemory = append(b.NativeMemory, jvmevent.NativeMemory{Time: start, Category: r.Str(1), Reserved: r.Int(2), Committed: r.Int(3)})
 		case evNMTTotal:

@@ -193,7 +193,10 @@ type jvmState struct {
 	// cpuTime is the process's CPU time read for this Emit, in seconds
 	// (negative: none).
 	cpuTime float64
-	ended   bool
+	// The accounts the receiver reads beside JFR (accounts.go); t == 0:
+	// none yet.
+	jniGlobal, jniWeak, unaccounted sample
+	ended                           bool
 }
 
 type fsample struct {
@@ -483,6 +486,7 @@ func (s *jvmState) record(mb *metadata.MetricsBuilder, now pcommon.Timestamp) {
 	if s.cpuTime >= 0 {
 		mb.RecordJvmCPUTimeDataPoint(now, s.cpuTime)
 	}
+	s.recordAccounts(mb)
 }
 
 func (s *jvmState) hasHistograms(cfg MetricsConfig) bool {

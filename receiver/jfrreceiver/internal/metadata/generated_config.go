@@ -273,6 +273,54 @@ func (ms *JvmCPUTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+// JvmJniReferenceCountMetricAttributeKey specifies the key of an attribute for the jvm.jni.reference.count metric.
+type JvmJniReferenceCountMetricAttributeKey string
+
+const (
+	JvmJniReferenceCountMetricAttributeKeyJvmJniReferenceKind JvmJniReferenceCountMetricAttributeKey = "jvm.jni.reference.kind"
+)
+
+// JvmJniReferenceCountMetricConfig provides config for the jvm.jni.reference.count metric.
+type JvmJniReferenceCountMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                   `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []JvmJniReferenceCountMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *JvmJniReferenceCountMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *JvmJniReferenceCountMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case JvmJniReferenceCountMetricAttributeKeyJvmJniReferenceKind:
+		default:
+			return fmt.Errorf("metric jvm.jni.reference.count doesn't have an attribute %v, valid attributes: [jvm.jni.reference.kind]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // JvmMemoryCommittedMetricAttributeKey specifies the key of an attribute for the jvm.memory.committed metric.
 type JvmMemoryCommittedMetricAttributeKey string
 
@@ -565,6 +613,26 @@ func (ms *JvmNativeMemoryReservedMetricConfig) Validate() error {
 	return nil
 }
 
+// JvmNativeMemoryUnaccountedMetricConfig provides config for the jvm.native_memory.unaccounted metric.
+type JvmNativeMemoryUnaccountedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *JvmNativeMemoryUnaccountedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // JvmSafepointCountMetricConfig provides config for the jvm.safepoint.count metric.
 type JvmSafepointCountMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -635,23 +703,25 @@ func (ms *JvmThreadCountMetricConfig) Validate() error {
 
 // MetricsConfig provides config for jfr metrics.
 type MetricsConfig struct {
-	JvmBufferCount           JvmBufferCountMetricConfig           `mapstructure:"jvm.buffer.count"`
-	JvmBufferMemoryLimit     JvmBufferMemoryLimitMetricConfig     `mapstructure:"jvm.buffer.memory.limit"`
-	JvmBufferMemoryUsed      JvmBufferMemoryUsedMetricConfig      `mapstructure:"jvm.buffer.memory.used"`
-	JvmClassCount            JvmClassCountMetricConfig            `mapstructure:"jvm.class.count"`
-	JvmClassLoaded           JvmClassLoadedMetricConfig           `mapstructure:"jvm.class.loaded"`
-	JvmClassUnloaded         JvmClassUnloadedMetricConfig         `mapstructure:"jvm.class.unloaded"`
-	JvmCPUCount              JvmCPUCountMetricConfig              `mapstructure:"jvm.cpu.count"`
-	JvmCPURecentUtilization  JvmCPURecentUtilizationMetricConfig  `mapstructure:"jvm.cpu.recent_utilization"`
-	JvmCPUTime               JvmCPUTimeMetricConfig               `mapstructure:"jvm.cpu.time"`
-	JvmMemoryCommitted       JvmMemoryCommittedMetricConfig       `mapstructure:"jvm.memory.committed"`
-	JvmMemoryLimit           JvmMemoryLimitMetricConfig           `mapstructure:"jvm.memory.limit"`
-	JvmMemoryUsed            JvmMemoryUsedMetricConfig            `mapstructure:"jvm.memory.used"`
-	JvmMemoryUsedAfterLastGc JvmMemoryUsedAfterLastGcMetricConfig `mapstructure:"jvm.memory.used_after_last_gc"`
-	JvmNativeMemoryCommitted JvmNativeMemoryCommittedMetricConfig `mapstructure:"jvm.native_memory.committed"`
-	JvmNativeMemoryReserved  JvmNativeMemoryReservedMetricConfig  `mapstructure:"jvm.native_memory.reserved"`
-	JvmSafepointCount        JvmSafepointCountMetricConfig        `mapstructure:"jvm.safepoint.count"`
-	JvmThreadCount           JvmThreadCountMetricConfig           `mapstructure:"jvm.thread.count"`
+	JvmBufferCount             JvmBufferCountMetricConfig             `mapstructure:"jvm.buffer.count"`
+	JvmBufferMemoryLimit       JvmBufferMemoryLimitMetricConfig       `mapstructure:"jvm.buffer.memory.limit"`
+	JvmBufferMemoryUsed        JvmBufferMemoryUsedMetricConfig        `mapstructure:"jvm.buffer.memory.used"`
+	JvmClassCount              JvmClassCountMetricConfig              `mapstructure:"jvm.class.count"`
+	JvmClassLoaded             JvmClassLoadedMetricConfig             `mapstructure:"jvm.class.loaded"`
+	JvmClassUnloaded           JvmClassUnloadedMetricConfig           `mapstructure:"jvm.class.unloaded"`
+	JvmCPUCount                JvmCPUCountMetricConfig                `mapstructure:"jvm.cpu.count"`
+	JvmCPURecentUtilization    JvmCPURecentUtilizationMetricConfig    `mapstructure:"jvm.cpu.recent_utilization"`
+	JvmCPUTime                 JvmCPUTimeMetricConfig                 `mapstructure:"jvm.cpu.time"`
+	JvmJniReferenceCount       JvmJniReferenceCountMetricConfig       `mapstructure:"jvm.jni.reference.count"`
+	JvmMemoryCommitted         JvmMemoryCommittedMetricConfig         `mapstructure:"jvm.memory.committed"`
+	JvmMemoryLimit             JvmMemoryLimitMetricConfig             `mapstructure:"jvm.memory.limit"`
+	JvmMemoryUsed              JvmMemoryUsedMetricConfig              `mapstructure:"jvm.memory.used"`
+	JvmMemoryUsedAfterLastGc   JvmMemoryUsedAfterLastGcMetricConfig   `mapstructure:"jvm.memory.used_after_last_gc"`
+	JvmNativeMemoryCommitted   JvmNativeMemoryCommittedMetricConfig   `mapstructure:"jvm.native_memory.committed"`
+	JvmNativeMemoryReserved    JvmNativeMemoryReservedMetricConfig    `mapstructure:"jvm.native_memory.reserved"`
+	JvmNativeMemoryUnaccounted JvmNativeMemoryUnaccountedMetricConfig `mapstructure:"jvm.native_memory.unaccounted"`
+	JvmSafepointCount          JvmSafepointCountMetricConfig          `mapstructure:"jvm.safepoint.count"`
+	JvmThreadCount             JvmThreadCountMetricConfig             `mapstructure:"jvm.thread.count"`
 }
 
 func DefaultMetricsConfig() MetricsConfig {
@@ -689,6 +759,11 @@ func DefaultMetricsConfig() MetricsConfig {
 		JvmCPUTime: JvmCPUTimeMetricConfig{
 			Enabled: true,
 		},
+		JvmJniReferenceCount: JvmJniReferenceCountMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []JvmJniReferenceCountMetricAttributeKey{JvmJniReferenceCountMetricAttributeKeyJvmJniReferenceKind},
+		},
 		JvmMemoryCommitted: JvmMemoryCommittedMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
@@ -719,6 +794,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []JvmNativeMemoryReservedMetricAttributeKey{JvmNativeMemoryReservedMetricAttributeKeyJvmNativeMemoryCategory},
 		},
+		JvmNativeMemoryUnaccounted: JvmNativeMemoryUnaccountedMetricConfig{
+			Enabled: true,
+		},
 		JvmSafepointCount: JvmSafepointCountMetricConfig{
 			Enabled: true,
 		},
@@ -726,6 +804,38 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []JvmThreadCountMetricAttributeKey{JvmThreadCountMetricAttributeKeyJvmThreadDaemon},
+		},
+	}
+}
+
+// EventConfig provides common config for a particular event.
+type EventConfig struct {
+	Enabled bool `mapstructure:"enabled"`
+
+	enabledSetByUser bool
+}
+
+func (ec *EventConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+	err := parser.Unmarshal(ec)
+	if err != nil {
+		return err
+	}
+	ec.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// EventsConfig provides config for jfr events.
+type EventsConfig struct {
+	JvmMemoryLeakSuspected EventConfig `mapstructure:"jvm.memory.leak_suspected"`
+}
+
+func DefaultEventsConfig() EventsConfig {
+	return EventsConfig{
+		JvmMemoryLeakSuspected: EventConfig{
+			Enabled: true,
 		},
 	}
 }
@@ -740,6 +850,13 @@ type ResourceAttributeConfig struct {
 	// If the list is not empty, metrics with matching resource attribute values will not be emitted.
 	// MetricsInclude has higher priority than MetricsExclude.
 	MetricsExclude []filter.Config `mapstructure:"metrics_exclude"`
+	// Experimental: EventsInclude defines a list of filters for attribute values.
+	// If the list is not empty, only events with matching resource attribute values will be emitted.
+	EventsInclude []filter.Config `mapstructure:"events_include"`
+	// Experimental: EventsExclude defines a list of filters for attribute values.
+	// If the list is not empty, events with matching resource attribute values will not be emitted.
+	// EventsInclude has higher priority than EventsExclude.
+	EventsExclude []filter.Config `mapstructure:"events_exclude"`
 
 	enabledSetByUser bool
 }
@@ -817,4 +934,17 @@ func NewDefaultMetricsBuilderConfig() MetricsBuilderConfig {
 // Deprecated: Use NewDefaultMetricsBuilderConfig.
 func DefaultMetricsBuilderConfig() MetricsBuilderConfig {
 	return NewDefaultMetricsBuilderConfig()
+}
+
+// LogsBuilderConfig is a configuration for jfr logs builder.
+type LogsBuilderConfig struct {
+	Events             EventsConfig             `mapstructure:"events"`
+	ResourceAttributes ResourceAttributesConfig `mapstructure:"resource_attributes"`
+}
+
+func DefaultLogsBuilderConfig() LogsBuilderConfig {
+	return LogsBuilderConfig{
+		Events:             DefaultEventsConfig(),
+		ResourceAttributes: DefaultResourceAttributesConfig(),
+	}
 }

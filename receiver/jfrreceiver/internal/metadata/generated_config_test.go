@@ -59,6 +59,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					JvmCPUTime: JvmCPUTimeMetricConfig{
 						Enabled: true,
 					},
+					JvmJniReferenceCount: JvmJniReferenceCountMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []JvmJniReferenceCountMetricAttributeKey{JvmJniReferenceCountMetricAttributeKeyJvmJniReferenceKind},
+					},
 					JvmMemoryCommitted: JvmMemoryCommittedMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
@@ -88,6 +93,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []JvmNativeMemoryReservedMetricAttributeKey{JvmNativeMemoryReservedMetricAttributeKeyJvmNativeMemoryCategory},
+					},
+					JvmNativeMemoryUnaccounted: JvmNativeMemoryUnaccountedMetricConfig{
+						Enabled: true,
 					},
 					JvmSafepointCount: JvmSafepointCountMetricConfig{
 						Enabled: true,
@@ -148,6 +156,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					JvmCPUTime: JvmCPUTimeMetricConfig{
 						Enabled: false,
 					},
+					JvmJniReferenceCount: JvmJniReferenceCountMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []JvmJniReferenceCountMetricAttributeKey{JvmJniReferenceCountMetricAttributeKeyJvmJniReferenceKind},
+					},
 					JvmMemoryCommitted: JvmMemoryCommittedMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
@@ -178,6 +191,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []JvmNativeMemoryReservedMetricAttributeKey{JvmNativeMemoryReservedMetricAttributeKeyJvmNativeMemoryCategory},
 					},
+					JvmNativeMemoryUnaccounted: JvmNativeMemoryUnaccountedMetricConfig{
+						Enabled: false,
+					},
 					JvmSafepointCount: JvmSafepointCountMetricConfig{
 						Enabled: false,
 					},
@@ -204,7 +220,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(JvmBufferCountMetricConfig{}, JvmBufferMemoryLimitMetricConfig{}, JvmBufferMemoryUsedMetricConfig{}, JvmClassCountMetricConfig{}, JvmClassLoadedMetricConfig{}, JvmClassUnloadedMetricConfig{}, JvmCPUCountMetricConfig{}, JvmCPURecentUtilizationMetricConfig{}, JvmCPUTimeMetricConfig{}, JvmMemoryCommittedMetricConfig{}, JvmMemoryLimitMetricConfig{}, JvmMemoryUsedMetricConfig{}, JvmMemoryUsedAfterLastGcMetricConfig{}, JvmNativeMemoryCommittedMetricConfig{}, JvmNativeMemoryReservedMetricConfig{}, JvmSafepointCountMetricConfig{}, JvmThreadCountMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(JvmBufferCountMetricConfig{}, JvmBufferMemoryLimitMetricConfig{}, JvmBufferMemoryUsedMetricConfig{}, JvmClassCountMetricConfig{}, JvmClassLoadedMetricConfig{}, JvmClassUnloadedMetricConfig{}, JvmCPUCountMetricConfig{}, JvmCPURecentUtilizationMetricConfig{}, JvmCPUTimeMetricConfig{}, JvmJniReferenceCountMetricConfig{}, JvmMemoryCommittedMetricConfig{}, JvmMemoryLimitMetricConfig{}, JvmMemoryUsedMetricConfig{}, JvmMemoryUsedAfterLastGcMetricConfig{}, JvmNativeMemoryCommittedMetricConfig{}, JvmNativeMemoryReservedMetricConfig{}, JvmNativeMemoryUnaccountedMetricConfig{}, JvmSafepointCountMetricConfig{}, JvmThreadCountMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
@@ -241,6 +257,18 @@ func TestJvmBufferMemoryUsedMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric jvm.buffer.memory.used doesn't have an attribute invalid, valid attributes: [jvm.buffer.pool.name]")
 
 	cfg = DefaultMetricsConfig().JvmBufferMemoryUsed
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestJvmJniReferenceCountMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().JvmJniReferenceCount
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []JvmJniReferenceCountMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric jvm.jni.reference.count doesn't have an attribute invalid, valid attributes: [jvm.jni.reference.kind]")
+
+	cfg = DefaultMetricsConfig().JvmJniReferenceCount
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
@@ -335,6 +363,16 @@ func loadMetricsBuilderConfig(t *testing.T, name string) MetricsBuilderConfig {
 	sub, err := cm.Sub(name)
 	require.NoError(t, err)
 	cfg := NewDefaultMetricsBuilderConfig()
+	require.NoError(t, sub.Unmarshal(&cfg, confmap.WithIgnoreUnused()))
+	return cfg
+}
+
+func loadLogsBuilderConfig(t *testing.T, name string) LogsBuilderConfig {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	sub, err := cm.Sub(name)
+	require.NoError(t, err)
+	cfg := DefaultLogsBuilderConfig()
 	require.NoError(t, sub.Unmarshal(&cfg, confmap.WithIgnoreUnused()))
 	return cfg
 }

@@ -3,18 +3,65 @@
 package metadata
 
 import (
+	"context"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/filter"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/otel/trace"
 )
+
+type eventJvmMemoryLeakSuspected struct {
+	data   plog.LogRecordSlice // data buffer for generated log records.
+	config EventConfig         // event config provided by user.
+}
+
+func (e *eventJvmMemoryLeakSuspected) recordEvent(ctx context.Context, timestamp pcommon.Timestamp, jvmMemoryLeakSourceAttributeValue string, jvmMemoryLeakGrowthRateAttributeValue float64, jvmMemoryLeakFloorGrowthAttributeValue int64, jvmMemoryLeakWindowAttributeValue float64, jvmMemoryLeakValueAttributeValue int64) {
+	if !e.config.Enabled {
+		return
+	}
+	dp := e.data.AppendEmpty()
+	dp.SetEventName("jvm.memory.leak_suspected")
+	dp.SetTimestamp(timestamp)
+
+	if span := trace.SpanContextFromContext(ctx); span.IsValid() {
+		dp.SetTraceID(pcommon.TraceID(span.TraceID()))
+		dp.SetSpanID(pcommon.SpanID(span.SpanID()))
+	}
+	dp.Attributes().PutStr("jvm.memory.leak.source", jvmMemoryLeakSourceAttributeValue)
+	dp.Attributes().PutDouble("jvm.memory.leak.growth_rate", jvmMemoryLeakGrowthRateAttributeValue)
+	dp.Attributes().PutInt("jvm.memory.leak.floor_growth", jvmMemoryLeakFloorGrowthAttributeValue)
+	dp.Attributes().PutDouble("jvm.memory.leak.window", jvmMemoryLeakWindowAttributeValue)
+	dp.Attributes().PutInt("jvm.memory.leak.value", jvmMemoryLeakValueAttributeValue)
+
+}
+
+// emit appends recorded event data to a events slice and prepares it for recording another set of log records.
+func (e *eventJvmMemoryLeakSuspected) emit(lrs plog.LogRecordSlice) {
+	if e.config.Enabled && e.data.Len() > 0 {
+		e.data.MoveAndAppendTo(lrs)
+	}
+}
+
+func newEventJvmMemoryLeakSuspected(cfg EventConfig) eventJvmMemoryLeakSuspected {
+	e := eventJvmMemoryLeakSuspected{config: cfg}
+	if cfg.Enabled {
+		e.data = plog.NewLogRecordSlice()
+	}
+	return e
+}
 
 // LogsBuilder provides an interface for scrapers to report logs while taking care of all the transformations
 // required to produce log representation defined in metadata and user config.
 type LogsBuilder struct {
-	logsBuffer       plog.Logs
-	logRecordsBuffer plog.LogRecordSlice
-	buildInfo        component.BuildInfo // contains version information.
+	config                         LogsBuilderConfig // config of the logs builder.
+	logsBuffer                     plog.Logs
+	logRecordsBuffer               plog.LogRecordSlice
+	buildInfo                      component.BuildInfo // contains version information.
+	resourceAttributeIncludeFilter map[string]filter.Filter
+	resourceAttributeExcludeFilter map[string]filter.Filter
+	eventJvmMemoryLeakSuspected    eventJvmMemoryLeakSuspected
 }
 
 // LogBuilderOption applies changes to default logs builder.
@@ -22,11 +69,69 @@ type LogBuilderOption interface {
 	apply(*LogsBuilder)
 }
 
-func NewLogsBuilder(settings receiver.Settings) *LogsBuilder {
+func NewLogsBuilder(lbc LogsBuilderConfig, settings receiver.Settings) *LogsBuilder {
 	lb := &LogsBuilder{
-		logsBuffer:       plog.NewLogs(),
-		logRecordsBuffer: plog.NewLogRecordSlice(),
-		buildInfo:        settings.BuildInfo,
+		config:                         lbc,
+		logsBuffer:                     plog.NewLogs(),
+		logRecordsBuffer:               plog.NewLogRecordSlice(),
+		buildInfo:                      settings.BuildInfo,
+		eventJvmMemoryLeakSuspected:    newEventJvmMemoryLeakSuspected(lbc.Events.JvmMemoryLeakSuspected),
+		resourceAttributeIncludeFilter: make(map[string]filter.Filter),
+		resourceAttributeExcludeFilter: make(map[string]filter.Filter),
+	}
+	if lbc.ResourceAttributes.ContainerID.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["container.id"] = filter.CreateFilter(lbc.ResourceAttributes.ContainerID.EventsInclude)
+	}
+	if lbc.ResourceAttributes.ContainerID.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["container.id"] = filter.CreateFilter(lbc.ResourceAttributes.ContainerID.EventsExclude)
+	}
+	if lbc.ResourceAttributes.HostName.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["host.name"] = filter.CreateFilter(lbc.ResourceAttributes.HostName.EventsInclude)
+	}
+	if lbc.ResourceAttributes.HostName.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["host.name"] = filter.CreateFilter(lbc.ResourceAttributes.HostName.EventsExclude)
+	}
+	if lbc.ResourceAttributes.K8sNodeName.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["k8s.node.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sNodeName.EventsInclude)
+	}
+	if lbc.ResourceAttributes.K8sNodeName.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["k8s.node.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sNodeName.EventsExclude)
+	}
+	if lbc.ResourceAttributes.K8sPodUID.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["k8s.pod.uid"] = filter.CreateFilter(lbc.ResourceAttributes.K8sPodUID.EventsInclude)
+	}
+	if lbc.ResourceAttributes.K8sPodUID.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["k8s.pod.uid"] = filter.CreateFilter(lbc.ResourceAttributes.K8sPodUID.EventsExclude)
+	}
+	if lbc.ResourceAttributes.ProcessExecutableName.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["process.executable.name"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessExecutableName.EventsInclude)
+	}
+	if lbc.ResourceAttributes.ProcessExecutableName.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["process.executable.name"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessExecutableName.EventsExclude)
+	}
+	if lbc.ResourceAttributes.ProcessPid.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["process.pid"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessPid.EventsInclude)
+	}
+	if lbc.ResourceAttributes.ProcessPid.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["process.pid"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessPid.EventsExclude)
+	}
+	if lbc.ResourceAttributes.ProcessRuntimeName.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["process.runtime.name"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessRuntimeName.EventsInclude)
+	}
+	if lbc.ResourceAttributes.ProcessRuntimeName.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["process.runtime.name"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessRuntimeName.EventsExclude)
+	}
+	if lbc.ResourceAttributes.ProcessRuntimeVersion.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["process.runtime.version"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessRuntimeVersion.EventsInclude)
+	}
+	if lbc.ResourceAttributes.ProcessRuntimeVersion.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["process.runtime.version"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessRuntimeVersion.EventsExclude)
+	}
+	if lbc.ResourceAttributes.ProcessVpid.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["process.vpid"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessVpid.EventsInclude)
+	}
+	if lbc.ResourceAttributes.ProcessVpid.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["process.vpid"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessVpid.EventsExclude)
 	}
 
 	return lb
@@ -34,7 +139,7 @@ func NewLogsBuilder(settings receiver.Settings) *LogsBuilder {
 
 // NewResourceBuilder returns a new resource builder that should be used to build a resource associated with for the emitted logs.
 func (lb *LogsBuilder) NewResourceBuilder() *ResourceBuilder {
-	return NewResourceBuilder(ResourceAttributesConfig{})
+	return NewResourceBuilder(lb.config.ResourceAttributes)
 }
 
 // ResourceLogsOption applies changes to provided resource logs.
@@ -71,6 +176,7 @@ func (lb *LogsBuilder) EmitForResource(options ...ResourceLogsOption) {
 	ils := rl.ScopeLogs().AppendEmpty()
 	ils.Scope().SetName(ScopeName)
 	ils.Scope().SetVersion(lb.buildInfo.Version)
+	lb.eventJvmMemoryLeakSuspected.emit(ils.LogRecords())
 
 	for _, op := range options {
 		op.apply(rl)
@@ -79,6 +185,17 @@ func (lb *LogsBuilder) EmitForResource(options ...ResourceLogsOption) {
 	if lb.logRecordsBuffer.Len() > 0 {
 		lb.logRecordsBuffer.MoveAndAppendTo(ils.LogRecords())
 		lb.logRecordsBuffer = plog.NewLogRecordSlice()
+	}
+
+	for attr, filter := range lb.resourceAttributeIncludeFilter {
+		if val, ok := rl.Resource().Attributes().Get(attr); ok && !filter.Matches(val.AsString()) {
+			return
+		}
+	}
+	for attr, filter := range lb.resourceAttributeExcludeFilter {
+		if val, ok := rl.Resource().Attributes().Get(attr); ok && filter.Matches(val.AsString()) {
+			return
+		}
 	}
 
 	if ils.LogRecords().Len() > 0 {
@@ -94,4 +211,9 @@ func (lb *LogsBuilder) Emit(options ...ResourceLogsOption) plog.Logs {
 	logs := lb.logsBuffer
 	lb.logsBuffer = plog.NewLogs()
 	return logs
+}
+
+// RecordJvmMemoryLeakSuspectedEvent adds a log record of jvm.memory.leak_suspected event.
+func (lb *LogsBuilder) RecordJvmMemoryLeakSuspectedEvent(ctx context.Context, timestamp pcommon.Timestamp, jvmMemoryLeakSourceAttributeValue AttributeJvmMemoryLeakSource, jvmMemoryLeakGrowthRateAttributeValue float64, jvmMemoryLeakFloorGrowthAttributeValue int64, jvmMemoryLeakWindowAttributeValue float64, jvmMemoryLeakValueAttributeValue int64) {
+	lb.eventJvmMemoryLeakSuspected.recordEvent(ctx, timestamp, jvmMemoryLeakSourceAttributeValue.String(), jvmMemoryLeakGrowthRateAttributeValue, jvmMemoryLeakFloorGrowthAttributeValue, jvmMemoryLeakWindowAttributeValue, jvmMemoryLeakValueAttributeValue)
 }

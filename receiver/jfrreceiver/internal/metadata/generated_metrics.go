@@ -19,6 +19,70 @@ const (
 	AggregationStrategyMax = "max"
 )
 
+// AttributeJvmJniReferenceKind specifies the value jvm.jni.reference.kind attribute.
+type AttributeJvmJniReferenceKind int
+
+const (
+	_ AttributeJvmJniReferenceKind = iota
+	AttributeJvmJniReferenceKindGlobal
+	AttributeJvmJniReferenceKindWeakGlobal
+)
+
+// String returns the string representation of the AttributeJvmJniReferenceKind.
+func (av AttributeJvmJniReferenceKind) String() string {
+	switch av {
+	case AttributeJvmJniReferenceKindGlobal:
+		return "global"
+	case AttributeJvmJniReferenceKindWeakGlobal:
+		return "weak_global"
+	}
+	return ""
+}
+
+// MapAttributeJvmJniReferenceKind is a helper map of string to AttributeJvmJniReferenceKind attribute value.
+var MapAttributeJvmJniReferenceKind = map[string]AttributeJvmJniReferenceKind{
+	"global":      AttributeJvmJniReferenceKindGlobal,
+	"weak_global": AttributeJvmJniReferenceKindWeakGlobal,
+}
+
+// AttributeJvmMemoryLeakSource specifies the value jvm.memory.leak.source attribute.
+type AttributeJvmMemoryLeakSource int
+
+const (
+	_ AttributeJvmMemoryLeakSource = iota
+	AttributeJvmMemoryLeakSourceHeap
+	AttributeJvmMemoryLeakSourceDirectBuffers
+	AttributeJvmMemoryLeakSourceJniGlobalRefs
+	AttributeJvmMemoryLeakSourceNativeUnaccounted
+	AttributeJvmMemoryLeakSourceMetaspace
+)
+
+// String returns the string representation of the AttributeJvmMemoryLeakSource.
+func (av AttributeJvmMemoryLeakSource) String() string {
+	switch av {
+	case AttributeJvmMemoryLeakSourceHeap:
+		return "heap"
+	case AttributeJvmMemoryLeakSourceDirectBuffers:
+		return "direct_buffers"
+	case AttributeJvmMemoryLeakSourceJniGlobalRefs:
+		return "jni_global_refs"
+	case AttributeJvmMemoryLeakSourceNativeUnaccounted:
+		return "native_unaccounted"
+	case AttributeJvmMemoryLeakSourceMetaspace:
+		return "metaspace"
+	}
+	return ""
+}
+
+// MapAttributeJvmMemoryLeakSource is a helper map of string to AttributeJvmMemoryLeakSource attribute value.
+var MapAttributeJvmMemoryLeakSource = map[string]AttributeJvmMemoryLeakSource{
+	"heap":               AttributeJvmMemoryLeakSourceHeap,
+	"direct_buffers":     AttributeJvmMemoryLeakSourceDirectBuffers,
+	"jni_global_refs":    AttributeJvmMemoryLeakSourceJniGlobalRefs,
+	"native_unaccounted": AttributeJvmMemoryLeakSourceNativeUnaccounted,
+	"metaspace":          AttributeJvmMemoryLeakSourceMetaspace,
+}
+
 var MetricsInfo = metricsInfo{
 	JvmBufferCount: metricInfo{
 		Name:       "jvm.buffer.count",
@@ -50,6 +114,10 @@ var MetricsInfo = metricsInfo{
 	JvmCPUTime: metricInfo{
 		Name: "jvm.cpu.time",
 	},
+	JvmJniReferenceCount: metricInfo{
+		Name:       "jvm.jni.reference.count",
+		Attributes: []string{"jvm.jni.reference.kind"},
+	},
 	JvmMemoryCommitted: metricInfo{
 		Name:       "jvm.memory.committed",
 		Attributes: []string{"jvm.memory.type", "jvm.memory.pool.name"},
@@ -74,6 +142,9 @@ var MetricsInfo = metricsInfo{
 		Name:       "jvm.native_memory.reserved",
 		Attributes: []string{"jvm.native_memory.category"},
 	},
+	JvmNativeMemoryUnaccounted: metricInfo{
+		Name: "jvm.native_memory.unaccounted",
+	},
 	JvmSafepointCount: metricInfo{
 		Name:       "jvm.safepoint.count",
 		Attributes: []string{"jvm.vm_operation"},
@@ -85,23 +156,25 @@ var MetricsInfo = metricsInfo{
 }
 
 type metricsInfo struct {
-	JvmBufferCount           metricInfo
-	JvmBufferMemoryLimit     metricInfo
-	JvmBufferMemoryUsed      metricInfo
-	JvmClassCount            metricInfo
-	JvmClassLoaded           metricInfo
-	JvmClassUnloaded         metricInfo
-	JvmCPUCount              metricInfo
-	JvmCPURecentUtilization  metricInfo
-	JvmCPUTime               metricInfo
-	JvmMemoryCommitted       metricInfo
-	JvmMemoryLimit           metricInfo
-	JvmMemoryUsed            metricInfo
-	JvmMemoryUsedAfterLastGc metricInfo
-	JvmNativeMemoryCommitted metricInfo
-	JvmNativeMemoryReserved  metricInfo
-	JvmSafepointCount        metricInfo
-	JvmThreadCount           metricInfo
+	JvmBufferCount             metricInfo
+	JvmBufferMemoryLimit       metricInfo
+	JvmBufferMemoryUsed        metricInfo
+	JvmClassCount              metricInfo
+	JvmClassLoaded             metricInfo
+	JvmClassUnloaded           metricInfo
+	JvmCPUCount                metricInfo
+	JvmCPURecentUtilization    metricInfo
+	JvmCPUTime                 metricInfo
+	JvmJniReferenceCount       metricInfo
+	JvmMemoryCommitted         metricInfo
+	JvmMemoryLimit             metricInfo
+	JvmMemoryUsed              metricInfo
+	JvmMemoryUsedAfterLastGc   metricInfo
+	JvmNativeMemoryCommitted   metricInfo
+	JvmNativeMemoryReserved    metricInfo
+	JvmNativeMemoryUnaccounted metricInfo
+	JvmSafepointCount          metricInfo
+	JvmThreadCount             metricInfo
 }
 
 type metricInfo struct {
@@ -714,6 +787,97 @@ func newMetricJvmCPUTime(cfg JvmCPUTimeMetricConfig) metricJvmCPUTime {
 	return m
 }
 
+type metricJvmJniReferenceCount struct {
+	data          pmetric.Metric                   // data buffer for generated metric.
+	config        JvmJniReferenceCountMetricConfig // metric config provided by user.
+	capacity      int                              // max observed number of data points added to the metric.
+	aggDataPoints []int64                          // slice containing number of aggregated datapoints at each index
+}
+
+// init fills jvm.jni.reference.count metric with initial data.
+func (m *metricJvmJniReferenceCount) init() {
+	m.data.SetName("jvm.jni.reference.count")
+	m.data.SetDescription("JNI global and weak global references the JVM holds, from the last line of a thread dump (Thread.print through the attach protocol, at most once per accounts::jni_references::interval; project namespace).")
+	m.data.SetUnit("{reference}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricJvmJniReferenceCount) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, jvmJniReferenceKindAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, JvmJniReferenceCountMetricAttributeKeyJvmJniReferenceKind) {
+		dp.Attributes().PutStr("jvm.jni.reference.kind", jvmJniReferenceKindAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricJvmJniReferenceCount) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricJvmJniReferenceCount) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricJvmJniReferenceCount(cfg JvmJniReferenceCountMetricConfig) metricJvmJniReferenceCount {
+	m := metricJvmJniReferenceCount{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricJvmMemoryCommitted struct {
 	data          pmetric.Metric                 // data buffer for generated metric.
 	config        JvmMemoryCommittedMetricConfig // metric config provided by user.
@@ -1272,6 +1436,58 @@ func newMetricJvmNativeMemoryReserved(cfg JvmNativeMemoryReservedMetricConfig) m
 	return m
 }
 
+type metricJvmNativeMemoryUnaccounted struct {
+	data     pmetric.Metric                         // data buffer for generated metric.
+	config   JvmNativeMemoryUnaccountedMetricConfig // metric config provided by user.
+	capacity int                                    // max observed number of data points added to the metric.
+}
+
+// init fills jvm.native_memory.unaccounted metric with initial data.
+func (m *metricJvmNativeMemoryUnaccounted) init() {
+	m.data.SetName("jvm.native_memory.unaccounted")
+	m.data.SetDescription("The process's resident anonymous memory (/proc/<pid>/status RssAnon) minus what the JVM accounts for - Native Memory Tracking's committed total where NMT is on, else heap committed, metaspace committed (class space included), code cache used and direct buffers used; the memory a native library's malloc leaks into (project namespace; may be negative, see README).")
+	m.data.SetUnit("By")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricJvmNativeMemoryUnaccounted) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricJvmNativeMemoryUnaccounted) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricJvmNativeMemoryUnaccounted) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricJvmNativeMemoryUnaccounted(cfg JvmNativeMemoryUnaccountedMetricConfig) metricJvmNativeMemoryUnaccounted {
+	m := metricJvmNativeMemoryUnaccounted{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricJvmSafepointCount struct {
 	data     pmetric.Metric                // data buffer for generated metric.
 	config   JvmSafepointCountMetricConfig // metric config provided by user.
@@ -1422,30 +1638,32 @@ func newMetricJvmThreadCount(cfg JvmThreadCountMetricConfig) metricJvmThreadCoun
 // MetricsBuilder provides an interface for scrapers to report metrics while taking care of all the transformations
 // required to produce metric representation defined in metadata and user config.
 type MetricsBuilder struct {
-	config                         MetricsBuilderConfig // config of the metrics builder.
-	startTime                      pcommon.Timestamp    // start time that will be applied to all recorded data points.
-	metricsCapacity                int                  // maximum observed number of metrics per resource.
-	metricsBuffer                  pmetric.Metrics      // accumulates metrics data before emitting.
-	buildInfo                      component.BuildInfo  // contains version information.
-	resourceAttributeIncludeFilter map[string]filter.Filter
-	resourceAttributeExcludeFilter map[string]filter.Filter
-	metricJvmBufferCount           metricJvmBufferCount
-	metricJvmBufferMemoryLimit     metricJvmBufferMemoryLimit
-	metricJvmBufferMemoryUsed      metricJvmBufferMemoryUsed
-	metricJvmClassCount            metricJvmClassCount
-	metricJvmClassLoaded           metricJvmClassLoaded
-	metricJvmClassUnloaded         metricJvmClassUnloaded
-	metricJvmCPUCount              metricJvmCPUCount
-	metricJvmCPURecentUtilization  metricJvmCPURecentUtilization
-	metricJvmCPUTime               metricJvmCPUTime
-	metricJvmMemoryCommitted       metricJvmMemoryCommitted
-	metricJvmMemoryLimit           metricJvmMemoryLimit
-	metricJvmMemoryUsed            metricJvmMemoryUsed
-	metricJvmMemoryUsedAfterLastGc metricJvmMemoryUsedAfterLastGc
-	metricJvmNativeMemoryCommitted metricJvmNativeMemoryCommitted
-	metricJvmNativeMemoryReserved  metricJvmNativeMemoryReserved
-	metricJvmSafepointCount        metricJvmSafepointCount
-	metricJvmThreadCount           metricJvmThreadCount
+	config                           MetricsBuilderConfig // config of the metrics builder.
+	startTime                        pcommon.Timestamp    // start time that will be applied to all recorded data points.
+	metricsCapacity                  int                  // maximum observed number of metrics per resource.
+	metricsBuffer                    pmetric.Metrics      // accumulates metrics data before emitting.
+	buildInfo                        component.BuildInfo  // contains version information.
+	resourceAttributeIncludeFilter   map[string]filter.Filter
+	resourceAttributeExcludeFilter   map[string]filter.Filter
+	metricJvmBufferCount             metricJvmBufferCount
+	metricJvmBufferMemoryLimit       metricJvmBufferMemoryLimit
+	metricJvmBufferMemoryUsed        metricJvmBufferMemoryUsed
+	metricJvmClassCount              metricJvmClassCount
+	metricJvmClassLoaded             metricJvmClassLoaded
+	metricJvmClassUnloaded           metricJvmClassUnloaded
+	metricJvmCPUCount                metricJvmCPUCount
+	metricJvmCPURecentUtilization    metricJvmCPURecentUtilization
+	metricJvmCPUTime                 metricJvmCPUTime
+	metricJvmJniReferenceCount       metricJvmJniReferenceCount
+	metricJvmMemoryCommitted         metricJvmMemoryCommitted
+	metricJvmMemoryLimit             metricJvmMemoryLimit
+	metricJvmMemoryUsed              metricJvmMemoryUsed
+	metricJvmMemoryUsedAfterLastGc   metricJvmMemoryUsedAfterLastGc
+	metricJvmNativeMemoryCommitted   metricJvmNativeMemoryCommitted
+	metricJvmNativeMemoryReserved    metricJvmNativeMemoryReserved
+	metricJvmNativeMemoryUnaccounted metricJvmNativeMemoryUnaccounted
+	metricJvmSafepointCount          metricJvmSafepointCount
+	metricJvmThreadCount             metricJvmThreadCount
 }
 
 // MetricBuilderOption applies changes to default metrics builder.
@@ -1467,29 +1685,31 @@ func WithStartTime(startTime pcommon.Timestamp) MetricBuilderOption {
 }
 func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, options ...MetricBuilderOption) *MetricsBuilder {
 	mb := &MetricsBuilder{
-		config:                         mbc,
-		startTime:                      pcommon.NewTimestampFromTime(time.Now()),
-		metricsBuffer:                  pmetric.NewMetrics(),
-		buildInfo:                      settings.BuildInfo,
-		metricJvmBufferCount:           newMetricJvmBufferCount(mbc.Metrics.JvmBufferCount),
-		metricJvmBufferMemoryLimit:     newMetricJvmBufferMemoryLimit(mbc.Metrics.JvmBufferMemoryLimit),
-		metricJvmBufferMemoryUsed:      newMetricJvmBufferMemoryUsed(mbc.Metrics.JvmBufferMemoryUsed),
-		metricJvmClassCount:            newMetricJvmClassCount(mbc.Metrics.JvmClassCount),
-		metricJvmClassLoaded:           newMetricJvmClassLoaded(mbc.Metrics.JvmClassLoaded),
-		metricJvmClassUnloaded:         newMetricJvmClassUnloaded(mbc.Metrics.JvmClassUnloaded),
-		metricJvmCPUCount:              newMetricJvmCPUCount(mbc.Metrics.JvmCPUCount),
-		metricJvmCPURecentUtilization:  newMetricJvmCPURecentUtilization(mbc.Metrics.JvmCPURecentUtilization),
-		metricJvmCPUTime:               newMetricJvmCPUTime(mbc.Metrics.JvmCPUTime),
-		metricJvmMemoryCommitted:       newMetricJvmMemoryCommitted(mbc.Metrics.JvmMemoryCommitted),
-		metricJvmMemoryLimit:           newMetricJvmMemoryLimit(mbc.Metrics.JvmMemoryLimit),
-		metricJvmMemoryUsed:            newMetricJvmMemoryUsed(mbc.Metrics.JvmMemoryUsed),
-		metricJvmMemoryUsedAfterLastGc: newMetricJvmMemoryUsedAfterLastGc(mbc.Metrics.JvmMemoryUsedAfterLastGc),
-		metricJvmNativeMemoryCommitted: newMetricJvmNativeMemoryCommitted(mbc.Metrics.JvmNativeMemoryCommitted),
-		metricJvmNativeMemoryReserved:  newMetricJvmNativeMemoryReserved(mbc.Metrics.JvmNativeMemoryReserved),
-		metricJvmSafepointCount:        newMetricJvmSafepointCount(mbc.Metrics.JvmSafepointCount),
-		metricJvmThreadCount:           newMetricJvmThreadCount(mbc.Metrics.JvmThreadCount),
-		resourceAttributeIncludeFilter: make(map[string]filter.Filter),
-		resourceAttributeExcludeFilter: make(map[string]filter.Filter),
+		config:                           mbc,
+		startTime:                        pcommon.NewTimestampFromTime(time.Now()),
+		metricsBuffer:                    pmetric.NewMetrics(),
+		buildInfo:                        settings.BuildInfo,
+		metricJvmBufferCount:             newMetricJvmBufferCount(mbc.Metrics.JvmBufferCount),
+		metricJvmBufferMemoryLimit:       newMetricJvmBufferMemoryLimit(mbc.Metrics.JvmBufferMemoryLimit),
+		metricJvmBufferMemoryUsed:        newMetricJvmBufferMemoryUsed(mbc.Metrics.JvmBufferMemoryUsed),
+		metricJvmClassCount:              newMetricJvmClassCount(mbc.Metrics.JvmClassCount),
+		metricJvmClassLoaded:             newMetricJvmClassLoaded(mbc.Metrics.JvmClassLoaded),
+		metricJvmClassUnloaded:           newMetricJvmClassUnloaded(mbc.Metrics.JvmClassUnloaded),
+		metricJvmCPUCount:                newMetricJvmCPUCount(mbc.Metrics.JvmCPUCount),
+		metricJvmCPURecentUtilization:    newMetricJvmCPURecentUtilization(mbc.Metrics.JvmCPURecentUtilization),
+		metricJvmCPUTime:                 newMetricJvmCPUTime(mbc.Metrics.JvmCPUTime),
+		metricJvmJniReferenceCount:       newMetricJvmJniReferenceCount(mbc.Metrics.JvmJniReferenceCount),
+		metricJvmMemoryCommitted:         newMetricJvmMemoryCommitted(mbc.Metrics.JvmMemoryCommitted),
+		metricJvmMemoryLimit:             newMetricJvmMemoryLimit(mbc.Metrics.JvmMemoryLimit),
+		metricJvmMemoryUsed:              newMetricJvmMemoryUsed(mbc.Metrics.JvmMemoryUsed),
+		metricJvmMemoryUsedAfterLastGc:   newMetricJvmMemoryUsedAfterLastGc(mbc.Metrics.JvmMemoryUsedAfterLastGc),
+		metricJvmNativeMemoryCommitted:   newMetricJvmNativeMemoryCommitted(mbc.Metrics.JvmNativeMemoryCommitted),
+		metricJvmNativeMemoryReserved:    newMetricJvmNativeMemoryReserved(mbc.Metrics.JvmNativeMemoryReserved),
+		metricJvmNativeMemoryUnaccounted: newMetricJvmNativeMemoryUnaccounted(mbc.Metrics.JvmNativeMemoryUnaccounted),
+		metricJvmSafepointCount:          newMetricJvmSafepointCount(mbc.Metrics.JvmSafepointCount),
+		metricJvmThreadCount:             newMetricJvmThreadCount(mbc.Metrics.JvmThreadCount),
+		resourceAttributeIncludeFilter:   make(map[string]filter.Filter),
+		resourceAttributeExcludeFilter:   make(map[string]filter.Filter),
 	}
 	if mbc.ResourceAttributes.ContainerID.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["container.id"] = filter.CreateFilter(mbc.ResourceAttributes.ContainerID.MetricsInclude)
@@ -1623,12 +1843,14 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricJvmCPUCount.emit(ils.Metrics())
 	mb.metricJvmCPURecentUtilization.emit(ils.Metrics())
 	mb.metricJvmCPUTime.emit(ils.Metrics())
+	mb.metricJvmJniReferenceCount.emit(ils.Metrics())
 	mb.metricJvmMemoryCommitted.emit(ils.Metrics())
 	mb.metricJvmMemoryLimit.emit(ils.Metrics())
 	mb.metricJvmMemoryUsed.emit(ils.Metrics())
 	mb.metricJvmMemoryUsedAfterLastGc.emit(ils.Metrics())
 	mb.metricJvmNativeMemoryCommitted.emit(ils.Metrics())
 	mb.metricJvmNativeMemoryReserved.emit(ils.Metrics())
+	mb.metricJvmNativeMemoryUnaccounted.emit(ils.Metrics())
 	mb.metricJvmSafepointCount.emit(ils.Metrics())
 	mb.metricJvmThreadCount.emit(ils.Metrics())
 
@@ -1707,6 +1929,11 @@ func (mb *MetricsBuilder) RecordJvmCPUTimeDataPoint(ts pcommon.Timestamp, val fl
 	mb.metricJvmCPUTime.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordJvmJniReferenceCountDataPoint adds a data point to jvm.jni.reference.count metric.
+func (mb *MetricsBuilder) RecordJvmJniReferenceCountDataPoint(ts pcommon.Timestamp, val int64, jvmJniReferenceKindAttributeValue AttributeJvmJniReferenceKind) {
+	mb.metricJvmJniReferenceCount.recordDataPoint(mb.startTime, ts, val, jvmJniReferenceKindAttributeValue.String())
+}
+
 // RecordJvmMemoryCommittedDataPoint adds a data point to jvm.memory.committed metric.
 func (mb *MetricsBuilder) RecordJvmMemoryCommittedDataPoint(ts pcommon.Timestamp, val int64, jvmMemoryTypeAttributeValue string, options ...MetricAttributeOption) {
 	mb.metricJvmMemoryCommitted.recordDataPoint(mb.startTime, ts, val, jvmMemoryTypeAttributeValue, options...)
@@ -1735,6 +1962,11 @@ func (mb *MetricsBuilder) RecordJvmNativeMemoryCommittedDataPoint(ts pcommon.Tim
 // RecordJvmNativeMemoryReservedDataPoint adds a data point to jvm.native_memory.reserved metric.
 func (mb *MetricsBuilder) RecordJvmNativeMemoryReservedDataPoint(ts pcommon.Timestamp, val int64, jvmNativeMemoryCategoryAttributeValue string) {
 	mb.metricJvmNativeMemoryReserved.recordDataPoint(mb.startTime, ts, val, jvmNativeMemoryCategoryAttributeValue)
+}
+
+// RecordJvmNativeMemoryUnaccountedDataPoint adds a data point to jvm.native_memory.unaccounted metric.
+func (mb *MetricsBuilder) RecordJvmNativeMemoryUnaccountedDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricJvmNativeMemoryUnaccounted.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordJvmSafepointCountDataPoint adds a data point to jvm.safepoint.count metric.

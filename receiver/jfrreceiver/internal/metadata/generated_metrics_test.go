@@ -70,6 +70,7 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["jvm.buffer.count"] = mb.metricJvmBufferCount.config.AggregationStrategy
 			aggMap["jvm.buffer.memory.limit"] = mb.metricJvmBufferMemoryLimit.config.AggregationStrategy
 			aggMap["jvm.buffer.memory.used"] = mb.metricJvmBufferMemoryUsed.config.AggregationStrategy
+			aggMap["jvm.jni.reference.count"] = mb.metricJvmJniReferenceCount.config.AggregationStrategy
 			aggMap["jvm.memory.committed"] = mb.metricJvmMemoryCommitted.config.AggregationStrategy
 			aggMap["jvm.memory.limit"] = mb.metricJvmMemoryLimit.config.AggregationStrategy
 			aggMap["jvm.memory.used"] = mb.metricJvmMemoryUsed.config.AggregationStrategy
@@ -123,6 +124,12 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordJvmCPUTimeDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordJvmJniReferenceCountDataPoint(ts, 1, AttributeJvmJniReferenceKindGlobal)
+			if tt.name == "reaggregate_set" {
+				mb.RecordJvmJniReferenceCountDataPoint(ts, 3, AttributeJvmJniReferenceKindWeakGlobal)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordJvmMemoryCommittedDataPoint(ts, 1, "jvm.memory.type-val", WithJvmMemoryPoolNameMetricAttribute("jvm.memory.pool.name-val"))
 			if tt.name == "reaggregate_set" {
 				mb.RecordJvmMemoryCommittedDataPoint(ts, 3, "jvm.memory.type-val-2", WithJvmMemoryPoolNameMetricAttribute("jvm.memory.pool.name-val"))
@@ -159,6 +166,9 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordJvmNativeMemoryUnaccountedDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordJvmSafepointCountDataPoint(ts, 1, WithJvmVMOperationMetricAttribute("jvm.vm_operation-val"))
 			defaultMetricsCount++
 			allMetricsCount++
@@ -183,6 +193,7 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricJvmBufferCount.aggDataPoints)
 				assert.Empty(t, mb.metricJvmBufferMemoryLimit.aggDataPoints)
 				assert.Empty(t, mb.metricJvmBufferMemoryUsed.aggDataPoints)
+				assert.Empty(t, mb.metricJvmJniReferenceCount.aggDataPoints)
 				assert.Empty(t, mb.metricJvmMemoryCommitted.aggDataPoints)
 				assert.Empty(t, mb.metricJvmMemoryLimit.aggDataPoints)
 				assert.Empty(t, mb.metricJvmMemoryUsed.aggDataPoints)
@@ -431,6 +442,50 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "jvm.jni.reference.count":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["jvm.jni.reference.count"], "Found a duplicate in the metrics slice: jvm.jni.reference.count")
+						validatedMetrics["jvm.jni.reference.count"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "JNI global and weak global references the JVM holds, from the last line of a thread dump (Thread.print through the attach protocol, at most once per accounts::jni_references::interval; project namespace).", mi.Description())
+						assert.Equal(t, "{reference}", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						jvmJniReferenceKindAttrVal, ok := dp.Attributes().Get("jvm.jni.reference.kind")
+						assert.True(t, ok)
+						assert.Equal(t, "global", jvmJniReferenceKindAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["jvm.jni.reference.count"], "Found a duplicate in the metrics slice: jvm.jni.reference.count")
+						validatedMetrics["jvm.jni.reference.count"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "JNI global and weak global references the JVM holds, from the last line of a thread dump (Thread.print through the attach protocol, at most once per accounts::jni_references::interval; project namespace).", mi.Description())
+						assert.Equal(t, "{reference}", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["jvm.jni.reference.count"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("jvm.jni.reference.kind")
+						assert.False(t, ok)
+					}
 				case "jvm.memory.committed":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["jvm.memory.committed"], "Found a duplicate in the metrics slice: jvm.memory.committed")
@@ -707,6 +762,20 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok := dp.Attributes().Get("jvm.native_memory.category")
 						assert.False(t, ok)
 					}
+				case "jvm.native_memory.unaccounted":
+					assert.False(t, validatedMetrics["jvm.native_memory.unaccounted"], "Found a duplicate in the metrics slice: jvm.native_memory.unaccounted")
+					validatedMetrics["jvm.native_memory.unaccounted"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "The process's resident anonymous memory (/proc/<pid>/status RssAnon) minus what the JVM accounts for - Native Memory Tracking's committed total where NMT is on, else heap committed, metaspace committed (class space included), code cache used and direct buffers used; the memory a native library's malloc leaks into (project namespace; may be negative, see README).", mi.Description())
+					assert.Equal(t, "By", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
 				case "jvm.safepoint.count":
 					assert.False(t, validatedMetrics["jvm.safepoint.count"], "Found a duplicate in the metrics slice: jvm.safepoint.count")
 					validatedMetrics["jvm.safepoint.count"] = true

@@ -27,6 +27,7 @@ type TelemetryBuilder struct {
 	mu                              sync.Mutex
 	registrations                   []metric.Registration
 	ReceiverJfrCheckpointWrites     metric.Int64Counter
+	ReceiverJfrJniReads             metric.Int64Counter
 	ReceiverJfrJvms                 metric.Int64Gauge
 	ReceiverJfrRefused              metric.Int64Counter
 	ReceiverJfrRepositoryMemoryHeld metric.Int64Gauge
@@ -65,6 +66,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_jfr_checkpoint_writes",
 		metric.WithDescription("Checkpoints written to the storage extension (storage), by source - at most one a second per source while it reads on, and one at shutdown. [Development]"),
 		metric.WithUnit("{write}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverJfrJniReads, err = builder.meter.Int64Counter(
+		"otelcol_receiver_jfr_jni_reads",
+		metric.WithDescription("Thread dumps taken to read JNI reference counts (accounts::jni_references), by result - ok, skipped_threads (the JVM had more threads than max_threads), failed (no answer, or no JNI line in it). [Development]"),
+		metric.WithUnit("{read}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverJfrJvms, err = builder.meter.Int64Gauge(

@@ -20,10 +20,14 @@ func TestSetupTelemetry(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Shutdown()
 	tb.ReceiverJfrCheckpointWrites.Add(context.Background(), 1)
+	tb.ReceiverJfrJniReads.Add(context.Background(), 1)
 	tb.ReceiverJfrJvms.Record(context.Background(), 1)
 	tb.ReceiverJfrRefused.Add(context.Background(), 1)
 	tb.ReceiverJfrRepositoryMemoryHeld.Record(context.Background(), 1)
 	AssertEqualReceiverJfrCheckpointWrites(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverJfrJniReads(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverJfrJvms(t, testTel,

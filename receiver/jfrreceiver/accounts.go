@@ -1,0 +1,273 @@
+package jfrreceiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/otel/attribute"
+	otelmetric "go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/leak"
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmaccounts"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmmetrics"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
+)
+
+// AccountsConfig configures the accounts read beside JFR (JNI references,
+// unaccounted native memory) and the leak detection over every account.
+type AccountsConfig struct {
+	// JNIReferences configures the thread dumps JNI counts are read from.
+	JNIReferences JNIReferencesConfig `mapstructure:"jni_references"`
+	// LeakDetection configures jvm.memory.leak_suspected.
+	LeakDetection AccountLeakConfig `mapstructure:"leak_detection"`
+}
+
+// JNIReferencesConfig configures reading JNI reference counts.
+type JNIReferencesConfig struct {
+	// Enabled turns the reads on where repositories::attach::enabled is
+	// on (they attach as the recording does, under the same opt-outs).
+	Enabled bool `mapstructure:"enabled"`
+	// Interval is the least time between two thread dumps of one JVM.
+	Interval time.Duration `mapstructure:"interval"`
+	// MaxThreads skips JVMs with more threads (a thread dump's pause
+	// grows with them).
+	MaxThreads int64 `mapstructure:"max_threads"`
+	// Timeout bounds one thread dump's attach exchange.
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// AccountLeakConfig holds the leak thresholds per account (internal/leak
+// for the rule).
+type AccountLeakConfig struct {
+	// Enabled turns leak detection on.
+	Enabled bool `mapstructure:"enabled"`
+	// Window is the sliding window assessed.
+	Window time.Duration `mapstructure:"window"`
+	// MinSamples is the fewest readings in a window before it is assessed.
+	MinSamples int `mapstructure:"min_samples"`
+	// Bytes are the thresholds of the accounts in bytes (heap,
+	// direct_buffers, native_unaccounted, metaspace).
+	Bytes LeakThresholds `mapstructure:"bytes"`
+	// References are those of jni_global_refs.
+	References LeakThresholds `mapstructure:"references"`
+}
+
+// LeakThresholds are one unit's thresholds.
+type LeakThresholds struct {
+	// MinGrowthRate is the least-squares growth per second at or above
+	// which an account counts as growing.
+	MinGrowthRate float64 `mapstructure:"min_growth_rate"`
+	// MinGrowth is the rise of the account's floor over the window.
+	MinGrowth int64 `mapstructure:"min_growth"`
+}
+
+func (c AccountLeakConfig) thresholds(t LeakThresholds) leak.Config {
+	return leak.Config{Window: c.Window, MinSamples: c.MinSamples, MinGrowthRate: t.MinGrowthRate, MinGrowth: t.MinGrowth}
+}
+
+// validate reports every wrong key of accounts::.
+func (c AccountsConfig) validate() []error {
+	var errs []error
+	if j := c.JNIReferences; j.Enabled {
+		if j.Interval <= 0 {
+			errs = append(errs, fmt.Errorf("accounts::jni_references::interval must be positive, got %s", j.Interval))
+		}
+		if j.Timeout <= 0 {
+			errs = append(errs, fmt.Errorf("accounts::jni_references::timeout must be positive, got %s", j.Timeout))
+		}
+		if j.MaxThreads < 0 {
+			errs = append(errs, fmt.Errorf("accounts::jni_references::max_threads must not be negative (0: no bound), got %d", j.MaxThreads))
+		}
+	}
+	if l := c.LeakDetection; l.Enabled {
+		if err := l.thresholds(l.Bytes).Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("accounts::leak_detection (bytes): %w", err))
+		}
+		if err := l.thresholds(l.References).Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("accounts::leak_detection (references): %w", err))
+		}
+	}
+	return errs
+}
+
+// accountKey names one leak-detection series: a JVM's account.
+type accountKey struct {
+	jvm    jvmevent.JVM
+	source metadata.AttributeJvmMemoryLeakSource
+}
+
+// accounts is the receiver's state for the JVMs' accounts, owned by the
+// loop goroutine. A restart of the receiver builds a new aggregator, and
+// with it new accounts (agg tells).
+type accounts struct {
+	agg   *jvmmetrics.Aggregator
+	jni   *jvmaccounts.Reader // nil when off
+	bytes *leak.Detector[accountKey]
+	refs  *leak.Detector[accountKey]
+	lb    *metadata.LogsBuilder
+	procs *procresource.Reader
+}
+
+func (r *jfrReceiver) newAccounts() *accounts {
+	cfg := r.cfg.Accounts
+	a := &accounts{agg: r.agg, procs: procresource.NewReader(r.cfg.ProcRoot, 0)}
+	if cfg.LeakDetection.Enabled {
+		a.bytes = leak.New[accountKey](cfg.LeakDetection.thresholds(cfg.LeakDetection.Bytes))
+		a.refs = leak.New[accountKey](cfg.LeakDetection.thresholds(cfg.LeakDetection.References))
+		a.lb = metadata.NewLogsBuilder(metadata.LogsBuilderConfig{Events: r.cfg.Events, ResourceAttributes: r.cfg.ResourceAttributes}, r.set)
+	}
+	if j := cfg.JNIReferences; j.Enabled && r.cfg.Repositories.Enabled && r.cfg.Repositories.Attach.Enabled {
+		pods := r.podPolicy()
+		optOuts := procresource.NewReader(r.cfg.ProcRoot, 0)
+		logged := map[jvmaccounts.Target]string{}
+		a.jni = jvmaccounts.NewReader(jvmaccounts.ReaderConfig{
+			ProcRoot: r.cfg.ProcRoot, Interval: j.Interval, MaxThreads: j.MaxThreads, Timeout: j.Timeout,
+			OptOut: func(t jvmaccounts.Target) string { return jniOptOut(optOuts, pods, t) },
+			Done: func(t jvmaccounts.Target, outcome string, err error) {
+				r.telemetry.ReceiverJfrJniReads.Add(context.Background(), 1, otelmetric.WithAttributeSet(attribute.NewSet(attribute.String("result", outcome))))
+				// Each JVM's failure is logged when it changes.
+				msg := ""
+				if err != nil {
+					msg = err.Error()
+				}
+				if logged[t] != msg && err != nil {
+					r.set.Logger.Info("JNI reference count not read", zap.Int("pid", t.PID), zap.String("result", outcome), zap.Error(err))
+				}
+				logged[t] = msg
+			},
+		})
+	}
+	return a
+}
+
+// jniOptOut says why a JVM must not be attached to for a thread dump: the
+// opt-outs of the recording (package attach), and the test hook.
+func jniOptOut(procs *procresource.Reader, pods attach.PodPolicy, t jvmaccounts.Target) string {
+	if attachOnly != nil && !attachOnly(t.PID) {
+		return "not this test's JVM"
+	}
+	if why := attach.ProcessOptOut(procs, t.PID); why != "" {
+		return why
+	}
+	if attach.AttachDisabled(procs, t.PID) {
+		return "-XX:+DisableAttachMechanism"
+	}
+	if pods != nil {
+		res, err := procs.Resolve(t.PID)
+		if err != nil {
+			return "its pod cannot be read: " + err.Error()
+		}
+		if uid := res.Container.PodUID; uid != "" {
+			why, known := pods.OptOut(uid)
+			switch {
+			case !known:
+				return "its pod's opt-out is not known yet: " + why
+			case why != "":
+				return why
+			}
+		}
+	}
+	return ""
+}
+
+// collectAccounts reads every live JVM's accounts that JFR leaves out
+// (unaccounted native memory each collection, JNI references when a read
+// is due), hands them to the aggregator for the metrics, runs the leak
+// detection over every account and sends the leak records.
+func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
+	if r.acc == nil || r.acc.agg != r.agg {
+		r.acc = r.newAccounts()
+	}
+	a := r.acc
+	ts := pcommon.NewTimestampFromTime(now)
+	reported := 0
+	for jvm, info := range r.jvms {
+		if jvm.PID <= 0 || jvm.StartTicks == 0 {
+			continue // not a live process of the proc root
+		}
+		acct, ok := r.agg.Accounts(jvm)
+		if !ok {
+			continue
+		}
+		st, err := jvmaccounts.ReadStatus(r.cfg.ProcRoot, jvm.PID)
+		if err != nil {
+			continue // exited; its batches end it
+		}
+		if start, err := a.procs.StartTicks(jvm.PID); err != nil || start != jvm.StartTicks {
+			continue // the pid names another process now
+		}
+		found := 0
+		observe := func(src metadata.AttributeJvmMemoryLeakSource, det *leak.Detector[accountKey], at time.Time, v int64) {
+			if det == nil {
+				return
+			}
+			as := det.Observe(accountKey{jvm, src}, at, v)
+			if !as.Report {
+				return
+			}
+			found++
+			a.lb.RecordJvmMemoryLeakSuspectedEvent(ctx, ts, src, as.GrowthRate, as.FloorGrowth, as.Span.Seconds(), v)
+			r.set.Logger.Warn("JVM memory leak suspected",
+				zap.Int("pid", jvm.PID), zap.String("source", src.String()),
+				zap.Float64("growth_per_second", as.GrowthRate), zap.Int64("floor_growth", as.FloorGrowth),
+				zap.Duration("window", as.Span), zap.Int64("value", v))
+		}
+		if u, ok := jvmaccounts.Unaccounted(st.RSSAnon, acct.Accounted); ok {
+			r.agg.SetUnaccounted(jvm, now, u)
+			observe(metadata.AttributeJvmMemoryLeakSourceNativeUnaccounted, a.bytes, now, u)
+		}
+		if a.jni != nil {
+			vpid := jvm.PID
+			if v, ok := info.resource.Attributes().Get(window.ResourceVPID); ok && v.Int() > 0 {
+				vpid = int(v.Int())
+			}
+			if rd, ok := a.jni.Poll(jvmaccounts.Target{PID: jvm.PID, NSPID: vpid, StartTicks: jvm.StartTicks}, st.Threads, now); ok {
+				r.agg.SetJNIRefs(jvm, rd.At, rd.Refs)
+				observe(metadata.AttributeJvmMemoryLeakSourceJniGlobalRefs, a.refs, rd.At, rd.Refs.Global)
+			}
+		}
+		// JFR's readings, at the time each was measured: a series sees
+		// each once (an older or equal time is not a new reading).
+		for _, s := range []struct {
+			src metadata.AttributeJvmMemoryLeakSource
+			rd  jvmmetrics.Reading
+		}{
+			{metadata.AttributeJvmMemoryLeakSourceHeap, acct.HeapAfterGC},
+			{metadata.AttributeJvmMemoryLeakSourceDirectBuffers, acct.DirectBuffers},
+			{metadata.AttributeJvmMemoryLeakSourceMetaspace, acct.Metaspace},
+		} {
+			if s.rd.T > 0 {
+				observe(s.src, a.bytes, time.Unix(0, s.rd.T), s.rd.Value)
+			}
+		}
+		if found > 0 {
+			reported += found
+			a.lb.EmitForResource(metadata.WithLogsResource(info.resource))
+		}
+	}
+	if a.jni != nil {
+		a.jni.Sweep()
+	}
+	if a.bytes != nil {
+		a.bytes.Sweep()
+		a.refs.Sweep()
+	}
+	if reported == 0 {
+		return
+	}
+	logs := a.lb.Emit()
+	r.logs.Send(func(next consumer.Logs) {
+		if err := next.ConsumeLogs(ctx, logs); err != nil && !errors.Is(err, context.Canceled) {
+			r.set.Logger.Warn("sending JVM memory leak records", zap.Int("records", reported), zap.Error(err))
+		}
+	})
+}

@@ -1,0 +1,93 @@
+package jvmaccounts
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestParseJNIRefs(t *testing.T) {
+	tests := []struct {
+		name    string
+		dump    string
+		want    JNIRefs
+		wantErr error // nil: no error; errNumber: any other error
+	}{
+		{"JDK 17 and 25", "\"main\" #1 prio=5\n\nJNI global refs: 7, weak refs: 2\n\nHeap\n garbage-first heap\n", JNIRefs{Global: 7, Weak: 2}, nil},
+		{"JDK 8", "Full thread dump\n\nJNI global references: 1234\n\nHeap\n", JNIRefs{Global: 1234}, nil},
+		{"the last line wins over a thread named like it", "\"JNI global refs: 99, weak refs: 99\" #12\n\nJNI global refs: 5, weak refs: 0\n", JNIRefs{Global: 5}, nil},
+		{"cut before the line", "\"main\" #1 prio=5\n   java.lang.Thread.State: RUNNABLE\n", JNIRefs{}, ErrNoJNILine},
+		{"no weak count", "JNI global refs: 5\n", JNIRefs{}, ErrNoJNILine},
+		{"negative", "JNI global refs: -5, weak refs: 0\n", JNIRefs{}, errNumber},
+		{"overflow", "JNI global refs: 99999999999999999999, weak refs: 0\n", JNIRefs{}, errNumber},
+		{"not a number", "JNI global refs: many, weak refs: 0\n", JNIRefs{}, errNumber},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseJNIRefs(tt.dump)
+			switch {
+			case tt.wantErr == nil && err != nil:
+				t.Fatalf("ParseJNIRefs: %v", err)
+			case tt.wantErr == errNumber && err == nil:
+				t.Fatalf("ParseJNIRefs: got %+v, want an error", got)
+			case tt.wantErr != nil && tt.wantErr != errNumber && !errors.Is(err, tt.wantErr):
+				t.Fatalf("ParseJNIRefs: got error %v, want %v", err, tt.wantErr)
+			}
+			if got != tt.want {
+				t.Errorf("ParseJNIRefs: got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// errNumber stands for "an error about the number", which has no sentinel.
+var errNumber = errors.New("a number error")
+
+func TestParseStatus(t *testing.T) {
+	status := "Name:\tjava\nVmRSS:\t  81232 kB\nRssAnon:\t   61440 kB\nRssFile:\t   19792 kB\nThreads:\t23\n"
+	got, err := parseStatus([]byte(status), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Status{RSSAnon: 61440 << 10, Threads: 23}); got != want {
+		t.Errorf("parseStatus: got %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{
+		"Name:\tjava\nThreads:\t23\n",                 // no RssAnon (a kernel older than 4.5)
+		"RssAnon:\t 12 MB\nThreads:\t1\n",             // another unit
+		"RssAnon:\t -12 kB\nThreads:\t1\n",            // negative
+		"RssAnon:\t 12 kB\nThreads:\tmany\n",          // not a number
+		"RssAnon:\t 99999999999999 kB\nThreads:\t1\n", // beyond any machine
+	} {
+		if _, err := parseStatus([]byte(bad), 1); err == nil {
+			t.Errorf("parseStatus(%q): no error", bad)
+		}
+	}
+}
+
+func TestUnaccounted(t *testing.T) {
+	const mib = 1 << 20
+	tests := []struct {
+		name string
+		rss  int64
+		a    Accounted
+		want int64
+		ok   bool
+	}{
+		{"without NMT: heap, metaspace, code cache, direct buffers", 500 * mib,
+			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: 10 * mib, DirectBuffers: 64 * mib, NMTCommitted: -1}, 150 * mib, true},
+		{"with NMT: its total, which covers the direct buffers", 500 * mib,
+			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: 10 * mib, DirectBuffers: 64 * mib, NMTCommitted: 400 * mib}, 100 * mib, true},
+		{"an untouched heap makes it negative", 100 * mib,
+			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: -1, DirectBuffers: -1, NMTCommitted: -1}, -176 * mib, true},
+		{"heap not reported yet", 500 * mib, Accounted{HeapCommitted: -1, Metaspace: 20 * mib, NMTCommitted: -1}, 0, false},
+		{"metaspace not reported yet", 500 * mib, Accounted{HeapCommitted: 256 * mib, Metaspace: -1, NMTCommitted: -1}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := Unaccounted(tt.rss, tt.a)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("Unaccounted: got %d %v, want %d %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}

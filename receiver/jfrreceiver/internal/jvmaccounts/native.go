@@ -1,0 +1,107 @@
+package jvmaccounts
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
+)
+
+// Status is what /proc/<pid>/status says of a process's memory and threads.
+type Status struct {
+	// RSSAnon is the resident anonymous memory, bytes (RssAnon).
+	RSSAnon int64
+	// Threads is the number of threads, Java and native (Threads).
+	Threads int64
+}
+
+// maxStatus caps the read of /proc/<pid>/status (about 1.5 KiB).
+const maxStatus = 64 << 10
+
+// ReadStatus reads a process's status from procRoot, capped.
+func ReadStatus(procRoot string, pid int) (Status, error) {
+	data, err := procroot.ReadProcFile(filepath.Join(procRoot, strconv.Itoa(pid), "status"), maxStatus)
+	if err != nil {
+		return Status{}, fmt.Errorf("jvmaccounts: pid %d: %w", pid, err)
+	}
+	return parseStatus(data, pid)
+}
+
+func parseStatus(data []byte, pid int) (Status, error) {
+	st := Status{RSSAnon: -1, Threads: -1}
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		switch string(name) {
+		case "RssAnon":
+			// "    1234 kB"
+			f := bytes.Fields(value)
+			if len(f) != 2 || string(f[1]) != "kB" {
+				return Status{}, fmt.Errorf("jvmaccounts: pid %d: RssAnon %q", pid, value)
+			}
+			kb, err := strconv.ParseInt(string(f[0]), 10, 64)
+			if err != nil || kb < 0 || kb > 1<<42 {
+				return Status{}, fmt.Errorf("jvmaccounts: pid %d: RssAnon %q", pid, value)
+			}
+			st.RSSAnon = kb << 10
+		case "Threads":
+			n, err := strconv.ParseInt(string(bytes.TrimSpace(value)), 10, 64)
+			if err != nil || n < 0 {
+				return Status{}, fmt.Errorf("jvmaccounts: pid %d: Threads %q", pid, value)
+			}
+			st.Threads = n
+		}
+	}
+	if st.RSSAnon < 0 || st.Threads < 0 {
+		return Status{}, fmt.Errorf("jvmaccounts: pid %d: status has no RssAnon or Threads line", pid)
+	}
+	return st, nil
+}
+
+// Accounted is the memory a JVM accounts for, from its JFR events; -1
+// marks a term not known yet.
+type Accounted struct {
+	// HeapCommitted is the committed Java heap (the sum of its pools).
+	HeapCommitted int64
+	// Metaspace is metaspace committed, class space included.
+	Metaspace int64
+	// CodeCache is the code heaps' used memory (JFR gives no committed).
+	CodeCache int64
+	// DirectBuffers is the memory direct buffers use.
+	DirectBuffers int64
+	// NMTCommitted is Native Memory Tracking's committed total; -1 when
+	// NMT is off.
+	NMTCommitted int64
+}
+
+// Unaccounted returns the resident anonymous memory that no JVM account
+// covers: rssAnon minus NMT's committed total where NMT is on (it counts
+// the heap, metaspace, code cache, thread stacks, GC structures and the
+// memory behind direct buffers), else minus heap committed, metaspace
+// committed, code cache used and direct buffers used. False when a term
+// it needs is not known yet. Committed memory that was never touched is
+// not resident, so the result can be below the leaked memory, even
+// negative; its growth is what counts.
+func Unaccounted(rssAnon int64, a Accounted) (int64, bool) {
+	if rssAnon < 0 {
+		return 0, false
+	}
+	if a.NMTCommitted >= 0 {
+		return rssAnon - a.NMTCommitted, true
+	}
+	if a.HeapCommitted < 0 || a.Metaspace < 0 {
+		return 0, false
+	}
+	u := rssAnon - a.HeapCommitted - a.Metaspace
+	if a.CodeCache > 0 {
+		u -= a.CodeCache
+	}
+	if a.DirectBuffers > 0 {
+		u -= a.DirectBuffers
+	}
+	return u, true
+}
