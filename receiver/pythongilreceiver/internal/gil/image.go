@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 )
 
 // The ELF files read here are written by the processes probed, which may be
@@ -120,9 +121,6 @@ func ReadImage(r io.ReaderAt, size int64, lim Limits) (*Image, error) {
 			return nil, err
 		}
 	}
-	if img.Symbols.HasGIL() {
-		img.Decoded, img.DecodeErr = rd.decodeStatic(f, img.Symbols)
-	}
 	img.USDT, err = rd.readUSDT(f)
 	if err != nil {
 		var ee *ELFError
@@ -130,6 +128,9 @@ func ReadImage(r io.ReaderAt, size int64, lim Limits) (*Image, error) {
 			return nil, err
 		}
 		img.USDT, img.USDTErr = nil, err
+	}
+	if img.Symbols.HasGIL() {
+		img.Decoded, img.DecodeErr = rd.decodeStatic(f, img.Symbols, hasUSDTGC(img.USDT))
 	}
 	return img, nil
 }
@@ -405,17 +406,26 @@ func codeOffset(f *elf.File, addr uint64) (uint64, bool) {
 // decodeStatic finds by decoding the static functions syms lacks. A file
 // that cannot be decoded within its limits still has its exported
 // functions probed: the error is returned, not fatal.
-func (rd *imageReader) decodeStatic(f *elf.File, syms Symbols) ([]string, error) {
-	var missing bool
-	for _, t := range staticTargets {
-		missing = missing || t.wanted(syms)
-	}
-	if !missing {
+// GC pauses come from the interpreter's own USDT probes where it has
+// them (usdtGC): gc_collect_main is then not looked for.
+func (rd *imageReader) decodeStatic(f *elf.File, syms Symbols, usdtGC bool) ([]string, error) {
+	want := func(t staticTarget) bool { return t.wanted(syms) && !(usdtGC && t.symbol == SymGCCollectMain) }
+	if !slices.ContainsFunc(staticTargets, want) {
 		return nil, nil
 	}
 	c, err := rd.newCodeImage(f)
 	if err != nil {
 		return nil, err
 	}
-	return findStatic(c, syms)
+	return findStatic(c, syms, want)
+}
+
+// hasUSDTGC reports whether probes has both of CPython's GC probes.
+func hasUSDTGC(probes []USDTProbe) bool {
+	var start, done bool
+	for _, p := range probes {
+		start = start || p.Provider == USDTProvider && p.Name == USDTGCStart
+		done = done || p.Provider == USDTProvider && p.Name == USDTGCDone
+	}
+	return start && done
 }

@@ -238,6 +238,9 @@ type Library struct {
 	// detached says Detach closed its links while the probe's others stay
 	// attached; SetActive attaches it again.
 	detached bool
+	// decoded and decodeErr are Image.Decoded and Image.DecodeErr.
+	decoded   []string
+	decodeErr error
 }
 
 // target is one uprobe at a file offset: a symbol's, or a USDT probe's
@@ -287,7 +290,7 @@ func (p *Probe) Attach(f *os.File) (*Library, error) {
 		_ = held.Close()
 		return nil, fmt.Errorf("gil: %s: %w", f.Name(), err)
 	}
-	l := &Library{probe: p, file: held, exe: exe, symbols: img.Symbols}
+	l := &Library{probe: p, file: held, exe: exe, symbols: img.Symbols, decoded: img.Decoded, decodeErr: img.DecodeErr}
 	if p.opts.GC && img.Symbols.GC() == "" {
 		l.usdt, l.usdtErr = usdtGC(f.Name(), img)
 	}
@@ -313,8 +316,14 @@ func (p *Probe) Attach(f *os.File) (*Library, error) {
 	return l, nil
 }
 
-// Symbols returns what the library's symbol tables offer.
+// Symbols returns the probed functions the library defines: what its
+// symbol tables offer and what decoding found (Decoded).
 func (l *Library) Symbols() Symbols { return l.symbols }
+
+// Decoded returns the static functions found by decoding because the
+// symbol tables lacked them, and why others they lacked could not be
+// found (wrapping ErrNotDecoded), nil when none is missing.
+func (l *Library) Decoded() ([]string, error) { return l.decoded, l.decodeErr }
 
 // GC returns where GC pauses come from: the symbol probed
 // (SymGCCollectMain, SymGCCollectLegacy), GCUSDT, or "" when the file has

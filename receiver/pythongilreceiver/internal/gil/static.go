@@ -380,14 +380,14 @@ func (s *search) decodeBody(entry uint64, depth int) (*body, error) {
 	return b, nil
 }
 
-// findStatic finds the functions of staticTargets that syms lacks, adding
-// each found to syms. It returns the names found and, for those not
+// findStatic finds the functions of staticTargets that want selects,
+// adding each found to syms. It returns the names found and, for those not
 // found, why (wrapping ErrNotDecoded; an *ELFError when the file cannot
 // be read within its limits).
-func findStatic(c *codeImage, syms Symbols) (found []string, err error) {
+func findStatic(c *codeImage, syms Symbols, want func(staticTarget) bool) (found []string, err error) {
 	var wanted []staticTarget
 	for _, t := range staticTargets {
-		if t.wanted(syms) {
+		if want(t) {
 			wanted = append(wanted, t)
 		}
 	}

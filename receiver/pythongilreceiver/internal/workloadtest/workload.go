@@ -115,9 +115,23 @@ func (p *Process) next(v any) {
 // Run tells the workload to start and decodes its result line into v.
 func (p *Process) Run(v any) {
 	p.t.Helper()
+	p.Go()
+	p.Result(v)
+}
+
+// Go tells the workload to start and returns at once: workloads told to
+// go one after the other run side by side, under the same load.
+func (p *Process) Go() {
+	p.t.Helper()
 	if _, err := io.WriteString(p.stdin, "go\n"); err != nil {
 		p.t.Fatalf("workload %d: %v", p.PID, err)
 	}
+}
+
+// Result waits for the result line of a workload told to Go and decodes
+// it into v.
+func (p *Process) Result(v any) {
+	p.t.Helper()
 	p.next(v)
 }
 

@@ -1,0 +1,215 @@
+//go:build linux && amd64
+
+package gil
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
+)
+
+// libPythonDir puts lib (a copy, or stripped when strip is set) into a
+// directory of its own under its own name and returns the directory, for
+// LD_LIBRARY_PATH: the interpreters' RUNPATH yields to it.
+func libPythonDir(t *testing.T, lib string, strip bool) string {
+	t.Helper()
+	src := lib
+	if strip {
+		src = stripCopy(t, lib)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, filepath.Base(lib)), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// startOn starts gilwork.py with args on python, loading libpython from
+// dir, and checks that it maps the copy there.
+func startOn(t *testing.T, python, dir string, args ...string) *workloadtest.Process {
+	t.Helper()
+	cmd := exec.Command(python, append([]string{workloadtest.Script()}, args...)...)
+	cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+dir)
+	w := workloadtest.StartCommand(t, cmd)
+	lib, err := workloadtest.LibPython(w.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(lib) != dir {
+		t.Fatalf("workload %d maps %s, not the copy in %s", w.PID, lib, dir)
+	}
+	return w
+}
+
+// gilFigures are what one interpreter's runs of the two workloads
+// measured.
+type gilFigures struct {
+	// wait is the contending workload's GIL wait time, all threads,
+	// windows and in-kernel sums; wall the time from its first sleep to
+	// its last wake-up.
+	wait, wall time.Duration
+	// gcs and gcTime are the generation-2 GC pauses of the GC workload's
+	// thread; collects and collectTime its gc.collect(2) calls, as it
+	// timed them.
+	gcs, collects       int
+	gcTime, collectTime time.Duration
+}
+
+// waitShare is the wait time per second of the contending workload.
+func (g gilFigures) waitShare() float64 { return g.wait.Seconds() / g.wall.Seconds() }
+
+// gcShare is the share of gc.collect(2)'s time reported as GC pauses.
+func (g gilFigures) gcShare() float64 { return g.gcTime.Seconds() / g.collectTime.Seconds() }
+
+// measureSideBySide runs the sleeper + contending workload (40 sleeps of
+// 25 ms beside two spinning threads), then the GC workload (8
+// gc.collect(2) of 200k objects in cycles), on python once with each
+// libpython directory in dirs, the processes of each workload side by
+// side so that they share the machine's load, all probed by p.
+func measureSideBySide(t *testing.T, p *Probe, python string, dirs ...string) []gilFigures {
+	t.Helper()
+	out := make([]gilFigures, len(dirs))
+	var ws []*workloadtest.Process
+	for _, dir := range dirs {
+		w := startOn(t, python, dir, "contend", "40", "25", "2")
+		attach(t, p, w.PID)
+		ws = append(ws, w)
+	}
+	for _, w := range ws {
+		w.Go()
+	}
+	for i, w := range ws {
+		var res struct {
+			Calls [][2]int64 `json:"calls"`
+		}
+		w.Result(&res)
+		out[i].wall = time.Duration(res.Calls[len(res.Calls)-1][1] - res.Calls[0][0])
+	}
+	// One drain for all: drain drops the events of other pids.
+	events := drainPIDs(t, p)
+	for i, w := range ws {
+		for _, e := range events[uint32(w.PID)] {
+			if e.Kind == KindWait {
+				out[i].wait += e.Duration
+			}
+		}
+		for k, a := range aggregatesOf(t, p, w.PID) {
+			if k.Kind == KindWait {
+				out[i].wait += a.Sum
+			}
+		}
+	}
+	var gs []*workloadtest.Process
+	for _, dir := range dirs {
+		g := startOn(t, python, dir, "gc", "8")
+		attach(t, p, g.PID)
+		gs = append(gs, g)
+	}
+	for _, g := range gs {
+		g.Go()
+	}
+	tids := make([]uint32, len(gs))
+	for i, g := range gs {
+		var res struct {
+			TID   uint32     `json:"tid"`
+			Calls [][2]int64 `json:"calls"`
+		}
+		g.Result(&res)
+		tids[i] = res.TID
+		out[i].collects = len(res.Calls)
+		for _, c := range res.Calls {
+			out[i].collectTime += time.Duration(c[1] - c[0])
+		}
+	}
+	events = drainPIDs(t, p)
+	for i, g := range gs {
+		res := struct{ TID uint32 }{tids[i]}
+		for _, e := range events[uint32(g.PID)] {
+			if e.Kind == KindGC && e.TID == res.TID && e.Generation == 2 {
+				out[i].gcs++
+				out[i].gcTime += e.Duration
+			}
+		}
+	}
+	return out
+}
+
+// drainPIDs returns the pending events by pid, each wait's continuations
+// joined to it.
+func drainPIDs(t *testing.T, p *Probe) map[uint32][]Event {
+	t.Helper()
+	p.SetDeadline(time.Now())
+	defer p.SetDeadline(time.Time{})
+	out := map[uint32][]Event{}
+	last := map[uint32]int{}
+	for {
+		e, err := p.ReadEvent()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs := out[e.PID]
+		if i, ok := last[e.TID]; ok && Join(&evs[i], e) {
+			continue
+		}
+		if e.Kind == KindWait {
+			last[e.TID] = len(evs)
+		}
+		out[e.PID] = append(evs, e)
+	}
+}
+
+// within10 reports whether got is within 10% of want.
+func within10(got, want float64) bool { return got >= want*0.9 && got <= want*1.1 }
+
+// TestStrippedLibPythonMeasuresAsUnstripped: a --strip-all copy of each
+// installed CPython's libpython, its take_gil, drop_gil and
+// gc_collect_main found by decoding, measures what the unstripped copy
+// measures, the two run side by side on the same workloads: GIL wait time
+// (per second of the contending workload) within 10%, every GC pause, and
+// GC pause time (as a share of gc.collect's own timing) within 10%.
+// Compared side by side because on a shared machine one run's wait time
+// differs from the next one's by up to 40%.
+func TestStrippedLibPythonMeasuresAsUnstripped(t *testing.T) {
+	for version, lib := range pyenvLibPythons(t) {
+		t.Run(version, func(t *testing.T) {
+			python := filepath.Join(filepath.Dir(filepath.Dir(lib)), "bin", "python3")
+			p := load(t, defaults)
+			fullDir, strippedDir := libPythonDir(t, lib, false), libPythonDir(t, lib, true)
+			img, err := ReadFile(openELF(t, filepath.Join(strippedDir, filepath.Base(lib))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(img.Decoded) != 3 {
+				t.Fatalf("decoded %v (%v), want take_gil, drop_gil and gc_collect_main", img.Decoded, img.DecodeErr)
+			}
+			m := measureSideBySide(t, p, python, fullDir, strippedDir)
+			full, stripped := m[0], m[1]
+			t.Logf("%s: GIL wait %.3f s/s unstripped (%s over %s), %.3f s/s stripped (%s over %s), ratio %.3f; "+
+				"GC pauses %d and %d of %d collects, %.3f and %.3f of gc.collect's time (%s, %s), ratio %.3f",
+				version, full.waitShare(), full.wait, full.wall, stripped.waitShare(), stripped.wait, stripped.wall,
+				stripped.waitShare()/full.waitShare(), full.gcs, stripped.gcs, full.collects,
+				full.gcShare(), stripped.gcShare(), full.gcTime, stripped.gcTime, stripped.gcShare()/full.gcShare())
+			if full.wait == 0 || !within10(stripped.waitShare(), full.waitShare()) {
+				t.Errorf("GIL wait %.3f s/s stripped, %.3f s/s unstripped: not within 10%%", stripped.waitShare(), full.waitShare())
+			}
+			if full.gcs != full.collects || stripped.gcs != stripped.collects {
+				t.Errorf("GC pauses %d unstripped, %d stripped, want %d each", full.gcs, stripped.gcs, full.collects)
+			}
+			if !within10(stripped.gcShare(), full.gcShare()) {
+				t.Errorf("GC pauses %.3f of gc.collect's time stripped, %.3f unstripped: not within 10%%", stripped.gcShare(), full.gcShare())
+			}
+		})
+	}
+}
