@@ -128,21 +128,14 @@ func (r *jfrReceiver) newAccounts() *accounts {
 	if j := cfg.JNIReferences; j.Enabled && r.cfg.Repositories.Enabled && r.cfg.Repositories.Attach.Enabled {
 		pods := r.podPolicy()
 		optOuts := procresource.NewReader(r.cfg.ProcRoot, 0)
-		logged := map[jvmaccounts.Target]string{}
 		a.jni = jvmaccounts.NewReader(jvmaccounts.ReaderConfig{
 			ProcRoot: r.cfg.ProcRoot, Interval: j.Interval, MaxThreads: j.MaxThreads, Timeout: j.Timeout,
 			OptOut: func(t jvmaccounts.Target) string { return jniOptOut(optOuts, pods, t) },
-			Done: func(t jvmaccounts.Target, outcome string, err error) {
+			Done: func(t jvmaccounts.Target, outcome string, err error, changed bool) {
 				r.telemetry.ReceiverJfrJniReads.Add(context.Background(), 1, otelmetric.WithAttributeSet(attribute.NewSet(attribute.String("result", outcome))))
-				// Each JVM's failure is logged when it changes.
-				msg := ""
-				if err != nil {
-					msg = err.Error()
-				}
-				if logged[t] != msg && err != nil {
+				if err != nil && changed {
 					r.set.Logger.Info("JNI reference count not read", zap.Int("pid", t.PID), zap.String("result", outcome), zap.Error(err))
 				}
-				logged[t] = msg
 			},
 		})
 	}

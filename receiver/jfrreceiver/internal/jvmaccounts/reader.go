@@ -33,9 +33,10 @@ type ReaderConfig struct {
 	// environment (which blocks while its memory map is locked).
 	OptOut func(Target) string
 	// Done is told how each read ended (ReadOK, ReadSkippedThreads,
-	// ReadFailed) and, for a failure, why. It is called on the goroutine
-	// that calls Poll.
-	Done func(t Target, outcome string, err error)
+	// ReadFailed), for a failure why, and whether that differs from how
+	// the JVM's previous read ended (to log a JVM's trouble once). It is
+	// called on the goroutine that calls Poll.
+	Done func(t Target, outcome string, err error, changed bool)
 }
 
 // Target is a JVM to read.
@@ -67,6 +68,7 @@ type jvm struct {
 	latest  Reading
 	have    bool
 	seen    bool
+	lastErr string // how the previous read ended: its error, "" for none
 }
 
 // Reader takes thread dumps of JVMs, at most one per JVM per interval and
@@ -101,16 +103,16 @@ func (r *Reader) Poll(t Target, threads int64, now time.Time) (Reading, bool) {
 		case a.optedOut != "":
 			// Opted out: not a read, and not counted.
 		case a.err != nil:
-			r.done(t, ReadFailed, a.err)
+			r.done(t, j, ReadFailed, a.err)
 		default:
 			j.latest, j.have = Reading{Refs: a.refs, At: a.at}, true
-			r.done(t, ReadOK, nil)
+			r.done(t, j, ReadOK, nil)
 		}
 	}
 	if j.call == nil && (j.started.IsZero() || now.Sub(j.started) >= r.cfg.Interval) {
 		j.started = now
 		if r.cfg.MaxThreads > 0 && threads > r.cfg.MaxThreads {
-			r.done(t, ReadSkippedThreads, fmt.Errorf("%d threads, more than max_threads %d", threads, r.cfg.MaxThreads))
+			r.done(t, j, ReadSkippedThreads, fmt.Errorf("%d threads, more than max_threads %d", threads, r.cfg.MaxThreads))
 		} else {
 			j.call = fsdeadline.Start(func() answer { return r.read(t) })
 		}
@@ -135,9 +137,15 @@ func (r *Reader) Sweep() {
 // Len returns the number of JVMs held.
 func (r *Reader) Len() int { return len(r.jvms) }
 
-func (r *Reader) done(t Target, outcome string, err error) {
+func (r *Reader) done(t Target, j *jvm, outcome string, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	changed := msg != j.lastErr
+	j.lastErr = msg
 	if r.cfg.Done != nil {
-		r.cfg.Done(t, outcome, err)
+		r.cfg.Done(t, outcome, err, changed)
 	}
 }
 
