@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
@@ -53,9 +54,15 @@ func fastConfig(pids ...int) *Config {
 
 func startReceiver(t testing.TB, cfg *Config, host component.Host) *harness {
 	t.Helper()
+	return startReceiverWith(t, cfg, host, receivertest.NewNopSettings(metadata.Type))
+}
+
+// startReceiverWith is startReceiver with the receiver's settings given,
+// to read its own telemetry.
+func startReceiverWith(t testing.TB, cfg *Config, host component.Host, set receiver.Settings) *harness {
+	t.Helper()
 	nf := NewFactory()
 	h := &harness{t: t, logs: new(consumertest.LogsSink), metrics: new(consumertest.MetricsSink)}
-	set := receivertest.NewNopSettings(metadata.Type)
 	lr, err := nf.CreateLogs(context.Background(), set, cfg, h.logs)
 	if err != nil {
 		t.Fatalf("nf.CreateLogs: %v", err)

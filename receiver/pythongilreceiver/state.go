@@ -69,6 +69,9 @@ type runState struct {
 type library struct {
 	lib  *gil.Library
 	pids map[uint32]struct{}
+	// functions are its otelcol_receiver_pythongil_functions attribute
+	// sets, counted while it is attached.
+	functions []attribute.Set
 }
 
 // process is one probed interpreter.
@@ -167,6 +170,7 @@ func (st *runState) close() error {
 	var errs []error
 	for id, l := range st.libraries {
 		errs = append(errs, l.lib.Close())
+		st.countFunctions(l.functions, -1)
 		delete(st.libraries, id)
 	}
 	errs = append(errs, st.probe.Close())
@@ -252,6 +256,7 @@ func (st *runState) detach(id discovery.FileID, l *library) {
 	if err := l.lib.Close(); err != nil {
 		st.logger.Warn("detaching probes", zap.Error(err))
 	}
+	st.countFunctions(l.functions, -1)
 	delete(st.libraries, id)
 }
 
@@ -333,6 +338,10 @@ func (st *runState) consider(in discovery.Interpreter) bool {
 		}
 		lib = &library{lib: l, pids: map[uint32]struct{}{}}
 		st.libraries[in.FileID] = lib
+		var missing []string
+		lib.functions, missing = functionSources(l, st.cfg.GC)
+		st.countFunctions(lib.functions, 1)
+		st.logFunctions(in, l, missing)
 		gc, gcErr := l.GC()
 		st.logger.Debug("probing CPython", zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.String("version", in.Version),
 			zap.Bool("switch_probes", l.Symbols().Switch()), zap.String("gc", gc), zap.NamedError("gc_usdt", gcErr))

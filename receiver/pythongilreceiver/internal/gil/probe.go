@@ -277,6 +277,12 @@ func (p *Probe) Attach(f *os.File) (*Library, error) {
 	if err != nil {
 		return nil, err
 	}
+	return p.attachImage(f, img)
+}
+
+// attachImage attaches the probes img allows to f, img being what was read
+// of f.
+func (p *Probe) attachImage(f *os.File, img *Image) (*Library, error) {
 	if !img.Symbols.HasGIL() {
 		return nil, fmt.Errorf("gil: %s: %w", f.Name(), ErrNoSymbols)
 	}

@@ -27,6 +27,7 @@ type TelemetryBuilder struct {
 	mu                                 sync.Mutex
 	registrations                      []metric.Registration
 	ReceiverPythongilAttendedProcesses metric.Int64UpDownCounter
+	ReceiverPythongilFunctions         metric.Int64UpDownCounter
 	ReceiverPythongilProcesses         metric.Int64UpDownCounter
 	ReceiverPythongilSourcesRefused    metric.Int64Counter
 }
@@ -64,6 +65,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_pythongil_attended_processes",
 		metric.WithDescription("Probed processes whose file the overhead budget favours now (overhead.follow_attention) because they or their pod recently had spans or JVM pauses, as the runtimecorrelation processor marks them; 0 while the probes fit the budget or no plan favours any. [Development]"),
 		metric.WithUnit("{process}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverPythongilFunctions, err = builder.meter.Int64UpDownCounter(
+		"otelcol_receiver_pythongil_functions",
+		metric.WithDescription("Interpreter files probed, by static function (attribute function; take_gil, drop_gil, gc - gc_collect_main or collect) and where it was found (attribute source; symbol_table, decoded - from its exported callers' machine code in a file linked with --strip-all, usdt - GC from python:gc__start/gc__done, none - not found, the log line of the file says why and what is not measured). [Development]"),
+		metric.WithUnit("{file}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverPythongilProcesses, err = builder.meter.Int64UpDownCounter(

@@ -37,6 +37,22 @@ func AssertEqualReceiverPythongilAttendedProcesses(t *testing.T, tt *componentte
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualReceiverPythongilFunctions(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_receiver_pythongil_functions",
+		Description: "Interpreter files probed, by static function (attribute function; take_gil, drop_gil, gc - gc_collect_main or collect) and where it was found (attribute source; symbol_table, decoded - from its exported callers' machine code in a file linked with --strip-all, usdt - GC from python:gc__start/gc__done, none - not found, the log line of the file says why and what is not measured). [Development]",
+		Unit:        "{file}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: false,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_receiver_pythongil_functions")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualReceiverPythongilProcesses(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_pythongil_processes",

@@ -20,9 +20,13 @@ func TestSetupTelemetry(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Shutdown()
 	tb.ReceiverPythongilAttendedProcesses.Add(context.Background(), 1)
+	tb.ReceiverPythongilFunctions.Add(context.Background(), 1)
 	tb.ReceiverPythongilProcesses.Add(context.Background(), 1)
 	tb.ReceiverPythongilSourcesRefused.Add(context.Background(), 1)
 	AssertEqualReceiverPythongilAttendedProcesses(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverPythongilFunctions(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverPythongilProcesses(t, testTel,

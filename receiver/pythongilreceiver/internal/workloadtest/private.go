@@ -16,6 +16,20 @@ import (
 // container's is in Kubernetes. It skips where python3 is built static.
 func PrivateLibPython(t testing.TB) []string {
 	t.Helper()
+	return privateLibPython(t, false)
+}
+
+// StrippedLibPython is PrivateLibPython with the copy stripped of every
+// symbol table but .dynsym (strip --strip-all), as the official python
+// images' build links it: take_gil, drop_gil and gc_collect_main are
+// then named nowhere. It skips where binutils' strip is missing.
+func StrippedLibPython(t testing.TB) []string {
+	t.Helper()
+	return privateLibPython(t, true)
+}
+
+func privateLibPython(t testing.TB, strip bool) []string {
+	t.Helper()
 	w := Start(t, "sleep", "1", "1")
 	lib, err := LibPython(w.PID)
 	w.Stop()
@@ -30,8 +44,18 @@ func PrivateLibPython(t testing.TB) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, filepath.Base(lib)), data, 0o755); err != nil {
+	copied := filepath.Join(dir, filepath.Base(lib))
+	if err := os.WriteFile(copied, data, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	if strip {
+		tool, err := exec.LookPath("strip")
+		if err != nil {
+			t.Skipf("no strip (binutils): %v", err)
+		}
+		if out, err := exec.Command(tool, "--strip-all", copied).CombinedOutput(); err != nil {
+			t.Fatalf("strip %s: %v: %s", copied, err, out)
+		}
 	}
 	return append(os.Environ(), "LD_LIBRARY_PATH="+dir)
 }

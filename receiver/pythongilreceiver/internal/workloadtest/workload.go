@@ -63,6 +63,14 @@ func StartWith(t testing.TB, python string, args ...string) *Process {
 	return StartCommand(t, exec.Command(python, append([]string{Script()}, args...)...))
 }
 
+// StartEnv is Start in the environment env (PrivateLibPython's).
+func StartEnv(t testing.TB, env []string, args ...string) *Process {
+	t.Helper()
+	cmd := exec.Command(Python(t), append([]string{Script()}, args...)...)
+	cmd.Env = env
+	return StartCommand(t, cmd)
+}
+
 // StartCommand starts any program that speaks gilwork.py's protocol (a
 // ready line with its pid, a line on stdin to run, a result line).
 func StartCommand(t testing.TB, cmd *exec.Cmd) *Process {
