@@ -214,6 +214,19 @@ func (r *EventReader) Err() error { return r.err }
 // Offset returns the chunk-relative offset of the next record.
 func (r *EventReader) Offset() int { return r.pos }
 
+// Seek moves the reader to the record at the given chunk-relative offset,
+// so that Next decodes it (or the first event after it). Use the start of a
+// record seen before, e.g. an event's Offset less its chunk's: a reader can
+// then revisit events in another order without keeping their values. An
+// offset outside the reader's records ends iteration; one inside a record
+// makes Next report a damaged record or decode garbage.
+func (r *EventReader) Seek(offset int) {
+	if offset < HeaderSize || offset > r.end {
+		offset = r.end
+	}
+	r.pos = offset
+}
+
 // TypeStats is the number and total size of the records of one type.
 type TypeStats struct {
 	Type  *Type // nil for records of an undeclared type

@@ -4,9 +4,11 @@
 package jfrprint
 
 import (
+	"cmp"
+	"fmt"
 	"io"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
@@ -25,7 +27,9 @@ type JSON struct {
 	Accept func(*jfr.Type) bool
 }
 
-// Print writes the events of every chunk of r to w.
+// Print writes the events of every chunk of r to w. It holds one chunk at
+// a time and, per accepted event, its end time and offset (16 bytes), so
+// its memory depends on the largest chunk, not on the recording.
 func (p *JSON) Print(w io.Writer, r *jfr.Reader) error {
 	jw := &jsonWriter{w: w, stackDepth: p.StackDepth}
 	jw.objectBegin()
@@ -34,24 +38,34 @@ func (p *JSON) Print(w io.Writer, r *jfr.Reader) error {
 	jw.name("events")
 	jw.b = append(jw.b, '[')
 	first := true
+	var order []endAt
 	for i := range r.Chunks() {
 		c, err := r.Chunk(i)
 		if err != nil {
 			jw.flush()
 			return err
 		}
-		evs, err := chunkEvents(c, p.Accept)
+		order, err = endOrder(c, p.Accept, order[:0])
 		if err != nil {
 			jw.flush()
 			return err
 		}
 		jw.setChunk(c)
-		for k := range evs {
+		er := c.Events()
+		for _, e := range order {
+			er.Seek(e.offset)
+			if !er.Next() {
+				jw.flush()
+				if err := er.Err(); err != nil {
+					return err
+				}
+				return fmt.Errorf("jfrprint: chunk %d: no event at offset %d, where the first pass read one", c.Index, e.offset)
+			}
 			if !first {
 				jw.b = append(jw.b, ", "...)
 			}
 			first = false
-			jw.event(&evs[k])
+			jw.event(er.Event())
 			if len(jw.b) > 64<<10 {
 				if err := jw.flush(); err != nil {
 					return err
@@ -65,32 +79,53 @@ func (p *JSON) Print(w io.Writer, r *jfr.Reader) error {
 	return jw.flush()
 }
 
-// chunkEvents reads the accepted events of a chunk, ordered as the JDK tool
-// orders them: stably by end time in ticks.
-func chunkEvents(c *jfr.Chunk, accept func(*jfr.Type) bool) ([]jfr.Event, error) {
-	var evs []jfr.Event
-	var ends []int64
-	er := c.AllEvents()
+// endAt places an accepted event: its end time in ticks and its
+// chunk-relative offset.
+type endAt struct {
+	end    int64
+	offset int
+}
+
+// endOrder lists the accepted events of a chunk in the order the JDK tool
+// prints them: stably by end time in ticks (startTime + duration; a missing
+// field counts as 0). Sorting by end time and then offset is that stable
+// order, since offsets grow in file order.
+func endOrder(c *jfr.Chunk, accept func(*jfr.Type) bool, out []endAt) ([]endAt, error) {
+	type timeFields struct{ start, duration int }
+	byType := map[*jfr.Type]timeFields{}
+	er := c.Events()
 	for er.Next() {
 		ev := er.Event()
-		if accept != nil && !accept(ev.Type) {
+		tf, ok := byType[ev.Type]
+		if !ok {
+			if accept != nil && !accept(ev.Type) {
+				tf = timeFields{-2, -2}
+			} else {
+				tf = timeFields{ev.Type.FieldIndex("startTime"), ev.Type.FieldIndex("duration")}
+			}
+			byType[ev.Type] = tf
+		}
+		if tf.start == -2 {
 			continue
 		}
-		evs = append(evs, *ev)
-		ends = append(ends, ev.Value("startTime").Int()+ev.Value("duration").Int())
+		var end int64
+		if tf.start >= 0 && tf.start < len(ev.Fields) {
+			end = ev.Fields[tf.start].Int()
+		}
+		if tf.duration >= 0 && tf.duration < len(ev.Fields) {
+			end += ev.Fields[tf.duration].Int()
+		}
+		out = append(out, endAt{end: end, offset: int(ev.Offset - c.Offset)})
 	}
 	if err := er.Err(); err != nil {
 		return nil, err
 	}
-	idx := make([]int, len(evs))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return ends[idx[a]] < ends[idx[b]] })
-	out := make([]jfr.Event, len(evs))
-	for i, j := range idx {
-		out[i] = evs[j]
-	}
+	slices.SortFunc(out, func(a, b endAt) int {
+		if c := cmp.Compare(a.end, b.end); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.offset, b.offset)
+	})
 	return out, nil
 }
 
