@@ -133,6 +133,9 @@ func endOrder(c *jfr.Chunk, accept func(*jfr.Type) bool, out []endAt) ([]endAt, 
 // (frame → method → class → package → module → class loader).
 const maxDepth = 32
 
+// maxRenderedBytes bounds the text of constants kept for reuse per chunk.
+const maxRenderedBytes = 8 << 20
+
 type jsonWriter struct {
 	w          io.Writer
 	b          []byte
@@ -140,11 +143,32 @@ type jsonWriter struct {
 	stackDepth int
 	clock      jfr.Clock
 	zoneSec    int64
-	depth      int // nesting of objects; bounded because pools can form cycles
+	depth      int  // nesting of objects; bounded because pools can form cycles
+	limited    bool // an object was cut at maxDepth since the flag was cleared
 	err        error
+
+	// Constants (stack traces, threads, methods, classes) repeat across a
+	// chunk's events and print the same each time at the same indent and
+	// depth: their text is kept, in one buffer, the first time it is made.
+	rendered     map[renderKey]span
+	renderedText []byte
 }
 
+// renderKey identifies the text of a constant printed as an object.
+type renderKey struct {
+	typ    *jfr.Type
+	key    uint64
+	indent int32
+	depth  int32
+}
+
+// span is a part of jsonWriter.renderedText.
+type span struct{ off, n int32 }
+
 func (j *jsonWriter) setChunk(c *jfr.Chunk) {
+	// Keys name constants of one chunk only.
+	clear(j.rendered)
+	j.renderedText = j.renderedText[:0]
 	j.clock = c.Clock()
 	// JDK 25's zone is int(gmtOffset) + int(dst) milliseconds, in Java's
 	// 32-bit int arithmetic (JDK 17 leaves dst out). The JDK takes it from
@@ -225,6 +249,22 @@ func (j *jsonWriter) fields(t *jfr.Type, vals []jfr.Value) {
 	j.objectEnd()
 }
 
+// object prints the fields of struct value r, one level deeper.
+func (j *jsonWriter) object(t *jfr.Type, r jfr.Value) {
+	j.depth++
+	j.objectBegin()
+	n := r.Len()
+	for i := range t.Fields {
+		var v jfr.Value
+		if i < n {
+			v = r.Index(i)
+		}
+		j.field(i == 0, false, &t.Fields[i], v)
+	}
+	j.objectEnd()
+	j.depth--
+}
+
 // isObject reports whether a field's type prints as a JSON object: a
 // struct that is not a simple type (the JDK reduces those to their field).
 func isObject(t *jfr.Type) bool {
@@ -253,17 +293,38 @@ func (j *jsonWriter) field(first, element bool, f *jfr.Field, v jfr.Value) {
 	if isObject(f.Type) {
 		j.sep(first, element, f.Name)
 		r := v.Resolve()
-		if r.Kind() != jfr.KindStructValue || j.depth >= maxDepth {
+		if r.Kind() != jfr.KindStructValue {
 			j.b = append(j.b, "null"...)
 			return
 		}
-		vals := make([]jfr.Value, r.Len())
-		for i := range vals {
-			vals[i] = r.Index(i)
+		if j.depth >= maxDepth {
+			j.limited = true
+			j.b = append(j.b, "null"...)
+			return
 		}
-		j.depth++
-		j.fields(f.Type, vals)
-		j.depth--
+		key, pooled := v.PoolKey()
+		if !pooled {
+			j.object(f.Type, r)
+			return
+		}
+		k := renderKey{typ: f.Type, key: key, indent: int32(j.indent), depth: int32(j.depth)}
+		if s, ok := j.rendered[k]; ok {
+			j.b = append(j.b, j.renderedText[s.off:s.off+s.n]...)
+			return
+		}
+		start := len(j.b)
+		outer := j.limited
+		j.limited = false
+		j.object(f.Type, r)
+		// Text cut at maxDepth depends on where the constant was met.
+		if n := len(j.b) - start; !j.limited && len(j.renderedText)+n <= maxRenderedBytes {
+			if j.rendered == nil {
+				j.rendered = map[renderKey]span{}
+			}
+			j.rendered[k] = span{off: int32(len(j.renderedText)), n: int32(n)}
+			j.renderedText = append(j.renderedText, j.b[start:]...)
+		}
+		j.limited = j.limited || outer
 		return
 	}
 	j.sep(first, element, f.Name)
