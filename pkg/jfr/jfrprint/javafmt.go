@@ -6,11 +6,12 @@ import (
 	"strings"
 )
 
-// javaDuration formats seconds+nanos the way java.time.Duration.toString
-// does ("PT0.006123962S", "PT1H2M3S", "PT-0.5S").
-func javaDuration(seconds int64, nanos int32) string {
+// appendJavaDuration appends seconds+nanos formatted the way
+// java.time.Duration.toString does ("PT0.006123962S", "PT1H2M3S",
+// "PT-0.5S").
+func appendJavaDuration(b []byte, seconds int64, nanos int32) []byte {
 	if seconds == 0 && nanos == 0 {
-		return "PT0S"
+		return append(b, "PT0S"...)
 	}
 	eff := seconds
 	if seconds < 0 && nanos > 0 {
@@ -19,23 +20,22 @@ func javaDuration(seconds int64, nanos int32) string {
 	hours := eff / 3600
 	minutes := (eff % 3600) / 60
 	secs := eff % 60
-	var b strings.Builder
-	b.WriteString("PT")
+	b = append(b, "PT"...)
 	if hours != 0 {
-		b.WriteString(strconv.FormatInt(hours, 10))
-		b.WriteByte('H')
+		b = strconv.AppendInt(b, hours, 10)
+		b = append(b, 'H')
 	}
 	if minutes != 0 {
-		b.WriteString(strconv.FormatInt(minutes, 10))
-		b.WriteByte('M')
+		b = strconv.AppendInt(b, minutes, 10)
+		b = append(b, 'M')
 	}
-	if secs == 0 && nanos == 0 && b.Len() > 2 {
-		return b.String()
+	if secs == 0 && nanos == 0 && (hours != 0 || minutes != 0) {
+		return b
 	}
 	if seconds < 0 && nanos > 0 && secs == 0 {
-		b.WriteString("-0")
+		b = append(b, "-0"...)
 	} else {
-		b.WriteString(strconv.FormatInt(secs, 10))
+		b = strconv.AppendInt(b, secs, 10)
 	}
 	if nanos > 0 {
 		var frac int64
@@ -44,12 +44,16 @@ func javaDuration(seconds int64, nanos int32) string {
 		} else {
 			frac = int64(nanos) + 1_000_000_000
 		}
-		digits := strings.TrimRight(strconv.FormatInt(frac, 10), "0")
-		b.WriteByte('.')
-		b.WriteString(digits[1:])
+		// frac has ten digits, the first a 1: the nine after it are the
+		// fraction, printed without trailing zeros.
+		for frac%10 == 0 {
+			frac /= 10
+		}
+		at := len(b)
+		b = strconv.AppendInt(b, frac, 10)
+		b[at] = '.'
 	}
-	b.WriteByte('S')
-	return b.String()
+	return append(b, 'S')
 }
 
 // durationOfNanos is java.time.Duration.ofNanos.
@@ -63,75 +67,77 @@ func durationOfNanos(ns int64) (int64, int32) {
 	return s, int32(n)
 }
 
-// javaOffsetDateTime formats an instant (epoch seconds + nanos) at a UTC
-// offset the way java.time.OffsetDateTime.toString does.
-func javaOffsetDateTime(epochSec int64, nanos int32, offsetSec int64) string {
+// appendJavaOffsetDateTime appends an instant (epoch seconds + nanos) at
+// a UTC offset formatted the way java.time.OffsetDateTime.toString does.
+func appendJavaOffsetDateTime(b []byte, epochSec int64, nanos int32, offsetSec int64) []byte {
 	local := epochSec + offsetSec
 	days := floorDiv(local, 86400)
 	sod := local - days*86400
 	y, m, d := civilFromDays(days)
-	var b strings.Builder
 	switch {
 	case y > 9999:
-		b.WriteByte('+')
-		b.WriteString(strconv.FormatInt(y, 10))
+		b = append(b, '+')
+		b = strconv.AppendInt(b, y, 10)
 	case y < 0:
-		b.WriteByte('-')
-		pad(&b, -y, 4)
+		b = append(b, '-')
+		b = appendPadded(b, -y, 4)
 	default:
-		pad(&b, y, 4)
+		b = appendPadded(b, y, 4)
 	}
-	b.WriteByte('-')
-	pad(&b, m, 2)
-	b.WriteByte('-')
-	pad(&b, d, 2)
-	b.WriteByte('T')
+	b = append(b, '-')
+	b = appendPadded(b, m, 2)
+	b = append(b, '-')
+	b = appendPadded(b, d, 2)
+	b = append(b, 'T')
 	h, mi, s := sod/3600, sod/60%60, sod%60
-	pad(&b, h, 2)
-	b.WriteByte(':')
-	pad(&b, mi, 2)
+	b = appendPadded(b, h, 2)
+	b = append(b, ':')
+	b = appendPadded(b, mi, 2)
 	if s > 0 || nanos > 0 {
-		b.WriteByte(':')
-		pad(&b, s, 2)
+		b = append(b, ':')
+		b = appendPadded(b, s, 2)
 		if nanos > 0 {
-			b.WriteByte('.')
+			b = append(b, '.')
 			switch {
 			case nanos%1_000_000 == 0:
-				pad(&b, int64(nanos/1_000_000), 3)
+				b = appendPadded(b, int64(nanos/1_000_000), 3)
 			case nanos%1000 == 0:
-				pad(&b, int64(nanos/1000), 6)
+				b = appendPadded(b, int64(nanos/1000), 6)
 			default:
-				pad(&b, int64(nanos), 9)
+				b = appendPadded(b, int64(nanos), 9)
 			}
 		}
 	}
 	if offsetSec == 0 {
-		b.WriteByte('Z')
-	} else {
-		o := offsetSec
-		if o < 0 {
-			b.WriteByte('-')
-			o = -o
-		} else {
-			b.WriteByte('+')
-		}
-		pad(&b, o/3600, 2)
-		b.WriteByte(':')
-		pad(&b, o/60%60, 2)
-		if o%60 != 0 {
-			b.WriteByte(':')
-			pad(&b, o%60, 2)
-		}
+		return append(b, 'Z')
 	}
-	return b.String()
+	o := offsetSec
+	if o < 0 {
+		b = append(b, '-')
+		o = -o
+	} else {
+		b = append(b, '+')
+	}
+	b = appendPadded(b, o/3600, 2)
+	b = append(b, ':')
+	b = appendPadded(b, o/60%60, 2)
+	if o%60 != 0 {
+		b = append(b, ':')
+		b = appendPadded(b, o%60, 2)
+	}
+	return b
 }
 
-func pad(b *strings.Builder, v int64, width int) {
-	s := strconv.FormatInt(v, 10)
-	for i := len(s); i < width; i++ {
-		b.WriteByte('0')
+// appendPadded appends v (not negative) with leading zeros to width digits.
+func appendPadded(b []byte, v int64, width int) []byte {
+	digits := 1
+	for x := v; x >= 10; x /= 10 {
+		digits++
 	}
-	b.WriteString(s)
+	for ; digits < width; digits++ {
+		b = append(b, '0')
+	}
+	return strconv.AppendInt(b, v, 10)
 }
 
 func floorDiv(a, b int64) int64 {
@@ -196,7 +202,14 @@ func javaDouble(v float64, bits int) string {
 // it escapes '/', and every UTF-16 unit above 0x7F as \uXXXX.
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
-	for _, r := range s {
+	// Most strings (names, classes, descriptors) need no escape: copy the
+	// leading run of such bytes at once.
+	i := 0
+	for i < len(s) && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\' && s[i] != '/' {
+		i++
+	}
+	b = append(b, s[:i]...)
+	for _, r := range s[i:] {
 		switch r {
 		case '\b':
 			b = append(b, `\b`...)

@@ -101,11 +101,11 @@ func TestJavaDuration(t *testing.T) {
 	}
 	for _, tt := range tests {
 		s, n := durationOfNanos(tt.ns)
-		if got := javaDuration(s, n); got != tt.want {
+		if got := string(appendJavaDuration(nil, s, n)); got != tt.want {
 			t.Errorf("javaDuration(%d ns) = %q, want %q", tt.ns, got, tt.want)
 		}
 	}
-	if got := javaDuration(math.MaxInt64, 999_999_999); got != "PT2562047788015215H30M7.999999999S" {
+	if got := string(appendJavaDuration(nil, math.MaxInt64, 999_999_999)); got != "PT2562047788015215H30M7.999999999S" {
 		t.Errorf("FOREVER = %q", got)
 	}
 }
@@ -126,7 +126,7 @@ func TestJavaOffsetDateTime(t *testing.T) {
 		{951782400, 0, 0, "2000-02-29T00:00Z"},
 	}
 	for _, tt := range tests {
-		if got := javaOffsetDateTime(tt.sec, tt.nanos, tt.offset); got != tt.want {
+		if got := string(appendJavaOffsetDateTime(nil, tt.sec, tt.nanos, tt.offset)); got != tt.want {
 			t.Errorf("javaOffsetDateTime(%d, %d, %d) = %q, want %q", tt.sec, tt.nanos, tt.offset, got, tt.want)
 		}
 	}

@@ -189,10 +189,15 @@ func (j *jsonWriter) flush() error {
 
 func (j *jsonWriter) newline() { j.b = append(j.b, '\n') }
 
+const spaces = "                                                                "
+
 func (j *jsonWriter) writeIndent() {
-	for i := 0; i < j.indent; i++ {
-		j.b = append(j.b, ' ')
+	n := j.indent
+	for n > len(spaces) {
+		j.b = append(j.b, spaces...)
+		n -= len(spaces)
 	}
+	j.b = append(j.b, spaces[:n]...)
 }
 
 func (j *jsonWriter) objectBegin() {
@@ -344,10 +349,12 @@ func (j *jsonWriter) scalar(f *jfr.Field, v jfr.Value) {
 	}
 	switch {
 	case f.Timespan != "":
-		j.b = appendJSONString(j.b, j.duration(f.Timespan, v.Int()))
+		j.b = append(j.b, '"')
+		j.b = append(j.appendDuration(j.b, f.Timespan, v.Int()), '"')
 		return
 	case f.Timestamp != "":
-		j.b = appendJSONString(j.b, j.timestamp(f.Timestamp, v.Int()))
+		j.b = append(j.b, '"')
+		j.b = append(j.appendTimestamp(j.b, f.Timestamp, v.Int()), '"')
 		return
 	case f.Unsigned && (t.Kind == jfr.KindByte || t.Kind == jfr.KindShort || t.Kind == jfr.KindInt || t.Kind == jfr.KindLong):
 		j.b = strconv.AppendUint(j.b, v.Uint(), 10)
@@ -378,14 +385,16 @@ func (j *jsonWriter) scalar(f *jfr.Field, v jfr.Value) {
 	}
 }
 
-func (j *jsonWriter) duration(unit string, v int64) string {
+// appendDuration appends a Timespan field's value as java.time.Duration
+// prints it.
+func (j *jsonWriter) appendDuration(b []byte, unit string, v int64) []byte {
 	switch v {
 	case 0:
-		return "PT0S"
+		return append(b, "PT0S"...)
 	case math.MinInt64:
-		return javaDuration(math.MinInt64, 0)
+		return appendJavaDuration(b, math.MinInt64, 0)
 	case math.MaxInt64:
-		return javaDuration(math.MaxInt64, 999_999_999)
+		return appendJavaDuration(b, math.MaxInt64, 999_999_999)
 	}
 	var s int64
 	var n int32
@@ -402,7 +411,7 @@ func (j *jsonWriter) duration(unit string, v int64) string {
 	default: // TICKS
 		s, n = durationOfNanos(j.clock.Nanos(v))
 	}
-	return javaDuration(s, n)
+	return appendJavaDuration(b, s, n)
 }
 
 func floorDivMod(a, b int64) (int64, int32) {
@@ -415,9 +424,11 @@ func floorDivMod(a, b int64) (int64, int32) {
 	return q, int32(r)
 }
 
-func (j *jsonWriter) timestamp(unit string, v int64) string {
+// appendTimestamp appends a Timestamp field's value as
+// java.time.OffsetDateTime prints it, at the recording's offset.
+func (j *jsonWriter) appendTimestamp(b []byte, unit string, v int64) []byte {
 	if v == math.MinInt64 {
-		return "-999999999-01-01T00:00+18:00" // OffsetDateTime.MIN, as the JDK prints Instant.MIN
+		return append(b, "-999999999-01-01T00:00+18:00"...) // OffsetDateTime.MIN, as the JDK prints Instant.MIN
 	}
 	var s int64
 	var n int32
@@ -430,5 +441,5 @@ func (j *jsonWriter) timestamp(unit string, v int64) string {
 	default: // TICKS
 		s, n = durationOfNanos(j.clock.EpochNanos(v))
 	}
-	return javaOffsetDateTime(s, n, j.zoneSec)
+	return appendJavaOffsetDateTime(b, s, n, j.zoneSec)
 }
