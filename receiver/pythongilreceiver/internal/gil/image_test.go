@@ -31,6 +31,8 @@ type elftest struct {
 	// with extended numbering, the count then in section 0's size).
 	shnum    uint16
 	extended uint64
+	// machine, when set, replaces EM_X86_64.
+	machine elf.Machine
 }
 
 type sectiontest struct {
@@ -84,6 +86,9 @@ func (e elftest) build() []byte {
 	hdr.Ident[elf.EI_CLASS] = byte(elf.ELFCLASS64)
 	hdr.Ident[elf.EI_DATA] = byte(elf.ELFDATA2LSB)
 	hdr.Ident[elf.EI_VERSION] = byte(elf.EV_CURRENT)
+	if e.machine != 0 {
+		hdr.Machine = uint16(e.machine)
+	}
 	if e.shnum != 0 || e.extended != 0 {
 		hdr.Shnum = e.shnum
 	}
