@@ -381,8 +381,25 @@ func (j *jsonWriter) scalar(f *jfr.Field, v jfr.Value) {
 	case jfr.KindStringValue:
 		j.b = appendJSONString(j.b, v.Str())
 	default:
-		j.b = appendJSONString(j.b, v.String())
+		j.b = appendJSONString(j.b, simpleText(v))
 	}
+}
+
+// simpleText is the text of a simple type's value (a struct of one field,
+// such as jdk.types.GCName): what [jfr.Value.String] makes of it, without
+// building it when the innermost field is a string.
+func simpleText(v jfr.Value) string {
+	r := v
+	for i := 0; i < 5 && r.Kind() == jfr.KindStructValue; i++ {
+		if t := r.Type(); t == nil || !t.SimpleType || r.Len() != 1 {
+			break
+		}
+		r = r.Index(0)
+	}
+	if r.Kind() == jfr.KindStringValue {
+		return r.Str()
+	}
+	return v.String()
 }
 
 // appendDuration appends a Timespan field's value as java.time.Duration
