@@ -133,8 +133,9 @@ func endOrder(c *jfr.Chunk, accept func(*jfr.Type) bool, out []endAt) ([]endAt, 
 // (frame → method → class → package → module → class loader).
 const maxDepth = 32
 
-// maxRenderedBytes bounds the text of constants kept for reuse per chunk.
-const maxRenderedBytes = 8 << 20
+// maxRenderedBytes bounds the text of constants kept for reuse. 2 MB holds
+// what a 13 MB profile chunk reuses; when full, the kept text starts over.
+const maxRenderedBytes = 4 << 20
 
 type jsonWriter struct {
 	w          io.Writer
@@ -322,9 +323,16 @@ func (j *jsonWriter) field(first, element bool, f *jfr.Field, v jfr.Value) {
 		j.limited = false
 		j.object(f.Type, r)
 		// Text cut at maxDepth depends on where the constant was met.
-		if n := len(j.b) - start; !j.limited && len(j.renderedText)+n <= maxRenderedBytes {
+		if n := len(j.b) - start; !j.limited && n <= maxRenderedBytes/16 {
+			if len(j.renderedText)+n > maxRenderedBytes {
+				// Full: start over, so that what is kept follows the
+				// constants of the events printed now.
+				clear(j.rendered)
+				j.renderedText = j.renderedText[:0]
+			}
 			if j.rendered == nil {
 				j.rendered = map[renderKey]span{}
+				j.renderedText = make([]byte, 0, maxRenderedBytes)
 			}
 			j.rendered[k] = span{off: int32(len(j.renderedText)), n: int32(n)}
 			j.renderedText = append(j.renderedText, j.b[start:]...)
