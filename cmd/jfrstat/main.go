@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
@@ -91,6 +92,9 @@ func summarizeFile(path string, out io.Writer) error {
 	return err
 }
 
+// printMemoryLimit is the Go heap's soft limit while printing.
+const printMemoryLimit = 48 << 20
+
 func printJSON(args []string, out *bufio.Writer) error {
 	fs := flag.NewFlagSet("print", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -124,6 +128,12 @@ func printJSON(args []string, out *bufio.Writer) error {
 		return err
 	}
 	defer r.Close()
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// Printing holds about twice the largest chunk (HotSpot rotates at
+		// 12 MB); collecting before the heap doubles keeps the process
+		// under 64 MB on any recording of such chunks.
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(printMemoryLimit))
+	}
 	if err := p.Print(out, r); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
