@@ -99,6 +99,16 @@ func (c AccountsConfig) validate() []error {
 	return errs
 }
 
+// staleAfter is the age past which a periodic JFR reading (NMT, direct
+// buffers; every 5 s) is not used for the unaccounted native memory: a
+// JVM whose recording stalled would otherwise show its direct buffers'
+// growth as native.
+const staleAfter = 30 * time.Second
+
+func fresh(rd jvmmetrics.Reading, now time.Time) bool {
+	return rd.T > 0 && now.Sub(time.Unix(0, rd.T)) <= staleAfter
+}
+
 // accountKey names one leak-detection series: a JVM's account.
 type accountKey struct {
 	jvm    jvmevent.JVM
@@ -213,6 +223,15 @@ func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
 				zap.Int("pid", jvm.PID), zap.String("source", src.String()),
 				zap.Float64("growth_per_second", as.GrowthRate), zap.Int64("floor_growth", as.FloorGrowth),
 				zap.Duration("window", as.Span), zap.Int64("value", v))
+		}
+		// JFR samples NMT and direct buffers every few seconds (5 s in the
+		// receiver's settings and JFR's own): an older one is not set
+		// against the resident memory of now.
+		if !fresh(acct.NMTCommitted, now) {
+			acct.Accounted.NMTCommitted = -1
+		}
+		if !fresh(acct.DirectBuffers, now) {
+			acct.Accounted.DirectBuffers = -1
 		}
 		if u, ok := jvmaccounts.Unaccounted(st.RSSAnon, acct.Accounted); ok {
 			r.agg.SetUnaccounted(jvm, now, u)

@@ -61,9 +61,9 @@ func accountPoints(mds []pmetric.Metrics, pid int, name, key, value string) []ac
 	return out
 }
 
-// leakRecords returns, per source, when the first jvm.memory.leak_suspected
-// record of pid was observed by the test (the sink's arrival: sent is
-// when the sink held it first).
+// leakRecords returns, per source, the attributes of the first
+// jvm.memory.leak_suspected record of pid, with its resource's attributes
+// under "resource:<key>".
 func leakRecords(sink *consumertest.LogsSink, pid int) map[string]map[string]any {
 	out := map[string]map[string]any{}
 	for _, ld := range sink.AllLogs() {
@@ -80,6 +80,9 @@ func leakRecords(sink *consumertest.LogsSink, pid int) map[string]map[string]any
 						continue
 					}
 					attrs := lr.Attributes().AsRaw()
+					for k, v := range rl.Resource().Attributes().AsRaw() {
+						attrs["resource:"+k] = v
+					}
 					src, _ := attrs["jvm.memory.leak.source"].(string)
 					if _, ok := out[src]; !ok {
 						out[src] = attrs
@@ -111,30 +114,37 @@ func slopeOf(ps []accountPoint) float64 {
 
 // TestAccountLeaks: three JDK 17 JVMs started without any JFR flag, each
 // calling a JNI library the test compiles every 100 ms: one leaks 100 KiB
-// of malloc'd, touched memory and 20 JNI global references a tick, one
-// leaks 100 KiB of direct buffers a tick, one does both's work and frees
-// it. Within 100 s of their start the receiver (attach on, as the
-// embedded default has it; a 40 s leak window) names the first JVM's
-// jni_global_refs and native_unaccounted and the second's direct_buffers,
-// with their process identity; the healthy JVM gets no record. The JNI
-// global reference count agrees with jcmd Thread.print's within 10%, and
-// jvm.native_memory.unaccounted grows at the rate the JVM says it leaked
+// of malloc'd, touched memory and 20 JNI global references a tick for
+// 90 s, one leaks 100 KiB of direct buffers a tick, one does both's work
+// and frees it; and a fourth that leaks as the first but records JFR
+// itself. Within 100 s of each leak's start the receiver (attach on, as
+// the embedded default has it; a 40 s leak window) names the first and
+// fourth JVMs' jni_global_refs and native_unaccounted and the second's
+// direct_buffers, with their process identity; the healthy JVM gets no
+// record. Once the first JVM's leak has stopped, its JNI global reference
+// count agrees with jcmd Thread.print's within 10%; while it leaked,
+// jvm.native_memory.unaccounted grew at the rate the JVM says it leaked
 // within 20%. The heap is committed and touched at start (-Xms=-Xmx,
 // AlwaysPreTouch), so that the heap's term is exact and the estimate's
-// error is the rest's. About 65 s.
+// error is the rest's. About 100 s.
 func TestAccountLeaks(t *testing.T) {
 	jdk := jfrtest.Find(t, 17)
 	prog := leaktest.Build(t, jdk)
 	const (
 		bytesPerTick = 100 << 10
 		refsPerTick  = 20
+		leakTicks    = 900
 	)
 	opts := []string{"-Xms128m", "-Xmx128m", "-XX:+AlwaysPreTouch", "-XX:MaxDirectMemorySize=512m"}
 	start := time.Now()
-	native := leaktest.Start(t, jdk.Java(), prog, leaktest.Native, bytesPerTick, refsPerTick, opts)
-	direct := leaktest.Start(t, jdk.Java(), prog, leaktest.Direct, bytesPerTick, refsPerTick, opts)
-	healthy := leaktest.Start(t, jdk.Java(), prog, leaktest.Healthy, bytesPerTick, refsPerTick, opts)
-	ours := map[int]bool{native.PID: true, direct.PID: true, healthy.PID: true}
+	native := leaktest.Start(t, jdk.Java(), prog, leaktest.Native, bytesPerTick, refsPerTick, leakTicks, opts)
+	direct := leaktest.Start(t, jdk.Java(), prog, leaktest.Direct, bytesPerTick, refsPerTick, 0, opts)
+	healthy := leaktest.Start(t, jdk.Java(), prog, leaktest.Healthy, bytesPerTick, refsPerTick, 0, opts)
+	// One that records itself: its own recording is read, and its
+	// accounts are the same.
+	selfRecording := leaktest.Start(t, jdk.Java(), prog, leaktest.Native, bytesPerTick, refsPerTick, leakTicks,
+		append([]string{"-XX:StartFlightRecording=disk=true,maxage=5m"}, opts...))
+	ours := map[int]bool{native.PID: true, direct.PID: true, healthy.PID: true, selfRecording.PID: true}
 	attachOnly = func(pid int) bool { return ours[pid] }
 	defer func() { attachOnly = nil }()
 
@@ -183,62 +193,75 @@ func TestAccountLeaks(t *testing.T) {
 	}
 	defer shutdown()
 
-	want := map[int][]string{
-		native.PID: {"jni_global_refs", "native_unaccounted"},
-		direct.PID: {"direct_buffers"},
+	want := map[*leaktest.JVM][]string{
+		native:        {"jni_global_refs", "native_unaccounted"},
+		direct:        {"direct_buffers"},
+		selfRecording: {"jni_global_refs", "native_unaccounted"},
 	}
-	named := map[int]map[string]time.Duration{native.PID: {}, direct.PID: {}}
-	var reports []leaktest.Leaked // the native JVM's, one per second
-	deadline := start.Add(100 * time.Second)
+	named := map[*leaktest.JVM]map[string]time.Duration{native: {}, direct: {}, selfRecording: {}}
+	var reports []leaktest.Leaked // the native JVM's, one a second
 	for {
 		reports = append(reports, native.Leaked())
-		done := true
-		for pid, sources := range want {
-			recs := leakRecords(logs, pid)
-			for _, src := range sources {
-				if _, ok := named[pid][src]; !ok && recs[src] != nil {
-					named[pid][src] = time.Since(start)
+		waiting := false
+		for j, sources := range want {
+			leakStart, ok := j.Started()
+			if !ok {
+				if time.Since(start) > time.Minute {
+					t.Fatalf("pid %d did not start leaking in a minute:\n%s", j.PID, j.Output())
 				}
-				if _, ok := named[pid][src]; !ok {
-					done = false
+				waiting = true
+				continue
+			}
+			recs := leakRecords(logs, j.PID)
+			for _, src := range sources {
+				if _, ok := named[j][src]; !ok && recs[src] != nil {
+					named[j][src] = time.Since(leakStart)
+				}
+				if _, ok := named[j][src]; !ok && time.Since(leakStart) < 100*time.Second {
+					waiting = true
 				}
 			}
 		}
-		if done || time.Now().After(deadline) {
+		if !waiting {
 			break
 		}
 		time.Sleep(time.Second)
 	}
-	for pid, sources := range want {
+	for j, sources := range want {
 		for _, src := range sources {
-			if d, ok := named[pid][src]; ok {
-				t.Logf("pid %d: %s named %.0f s after the JVM started", pid, src, d.Seconds())
+			if d, ok := named[j][src]; ok {
+				t.Logf("pid %d: %s named %.0f s after its leak started", j.PID, src, d.Seconds())
 			} else {
-				t.Errorf("pid %d: no %s record within 100 s; records %v\nleak warnings %v\nJNI reads %v", pid, src,
-					leakRecords(logs, pid), observed.FilterMessage("JVM memory leak suspected").All(), observed.FilterMessage("JNI reference count not read").All())
+				t.Errorf("pid %d: no %s record within 100 s of its leak's start; records %v\nleak warnings %v\nJNI reads %v\nJVM statuses %v", j.PID, src,
+					leakRecords(logs, j.PID), observed.FilterMessage("JVM memory leak suspected").All(), observed.FilterMessage("JNI reference count not read").All(),
+					observed.FilterMessage("JVM status").All())
 			}
 		}
 	}
 
-	// The healthy JVM is watched for 60 s at least (its series assessed
-	// over 40 s windows from about 25 s on).
-	for time.Since(start) < 60*time.Second {
+	// The native JVM's leak stops after leakTicks; then its count holds
+	// still and the JDK's own thread dump must say the same as the
+	// receiver's next read.
+	for native.Leaked().Refs < leakTicks*refsPerTick {
+		if time.Since(start) > 3*time.Minute {
+			t.Fatalf("the native JVM's leak did not end: %+v", native.Leaked())
+		}
 		reports = append(reports, native.Leaked())
 		time.Sleep(time.Second)
 	}
-	// The JNI count against the JDK's own thread dump, taken as soon as a
-	// new read of the receiver's arrives: the two are apart by the leak
-	// of the time between (200 references a second, about 4% of the
-	// count at 60 s for a 2 s collection interval).
+	stopped := native.Leaked().At
 	globalRefs := func() []accountPoint {
 		return accountPoints(metrics.AllMetrics(), native.PID, "jvm.jni.reference.count", "jvm.jni.reference.kind", "global")
 	}
-	before := len(globalRefs())
-	for len(globalRefs()) == before {
-		if time.Since(start) > 90*time.Second {
-			t.Fatalf("no new jvm.jni.reference.count for the native JVM (%d so far)", before)
+	for {
+		refs := globalRefs()
+		if len(refs) > 0 && refs[len(refs)-1].at.After(stopped.Add(time.Second)) {
+			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		if time.Since(stopped) > 30*time.Second {
+			t.Fatalf("no jvm.jni.reference.count read after the native JVM's leak stopped; %d before", len(refs))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	refs := globalRefs()
 	last := refs[len(refs)-1]
@@ -249,41 +272,44 @@ func TestAccountLeaks(t *testing.T) {
 	if diff := math.Abs(float64(last.value-theirs.Global)) / float64(theirs.Global); diff > 0.10 {
 		t.Errorf("JNI global refs %d, jcmd Thread.print %d: %.1f%% apart", last.value, theirs.Global, 100*diff)
 	} else {
-		t.Logf("JNI global refs %d %.1f s before jcmd Thread.print's %d: %.1f%% apart", last.value, time.Since(last.at).Seconds(), theirs.Global, 100*diff)
+		t.Logf("JNI global refs %d, jcmd Thread.print %d (%d leaked): %.2f%% apart", last.value, theirs.Global, leakTicks*refsPerTick, 100*diff)
 	}
 
 	// The unaccounted native memory's growth against the leak's, over the
-	// same 40 s.
-	un := accountPoints(metrics.AllMetrics(), native.PID, "jvm.native_memory.unaccounted", "", "")
-	var tail []accountPoint
-	for _, p := range un {
-		if p.at.After(last.at.Add(-40 * time.Second)) {
+	// leak's last 40 s.
+	from, to := stopped.Add(-40*time.Second), stopped.Add(-time.Second)
+	var tail, leaked []accountPoint
+	for _, p := range accountPoints(metrics.AllMetrics(), native.PID, "jvm.native_memory.unaccounted", "", "") {
+		if p.at.After(from) && p.at.Before(to) {
 			tail = append(tail, p)
 		}
 	}
-	var leaked []accountPoint
 	for _, r := range reports {
-		if r.Lines > 0 && r.At.After(last.at.Add(-40*time.Second)) {
+		if r.Lines > 0 && r.At.After(from) && r.At.Before(to) {
 			leaked = append(leaked, accountPoint{r.At, r.NativeBytes})
 		}
 	}
 	if len(tail) < 10 || len(leaked) < 10 {
-		t.Fatalf("%d unaccounted points and %d leak reports in the last 40 s", len(tail), len(leaked))
+		t.Fatalf("%d unaccounted points and %d leak reports in the leak's last 40 s", len(tail), len(leaked))
 	}
 	got, rate := slopeOf(tail), slopeOf(leaked)
 	if e := math.Abs(got-rate) / rate; e > 0.20 {
-		t.Errorf("unaccounted native memory grows %.0f KiB/s, the JVM leaks %.0f KiB/s: %.0f%% apart", got/1024, rate/1024, 100*e)
+		t.Errorf("unaccounted native memory grows %.0f KiB/s, the JVM leaks %.0f KiB/s: %.0f%% apart\nunaccounted %v\nleaked %v", got/1024, rate/1024, 100*e, tail, leaked)
 	} else {
 		t.Logf("unaccounted native memory grows %.0f KiB/s, the JVM leaks %.0f KiB/s: %.1f%% apart", got/1024, rate/1024, 100*e)
 	}
 
 	// The records carry the process identity and the window.
-	for pid, sources := range want {
-		recs := leakRecords(logs, pid)
+	for j, sources := range want {
+		recs := leakRecords(logs, j.PID)
 		for _, src := range sources {
 			a := recs[src]
 			if a == nil {
 				continue
+			}
+			pid := j.PID
+			if a["resource:process.runtime.name"] != "java" || a["resource:host.name"] == nil || a["resource:process.vpid"] == nil {
+				t.Errorf("pid %d %s: resource %v", pid, src, a)
 			}
 			if w, _ := a["jvm.memory.leak.window"].(float64); w < 20 || w > 40 {
 				t.Errorf("pid %d %s: window %v s, want 20-40", pid, src, a["jvm.memory.leak.window"])

@@ -29,7 +29,7 @@ func BenchmarkJNIRead(b *testing.B) {
 	jdk := jfrtest.Find(b, 17)
 	prog := leaktest.Build(b, jdk)
 	log := filepath.Join(b.TempDir(), "safepoint.log")
-	j := leaktest.Start(b, jdk.Java(), prog, leaktest.Threads, 0, 0,
+	j := leaktest.Start(b, jdk.Java(), prog, leaktest.Threads, 0, 0, 0,
 		[]string{"-Xmx64m", "-Xlog:safepoint=info:file=" + log}, "200")
 	target := attach.Target{ProcRoot: "/proc", PID: j.PID, Timeout: 10 * time.Second}
 	// Warm up: the JVM's start, its attach listener, the 200 threads.

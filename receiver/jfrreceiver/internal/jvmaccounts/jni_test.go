@@ -78,7 +78,9 @@ func TestUnaccounted(t *testing.T) {
 		{"with NMT: its total, which covers the direct buffers", 500 * mib,
 			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: 10 * mib, DirectBuffers: 64 * mib, NMTCommitted: 400 * mib}, 100 * mib, true},
 		{"an untouched heap makes it negative", 100 * mib,
-			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: -1, DirectBuffers: -1, NMTCommitted: -1}, -176 * mib, true},
+			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: -1, DirectBuffers: 0, NMTCommitted: -1}, -176 * mib, true},
+		{"direct buffers not known (or stale): a direct leak would read as native", 500 * mib,
+			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: 10 * mib, DirectBuffers: -1, NMTCommitted: -1}, 0, false},
 		{"heap not reported yet", 500 * mib, Accounted{HeapCommitted: -1, Metaspace: 20 * mib, NMTCommitted: -1}, 0, false},
 		{"metaspace not reported yet", 500 * mib, Accounted{HeapCommitted: 256 * mib, Metaspace: -1, NMTCommitted: -1}, 0, false},
 	}

@@ -71,10 +71,11 @@ type Accounted struct {
 	Metaspace int64
 	// CodeCache is the code heaps' used memory (JFR gives no committed).
 	CodeCache int64
-	// DirectBuffers is the memory direct buffers use.
+	// DirectBuffers is the memory direct buffers use (-1 also when the
+	// newest reading is too old to set against the resident memory now).
 	DirectBuffers int64
 	// NMTCommitted is Native Memory Tracking's committed total; -1 when
-	// NMT is off.
+	// NMT is off (or its newest reading is too old).
 	NMTCommitted int64
 }
 
@@ -83,9 +84,10 @@ type Accounted struct {
 // the heap, metaspace, code cache, thread stacks, GC structures and the
 // memory behind direct buffers), else minus heap committed, metaspace
 // committed, code cache used and direct buffers used. False when a term
-// it needs is not known yet. Committed memory that was never touched is
-// not resident, so the result can be below the leaked memory, even
-// negative; its growth is what counts.
+// it needs is not known: the direct buffers' above all, since a direct
+// buffer leak left out would read as a native one. Committed memory that
+// was never touched is not resident, so the result can be below the
+// leaked memory, even negative; its growth is what counts.
 func Unaccounted(rssAnon int64, a Accounted) (int64, bool) {
 	if rssAnon < 0 {
 		return 0, false
@@ -93,15 +95,12 @@ func Unaccounted(rssAnon int64, a Accounted) (int64, bool) {
 	if a.NMTCommitted >= 0 {
 		return rssAnon - a.NMTCommitted, true
 	}
-	if a.HeapCommitted < 0 || a.Metaspace < 0 {
+	if a.HeapCommitted < 0 || a.Metaspace < 0 || a.DirectBuffers < 0 {
 		return 0, false
 	}
-	u := rssAnon - a.HeapCommitted - a.Metaspace
+	u := rssAnon - a.HeapCommitted - a.Metaspace - a.DirectBuffers
 	if a.CodeCache > 0 {
 		u -= a.CodeCache
-	}
-	if a.DirectBuffers > 0 {
-		u -= a.DirectBuffers
 	}
 	return u, true
 }

@@ -30,6 +30,9 @@ type Accounts struct {
 	DirectBuffers Reading
 	// Metaspace is metaspace used, class space included.
 	Metaspace Reading
+	// NMTCommitted is Native Memory Tracking's committed total (T < 0:
+	// NMT is off).
+	NMTCommitted Reading
 }
 
 // Accounts returns a JVM's accounts; false when it is not held.
@@ -43,6 +46,7 @@ func (a *Aggregator) Accounts(jvm jvmevent.JVM) (Accounts, bool) {
 		HeapAfterGC:   Reading{T: -1},
 		DirectBuffers: Reading{T: -1},
 		Metaspace:     Reading{T: -1},
+		NMTCommitted:  Reading{T: -1},
 	}
 	for k, v := range s.memComm {
 		switch {
@@ -80,6 +84,7 @@ func (a *Aggregator) Accounts(jvm jvmevent.JVM) (Accounts, bool) {
 	}
 	if v, ok := s.nmtComm["Total"]; ok {
 		out.Accounted.NMTCommitted = v.value
+		out.NMTCommitted = Reading{T: v.t, Value: v.value}
 	}
 	return out, true
 }

@@ -42,9 +42,10 @@ const (
 // Tick is how often the workload leaks (or works).
 const Tick = 100 * time.Millisecond
 
-// Program is the compiled library and the Java source that loads it.
+// Program is the compiled library and the folder of the compiled class
+// that loads it.
 type Program struct {
-	Library, Source string
+	Library, Classes string
 }
 
 // Build compiles the JNI library against jdk's headers into a temporary
@@ -56,9 +57,9 @@ func Build(t testing.TB, jdk jfrtest.JDK) Program {
 		t.Skip("gcc not found: the JNI test library cannot be built")
 	}
 	dir := t.TempDir()
-	p := Program{Library: filepath.Join(dir, "libleakworkload.so"), Source: filepath.Join(dir, "LeakWorkload.java")}
-	c := filepath.Join(dir, "leakworkload.c")
-	for path, data := range map[string][]byte{p.Source: javaSource, c: cSource} {
+	p := Program{Library: filepath.Join(dir, "libleakworkload.so"), Classes: dir}
+	c, source := filepath.Join(dir, "leakworkload.c"), filepath.Join(dir, "LeakWorkload.java")
+	for path, data := range map[string][]byte{source: javaSource, c: cSource} {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -68,6 +69,11 @@ func Build(t testing.TB, jdk jfrtest.JDK) Program {
 		"-I", include, "-I", filepath.Join(include, "linux"), "-o", p.Library, c).CombinedOutput()
 	if err != nil {
 		t.Fatalf("gcc: %s: %v", out, err)
+	}
+	// Compiled once, not by each JVM (source-file mode): four JVMs
+	// compiling at once on two loaded cores took 20 s to start leaking.
+	if out, err := exec.Command(filepath.Join(jdk.Home, "bin", "javac"), "-d", dir, source).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %s: %v", out, err)
 	}
 	return p
 }
@@ -79,6 +85,7 @@ type JVM struct {
 	mu     sync.Mutex
 	out    strings.Builder
 	leaked Leaked
+	first  time.Time // the first report: the leak's start, within a tick
 }
 
 // Leaked is what the workload says it has leaked so far, and when it said
@@ -91,12 +98,14 @@ type Leaked struct {
 }
 
 // Start runs the workload in mode with java, leaking (or working through)
-// bytes and refs every Tick, with the JVM options opts before the source
-// file and extra arguments after the mode's (Threads: the thread count). It
-// starts no JFR and no logging. The JVM is killed when the test ends.
-func Start(t testing.TB, java string, p Program, mode string, bytes, refs int, opts []string, extra ...string) *JVM {
+// bytes and refs every Tick for ticks Ticks (0: all along), with the JVM
+// options opts before the class and extra arguments after the mode's
+// (Threads: the thread count). It starts no JFR and no logging. The JVM is
+// killed when the test ends.
+func Start(t testing.TB, java string, p Program, mode string, bytes, refs, ticks int, opts []string, extra ...string) *JVM {
 	t.Helper()
-	args := append(append(append([]string{}, opts...), p.Source, p.Library, mode, strconv.Itoa(bytes), strconv.Itoa(refs)), extra...)
+	args := append(append([]string{}, opts...), "-cp", p.Classes, "LeakWorkload", p.Library, mode, strconv.Itoa(bytes), strconv.Itoa(refs), strconv.Itoa(ticks))
+	args = append(args, extra...)
 	cmd := exec.Command(java, args...)
 	cmd.Dir = t.TempDir()
 	stdout, err := cmd.StdoutPipe()
@@ -145,7 +154,19 @@ func (j *JVM) line(s string) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.leaked = Leaked{At: time.Now(), NativeBytes: n, Refs: r, DirectBytes: d, Lines: j.leaked.Lines + 1}
+	now := time.Now()
+	if j.first.IsZero() {
+		j.first = now
+	}
+	j.leaked = Leaked{At: now, NativeBytes: n, Refs: r, DirectBytes: d, Lines: j.leaked.Lines + 1}
+}
+
+// Started returns when the workload's first report came (its first tick,
+// when the leak starts), false before.
+func (j *JVM) Started() (time.Time, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.first, !j.first.IsZero()
 }
 
 // Leaked returns the workload's latest report.

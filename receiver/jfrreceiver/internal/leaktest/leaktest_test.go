@@ -12,7 +12,7 @@ import (
 func TestWorkloadLeaksAtItsRate(t *testing.T) {
 	jdk := jfrtest.Find(t, 17)
 	p := Build(t, jdk)
-	j := Start(t, jdk.Java(), p, Native, 100<<10, 20, []string{"-Xmx64m"})
+	j := Start(t, jdk.Java(), p, Native, 100<<10, 20, 0, []string{"-Xmx64m"})
 	deadline := time.Now().Add(30 * time.Second)
 	for j.Leaked().Lines < 3 {
 		if time.Now().After(deadline) {

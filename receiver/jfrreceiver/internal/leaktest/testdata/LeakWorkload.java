@@ -8,7 +8,9 @@ import java.util.List;
 // second it prints what it has leaked so far:
 // "leaked <native bytes> <global refs> <direct bytes>".
 //
-// Arguments: <library> <mode: native, direct, healthy, threads> <bytes per tick> <refs per tick> [threads]
+// Arguments: <library> <mode: native, direct, healthy, threads> <bytes per
+// tick> <refs per tick> <ticks to leak, 0: all along> [threads]. After its
+// ticks a leaking mode goes on making heap garbage only.
 public class LeakWorkload {
     static native void leak(int bytes, int refs);
     static native void work(int bytes, int refs);
@@ -20,10 +22,11 @@ public class LeakWorkload {
         String mode = args[1];
         int bytes = Integer.parseInt(args[2]);
         int refs = Integer.parseInt(args[3]);
+        long leakTicks = Long.parseLong(args[4]);
         if (mode.equals("threads")) {
             // Idle threads, parked: a JVM of that many threads for the
             // thread dump's cost.
-            int n = Integer.parseInt(args[4]);
+            int n = Integer.parseInt(args[5]);
             for (int i = 0; i < n; i++) {
                 Thread t = new Thread(() -> {
                     try { Thread.sleep(Long.MAX_VALUE); } catch (InterruptedException e) { }
@@ -36,6 +39,9 @@ public class LeakWorkload {
         long nativeLeaked = 0, refsLeaked = 0, directLeaked = 0;
         long next = System.nanoTime();
         for (long tick = 0; ; tick++) {
+            if (leakTicks > 0 && tick == leakTicks) {
+                mode = "done";
+            }
             switch (mode) {
                 case "native":
                     leak(bytes, refs);
