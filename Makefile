@@ -141,6 +141,8 @@ fuzz: ## Run every fuzz target for FUZZTIME.
 bench: build ## Run the benchmarks, each against the reference its issue names.
 	# pkg/jfr against the JDK's RecordingFile on one large recording (made once, cached).
 	JFR_BENCH_DIR=$(CACHE)/jfr-bench sh bench/jfr/jfr.sh
+	# jfrstat print --json against the JDK 17 and JDK 25 jfr tools on the same recording (time, CPU, peak RSS; output equal to JDK 25's).
+	JFR_BENCH_DIR=$(CACHE)/jfr-bench sh bench/jfr/print.sh
 	# The inference processor against raw ONNX Runtime Run calls (#7).
 	OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) sh bench/inference/inference.sh
 	# The zero-touch JFR recording's cost to a GC-heavy JVM, with/without (#16).
