@@ -182,6 +182,18 @@ func jniOptOut(procs *procresource.Reader, pods attach.PodPolicy, t jvmaccounts.
 	return ""
 }
 
+// closeAccounts waits for the thread dumps under way (each bounded by
+// accounts::jni_references::timeout) and starts no more: the loop calls it
+// when it stops.
+func (r *jfrReceiver) closeAccounts() {
+	if r.acc != nil && r.acc.jni != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Accounts.JNIReferences.Timeout+time.Second)
+		defer cancel()
+		r.acc.jni.Close(ctx)
+	}
+	r.acc = nil
+}
+
 // collectAccounts reads every live JVM's accounts that JFR leaves out
 // (unaccounted native memory each collection, JNI references when a read
 // is due), hands them to the aggregator for the metrics, runs the leak

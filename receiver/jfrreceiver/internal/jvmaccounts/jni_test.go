@@ -1,8 +1,12 @@
 package jvmaccounts
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 )
 
 func TestParseJNIRefs(t *testing.T) {
@@ -91,5 +95,36 @@ func TestUnaccounted(t *testing.T) {
 				t.Errorf("Unaccounted: got %d %v, want %d %v", got, ok, tt.want, tt.ok)
 			}
 		})
+	}
+}
+
+// TestReaderSkipsManyThreads: a JVM with more threads than MaxThreads is
+// not attached to, once per interval, and counted as skipped; a closed
+// Reader starts nothing.
+func TestReaderSkipsManyThreads(t *testing.T) {
+	var outcomes []string
+	r := NewReader(ReaderConfig{ProcRoot: "/proc", Interval: time.Minute, MaxThreads: 10, Timeout: time.Second,
+		Done: func(_ Target, outcome string, err error, changed bool) {
+			outcomes = append(outcomes, fmt.Sprintf("%s %v", outcome, changed))
+		}})
+	tgt := Target{PID: 1 << 22} // beyond pid_max: nothing to attach to
+	now := time.Now()
+	for i := range 3 {
+		if _, ok := r.Poll(tgt, 11, now.Add(time.Duration(i)*30*time.Second)); ok {
+			t.Fatal("a reading without a read")
+		}
+	}
+	if want := []string{"skipped_threads true", "skipped_threads false"}; !slices.Equal(outcomes, want) {
+		t.Errorf("outcomes %q, want %q (one per minute; the second the same as the first)", outcomes, want)
+	}
+	r.Close(context.Background())
+	r.Poll(tgt, 1, now.Add(time.Hour))
+	r.Sweep()
+	r.Sweep()
+	if r.Len() != 0 {
+		t.Errorf("%d JVMs held after two sweeps without a poll", r.Len())
+	}
+	if len(outcomes) != 2 {
+		t.Errorf("a closed reader read: %q", outcomes)
 	}
 }

@@ -77,8 +77,9 @@ type jvm struct {
 // returns what the reads finished so far found. It is not safe for
 // concurrent use.
 type Reader struct {
-	cfg  ReaderConfig
-	jvms map[Target]*jvm
+	cfg    ReaderConfig
+	jvms   map[Target]*jvm
+	closed bool
 }
 
 // NewReader returns a Reader.
@@ -109,7 +110,7 @@ func (r *Reader) Poll(t Target, threads int64, now time.Time) (Reading, bool) {
 			r.done(t, j, ReadOK, nil)
 		}
 	}
-	if j.call == nil && (j.started.IsZero() || now.Sub(j.started) >= r.cfg.Interval) {
+	if j.call == nil && !r.closed && (j.started.IsZero() || now.Sub(j.started) >= r.cfg.Interval) {
 		j.started = now
 		if r.cfg.MaxThreads > 0 && threads > r.cfg.MaxThreads {
 			r.done(t, j, ReadSkippedThreads, fmt.Errorf("%d threads, more than max_threads %d", threads, r.cfg.MaxThreads))
@@ -130,6 +131,18 @@ func (r *Reader) Sweep() {
 		}
 		if j.call == nil || j.call.Done() {
 			delete(r.jvms, t)
+		}
+	}
+}
+
+// Close starts no more reads and waits for those under way, each bounded
+// by the attach timeout, until ctx ends.
+func (r *Reader) Close(ctx context.Context) {
+	r.closed = true
+	for _, j := range r.jvms {
+		if j.call != nil {
+			j.call.Wait(ctx)
+			j.call = nil
 		}
 	}
 }
