@@ -168,7 +168,7 @@ func decodeARM64(code []byte, pc uint64) (insn, error) {
 		if len(in.Args) > 0 && in.Args[0] != nil {
 			if r, ok := in.Args[0].(arm64asm.Reg); ok && (r == arm64asm.W1 || r == arm64asm.X1) && isARM64Write(in.Op) {
 				out.arg2 = true
-				if in.Op == arm64asm.MOV || in.Op == arm64asm.MOVZ {
+				if in.Op == arm64asm.MOV {
 					if imm, ok := arm64Imm(in.Args[1]); ok {
 						out.arg2Const, out.arg2Value = true, imm
 					}
@@ -192,19 +192,14 @@ func isARM64Write(op arm64asm.Op) bool {
 	return true
 }
 
-// arm64Imm returns the value of an immediate operand of mov/movz.
+// arm64Imm returns the value of an immediate operand of mov (movz with
+// its shift applied, as the decoder gives it).
 func arm64Imm(a arm64asm.Arg) (int64, bool) {
 	switch v := a.(type) {
 	case arm64asm.Imm:
 		return int64(v.Imm), true
 	case arm64asm.Imm64:
 		return int64(v.Imm), true
-	case arm64asm.ImmShift:
-		// The shift is unexported; only an unshifted value is known.
-		var n int64
-		if _, err := fmt.Sscanf(v.String(), "#%v", &n); err == nil {
-			return n, true
-		}
 	}
 	return 0, false
 }

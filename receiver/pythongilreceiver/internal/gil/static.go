@@ -11,20 +11,25 @@ import (
 // take_gil, drop_gil and gc_collect_main are static functions: a libpython
 // linked with --strip-all (as the official python images' build does) no
 // longer names them. Each is found through the exported functions that
-// call it, by decoding their machine code, and checked against what is
-// known of it in every CPython 3.9-3.13:
+// reach it, by decoding their machine code (direct calls, jumps, PLT stubs
+// named by .rela.plt), and checked against what is known of it in every
+// CPython 3.9-3.13:
 //
 //   - take_gil is the one function reached from both PyEval_RestoreThread
-//     and PyEval_AcquireThread (through direct calls and jumps) that calls
-//     pthread_cond_timedwait itself: it waits on the GIL's condition with
-//     the switch interval as timeout. Nothing else in libpython calls it.
-//   - drop_gil is the one reached from both PyEval_SaveThread and
+//     and PyEval_AcquireThread that calls pthread_cond_timedwait itself: it
+//     waits on the GIL's condition with the switch interval as timeout, and
+//     nothing else in libpython calls it. Where an unoptimised build leaves
+//     the PyCOND_TIMEDWAIT helper out of line, its one caller is taken.
+//   - drop_gil is the one reached from PyEval_SaveThread and
 //     PyEval_ReleaseThread that calls pthread_cond_wait (the forced
-//     switch's wait for the next holder), which only it (and, inlined, the
-//     exported PyEval_ReleaseLock) calls.
-//   - gc_collect_main (collect up to 3.9) is the one called from
-//     PyGC_Collect, with 2 (the oldest generation) in its second argument
-//     register, that calls PySys_WriteStderr (gc.DEBUG_STATS).
+//     switch's wait for the next holder), which only it calls; where an
+//     exported caller has it inlined (Debian's LTO build inlines it into
+//     PyEval_SaveThread), the one reached from the other.
+//   - gc_collect_main (collect up to 3.9) is the one reached from
+//     PyGC_Collect that calls PySys_WriteStderr (gc.DEBUG_STATS), passed 2
+//     (the oldest generation) in its second argument register, by
+//     PyGC_Collect or through the gc_collect_with_callback it calls so:
+//     where the probe reads the generation.
 //
 // A candidate must be the only one, and start a function in the unwind
 // table (.eh_frame_hdr, which stripping keeps) where the file has one:
@@ -38,7 +43,8 @@ var ErrNotDecoded = errors.New("static function not found by decoding")
 // staticTarget describes one static function and how it is recognised.
 type staticTarget struct {
 	symbol string
-	// callers are exported functions that all reach it.
+	// callers are exported functions that reach it (all of them, unless
+	// one has it inlined).
 	callers []string
 	// marks is a function only it calls directly.
 	marks string
