@@ -5,7 +5,7 @@
 #
 # For each tool it reports wall time, CPU time (user + system, from
 # /usr/bin/time) and peak RSS, and the JDK's time over jfrstat's as a
-# ratio. Output goes to /dev/null for the timings; the comparison runs both
+# ratio; it fails if jfrstat's peak RSS reaches 64 MB. Output goes to /dev/null for the timings; the comparison runs both
 # tools once more into cmp through FIFOs, so nothing of the output is kept.
 #
 # Environment: JFR_BENCH_FILE (the recording; default the one jfr.sh makes
@@ -63,3 +63,5 @@ for r in "$jdk17" "$jdk25" "$ours"; do
 done
 echo "jfrstat output identical to JDK 25's: $same"
 [ "$same" = yes ]
+# Printing holds a chunk at a time: the peak RSS must stay under 64 MB.
+[ "$(f "$ours" 4)" -lt 64 ] || { echo "jfrstat peak RSS $(f "$ours" 4) MB, want under 64 MB" >&2; exit 1; }

@@ -12,6 +12,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if peakFile := os.Getenv(mainEnv); peakFile != "" {
+		main()
+		writePeakRSS(peakFile)
+		os.Exit(0)
+	}
 	code := m.Run()
 	jfrtest.Cleanup()
 	os.Exit(code)
