@@ -1,6 +1,11 @@
 package pythongilreceiver
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -8,8 +13,14 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/discovery"
+	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadatatest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
@@ -53,4 +64,60 @@ func TestStrippedLibPythonEndToEnd(t *testing.T) {
 	}
 	metadatatest.AssertEqualReceiverPythongilFunctions(t, tt, []metricdata.DataPoint[int64]{point("take_gil"), point("drop_gil"), point("gc")},
 		metricdatatest.IgnoreTimestamp())
+}
+
+// TestMissingStaticFunctionsAreReported attaches a stripped file whose
+// exported GIL functions call no take_gil or drop_gil (the USDT fixture:
+// its GC pauses come from USDT probes): the functions it lacks are
+// counted with source none and named in one warning, with why and what
+// is then not measured.
+func TestMissingStaticFunctionsAreReported(t *testing.T) {
+	p, err := gil.Load(gil.Options{SwitchProbes: true, GC: true})
+	if errors.Is(err, gil.ErrUnavailable) {
+		t.Skipf("eBPF unavailable: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	path := filepath.Join("internal", "gil", "testdata", "usdt", "usdt.elf")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := p.Attach(f)
+	if errors.Is(err, gil.ErrUnavailable) {
+		t.Skipf("uprobes unavailable: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets, missing := functionSources(l, true)
+	want := []attribute.Set{
+		attribute.NewSet(attribute.String("function", "take_gil"), attribute.String("source", sourceNone)),
+		attribute.NewSet(attribute.String("function", "drop_gil"), attribute.String("source", sourceNone)),
+		attribute.NewSet(attribute.String("function", "gc"), attribute.String("source", sourceUSDT)),
+	}
+	if !reflect.DeepEqual(sets, want) || !reflect.DeepEqual(missing, []string{"take_gil", "drop_gil"}) {
+		t.Errorf("functionSources: %v missing %v; want %v missing [take_gil drop_gil]", sets, missing, want)
+	}
+	core, logs := observer.New(zapcore.InfoLevel)
+	st := &runState{logger: zap.New(core)}
+	st.logFunctions(discovery.Interpreter{Resource: procresource.Resource{PID: 42}, Path: path}, l, missing)
+	warned := logs.FilterMessageSnippet("static CPython functions not found").All()
+	if len(warned) != 1 {
+		t.Fatalf("%d warnings, want 1: %v", len(warned), logs.All())
+	}
+	fields := warned[0].ContextMap()
+	if got := fields["missing"]; !reflect.DeepEqual(got, []any{"take_gil", "drop_gil"}) {
+		t.Errorf("missing: got %v", got)
+	}
+	// The fixture exports PyEval_SaveThread and PyEval_RestoreThread only.
+	if decode, _ := fields["decode"].(string); !strings.Contains(decode, "take_gil: the file does not export PyEval_AcquireThread") {
+		t.Errorf("decode: got %q, want why take_gil was not found", decode)
+	}
+	if lost, _ := fields["not_measured"].([]any); len(lost) != 1 || !strings.Contains(lost[0].(string), "forced switches and held time") {
+		t.Errorf("not_measured: got %v", fields["not_measured"])
+	}
 }
