@@ -226,6 +226,9 @@ func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
 				return
 			}
 			as := det.Observe(accountKey{jvm, src}, at, v)
+			if as.Ready {
+				r.agg.SetLeakSuspected(jvm, src, at, as.Suspected)
+			}
 			if !as.Report {
 				return
 			}

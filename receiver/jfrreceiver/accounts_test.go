@@ -3,7 +3,6 @@ package jfrreceiver
 import (
 	"context"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -322,6 +321,27 @@ func TestAccountLeaks(t *testing.T) {
 	if recs := leakRecords(logs, healthy.PID); len(recs) > 0 {
 		t.Errorf("the healthy JVM got leak records: %v", recs)
 	}
+	// jvm.memory.leak.suspected says the same: 1 for the named accounts
+	// at their records, never 1 for the healthy JVM's.
+	suspected := func(pid int, src string) (ones, points int) {
+		for _, p := range accountPoints(metrics.AllMetrics(), pid, "jvm.memory.leak.suspected", "jvm.memory.leak.source", src) {
+			points++
+			if p.value == 1 {
+				ones++
+			}
+		}
+		return ones, points
+	}
+	if ones, _ := suspected(direct.PID, "direct_buffers"); ones == 0 {
+		t.Errorf("jvm.memory.leak.suspected never 1 for the direct JVM's direct_buffers")
+	}
+	for _, src := range []string{"heap", "direct_buffers", "jni_global_refs", "native_unaccounted", "metaspace"} {
+		if ones, points := suspected(healthy.PID, src); ones > 0 {
+			t.Errorf("jvm.memory.leak.suspected 1 at %d of %d points for the healthy JVM's %s", ones, points, src)
+		} else if points == 0 && src != "heap" && src != "metaspace" {
+			t.Errorf("no jvm.memory.leak.suspected for the healthy JVM's %s", src)
+		}
+	}
 	shutdown()
 
 	// Every metric is as declared, and the resource is the JVM's.
@@ -334,7 +354,7 @@ func TestAccountLeaks(t *testing.T) {
 			}
 			ms := rm.ScopeMetrics().At(0).Metrics()
 			for k := range ms.Len() {
-				if name := ms.At(k).Name(); strings.HasPrefix(name, "jvm.jni.") || name == "jvm.native_memory.unaccounted" {
+				if name := ms.At(k).Name(); liveOnly[name] && name != "jvm.cpu.time" {
 					checkDeclared(t, d, ms.At(k))
 				}
 			}

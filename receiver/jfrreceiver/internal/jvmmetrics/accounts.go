@@ -106,8 +106,28 @@ func (a *Aggregator) SetUnaccounted(jvm jvmevent.JVM, at time.Time, bytes int64)
 	}
 }
 
+// SetLeakSuspected records whether an account of a JVM is suspected of
+// leaking, as assessed at at, for jvm.memory.leak.suspected.
+func (a *Aggregator) SetLeakSuspected(jvm jvmevent.JVM, source metadata.AttributeJvmMemoryLeakSource, at time.Time, suspected bool) {
+	s := a.jvms[jvm]
+	if s == nil {
+		return
+	}
+	if s.suspected == nil {
+		s.suspected = map[metadata.AttributeJvmMemoryLeakSource]sample{}
+	}
+	v := int64(0)
+	if suspected {
+		v = 1
+	}
+	s.suspected[source] = sample{t: at.UnixNano(), value: v}
+}
+
 // recordAccounts hands the builder the accounts' latest values.
 func (s *jvmState) recordAccounts(mb *metadata.MetricsBuilder) {
+	for _, src := range sortedKeys(s.suspected) {
+		mb.RecordJvmMemoryLeakSuspectedDataPoint(pcommon.Timestamp(s.suspected[src].t), s.suspected[src].value, src)
+	}
 	if s.jniGlobal.t > 0 {
 		mb.RecordJvmJniReferenceCountDataPoint(pcommon.Timestamp(s.jniGlobal.t), s.jniGlobal.value, metadata.AttributeJvmJniReferenceKindGlobal)
 		mb.RecordJvmJniReferenceCountDataPoint(pcommon.Timestamp(s.jniWeak.t), s.jniWeak.value, metadata.AttributeJvmJniReferenceKindWeakGlobal)

@@ -196,6 +196,7 @@ type jvmState struct {
 	// The accounts the receiver reads beside JFR (accounts.go); t == 0:
 	// none yet.
 	jniGlobal, jniWeak, unaccounted sample
+	suspected                       map[metadata.AttributeJvmMemoryLeakSource]sample
 	ended                           bool
 }
 

@@ -370,6 +370,54 @@ func (ms *JvmMemoryCommittedMetricConfig) Validate() error {
 	return nil
 }
 
+// JvmMemoryLeakSuspectedMetricAttributeKey specifies the key of an attribute for the jvm.memory.leak.suspected metric.
+type JvmMemoryLeakSuspectedMetricAttributeKey string
+
+const (
+	JvmMemoryLeakSuspectedMetricAttributeKeyJvmMemoryLeakSource JvmMemoryLeakSuspectedMetricAttributeKey = "jvm.memory.leak.source"
+)
+
+// JvmMemoryLeakSuspectedMetricConfig provides config for the jvm.memory.leak.suspected metric.
+type JvmMemoryLeakSuspectedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                     `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []JvmMemoryLeakSuspectedMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *JvmMemoryLeakSuspectedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *JvmMemoryLeakSuspectedMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case JvmMemoryLeakSuspectedMetricAttributeKeyJvmMemoryLeakSource:
+		default:
+			return fmt.Errorf("metric jvm.memory.leak.suspected doesn't have an attribute %v, valid attributes: [jvm.memory.leak.source]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // JvmMemoryLimitMetricAttributeKey specifies the key of an attribute for the jvm.memory.limit metric.
 type JvmMemoryLimitMetricAttributeKey string
 
@@ -714,6 +762,7 @@ type MetricsConfig struct {
 	JvmCPUTime                 JvmCPUTimeMetricConfig                 `mapstructure:"jvm.cpu.time"`
 	JvmJniReferenceCount       JvmJniReferenceCountMetricConfig       `mapstructure:"jvm.jni.reference.count"`
 	JvmMemoryCommitted         JvmMemoryCommittedMetricConfig         `mapstructure:"jvm.memory.committed"`
+	JvmMemoryLeakSuspected     JvmMemoryLeakSuspectedMetricConfig     `mapstructure:"jvm.memory.leak.suspected"`
 	JvmMemoryLimit             JvmMemoryLimitMetricConfig             `mapstructure:"jvm.memory.limit"`
 	JvmMemoryUsed              JvmMemoryUsedMetricConfig              `mapstructure:"jvm.memory.used"`
 	JvmMemoryUsedAfterLastGc   JvmMemoryUsedAfterLastGcMetricConfig   `mapstructure:"jvm.memory.used_after_last_gc"`
@@ -768,6 +817,11 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []JvmMemoryCommittedMetricAttributeKey{JvmMemoryCommittedMetricAttributeKeyJvmMemoryType, JvmMemoryCommittedMetricAttributeKeyJvmMemoryPoolName},
+		},
+		JvmMemoryLeakSuspected: JvmMemoryLeakSuspectedMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []JvmMemoryLeakSuspectedMetricAttributeKey{JvmMemoryLeakSuspectedMetricAttributeKeyJvmMemoryLeakSource},
 		},
 		JvmMemoryLimit: JvmMemoryLimitMetricConfig{
 			Enabled:             true,

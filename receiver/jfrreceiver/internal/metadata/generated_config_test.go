@@ -69,6 +69,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []JvmMemoryCommittedMetricAttributeKey{JvmMemoryCommittedMetricAttributeKeyJvmMemoryType, JvmMemoryCommittedMetricAttributeKeyJvmMemoryPoolName},
 					},
+					JvmMemoryLeakSuspected: JvmMemoryLeakSuspectedMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []JvmMemoryLeakSuspectedMetricAttributeKey{JvmMemoryLeakSuspectedMetricAttributeKeyJvmMemoryLeakSource},
+					},
 					JvmMemoryLimit: JvmMemoryLimitMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
@@ -166,6 +171,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []JvmMemoryCommittedMetricAttributeKey{JvmMemoryCommittedMetricAttributeKeyJvmMemoryType, JvmMemoryCommittedMetricAttributeKeyJvmMemoryPoolName},
 					},
+					JvmMemoryLeakSuspected: JvmMemoryLeakSuspectedMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []JvmMemoryLeakSuspectedMetricAttributeKey{JvmMemoryLeakSuspectedMetricAttributeKeyJvmMemoryLeakSource},
+					},
 					JvmMemoryLimit: JvmMemoryLimitMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
@@ -220,7 +230,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(JvmBufferCountMetricConfig{}, JvmBufferMemoryLimitMetricConfig{}, JvmBufferMemoryUsedMetricConfig{}, JvmClassCountMetricConfig{}, JvmClassLoadedMetricConfig{}, JvmClassUnloadedMetricConfig{}, JvmCPUCountMetricConfig{}, JvmCPURecentUtilizationMetricConfig{}, JvmCPUTimeMetricConfig{}, JvmJniReferenceCountMetricConfig{}, JvmMemoryCommittedMetricConfig{}, JvmMemoryLimitMetricConfig{}, JvmMemoryUsedMetricConfig{}, JvmMemoryUsedAfterLastGcMetricConfig{}, JvmNativeMemoryCommittedMetricConfig{}, JvmNativeMemoryReservedMetricConfig{}, JvmNativeMemoryUnaccountedMetricConfig{}, JvmSafepointCountMetricConfig{}, JvmThreadCountMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(JvmBufferCountMetricConfig{}, JvmBufferMemoryLimitMetricConfig{}, JvmBufferMemoryUsedMetricConfig{}, JvmClassCountMetricConfig{}, JvmClassLoadedMetricConfig{}, JvmClassUnloadedMetricConfig{}, JvmCPUCountMetricConfig{}, JvmCPURecentUtilizationMetricConfig{}, JvmCPUTimeMetricConfig{}, JvmJniReferenceCountMetricConfig{}, JvmMemoryCommittedMetricConfig{}, JvmMemoryLeakSuspectedMetricConfig{}, JvmMemoryLimitMetricConfig{}, JvmMemoryUsedMetricConfig{}, JvmMemoryUsedAfterLastGcMetricConfig{}, JvmNativeMemoryCommittedMetricConfig{}, JvmNativeMemoryReservedMetricConfig{}, JvmNativeMemoryUnaccountedMetricConfig{}, JvmSafepointCountMetricConfig{}, JvmThreadCountMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
@@ -281,6 +291,18 @@ func TestJvmMemoryCommittedMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric jvm.memory.committed doesn't have an attribute invalid, valid attributes: [jvm.memory.type, jvm.memory.pool.name]")
 
 	cfg = DefaultMetricsConfig().JvmMemoryCommitted
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestJvmMemoryLeakSuspectedMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().JvmMemoryLeakSuspected
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []JvmMemoryLeakSuspectedMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric jvm.memory.leak.suspected doesn't have an attribute invalid, valid attributes: [jvm.memory.leak.source]")
+
+	cfg = DefaultMetricsConfig().JvmMemoryLeakSuspected
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

@@ -122,6 +122,10 @@ var MetricsInfo = metricsInfo{
 		Name:       "jvm.memory.committed",
 		Attributes: []string{"jvm.memory.type", "jvm.memory.pool.name"},
 	},
+	JvmMemoryLeakSuspected: metricInfo{
+		Name:       "jvm.memory.leak.suspected",
+		Attributes: []string{"jvm.memory.leak.source"},
+	},
 	JvmMemoryLimit: metricInfo{
 		Name:       "jvm.memory.limit",
 		Attributes: []string{"jvm.memory.type", "jvm.memory.pool.name"},
@@ -167,6 +171,7 @@ type metricsInfo struct {
 	JvmCPUTime                 metricInfo
 	JvmJniReferenceCount       metricInfo
 	JvmMemoryCommitted         metricInfo
+	JvmMemoryLeakSuspected     metricInfo
 	JvmMemoryLimit             metricInfo
 	JvmMemoryUsed              metricInfo
 	JvmMemoryUsedAfterLastGc   metricInfo
@@ -972,6 +977,97 @@ func newMetricJvmMemoryCommitted(cfg JvmMemoryCommittedMetricConfig) metricJvmMe
 	return m
 }
 
+type metricJvmMemoryLeakSuspected struct {
+	data          pmetric.Metric                     // data buffer for generated metric.
+	config        JvmMemoryLeakSuspectedMetricConfig // metric config provided by user.
+	capacity      int                                // max observed number of data points added to the metric.
+	aggDataPoints []int64                            // slice containing number of aggregated datapoints at each index
+}
+
+// init fills jvm.memory.leak.suspected metric with initial data.
+func (m *metricJvmMemoryLeakSuspected) init() {
+	m.data.SetName("jvm.memory.leak.suspected")
+	m.data.SetDescription("1 while the account is suspected of leaking (accounts::leak_detection, the rule of jvm.memory.leak_suspected records), 0 while it has been assessed and is not; absent before a series spans half the window (project namespace).")
+	m.data.SetUnit("{account}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricJvmMemoryLeakSuspected) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, jvmMemoryLeakSourceAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, JvmMemoryLeakSuspectedMetricAttributeKeyJvmMemoryLeakSource) {
+		dp.Attributes().PutStr("jvm.memory.leak.source", jvmMemoryLeakSourceAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricJvmMemoryLeakSuspected) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricJvmMemoryLeakSuspected) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricJvmMemoryLeakSuspected(cfg JvmMemoryLeakSuspectedMetricConfig) metricJvmMemoryLeakSuspected {
+	m := metricJvmMemoryLeakSuspected{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricJvmMemoryLimit struct {
 	data          pmetric.Metric             // data buffer for generated metric.
 	config        JvmMemoryLimitMetricConfig // metric config provided by user.
@@ -1656,6 +1752,7 @@ type MetricsBuilder struct {
 	metricJvmCPUTime                 metricJvmCPUTime
 	metricJvmJniReferenceCount       metricJvmJniReferenceCount
 	metricJvmMemoryCommitted         metricJvmMemoryCommitted
+	metricJvmMemoryLeakSuspected     metricJvmMemoryLeakSuspected
 	metricJvmMemoryLimit             metricJvmMemoryLimit
 	metricJvmMemoryUsed              metricJvmMemoryUsed
 	metricJvmMemoryUsedAfterLastGc   metricJvmMemoryUsedAfterLastGc
@@ -1700,6 +1797,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricJvmCPUTime:                 newMetricJvmCPUTime(mbc.Metrics.JvmCPUTime),
 		metricJvmJniReferenceCount:       newMetricJvmJniReferenceCount(mbc.Metrics.JvmJniReferenceCount),
 		metricJvmMemoryCommitted:         newMetricJvmMemoryCommitted(mbc.Metrics.JvmMemoryCommitted),
+		metricJvmMemoryLeakSuspected:     newMetricJvmMemoryLeakSuspected(mbc.Metrics.JvmMemoryLeakSuspected),
 		metricJvmMemoryLimit:             newMetricJvmMemoryLimit(mbc.Metrics.JvmMemoryLimit),
 		metricJvmMemoryUsed:              newMetricJvmMemoryUsed(mbc.Metrics.JvmMemoryUsed),
 		metricJvmMemoryUsedAfterLastGc:   newMetricJvmMemoryUsedAfterLastGc(mbc.Metrics.JvmMemoryUsedAfterLastGc),
@@ -1845,6 +1943,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricJvmCPUTime.emit(ils.Metrics())
 	mb.metricJvmJniReferenceCount.emit(ils.Metrics())
 	mb.metricJvmMemoryCommitted.emit(ils.Metrics())
+	mb.metricJvmMemoryLeakSuspected.emit(ils.Metrics())
 	mb.metricJvmMemoryLimit.emit(ils.Metrics())
 	mb.metricJvmMemoryUsed.emit(ils.Metrics())
 	mb.metricJvmMemoryUsedAfterLastGc.emit(ils.Metrics())
@@ -1937,6 +2036,11 @@ func (mb *MetricsBuilder) RecordJvmJniReferenceCountDataPoint(ts pcommon.Timesta
 // RecordJvmMemoryCommittedDataPoint adds a data point to jvm.memory.committed metric.
 func (mb *MetricsBuilder) RecordJvmMemoryCommittedDataPoint(ts pcommon.Timestamp, val int64, jvmMemoryTypeAttributeValue string, options ...MetricAttributeOption) {
 	mb.metricJvmMemoryCommitted.recordDataPoint(mb.startTime, ts, val, jvmMemoryTypeAttributeValue, options...)
+}
+
+// RecordJvmMemoryLeakSuspectedDataPoint adds a data point to jvm.memory.leak.suspected metric.
+func (mb *MetricsBuilder) RecordJvmMemoryLeakSuspectedDataPoint(ts pcommon.Timestamp, val int64, jvmMemoryLeakSourceAttributeValue AttributeJvmMemoryLeakSource) {
+	mb.metricJvmMemoryLeakSuspected.recordDataPoint(mb.startTime, ts, val, jvmMemoryLeakSourceAttributeValue.String())
 }
 
 // RecordJvmMemoryLimitDataPoint adds a data point to jvm.memory.limit metric.

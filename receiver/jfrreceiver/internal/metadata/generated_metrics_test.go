@@ -72,6 +72,7 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["jvm.buffer.memory.used"] = mb.metricJvmBufferMemoryUsed.config.AggregationStrategy
 			aggMap["jvm.jni.reference.count"] = mb.metricJvmJniReferenceCount.config.AggregationStrategy
 			aggMap["jvm.memory.committed"] = mb.metricJvmMemoryCommitted.config.AggregationStrategy
+			aggMap["jvm.memory.leak.suspected"] = mb.metricJvmMemoryLeakSuspected.config.AggregationStrategy
 			aggMap["jvm.memory.limit"] = mb.metricJvmMemoryLimit.config.AggregationStrategy
 			aggMap["jvm.memory.used"] = mb.metricJvmMemoryUsed.config.AggregationStrategy
 			aggMap["jvm.memory.used_after_last_gc"] = mb.metricJvmMemoryUsedAfterLastGc.config.AggregationStrategy
@@ -136,6 +137,12 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordJvmMemoryLeakSuspectedDataPoint(ts, 1, AttributeJvmMemoryLeakSourceHeap)
+			if tt.name == "reaggregate_set" {
+				mb.RecordJvmMemoryLeakSuspectedDataPoint(ts, 3, AttributeJvmMemoryLeakSourceDirectBuffers)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordJvmMemoryLimitDataPoint(ts, 1, "jvm.memory.type-val", WithJvmMemoryPoolNameMetricAttribute("jvm.memory.pool.name-val"))
 			if tt.name == "reaggregate_set" {
 				mb.RecordJvmMemoryLimitDataPoint(ts, 3, "jvm.memory.type-val-2", WithJvmMemoryPoolNameMetricAttribute("jvm.memory.pool.name-val"))
@@ -195,6 +202,7 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricJvmBufferMemoryUsed.aggDataPoints)
 				assert.Empty(t, mb.metricJvmJniReferenceCount.aggDataPoints)
 				assert.Empty(t, mb.metricJvmMemoryCommitted.aggDataPoints)
+				assert.Empty(t, mb.metricJvmMemoryLeakSuspected.aggDataPoints)
 				assert.Empty(t, mb.metricJvmMemoryLimit.aggDataPoints)
 				assert.Empty(t, mb.metricJvmMemoryUsed.aggDataPoints)
 				assert.Empty(t, mb.metricJvmMemoryUsedAfterLastGc.aggDataPoints)
@@ -531,6 +539,50 @@ func TestMetricsBuilder(t *testing.T) {
 							assert.Equal(t, int64(3), dp.IntValue())
 						}
 						_, ok := dp.Attributes().Get("jvm.memory.type")
+						assert.False(t, ok)
+					}
+				case "jvm.memory.leak.suspected":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["jvm.memory.leak.suspected"], "Found a duplicate in the metrics slice: jvm.memory.leak.suspected")
+						validatedMetrics["jvm.memory.leak.suspected"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "1 while the account is suspected of leaking (accounts::leak_detection, the rule of jvm.memory.leak_suspected records), 0 while it has been assessed and is not; absent before a series spans half the window (project namespace).", mi.Description())
+						assert.Equal(t, "{account}", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						jvmMemoryLeakSourceAttrVal, ok := dp.Attributes().Get("jvm.memory.leak.source")
+						assert.True(t, ok)
+						assert.Equal(t, "heap", jvmMemoryLeakSourceAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["jvm.memory.leak.suspected"], "Found a duplicate in the metrics slice: jvm.memory.leak.suspected")
+						validatedMetrics["jvm.memory.leak.suspected"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "1 while the account is suspected of leaking (accounts::leak_detection, the rule of jvm.memory.leak_suspected records), 0 while it has been assessed and is not; absent before a series spans half the window (project namespace).", mi.Description())
+						assert.Equal(t, "{account}", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["jvm.memory.leak.suspected"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("jvm.memory.leak.source")
 						assert.False(t, ok)
 					}
 				case "jvm.memory.limit":
