@@ -191,7 +191,7 @@ func TestAlertRulesCheck(t *testing.T) {
 	if err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "SUCCESS: 10 rules found") {
+	if !strings.Contains(string(out), "SUCCESS: 15 rules found") {
 		t.Errorf("promtool check rules: %s", out)
 	}
 }
@@ -261,8 +261,8 @@ func TestAlertRulesUnitTests(t *testing.T) {
 			}
 		}
 	}
-	if n != 10 {
-		t.Errorf("%d alerts, want 10", n)
+	if n != 15 {
+		t.Errorf("%d alerts, want 15", n)
 	}
 }
 
@@ -422,8 +422,8 @@ func TestChartDashboardsAndRulesRender(t *testing.T) {
 	for _, g := range rule.Spec.Groups {
 		n += len(g.Rules)
 	}
-	if n != 10 {
-		t.Errorf("PrometheusRule has %d rules, want 10", n)
+	if n != 15 {
+		t.Errorf("PrometheusRule has %d rules, want 15", n)
 	}
 }
 
