@@ -101,12 +101,12 @@ var lifecycle = sharedcomponent.Lifecycle[*jfrReceiver]{Start: (*jfrReceiver).st
 
 func (f *factory) createMetrics(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
 	return f.receivers.Share(set.ID, func() (*jfrReceiver, error) { return newReceiver(set, cfg.(*Config)), nil }, lifecycle, func(r *jfrReceiver) sharedcomponent.Hooks {
-		return sharedcomponent.Hooks{Open: func() { r.metrics.Open(next) }, Close: r.metrics.Close}
+		return sharedcomponent.Hooks{Open: func() { r.metrics.Open(next) }, Final: r.final, Close: r.metrics.Close}
 	})
 }
 
 func (f *factory) createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
 	return f.receivers.Share(set.ID, func() (*jfrReceiver, error) { return newReceiver(set, cfg.(*Config)), nil }, lifecycle, func(r *jfrReceiver) sharedcomponent.Hooks {
-		return sharedcomponent.Hooks{Open: func() { r.logs.Open(next) }, Close: r.logs.Close}
+		return sharedcomponent.Hooks{Open: func() { r.logs.Open(next) }, Final: r.final, Close: r.logs.Close}
 	})
 }

@@ -204,11 +204,34 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 // shutdown stops the loop; the last started face to shut down calls it.
 func (r *jfrReceiver) shutdown(ctx context.Context) error {
 	r.guard.Release()
+	if err := r.stopLoop(ctx); err != nil {
+		return err
+	}
+	r.closePods()
+	r.telemetry.Shutdown()
+	return nil
+}
+
+// final runs when a face shuts down before the other: the loop stops while
+// both pipelines still take what it sends (stopLoop).
+func (r *jfrReceiver) final(ctx context.Context) {
+	if err := r.stopLoop(ctx); err != nil {
+		r.set.Logger.Warn("the JFR receiver's loop did not stop before its first pipeline's shutdown gave up", zap.Error(err))
+	}
+}
+
+// stopLoop ends the loop and waits for it (or for ctx): its last reads are
+// sent and the checkpoints saved. The first face to shut down calls it
+// (the Final hook) as the last one does: the loop must not read on once a
+// pipeline is gone, since what it read then would be dropped at that
+// pipeline's closed gate while the checkpoints moved past it, and the next
+// collector would never send it (a helm upgrade lost every collection read
+// between the logs face's shutdown and the metrics face's). It is safe to
+// call again.
+func (r *jfrReceiver) stopLoop(ctx context.Context) error {
 	r.cancel()
 	select {
 	case <-r.done:
-		r.closePods()
-		r.telemetry.Shutdown()
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -575,3 +575,89 @@ func TestRepositoryRestartJVMExitsDuringDowntime(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstPipelineShutdownLosesNothing: the collector shuts the logs
+// pipeline's face of the receiver down first and the metrics pipeline's a
+// while later (other components between them; 1.5 s here). A real JDK 17
+// JVM logs -Xlog:gc*,safepoint all along, and a second collector on the same
+// file_storage goes on after the first: every pause and safepoint line
+// arrives exactly once. When the receiver read on between the two
+// shutdowns, the windows it read were refused by the closed logs pipeline
+// while its checkpoint moved past them, and the next collector never sent
+// them (a helm upgrade lost 8 collections so).
+func TestFirstPipelineShutdownLosesNothing(t *testing.T) {
+	j := jfrtest.Find(t, 17)
+	dir := t.TempDir()
+	logDir, storageDir := filepath.Join(dir, "logs"), filepath.Join(dir, "storage")
+	for _, d := range []string{logDir, storageDir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gcLog := filepath.Join(logDir, "gc.log")
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	cfg.PollInterval = 100 * time.Millisecond
+	cfg.Repositories.Enabled = false
+	cfg.XLog.Include = []string{gcLog}
+	cfg.XLog.DiscoveryInterval = 100 * time.Millisecond
+	id := fileStorageID
+	cfg.Storage = &id
+
+	// The first collector: both faces of one receiver, as in a config with
+	// the receiver in a logs and a metrics pipeline.
+	ext, host := startFileStorage(t, storageDir)
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.ID = component.NewID(metadata.Type)
+	f := NewFactory()
+	sink1 := new(consumertest.LogsSink)
+	logsFace, err := f.CreateLogs(context.Background(), set, cfg, sink1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsFace, err := f.CreateMetrics(context.Background(), set, cfg, new(consumertest.MetricsSink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []component.Component{logsFace, metricsFace} {
+		if err := c.Start(context.Background(), host); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, exited, out := startJVM(t, j, logDir, 6000,
+		"-Xlog:gc*,safepoint:file="+gcLog+":time,uptimenanos,timenanos,pid,level,tags")
+	waitFor(t, exited, out, func() bool { return sink1.LogRecordCount() >= 50 })
+	if err := logsFace.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the JVM logs on
+	if err := metricsFace.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ext.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	stop2 := make(chan struct{})
+	second := make(chan *consumertest.LogsSink, 1)
+	go func() { second <- runCollector(t, cfg, storageDir, new(consumertest.LogsSink), stop2) }()
+	waitExit(t, exited, out)
+	time.Sleep(time.Second) // the last lines are read
+	close(stop2)
+	sink2 := <-second
+
+	clock, err := window.NewClock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := logPauses(t, gcLog+"*", clock)
+	got := receivedPauses(t, sink1, sink2)
+	dups, gaps, extra, missing := compare(want, got)
+	t.Logf("log lines %d, received %d (first collector %d records), duplicates %d, gaps %d (first: %v), not in the log %d",
+		len(want), len(got), sink1.LogRecordCount(), dups, gaps, missing, extra)
+	if len(want) < 100 {
+		t.Fatalf("log too thin: %d pauses and safepoints", len(want))
+	}
+	if dups != 0 || gaps != 0 || extra != 0 {
+		t.Errorf("across the two shutdowns and the restart: %d duplicates, %d gaps (%v), %d windows not in the log", dups, gaps, missing, extra)
+	}
+}
