@@ -169,6 +169,23 @@ func (d *decoder) skipVarint() {
 	d.pos = p + 1
 }
 
+// skipVarints advances past n compressed integers, a word at a time while
+// the longest encoding (9 bytes) fits.
+func (d *decoder) skipVarints(n int) {
+	b, p := d.buf, d.pos
+	for ; n > 0 && len(b)-p >= 9; n-- {
+		if stops := ^binary.LittleEndian.Uint64(b[p:]) & 0x8080808080808080; stops != 0 {
+			p += bits.TrailingZeros64(stops)/8 + 1
+		} else {
+			p += 9
+		}
+	}
+	d.pos = p
+	for ; n > 0 && !d.short; n-- {
+		d.skipVarint()
+	}
+}
+
 func (d *decoder) need(n int) bool {
 	if n < 0 || len(d.buf)-d.pos < n {
 		d.short = true

@@ -52,6 +52,12 @@ type Type struct {
 	// as one (its elements are charged when their count is read). Set
 	// when the metadata is built; at most maxTypeNodes.
 	nodes int32
+	// varintsOnly says that a value of the type, in a chunk of compressed
+	// integers, is exactly varints compressed integers (integer and
+	// constant-pool fields, inline structs of them, no arrays): skipping
+	// it needs no walk of the fields. Set with nodes.
+	varintsOnly bool
+	varints     int32
 }
 
 // IsEvent reports whether the type is an event type.
@@ -462,6 +468,12 @@ func (m *Metadata) ref(owner, what, attr string) (*Type, error) {
 	return t, nil
 }
 
+// isVarintKind reports whether values of kind k are compressed integers
+// in a chunk that compresses integers.
+func isVarintKind(k Kind) bool {
+	return k == KindChar || k == KindShort || k == KindInt || k == KindLong
+}
+
 // sizeTypes sets every type's nodes, and rejects metadata in which a
 // struct contains itself inline (not through a constant pool: such a value
 // has no finite encoding, or through arrays an unbounded depth), structs
@@ -489,8 +501,20 @@ func sizeTypes(m *Metadata) error {
 		}
 		state[t] = visiting
 		nodes, h := int64(1), 1
+		only, varints := t.Kind == KindStruct || isVarintKind(t.Kind), int64(0)
+		if t.Kind != KindStruct {
+			varints = 1
+		}
 		for i := range t.Fields {
 			f := &t.Fields[i]
+			switch {
+			case f.Array:
+				only = false
+			case f.ConstantPool || isVarintKind(f.Type.Kind):
+				varints++
+			case f.Type.Kind != KindStruct:
+				only = false
+			}
 			if f.ConstantPool || f.Type.Kind != KindStruct {
 				nodes++
 				continue
@@ -503,6 +527,8 @@ func sizeTypes(m *Metadata) error {
 				nodes++
 			} else {
 				nodes += int64(f.Type.nodes)
+				only = only && f.Type.varintsOnly
+				varints += int64(f.Type.varints)
 			}
 			if nodes > maxTypeNodes {
 				return detail(ErrTooLarge, "a value of class %s expands to more than %d fields", t.Name, maxTypeNodes)
@@ -512,6 +538,7 @@ func sizeTypes(m *Metadata) error {
 			return detail(ErrTooLarge, "classes nest inline deeper than %d (in %s)", maxInlineDepth, t.Name)
 		}
 		t.nodes, height[t] = int32(nodes), h
+		t.varintsOnly, t.varints = only, int32(varints) // varints <= nodes
 		state[t] = done
 		return nil
 	}
