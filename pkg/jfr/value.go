@@ -456,7 +456,11 @@ func (c *Chunk) ops(t *Type) []fieldOp {
 // resetOps drops compiled operations (metadata or pools changed).
 func (c *Chunk) resetOps() {
 	if c.Metadata != nil {
-		c.opsDense = make([][]fieldOp, len(c.Metadata.dense))
+		if len(c.opsDense) == len(c.Metadata.dense) {
+			clear(c.opsDense) // loading a chunk resets twice: metadata, then pools
+		} else {
+			c.opsDense = make([][]fieldOp, len(c.Metadata.dense))
+		}
 	}
 	c.opsSparse = nil
 }
