@@ -22,6 +22,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/e2etest/containertest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
 )
 
 // The cluster scenario (issue #26) runs against the one-node Kubernetes that
@@ -660,29 +661,83 @@ func checkUpgradeKeepsCheckpoints(t *testing.T, k kube, export string, hybrid *c
 	if out, err := exec.Command("ls", "-la", filepath.Join(k.dir, "ns/varlib/otelcol-ai/storage")).CombinedOutput(); err == nil {
 		t.Logf("the agent's storage on the node after the upgrade:\n%s", out)
 	}
-	// The ids of collections that began 10 s before the last read, and
-	// ended: a collection still going on has no window yet.
+	// The collections with a pause that the JVM recorded, from its first
+	// exported one to those that began 10 s before the last read (a
+	// collection still going on has no window yet), each exported: a GC id
+	// without a pause (G1's concurrent undo cycle) is no gap.
+	recorded := recordedPauses(t, k, hybrid)
 	ids := make([]int64, 0, len(gcIDs))
-	for id, started := range gcIDs {
-		if started < time.Now().Add(-10*time.Second).UnixNano() {
-			ids = append(ids, id)
-		}
+	for id := range gcIDs {
+		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	var gaps []string
-	for i := 1; i < len(ids); i++ {
-		if ids[i] != ids[i-1]+1 {
-			gaps = append(gaps, fmt.Sprintf("%d..%d", ids[i-1]+1, ids[i]-1))
+	var missing []int64
+	if len(ids) > 0 {
+		for id, started := range recorded {
+			if _, seen := gcIDs[id]; !seen && id > ids[0] && started < time.Now().Add(-10*time.Second).UnixNano() {
+				missing = append(missing, id)
+			}
 		}
 	}
-	t.Logf("FIGURES helm upgrade: agent pid %d -> %d, ready %s after the upgrade; %d windows before, %d after, %d exported twice; hybrid GC ids %d..%d (%d), gaps %v",
-		before, after, readyAt.Sub(upgradeAt).Round(time.Second), len(old), len(recent), twice, first(ids), last(ids), len(ids), gaps)
+	sort.Slice(missing, func(i, j int) bool { return missing[i] < missing[j] })
+	var gaps []string
+	for i := 0; i < len(missing); {
+		j := i
+		for j+1 < len(missing) && missing[j+1] == missing[j]+1 {
+			j++
+		}
+		gaps = append(gaps, fmt.Sprintf("%d..%d", missing[i], missing[j]))
+		i = j + 1
+	}
+	t.Logf("FIGURES helm upgrade: agent pid %d -> %d, ready %s after the upgrade; %d windows before, %d after, %d exported twice; hybrid GC ids %d..%d (%d exported, %d with a pause in its recording), not exported %v",
+		before, after, readyAt.Sub(upgradeAt).Round(time.Second), len(old), len(recent), twice, first(ids), last(ids), len(ids), len(recorded), gaps)
 	if twice > 0 {
 		t.Errorf("%d windows exported by both agent pods", twice)
 	}
 	if len(gaps) > 0 {
-		t.Errorf("hybrid JVM GC ids missing across the upgrade: %v", gaps)
+		t.Errorf("hybrid JVM collections recorded with a pause and not exported: %v", gaps)
 	}
+}
+
+// recordedPauses dumps the hybrid JVM's own recording (JFR.dump, as the
+// JVM's user, in its pod) and returns the GC ids of its jdk.GCPhasePause
+// events, with the start of each id's first pause.
+func recordedPauses(t *testing.T, k kube, w *clusterWorkload) map[int64]int64 {
+	t.Helper()
+	const file = "/tmp/otelcol-ai-scenario-dump.jfr"
+	out, err := k.cmd("kubectl", "-n", clusterAppsNS, "exec", w.podName, "--",
+		"jcmd", strconv.Itoa(w.vpid), "JFR.dump", "filename="+file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: JFR.dump: %v\n%s", w.name, err, out)
+	}
+	// The pod's /tmp, through the process's root on the node.
+	r, err := jfr.Open(fmt.Sprintf("/proc/%d/root%s", w.hostPID, file))
+	if err != nil {
+		t.Fatalf("%s: the dump: %v", w.name, err)
+	}
+	defer r.Close()
+	ids := map[int64]int64{}
+	for i := range r.Chunks() {
+		c, err := r.Chunk(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		er := c.Events()
+		for er.Next() {
+			ev := er.Event()
+			if ev.Type.Name != "jdk.GCPhasePause" {
+				continue
+			}
+			id, start := ev.Value("gcId").Int(), ev.StartNanos()
+			if prev, ok := ids[id]; !ok || start < prev {
+				ids[id] = start
+			}
+		}
+		if err := er.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
 }
 
 func first(s []int64) int64 {
