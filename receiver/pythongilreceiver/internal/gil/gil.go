@@ -45,10 +45,12 @@ type Options struct {
 	// every process mapping an attached file is probed.
 	FilterPIDs bool
 	// SwitchProbes attaches take_gil/drop_gil where the symbol table has
-	// them: true waits, forced switches and held time.
+	// them or decoding finds them (static.go): true waits, forced switches
+	// and held time.
 	SwitchProbes bool
-	// GC attaches gc_collect_main (or collect) where present, else the
-	// gc__start/gc__done USDT probes where the file has them, for GC pauses.
+	// GC attaches gc_collect_main (or collect) where the symbol table has
+	// it, else the gc__start/gc__done USDT probes where the file has them,
+	// else gc_collect_main where decoding finds it, for GC pauses.
 	GC bool
 	// Futex takes waits from the futex syscalls of threads blocked on the
 	// GIL (tracepoints syscalls:sys_enter_futex/sys_exit_futex, attached
