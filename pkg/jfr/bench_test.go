@@ -117,3 +117,23 @@ func BenchmarkSkipAll(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOpenLoad: open the file and load every chunk with a new Reader
+// each time, so that metadata is parsed (BenchmarkLoad's Reader keeps it).
+func BenchmarkOpenLoad(b *testing.B) {
+	_, size := benchFile(b)
+	path := os.Getenv("JFR_BENCH_FILE")
+	if path == "" {
+		path = filepath.Join("testdata", "g1-default-jdk17.jfr")
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := jfr.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		loadChunks(b, r)
+		r.Close()
+	}
+}

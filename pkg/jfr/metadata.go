@@ -2,6 +2,7 @@ package jfr
 
 import (
 	"strconv"
+	"unicode/utf8"
 )
 
 // Kind classifies a [Type] by how its values are encoded.
@@ -217,7 +218,7 @@ func parseMetadata(d *decoder) (*Metadata, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := parseElement(d2, strs, 0)
+	root, err := parseElement(d2, strs, 0, &elementSlab{})
 	if err != nil {
 		return nil, err
 	}
@@ -231,11 +232,37 @@ func parseStringTable(d *decoder) ([]string, error) {
 		return nil, decodeErr(d, "metadata string table")
 	}
 	strs := make([]string, n)
+	// UTF-8 and ASCII strings become slices of one string made of the
+	// whole table: one allocation instead of one per string.
+	type span struct{ i, off, n int }
+	var spans []span
+	start := d.pos
 	for i := range strs {
+		// UTF-16 units that are all below 0x80 are one byte each when
+		// compressed: the bytes are the (ASCII) string.
+		if p := d.pos; p+1 < len(d.buf) && (d.buf[p] == strUTF8 || d.buf[p] == strLatin1 || d.buf[p] == strUTF16 && d.compressed) {
+			d.pos++
+			k := d.count(len(d.buf))
+			if k > 0 && d.need(k) {
+				if b := d.buf[d.pos : d.pos+k]; d.buf[p] == strUTF8 && utf8.Valid(b) || isASCII(b) {
+					spans = append(spans, span{i, d.pos - start, k})
+					d.pos += k
+					continue
+				}
+			}
+			d.pos = p
+		}
 		strs[i], _ = d.str(nil)
 		if d.failed() {
 			return nil, decodeErr(d, "metadata string table")
 		}
+	}
+	if d.failed() {
+		return nil, decodeErr(d, "metadata string table")
+	}
+	whole := string(d.buf[start:d.pos])
+	for _, sp := range spans {
+		strs[sp.i] = whole[sp.off : sp.off+sp.n]
 	}
 	return strs, nil
 }
@@ -250,7 +277,46 @@ func decodeErr(d *decoder, what string) error {
 	return detail(ErrCorrupt, "%s", what)
 }
 
-func parseElement(d *decoder, strs []string, depth int) (*element, error) {
+// elementSlab hands out the elements of one metadata tree, and their
+// attribute and child slices, from shared blocks: a JDK's metadata has
+// thousands of elements, and one allocation each was most of the cost of
+// opening a small recording.
+type elementSlab struct {
+	els   []element
+	attrs []Attribute
+	kids  []*element
+}
+
+const slabBlock = 512
+
+func (s *elementSlab) element() *element {
+	if len(s.els) == 0 {
+		s.els = make([]element, slabBlock)
+	}
+	e := &s.els[0]
+	s.els = s.els[1:]
+	return e
+}
+
+func (s *elementSlab) attributes(n int) []Attribute {
+	if n > len(s.attrs) {
+		s.attrs = make([]Attribute, max(n, slabBlock))
+	}
+	a := s.attrs[:n:n]
+	s.attrs = s.attrs[n:]
+	return a
+}
+
+func (s *elementSlab) children(n int) []*element {
+	if n > len(s.kids) {
+		s.kids = make([]*element, max(n, slabBlock))
+	}
+	c := s.kids[:n:n]
+	s.kids = s.kids[n:]
+	return c
+}
+
+func parseElement(d *decoder, strs []string, depth int, slab *elementSlab) (*element, error) {
 	if depth > maxElementDepth {
 		return nil, detail(ErrCorrupt, "metadata elements nested deeper than %d", maxElementDepth)
 	}
@@ -262,11 +328,12 @@ func parseElement(d *decoder, strs []string, depth int) (*element, error) {
 		}
 		return strs[i]
 	}
-	e := &element{name: str()}
+	e := slab.element()
+	e.name = str()
 	// Each attribute takes at least 2 bytes, each child at least 3.
 	na := d.count((len(d.buf) - d.pos) / 2)
 	if na > 0 {
-		e.attrs = make([]Attribute, na)
+		e.attrs = slab.attributes(na)
 		for i := range e.attrs {
 			e.attrs[i] = Attribute{Key: str(), Value: str()}
 		}
@@ -276,9 +343,9 @@ func parseElement(d *decoder, strs []string, depth int) (*element, error) {
 		return nil, decodeErr(d, "metadata element")
 	}
 	if nc > 0 {
-		e.children = make([]*element, nc)
+		e.children = slab.children(nc)
 		for i := range e.children {
-			c, err := parseElement(d, strs, depth+1)
+			c, err := parseElement(d, strs, depth+1, slab)
 			if err != nil {
 				return nil, err
 			}
@@ -371,6 +438,13 @@ func (m *Metadata) resolve(t *Type, cl *element) error {
 	if t.Annotations, err = m.annotations(t.Name, cl.children); err != nil {
 		return err
 	}
+	nf := 0
+	for _, c := range cl.children {
+		if c.name == "field" {
+			nf++
+		}
+	}
+	t.Fields = make([]Field, 0, nf)
 	for _, c := range cl.children {
 		switch c.name {
 		case "field":
@@ -399,7 +473,7 @@ func (m *Metadata) resolve(t *Type, cl *element) error {
 // field builds the field that element c of class owner declares, with the
 // units its well-known annotations give.
 func (m *Metadata) field(owner string, c *element) (Field, error) {
-	ft, err := m.ref(owner, "field "+c.attr("name"), c.attr("class"))
+	ft, err := m.ref(owner, "field", c.attr("name"), c.attr("class"))
 	if err != nil {
 		return Field{}, err
 	}
@@ -424,7 +498,7 @@ func (m *Metadata) field(owner string, c *element) (Field, error) {
 
 // setting builds the setting that element c of class owner declares.
 func (m *Metadata) setting(owner string, c *element) (Setting, error) {
-	st, err := m.ref(owner, "setting "+c.attr("name"), c.attr("class"))
+	st, err := m.ref(owner, "setting", c.attr("name"), c.attr("class"))
 	if err != nil {
 		return Setting{}, err
 	}
@@ -438,19 +512,41 @@ func (m *Metadata) setting(owner string, c *element) (Setting, error) {
 // annotations builds the annotations among els, children of an element of
 // class owner.
 func (m *Metadata) annotations(owner string, els []*element) ([]Annotation, error) {
-	var as []Annotation
+	n := 0
+	for _, a := range els {
+		if a.name == "annotation" {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	as := make([]Annotation, 0, n)
 	for _, a := range els {
 		if a.name != "annotation" {
 			continue
 		}
-		at, err := m.ref(owner, "annotation", a.attr("class"))
+		at, err := m.ref(owner, "annotation", "", a.attr("class"))
 		if err != nil {
 			return nil, err
 		}
 		an := Annotation{Type: at}
-		for _, kv := range a.attrs {
-			if kv.Key != "class" {
-				an.Values = append(an.Values, kv)
+		// The element's attributes less "class", usually none or one:
+		// shared with the element when "class" comes first.
+		if len(a.attrs) > 1 && a.attrs[0].Key == "class" {
+			an.Values = a.attrs[1:]
+			for _, kv := range an.Values {
+				if kv.Key == "class" {
+					an.Values = nil
+					break
+				}
+			}
+		}
+		if an.Values == nil {
+			for _, kv := range a.attrs {
+				if kv.Key != "class" {
+					an.Values = append(an.Values, kv)
+				}
 			}
 		}
 		as = append(as, an)
@@ -459,10 +555,15 @@ func (m *Metadata) annotations(owner string, els []*element) ([]Annotation, erro
 }
 
 // ref resolves the class ID attr that what (a member of class owner) names.
-func (m *Metadata) ref(owner, what, attr string) (*Type, error) {
+// ref resolves a class id attribute; what and name say whose (e.g.
+// "field", "startTime") in the error.
+func (m *Metadata) ref(owner, what, name, attr string) (*Type, error) {
 	id, err := strconv.ParseInt(attr, 10, 64)
 	t := m.TypeByID(id)
 	if err != nil || t == nil {
+		if name != "" {
+			what += " " + name
+		}
 		return nil, detail(ErrCorrupt, "%s of %s references missing class %q", what, owner, attr)
 	}
 	return t, nil
