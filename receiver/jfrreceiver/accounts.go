@@ -184,14 +184,14 @@ func jniOptOut(procs *procresource.Reader, pods attach.PodPolicy, t jvmaccounts.
 
 // closeAccounts waits for the thread dumps under way (each bounded by
 // accounts::jni_references::timeout) and starts no more: the loop calls it
-// when it stops.
+// when it stops, before its last collection, which then takes what they
+// read. A restart's new aggregator makes new accounts.
 func (r *jfrReceiver) closeAccounts() {
 	if r.acc != nil && r.acc.jni != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Accounts.JNIReferences.Timeout+time.Second)
 		defer cancel()
 		r.acc.jni.Close(ctx)
 	}
-	r.acc = nil
 }
 
 // collectAccounts reads every live JVM's accounts that JFR leaves out

@@ -298,6 +298,7 @@ func (r *jfrReceiver) loop(ctx context.Context, host component.Host, events *dis
 					r.set.Logger.Warn("closing a source", zap.Error(err))
 				}
 			}
+			r.closeAccounts()
 			// Metrics gathered since the last collection are not lost.
 			r.emitMetrics(context.Background())
 			r.closeStorage(context.Background())

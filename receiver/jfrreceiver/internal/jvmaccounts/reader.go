@@ -98,17 +98,7 @@ func (r *Reader) Poll(t Target, threads int64, now time.Time) (Reading, bool) {
 	}
 	j.seen = true
 	if j.call != nil && j.call.Done() {
-		a, _ := j.call.Wait(context.Background()) // Done: returns at once
-		j.call = nil
-		switch {
-		case a.optedOut != "":
-			// Opted out: not a read, and not counted.
-		case a.err != nil:
-			r.done(t, j, ReadFailed, a.err)
-		default:
-			j.latest, j.have = Reading{Refs: a.refs, At: a.at}, true
-			r.done(t, j, ReadOK, nil)
-		}
+		r.take(context.Background(), t, j) // Done: returns at once
 	}
 	if j.call == nil && !r.closed && (j.started.IsZero() || now.Sub(j.started) >= r.cfg.Interval) {
 		j.started = now
@@ -135,14 +125,32 @@ func (r *Reader) Sweep() {
 	}
 }
 
+// take waits for j's read until ctx ends and keeps what it found.
+func (r *Reader) take(ctx context.Context, t Target, j *jvm) {
+	a, ok := j.call.Wait(ctx)
+	j.call = nil
+	switch {
+	case !ok:
+		// Not answered in time: the read goes on alone, and ends
+		// within the attach timeout.
+	case a.optedOut != "":
+		// Opted out: not a read, and not counted.
+	case a.err != nil:
+		r.done(t, j, ReadFailed, a.err)
+	default:
+		j.latest, j.have = Reading{Refs: a.refs, At: a.at}, true
+		r.done(t, j, ReadOK, nil)
+	}
+}
+
 // Close starts no more reads and waits for those under way, each bounded
-// by the attach timeout, until ctx ends.
+// by the attach timeout, until ctx ends; the next Poll returns what they
+// found.
 func (r *Reader) Close(ctx context.Context) {
 	r.closed = true
-	for _, j := range r.jvms {
+	for t, j := range r.jvms {
 		if j.call != nil {
-			j.call.Wait(ctx)
-			j.call = nil
+			r.take(ctx, t, j)
 		}
 	}
 }
