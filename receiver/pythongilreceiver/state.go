@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
@@ -509,8 +510,11 @@ func (st *runState) threadName(p *process, tid uint32) string {
 // maxThreadNames bounds the per-process cache of thread names.
 const maxThreadNames = 4096
 
+// readComm reads a comm file of the proc filesystem (the kernel's is at
+// most 16 bytes), capped all the same: the proc root may be a tenant's
+// bind mount.
 func readComm(path string) string {
-	data, err := os.ReadFile(path)
+	data, err := procroot.ReadProcFile(path, 64)
 	if err != nil {
 		return ""
 	}
