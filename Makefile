@@ -153,7 +153,7 @@ bench: build ## Run the benchmarks, each against the reference its issue names.
 	# against the JDK's RecordingFile on every JFR oracle recording, first pass and warmed, as ratios) and
 	# BenchmarkPrintLargeRecording (cmd/jfrstat: print --json on 1 GB, equal to JDK 25's, peak RSS under 64 MB).
 	JFR_BENCH_FILE=$(CACHE)/jfr-bench/g1-profile-mixed.jfr OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
-		$(GO) test -run='^$$' -bench=. -benchmem ./...
+		$(GO) test -run='^$$' -bench=. -benchmem -timeout 60m ./...
 
 generate: ## Regenerate the committed eBPF objects for amd64 and arm64 (installs clang, llvm, libbpf-dev, linux-libc-dev-arm64-cross if missing).
 	@command -v clang >/dev/null && [ -f /usr/include/bpf/bpf_helpers.h ] && [ -f /usr/aarch64-linux-gnu/include/asm/ptrace.h ] || \
