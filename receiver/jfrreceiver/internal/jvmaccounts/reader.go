@@ -179,6 +179,11 @@ func (r *Reader) read(t Target) answer {
 		}
 	}
 	target := attach.Target{ProcRoot: r.cfg.ProcRoot, PID: t.PID, NSPID: t.NSPID, StartTicks: t.StartTicks, Timeout: r.cfg.Timeout}
+	// SIGQUIT starts the attach listener only once the JVM handles it; a
+	// process that does not yet is killed by it.
+	if ok, why := target.Ready(); !ok {
+		return answer{err: fmt.Errorf("jvmaccounts: pid %d: not ready for attach: %s", t.PID, why)}
+	}
 	out, err := target.Jcmd("Thread.print")
 	if err != nil {
 		return answer{err: err}
