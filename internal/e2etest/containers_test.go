@@ -732,19 +732,40 @@ func (o overlapTotals) within(p overlapTotals) bool {
 // in a read for the whole run is a GIL release that long) cannot be in its
 // totals. A span is exact when its totals equal those of its own process's
 // windows seen by its end + 2 s (or all of them); never below those seen by
-// its end + 1 s (the pipeline's slack), never above all of them.
+// its end + 1 s (the pipeline's slack) that the processor keeps (see
+// keptFor), never above all of them.
 // minExact is the share of spans (percent) that must be annotated exactly;
 // the others must be within bounds (every window seen by the span's end +
 // 1 s, none it does not have).
+// keptFor leaves out the windows the processor may have dropped as too old:
+// one that starts more than windows::retention (1 min) before the newest
+// window start it has seen when the window arrives is dropped (too_old),
+// such as the GIL release of a thread blocked in a read for minutes, which
+// ends (and is observed) as a request does. The newest start seen lags the
+// window's observation by a few seconds at most: 5 s allowed. (Cluster runs
+// found 104 of 9544 spans "short" of such windows, each 157 s long, when
+// the oracle counted them.) The windows are kept in order.
+func keptFor(windows []observedWindow) []observedWindow {
+	const mayBeTooOld = int64(time.Minute - 5*time.Second)
+	out := make([]observedWindow, 0, len(windows))
+	for _, w := range windows {
+		if w.observed-w.Start <= mayBeTooOld {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 func checkSpanTotals(t *testing.T, w *workload, spans []serviceSpan, windows map[int][]observedWindow, workloads []*workload, minExact int) {
 	t.Helper()
 	const never = int64(1) << 62
 	exact, bounded, short, empty, foreign, overlapped := 0, 0, 0, 0, 0, 0
+	kept := keptFor(windows[w.hostPID])
 	for i, s := range spans {
 		got := spanTotals(s.attrs)
 		own := totalsOf(windows[w.hostPID], s.start, s.end, never)
 		inTime := totalsOf(windows[w.hostPID], s.start, s.end, s.end+int64(2*time.Second))
-		early := totalsOf(windows[w.hostPID], s.start, s.end, s.end+int64(time.Second))
+		early := totalsOf(kept, s.start, s.end, s.end+int64(time.Second))
 		if len(own) > 0 {
 			overlapped++
 		}
