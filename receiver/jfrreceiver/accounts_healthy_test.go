@@ -1,0 +1,85 @@
+package jfrreceiver
+
+import (
+	"context"
+	"flag"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/leaktest"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
+)
+
+var healthyFor = flag.Duration("accounts.healthy", 0, "how long TestAccountsHealthy runs (0 skips it)")
+
+// TestAccountsHealthy counts false leak records: for -accounts.healthy (at
+// least the 15 min default window to mean anything), JDK 17 JVMs that do
+// the leak workload's work and free it (one of them with 200 more idle
+// threads), read by the receiver on its default accounts configuration
+// (attach on, as the embedded default), must get no jvm.memory.leak_suspected
+// record and no jvm.memory.leak.suspected of 1. It logs how many
+// assessments were made.
+//
+//	go test -run TestAccountsHealthy -accounts.healthy 30m -timeout 40m ./receiver/jfrreceiver/
+func TestAccountsHealthy(t *testing.T) {
+	if *healthyFor <= 0 {
+		t.Skip("-accounts.healthy not set")
+	}
+	jdk := jfrtest.Find(t, 17)
+	prog := leaktest.Build(t, jdk)
+	opts := []string{"-Xmx128m", "-XX:MaxDirectMemorySize=512m"}
+	jvms := []*leaktest.JVM{
+		leaktest.Start(t, jdk.Java(), prog, leaktest.Healthy, 100<<10, 20, 0, opts),
+		leaktest.Start(t, jdk.Java(), prog, leaktest.Healthy, 10<<10, 200, 0, opts),
+		leaktest.Start(t, jdk.Java(), prog, leaktest.Threads, 0, 0, 0, opts, "200"),
+	}
+	ours := map[int]bool{}
+	for _, j := range jvms {
+		ours[j.PID] = true
+	}
+	attachOnly = func(pid int) bool { return ours[pid] }
+	defer func() { attachOnly = nil }()
+	cfg := createDefaultConfig().(*Config)
+	cfg.Repositories.Attach.Enabled = true
+	set := receivertest.NewNopSettings(metadata.Type)
+	logs, metrics := new(consumertest.LogsSink), new(consumertest.MetricsSink)
+	f := NewFactory()
+	lr, err := f.CreateLogs(context.Background(), set, cfg, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, err := f.CreateMetrics(context.Background(), set, cfg, metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lr.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	if err := mr.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(*healthyFor)
+	_ = lr.Shutdown(context.Background())
+	_ = mr.Shutdown(context.Background())
+	for _, j := range jvms {
+		if recs := leakRecords(logs, j.PID); len(recs) > 0 {
+			t.Errorf("pid %d: leak records %v", j.PID, recs)
+		}
+		assessed, suspected := 0, 0
+		for _, src := range []string{"heap", "direct_buffers", "jni_global_refs", "native_unaccounted", "metaspace"} {
+			for _, p := range accountPoints(metrics.AllMetrics(), j.PID, "jvm.memory.leak.suspected", "jvm.memory.leak.source", src) {
+				assessed++
+				if p.value == 1 {
+					suspected++
+					t.Errorf("pid %d: %s suspected at %s", j.PID, src, p.at)
+				}
+			}
+		}
+		t.Logf("pid %d: %d assessments over %s, %d suspected", j.PID, assessed, *healthyFor, suspected)
+	}
+}
