@@ -270,26 +270,8 @@ func TestXlogRestartRotatedDuringDowntime(t *testing.T) {
 			waitFor(t, exited, out, func() bool { _, err := os.Stat(gcLog); return err == nil && fileID(t, gcLog) != before })
 			time.Sleep(500 * time.Millisecond)
 
-			stop2 := make(chan struct{})
-			second := make(chan *consumertest.LogsSink, 1)
-			go func() { second <- runCollector(t, cfg, storageDir, new(consumertest.LogsSink), stop2) }()
-			waitExit(t, exited, out)
-			time.Sleep(time.Second) // the last lines are read
-			close(stop2)
-			sink2 := <-second
-
-			clock, err := window.NewClock()
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := logPauses(t, gcLog+"*", clock)
-			got := receivedPauses(t, sink1, sink2)
-			dups, gaps, extra, missing := compare(want, got)
-			t.Logf("%s: log lines %d, received %d, duplicates %d, gaps %d (first: %v), not in the log %d",
-				tc.name, len(want), len(got), dups, gaps, missing, extra)
-			if len(want) < 50 {
-				t.Fatalf("log too thin: %d pauses and safepoints", len(want))
-			}
+			sink2 := runUntilExit(t, cfg, storageDir, exited, out)
+			dups, gaps, extra, missing := checkLogOnce(t, tc.name, gcLog, 50, sink1, sink2)
 			if tc.storage {
 				if dups != 0 || gaps != 0 || extra != 0 {
 					t.Errorf("across the restart: %d duplicates, %d gaps (%v), %d windows not in the log", dups, gaps, missing, extra)
@@ -301,6 +283,39 @@ func TestXlogRestartRotatedDuringDowntime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runUntilExit runs a collector on storageDir (the one after a restart)
+// until the JVM has exited and its last lines were read.
+func runUntilExit(t *testing.T, cfg *Config, storageDir string, exited chan error, out *bytes.Buffer) *consumertest.LogsSink {
+	t.Helper()
+	stop := make(chan struct{})
+	done := make(chan *consumertest.LogsSink, 1)
+	go func() { done <- runCollector(t, cfg, storageDir, new(consumertest.LogsSink), stop) }()
+	waitExit(t, exited, out)
+	time.Sleep(time.Second) // the last lines are read
+	close(stop)
+	return <-done
+}
+
+// checkLogOnce compares the pause and safepoint lines of gcLog's files with
+// the windows the sinks received, logs the figures, and fails at once when
+// the log holds fewer than minLines of them (too thin to tell).
+func checkLogOnce(t *testing.T, name, gcLog string, minLines int, sinks ...*consumertest.LogsSink) (dups, gaps, extra int, missing []string) {
+	t.Helper()
+	clock, err := window.NewClock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := logPauses(t, gcLog+"*", clock)
+	got := receivedPauses(t, sinks...)
+	dups, gaps, extra, missing = compare(want, got)
+	t.Logf("%s: log lines %d, received %d, duplicates %d, gaps %d (first: %v), not in the log %d",
+		name, len(want), len(got), dups, gaps, missing, extra)
+	if len(want) < minLines {
+		t.Fatalf("log too thin: %d pauses and safepoints", len(want))
+	}
+	return dups, gaps, extra, missing
 }
 
 // jfrWindows keys the JFR windows received for pid: "GC(id) phase" per
@@ -637,26 +652,8 @@ func TestFirstPipelineShutdownLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	stop2 := make(chan struct{})
-	second := make(chan *consumertest.LogsSink, 1)
-	go func() { second <- runCollector(t, cfg, storageDir, new(consumertest.LogsSink), stop2) }()
-	waitExit(t, exited, out)
-	time.Sleep(time.Second) // the last lines are read
-	close(stop2)
-	sink2 := <-second
-
-	clock, err := window.NewClock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := logPauses(t, gcLog+"*", clock)
-	got := receivedPauses(t, sink1, sink2)
-	dups, gaps, extra, missing := compare(want, got)
-	t.Logf("log lines %d, received %d (first collector %d records), duplicates %d, gaps %d (first: %v), not in the log %d",
-		len(want), len(got), sink1.LogRecordCount(), dups, gaps, missing, extra)
-	if len(want) < 100 {
-		t.Fatalf("log too thin: %d pauses and safepoints", len(want))
-	}
+	sink2 := runUntilExit(t, cfg, storageDir, exited, out)
+	dups, gaps, extra, missing := checkLogOnce(t, "two shutdowns", gcLog, 100, sink1, sink2)
 	if dups != 0 || gaps != 0 || extra != 0 {
 		t.Errorf("across the two shutdowns and the restart: %d duplicates, %d gaps (%v), %d windows not in the log", dups, gaps, missing, extra)
 	}

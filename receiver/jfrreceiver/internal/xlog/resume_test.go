@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,21 @@ import (
 // the positions the last one saved.
 func restartedSource(dir string, clock *window.Clock, saved map[string]Position) *Source {
 	return NewSource(Config{Include: []string{filepath.Join(dir, "gc.log")}, DiscoveryInterval: time.Hour, Clock: clock, Resume: saved})
+}
+
+// savedAfter is a source (the collector before a restart) that followed
+// dir's gc.log from its creation and read line, closed; it returns where it
+// stood.
+func savedAfter(t *testing.T, dir string, clock *window.Clock, line string) map[string]Position {
+	t.Helper()
+	path := filepath.Join(dir, "gc.log")
+	appendFile(t, path, "")
+	s := restartedSource(dir, clock, nil)
+	defer s.Close()
+	pollAll(t, s)
+	appendFile(t, path, line)
+	pollAll(t, s)
+	return s.Positions()
 }
 
 func setMtime(t *testing.T, path string, at time.Time) {
@@ -97,13 +113,7 @@ func TestResumeAfterRestart(t *testing.T) {
 	t.Run("truncated", func(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "gc.log")
-		appendFile(t, path, "")
-		s := restartedSource(dir, clock, nil)
-		pollAll(t, s)
-		appendFile(t, path, g1Safepoint17+"\n"+g1Pause17+"\n")
-		pollAll(t, s)
-		saved := s.Positions()
-		s.Close()
+		saved := savedAfter(t, dir, clock, g1Safepoint17+"\n"+g1Pause17+"\n")
 		if err := os.Truncate(path, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -117,13 +127,7 @@ func TestResumeAfterRestart(t *testing.T) {
 	t.Run("gone", func(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "gc.log")
-		appendFile(t, path, "")
-		s := restartedSource(dir, clock, nil)
-		pollAll(t, s)
-		appendFile(t, path, g1Safepoint17+"\n")
-		pollAll(t, s)
-		saved := s.Positions()
-		s.Close()
+		saved := savedAfter(t, dir, clock, g1Safepoint17+"\n")
 		if err := os.Remove(path); err != nil {
 			t.Fatal(err)
 		}
@@ -150,17 +154,6 @@ func TestRotatedTwiceBetweenPolls(t *testing.T) {
 			out = append(out, w.Kind)
 		}
 		return out
-	}
-	equal := func(a, b []window.Kind) bool {
-		if len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if a[i] != b[i] {
-				return false
-			}
-		}
-		return true
 	}
 	base := time.Now().Add(-time.Hour)
 	// rotate renames gc.log as HotSpot does (the writer closed it before
@@ -191,14 +184,14 @@ func TestRotatedTwiceBetweenPolls(t *testing.T) {
 		rotate(t, path, 1, zPause25, base.Add(2*time.Second))   // C: the new file
 		got := kinds(pollAll(t, s).Windows)
 		want := []window.Kind{window.KindJVMGCPause, window.KindJVMSafepoint, window.KindJVMGCPause}
-		if !equal(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("after two rotations: %v, want %v (A, B, C once each, in order)", got, want)
 		}
 		// And the next rotation again finds only what is new: the files
 		// read before are older than the one just read, or read already.
 		setMtime(t, path+".0", base.Add(3*time.Second)) // a touched old file: not read again
 		rotate(t, path, 2, g1Safepoint17, base.Add(4*time.Second))
-		if got := kinds(pollAll(t, s).Windows); !equal(got, []window.Kind{window.KindJVMSafepoint}) {
+		if got := kinds(pollAll(t, s).Windows); !slices.Equal(got, []window.Kind{window.KindJVMSafepoint}) {
 			t.Fatalf("after a third rotation: %v, want the new file's safepoint only", got)
 		}
 	})
@@ -206,13 +199,7 @@ func TestRotatedTwiceBetweenPolls(t *testing.T) {
 	t.Run("restart", func(t *testing.T) {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "gc.log")
-		appendFile(t, path, "")
-		s := restartedSource(dir, clock, nil)
-		pollAll(t, s)
-		appendFile(t, path, g1Safepoint17+"\n")
-		pollAll(t, s)
-		saved := s.Positions()
-		s.Close()
+		saved := savedAfter(t, dir, clock, g1Safepoint17+"\n")
 		// A, with more lines after its pause than a poll reads.
 		appendFile(t, path, g1Pause17+"\n"+strings.Repeat("filler\n", maxReadPerPoll/7+1))
 		setMtime(t, path, base)
@@ -227,7 +214,7 @@ func TestRotatedTwiceBetweenPolls(t *testing.T) {
 			got = append(got, kinds(pollAll(t, s2).Windows)...)
 		}
 		want := []window.Kind{window.KindJVMGCPause, window.KindJVMSafepoint, window.KindJVMGCPause}
-		if !equal(got, want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("after the restart: %v, want %v (A, B, C once each, in order)", got, want)
 		}
 	})
