@@ -2,6 +2,7 @@ package jfr
 
 import (
 	"bytes"
+	"hash/maphash"
 	"sync"
 )
 
@@ -19,7 +20,6 @@ type Chunk struct {
 	pools     poolSet
 	perm      arena    // pool values and kept events
 	strs      interner // short strings shared by events
-	mdCache   *metadataCache
 	opsDense  [][]fieldOp
 	opsSparse map[int64][]fieldOp
 
@@ -29,11 +29,7 @@ type Chunk struct {
 // NewChunk parses a chunk held entirely in buf (header included). index and
 // offset only label errors and events with their place in the file.
 func NewChunk(buf []byte, index int, offset int64) (*Chunk, error) {
-	return newChunk(buf, index, offset, nil)
-}
-
-func newChunk(buf []byte, index int, offset int64, mc *metadataCache) (*Chunk, error) {
-	c := &Chunk{Index: index, Offset: offset, mdCache: mc}
+	c := &Chunk{Index: index, Offset: offset}
 	h, err := ParseHeader(buf)
 	if err != nil {
 		return nil, c.errorf(0, "chunk header", err)
@@ -84,7 +80,7 @@ func (c *Chunk) loadMetadata(off int64) error {
 	if off < HeaderSize || off >= int64(len(c.buf)) {
 		return c.errorf(24, "chunk header", detail(ErrCorrupt, "metadata offset %d outside chunk of %d bytes", off, len(c.buf)))
 	}
-	md, err := c.mdCache.parse(c.decoder(int(off)))
+	md, err := sharedMetadata.parse(c.decoder(int(off)))
 	if err != nil {
 		return c.errorf(off, "metadata", err)
 	}
@@ -177,56 +173,69 @@ func (c *Chunk) indexCheckpoint(off int64) (delta int64, err error) {
 	return delta, nil
 }
 
-// metadataCache shares parsed metadata between the chunks of a file: a JVM
-// writes the same metadata event into every chunk until a new event type
-// is registered. Metadata is read-only once built, so chunks on different
-// goroutines may share it.
+// metadataCache shares parsed metadata between chunks, of one file or of
+// several: a JVM writes the same metadata event into every chunk until a
+// new event type is registered, and JVMs of one build write the same one,
+// so the receiver's chunks and a tool's repeated reads mostly parse it
+// once. Parsing is a function of the event's body and the chunk's integer
+// encoding, so a match is taken only when both are equal, the body byte
+// for byte (the hash only picks the candidate). Metadata is read-only once
+// built, so chunks on different goroutines may share it.
 type metadataCache struct {
 	mu      sync.Mutex
-	entries []cachedMetadata
+	seed    maphash.Seed
+	entries []cachedMetadata // least recently used first
 }
 
 type cachedMetadata struct {
-	raw []byte
-	md  *Metadata
+	hash       uint64
+	compressed bool
+	body       []byte // a copy: the chunk's buffer is not kept
+	md         *Metadata
 }
 
+// Bounds on what the process keeps: a few JDK builds' metadata (100-300 KB
+// each); larger bodies, which only a hostile or unusual file has, are
+// parsed each time rather than held.
+const (
+	maxCachedMetadata     = 8
+	maxCachedMetadataBody = 1 << 20
+)
+
+// sharedMetadata is the cache every chunk uses.
+var sharedMetadata = &metadataCache{seed: maphash.MakeSeed()}
+
 func (mc *metadataCache) parse(d *decoder) (*Metadata, error) {
-	if mc == nil {
-		return parseMetadata(d)
+	body, err := metadataBody(d)
+	if err != nil {
+		return nil, err
 	}
-	start := d.pos
-	probe := *d
-	size := probe.u32()
-	if probe.failed() || size == 0 || size > uint64(len(d.buf)-start) {
-		return parseMetadata(d)
+	if mc == nil || len(body) > maxCachedMetadataBody {
+		return parseMetadataBody(body, d.compressed)
 	}
-	// Compare what follows the event's own start time, duration and id.
-	probe.u64()
-	probe.u64()
-	probe.u64()
-	probe.u64()
-	if probe.failed() || probe.pos > start+int(size) {
-		return parseMetadata(d)
-	}
-	raw := d.buf[probe.pos : start+int(size)]
+	h := maphash.Bytes(mc.seed, body)
 	mc.mu.Lock()
-	for _, e := range mc.entries {
-		if bytes.Equal(e.raw, raw) {
+	for i := len(mc.entries) - 1; i >= 0; i-- {
+		e := mc.entries[i]
+		if e.hash == h && e.compressed == d.compressed && bytes.Equal(e.body, body) {
+			copy(mc.entries[i:], mc.entries[i+1:])
+			mc.entries[len(mc.entries)-1] = e
 			mc.mu.Unlock()
 			return e.md, nil
 		}
 	}
 	mc.mu.Unlock()
-	md, err := parseMetadata(d)
+	md, err := parseMetadataBody(body, d.compressed)
 	if err != nil {
 		return nil, err
 	}
+	e := cachedMetadata{hash: h, compressed: d.compressed, body: bytes.Clone(body), md: md}
 	mc.mu.Lock()
-	if len(mc.entries) >= 4 {
-		mc.entries = mc.entries[1:]
+	if len(mc.entries) >= maxCachedMetadata {
+		copy(mc.entries, mc.entries[1:])
+		mc.entries = mc.entries[:len(mc.entries)-1]
 	}
-	mc.entries = append(mc.entries, cachedMetadata{raw: bytes.Clone(raw), md: md})
+	mc.entries = append(mc.entries, e)
 	mc.mu.Unlock()
 	return md, nil
 }

@@ -132,7 +132,9 @@ func annotationValue(as []Annotation, typeName string) string {
 	return ""
 }
 
-// Metadata is the type system of a chunk.
+// Metadata is the type system of a chunk. Chunks whose metadata events are
+// identical share one Metadata, across files too: treat it, and the Types
+// it holds, as read-only.
 type Metadata struct {
 	Types      []*Type // in declaration order
 	EventTypes []*Type // the subset whose super type is jdk.jfr.Event
@@ -199,6 +201,18 @@ const (
 // error (wrapping ErrTruncated/ErrCorrupt) without position; the caller adds
 // chunk and offset.
 func parseMetadata(d *decoder) (*Metadata, error) {
+	body, err := metadataBody(d)
+	if err != nil {
+		return nil, err
+	}
+	return parseMetadataBody(body, d.compressed)
+}
+
+// metadataBody checks the header of the metadata event at d.pos (its size,
+// type 0) and returns its body: what follows its start time, duration and
+// metadata id. The body and the chunk's integer encoding are all that
+// parseMetadataBody reads, so equal bodies parse to equal metadata.
+func metadataBody(d *decoder) ([]byte, error) {
 	start := d.pos
 	size := d.u32()
 	if d.failed() || size == 0 || size > uint64(len(d.buf)-start) {
@@ -214,11 +228,19 @@ func parseMetadata(d *decoder) (*Metadata, error) {
 	d2.u64() // start time
 	d2.u64() // duration
 	d2.u64() // metadata id
-	strs, err := parseStringTable(d2)
+	// A header cut short leaves pos at the end: an empty body, which
+	// fails as a truncated string table.
+	return d2.buf[d2.pos:], nil
+}
+
+// parseMetadataBody parses a metadata event's body (see metadataBody).
+func parseMetadataBody(body []byte, compressed bool) (*Metadata, error) {
+	d := &decoder{buf: body, compressed: compressed}
+	strs, err := parseStringTable(d)
 	if err != nil {
 		return nil, err
 	}
-	root, err := parseElement(d2, strs, 0, &elementSlab{})
+	root, err := parseElement(d, strs, 0, &elementSlab{})
 	if err != nil {
 		return nil, err
 	}

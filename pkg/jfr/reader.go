@@ -30,7 +30,6 @@ type Reader struct {
 	size   int64
 	chunks []ChunkInfo
 	closer io.Closer
-	mds    metadataCache
 }
 
 // DefaultMaxChunkSize is the default bound on the bytes held for one chunk
@@ -150,7 +149,7 @@ func (r *Reader) Chunk(i int) (*Chunk, error) {
 	if _, err := r.r.ReadAt(buf, ci.Offset); err != nil && !(errors.Is(err, io.EOF)) {
 		return nil, &FormatError{Chunk: i, Offset: ci.Offset, What: "chunk", Err: err}
 	}
-	c, err := newChunk(buf, i, ci.Offset, &r.mds)
+	c, err := NewChunk(buf, i, ci.Offset)
 	if err != nil {
 		return nil, err
 	}
