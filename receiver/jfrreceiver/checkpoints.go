@@ -51,7 +51,8 @@ type xlogCheckpoint struct {
 // positions; without one it says what a restart repeats or misses.
 func (r *jfrReceiver) openCheckpoints(ctx context.Context, host component.Host) error {
 	r.ck = checkpoints{}
-	xlogOn := len(r.cfg.XLog.Include) > 0 || r.cfg.XLog.Discover
+	a := r.cfg.Repositories.Attach
+	xlogOn := len(r.cfg.XLog.Include) > 0 || r.cfg.XLog.Discover || (r.cfg.Repositories.Enabled && a.Enabled && a.SafepointLog)
 	id := r.cfg.Storage
 	if id == nil {
 		var lost []string

@@ -94,6 +94,12 @@ type AttachConfig struct {
 	Settings string `mapstructure:"settings"`
 	// Timeout bounds one attach exchange with a JVM.
 	Timeout time.Duration `mapstructure:"timeout"`
+	// SafepointLog adds, at run time, a unified-logging output of its
+	// safepoints (jcmd VM.log) to a JVM that records JFR itself with
+	// settings that leave short safepoints out (JFR's default settings),
+	// and reads it; the JVM's own recording is not changed. It acts only
+	// with Enabled.
+	SafepointLog bool `mapstructure:"safepoint_log"`
 	// KubernetesAuth is how the Kubernetes API is reached for the pod and
 	// namespace opt-outs: "serviceAccount" (in a pod; off a cluster the
 	// check is skipped), "kubeConfig" ($KUBECONFIG, else ~/.kube/config)

@@ -71,7 +71,7 @@ func createDefaultConfig() component.Config {
 			Enabled:           true,
 			Discover:          true,
 			DiscoveryInterval: defaultDiscoveryInterval,
-			Attach:            AttachConfig{Timeout: defaultAttachTimeout, KubernetesAuth: kubernetesAuthServiceAccount},
+			Attach:            AttachConfig{Timeout: defaultAttachTimeout, KubernetesAuth: kubernetesAuthServiceAccount, SafepointLog: true},
 			MaxChunkSizeMiB:   defaultMaxChunkSizeMiB,
 			MaxMemoryMiB:      defaultMaxMemoryMiB,
 		},

@@ -65,6 +65,7 @@ type jfrReceiver struct {
 	repos    *repository.Source // the live repository source, nil when off
 	pods     *attach.PodWatcher // pod and namespace opt-outs, nil when not checked
 	xlogs    *xlog.Source       // the -Xlog source, nil when off
+	split    *safepointSplit    // the safepoint logs added to JVMs, nil when off
 	prefer   *preference        // nil unless both are on and xlog::prefer_jfr
 	lastErrs []string           // per source, the last error reported
 	cache    *procresource.Cache
@@ -248,7 +249,10 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 		r.repos = repository.New(repository.Config{
 			Include: rc.Include, Discover: rc.Discover, ProcRoot: r.cfg.ProcRoot,
 			DiscoveryInterval: rc.DiscoveryInterval, Logger: logger,
-			Attach:       repository.AttachConfig{Enabled: rc.Attach.Enabled, Settings: rc.Attach.Settings, Timeout: rc.Attach.Timeout, Pods: r.podPolicy(), Only: attachOnly},
+			Attach: repository.AttachConfig{
+				Enabled: rc.Attach.Enabled, Settings: rc.Attach.Settings, Timeout: rc.Attach.Timeout,
+				SafepointLog: rc.Attach.Enabled && rc.Attach.SafepointLog, Pods: r.podPolicy(), Only: attachOnly,
+			},
 			MaxChunkSize: rc.MaxChunkSizeMiB << 20, MaxMemory: rc.MaxMemoryMiB << 20,
 			Refused: func(reason string) { r.countRefused("repository", reason) },
 			Resume:  r.ck.reposResume,
@@ -260,16 +264,25 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 			Include: rc.Include, DiscoveryInterval: rc.DiscoveryInterval, Storage: r.storage, Logger: logger,
 		}))
 	}
-	if xc := r.cfg.XLog; len(xc.Include) > 0 || xc.Discover {
+	r.split = nil
+	if r.repos != nil && r.cfg.Repositories.Attach.Enabled && r.cfg.Repositories.Attach.SafepointLog {
+		r.split = newSafepointSplit(r.repos)
+	}
+	if xc := r.cfg.XLog; len(xc.Include) > 0 || xc.Discover || r.split != nil {
 		var scanner *discovery.Scanner
 		if xc.Discover {
 			scanner = discovery.NewScanner(r.cfg.ProcRoot)
+		}
+		var added func() []xlog.Added
+		if r.split != nil {
+			added = r.split.added(r.cfg.ProcRoot)
 		}
 		r.xlogs = xlog.NewSource(xlog.Config{
 			Include: xc.Include, FromStart: xc.StartAt == "beginning",
 			DiscoveryInterval: xc.DiscoveryInterval, Scanner: scanner, Logger: logger,
 			Refused: func(reason string) { r.countRefused("xlog", reason) },
 			Resume:  r.ck.xlogResume,
+			Added:   added,
 		})
 		out = append(out, r.xlogs)
 	}
@@ -400,8 +413,14 @@ func (r *jfrReceiver) countRefused(source, reason string) {
 }
 
 func (r *jfrReceiver) handle(src jvmevent.Source, b *jvmevent.Batch, logs plog.Logs, now pcommon.Timestamp) {
-	retire := false
-	if r.prefer != nil {
+	retire, metrics := false, true
+	switch {
+	case b.Added && r.split != nil:
+		metrics = r.split.fromLog(b) // the receiver's own log: no preference
+	case src == r.repos && r.split != nil:
+		r.split.fromJFR(b)
+	}
+	if r.prefer != nil && !b.Added {
 		switch src {
 		case r.repos:
 			r.prefer.fromJFR(b)
@@ -429,7 +448,9 @@ func (r *jfrReceiver) handle(src jvmevent.Source, b *jvmevent.Batch, logs plog.L
 			lr.MoveTo(recs.AppendEmpty())
 		}
 	}
-	r.agg.Add(b, info.resource, info.first)
+	if metrics {
+		r.agg.Add(b, info.resource, info.first)
+	}
 	if retire {
 		// The log's safepoint series end here: JFR's, for the same
 		// resource and operations, go on (one series each, not two).

@@ -67,6 +67,9 @@ type RecorderConfig struct {
 	Enabled bool
 	// Timeout bounds one attach exchange.
 	Timeout time.Duration
+	// SafepointLog, with Enabled, adds a log of its safepoints to a JVM
+	// whose own recordings leave short ones out (safepointlog.go).
+	SafepointLog bool
 	// Settings puts the .jfc to record with where the JVM reads it and
 	// returns its path as the JVM sees it and a cleanup.
 	Settings func(JVM) (path string, cleanup func(), err error)
@@ -125,6 +128,12 @@ type jvmEntry struct {
 	checkStalled bool
 	checked      bool // command line and environment read (they do not change)
 	disabled     bool // -XX:+DisableAttachMechanism
+	// log is its safepoint log, for a JVM that records JFR itself
+	// (safepointlog.go).
+	log jvmLog
+	// theirs says why it records JFR itself (its status reason without
+	// the log's part).
+	theirs string
 }
 
 // Recorder decides for every discovered JVM whether the receiver starts a
@@ -179,12 +188,15 @@ func (r *Recorder) Consider(j JVM, hasRepository bool) error {
 	case hasRepository && e.tries == 0:
 		// After a try of ours (a JFR.start that timed out may still have
 		// run) start's JFR.check tells whose recording the repository is.
-		r.set(e, StateRecordingTheirs, "its own recording's disk repository")
+		r.theirs(e, "its own recording's disk repository")
 		return nil
 	case j.StartsRecording:
-		r.set(e, StateRecordingTheirs, "-XX:StartFlightRecording")
+		r.theirs(e, "-XX:StartFlightRecording")
 		return nil
-	case e.status.State == StateOptedOut || e.status.State == StateRefused || e.status.State == StateRecordingTheirs:
+	case e.status.State == StateRecordingTheirs:
+		r.theirs(e, e.theirs)
+		return nil
+	case e.status.State == StateOptedOut || e.status.State == StateRefused:
 		return nil // decided for this JVM's life
 	case !r.cfg.Enabled:
 		r.set(e, StateFound, "repositories::attach::enabled is false")
@@ -374,7 +386,7 @@ func (r *Recorder) outcome(e *jvmEntry, x tryOutcome) error {
 				e.ours = true
 				r.set(e, StateRecordingOurs, "adopted a running recording named "+RecordingName)
 			} else {
-				r.set(e, StateRecordingTheirs, "recording "+name+" runs without a disk repository (JFR.check)")
+				r.theirs(e, "recording "+name+" runs without a disk repository (JFR.check)")
 			}
 			return nil
 		}
@@ -428,6 +440,16 @@ func runningRecording(out string) (name string, running bool) {
 		}
 	}
 	return name, running
+}
+
+// theirs records that e records JFR itself (why), and looks at it for the
+// safepoint log.
+func (r *Recorder) theirs(e *jvmEntry, why string) {
+	e.theirs = why
+	if more := r.considerLog(e); more != "" {
+		why += "; " + more
+	}
+	r.set(e, StateRecordingTheirs, why)
 }
 
 // set records e's status and logs a change.
@@ -487,18 +509,41 @@ func (r *Recorder) StopAll() {
 	defer cancel()
 	type stopped struct {
 		pid int
+		log bool // a safepoint log removed, not a recording stopped
 		err error
 	}
-	done := make(chan stopped, len(r.jvms))
+	done := make(chan stopped, 2*len(r.jvms))
 	running := 0
+	target := func(e *jvmEntry) Target {
+		return Target{ProcRoot: r.cfg.ProcRoot, PID: e.jvm.PID, NSPID: e.jvm.NSPID, StartTicks: e.jvm.StartTicks, Timeout: r.cfg.Timeout}
+	}
 	stop := func(k jvmKey, e *jvmEntry) {
 		delete(r.jvms, k)
-		t := Target{ProcRoot: r.cfg.ProcRoot, PID: e.jvm.PID, NSPID: e.jvm.NSPID, StartTicks: e.jvm.StartTicks, Timeout: r.cfg.Timeout}
+		t := target(e)
 		running++
 		go func() {
 			_, err := t.Jcmd("JFR.stop name=" + RecordingName)
-			done <- stopped{t.PID, err}
+			done <- stopped{pid: t.PID, err: err}
 		}()
+	}
+	unlog := func(e *jvmEntry) {
+		t, path := target(e), e.log.path
+		e.log.state = logNotAdded
+		running++
+		go func() { done <- stopped{pid: t.PID, log: true, err: removeLog(t, path)} }()
+	}
+	for _, e := range r.jvms {
+		if e.log.call != nil && !e.log.stalled {
+			if x, ok := e.log.call.Wait(ctx); ok {
+				e.log.call = nil
+				r.logOutcome(e, x)
+			} else {
+				r.cfg.Logger.Warn("adding a safepoint log still running at shutdown; a log it adds is not removed (HotSpot rotates it within 3 MiB)", zap.Int("pid", e.jvm.PID))
+			}
+		}
+		if e.log.state == logAdded {
+			unlog(e)
+		}
 	}
 	for k, e := range r.jvms {
 		if e.pending == nil && e.ours {
@@ -530,13 +575,17 @@ func (r *Recorder) StopAll() {
 		case s := <-done:
 			switch {
 			case errors.Is(s.err, ErrGone):
+			case s.err != nil && s.log:
+				r.cfg.Logger.Warn("removing the safepoint log the receiver added", zap.Int("pid", s.pid), zap.Error(s.err))
 			case s.err != nil:
 				r.cfg.Logger.Warn("stopping the JFR recording the receiver started", zap.Int("pid", s.pid), zap.Error(s.err))
+			case s.log:
+				r.cfg.Logger.Info("removed the safepoint log the receiver added", zap.Int("pid", s.pid))
 			default:
 				r.cfg.Logger.Info("stopped the JFR recording the receiver started", zap.Int("pid", s.pid))
 			}
 		case <-ctx.Done():
-			r.cfg.Logger.Warn("JFR recordings the receiver started still being stopped at shutdown; left to finish (their maxage and maxsize bound them)", zap.Int("jvms", running))
+			r.cfg.Logger.Warn("JFR recordings or safepoint logs the receiver started still being stopped at shutdown; left to finish (their bounds hold them)", zap.Int("jvms", running))
 			return
 		}
 	}

@@ -175,6 +175,10 @@ type Batch struct {
 	Threads        []Threads
 	Classes        []Classes
 	CPU            []CPU
+	// Added says the batch comes from a log output the receiver added to
+	// the JVM at run time (its safepoint log), not from the JVM's own
+	// configuration.
+	Added bool
 	// Ended says the JVM is gone (or its recording over) and everything it
 	// left has been delivered: the receiver forgets it after this batch.
 	Ended bool

@@ -40,6 +40,9 @@ type AttachConfig struct {
 	Settings string
 	// Timeout bounds one attach exchange.
 	Timeout time.Duration
+	// SafepointLog adds a log of its safepoints to a JVM whose own
+	// recordings leave short ones out (attach.RecorderConfig.SafepointLog).
+	SafepointLog bool
 	// Pods, when set, says which pods opted out (Kubernetes).
 	Pods attach.PodPolicy
 	// Only, when set (tests), limits attaching to the pids it accepts.
@@ -67,7 +70,7 @@ type starter struct {
 func newStarter(cfg AttachConfig, procRoot string, logger *zap.Logger, stalled func()) *starter {
 	s := &starter{cfg: cfg, procs: procRoot}
 	s.recorder = attach.NewRecorder(attach.RecorderConfig{
-		ProcRoot: procRoot, Enabled: cfg.Enabled, Timeout: cfg.Timeout, Pods: cfg.Pods, Logger: logger, Stalled: stalled,
+		ProcRoot: procRoot, Enabled: cfg.Enabled, Timeout: cfg.Timeout, SafepointLog: cfg.SafepointLog, Pods: cfg.Pods, Logger: logger, Stalled: stalled,
 		Settings: func(j attach.JVM) (string, func(), error) {
 			return s.settingsFor(discovery.JVM{PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, ProcRoot: procRoot})
 		},
@@ -92,6 +95,24 @@ func (s *Source) JVMStates() map[attach.State]int64 {
 		return nil
 	}
 	return s.starter.recorder.Counts()
+}
+
+// SafepointLogs returns the safepoint logs added to running JVMs (none
+// without discovery).
+func (s *Source) SafepointLogs() []attach.SafepointLog {
+	if s.starter == nil {
+		return nil
+	}
+	return s.starter.recorder.SafepointLogs()
+}
+
+// SafepointLogSince returns when the safepoint log added to a JVM began,
+// false when it has none.
+func (s *Source) SafepointLogSince(pid int, startTicks uint64) (int64, bool) {
+	if s.starter == nil {
+		return 0, false
+	}
+	return s.starter.recorder.SafepointLogSince(pid, startTicks)
 }
 
 // settingsFor puts the settings file where the JVM can read it (its own

@@ -50,6 +50,19 @@ type Config struct {
 	// path: a file followed with one is read on from it, whatever
 	// FromStart says.
 	Resume map[string]Position
+	// Added, when set, returns the log outputs the receiver added to
+	// running JVMs (their safepoint logs), asked at each scan: each is
+	// followed from its start, inside its JVM's root, whether or not the
+	// JVM records JFR, and its batches say Added.
+	Added func() []Added
+}
+
+// Added is a log output the receiver added to a running JVM.
+type Added struct {
+	// JVM is the process (PID, StartTicks and ProcRoot are used).
+	JVM discovery.JVM
+	// Name is the file as the JVM names it.
+	Name string
 }
 
 // Bounds on one poll of one file and on one line: a file holding more is
@@ -281,6 +294,7 @@ func (s *Source) deliver(deadline context.Context, p string, t *tail, emit func(
 	if t.jvm != nil {
 		b.JVM = *t.jvm
 	}
+	b.Added = t.added
 	if t.gone {
 		b.Ended = true
 		s.end(p, t)
@@ -290,6 +304,16 @@ func (s *Source) deliver(deadline context.Context, p string, t *tail, emit func(
 		emit(b)
 	}
 	return errors.Join(errs...)
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // expired is a context that has ended: waiting on it takes only what is
@@ -434,6 +458,7 @@ func (r *resumeSet) take(path string) (Position, bool) {
 type scanKey struct {
 	pattern int // 1 + the pattern's index; 0 for a JVM
 	jvm     rootKey
+	added   bool // the JVM's added outputs (Config.Added), not its own
 }
 
 // scanCall is a scan running in its own goroutine, in root (held for it;
@@ -564,13 +589,22 @@ func (s *Source) scan(ctx, deadline context.Context) error {
 			s.startJVMScan(key, j, fromStart)
 		}
 	}
+	if s.cfg.Added != nil {
+		for _, a := range s.cfg.Added() {
+			key := scanKey{jvm: rootKey{a.JVM.PID, a.JVM.StartTicks}, added: true}
+			seen[key] = true
+			if s.scans[key] == nil {
+				s.startAddedScan(key, a)
+			}
+		}
+	}
 	keys := make([]scanKey, 0, len(s.scans))
 	for k := range s.scans {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b scanKey) int { // patterns in order, then JVMs by pid
 		rank := func(k scanKey) int { return cmp.Or(k.pattern, len(s.cfg.Include)+1) }
-		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a.jvm.pid, b.jvm.pid))
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a.jvm.pid, b.jvm.pid), cmpBool(a.added, b.added))
 	})
 	for _, k := range keys {
 		if ctx.Err() != nil {
@@ -600,7 +634,8 @@ func (s *Source) scan(ctx, deadline context.Context) error {
 		}
 	}
 	for k := range s.pods {
-		if !seen[scanKey{jvm: k}] && s.scans[scanKey{jvm: k}] == nil {
+		own, added := scanKey{jvm: k}, scanKey{jvm: k, added: true}
+		if !seen[own] && s.scans[own] == nil && !seen[added] && s.scans[added] == nil {
 			delete(s.pods, k)
 		}
 	}
@@ -611,6 +646,9 @@ func (s *Source) scan(ctx, deadline context.Context) error {
 func (s *Source) scanName(k scanKey) string {
 	if k.pattern > 0 {
 		return fmt.Sprintf("pattern %q", s.cfg.Include[k.pattern-1])
+	}
+	if k.added {
+		return fmt.Sprintf("the safepoint log of pid %d", k.jvm.pid)
 	}
 	return fmt.Sprintf("the -Xlog files of pid %d", k.jvm.pid)
 }
@@ -644,17 +682,7 @@ func (s *Source) startScan(key scanKey, root *heldRoot, jvm *discovery.JVM, o ow
 
 // startJVMScan starts the scan of a discovered JVM's -Xlog files.
 func (s *Source) startJVMScan(key scanKey, j discovery.JVM, fromStart bool) {
-	pod, ok := s.pods[key.jvm]
-	if !ok {
-		if s.ids == nil {
-			s.ids = procresource.NewReader(j.ProcRoot, 0)
-		}
-		if id, err := s.ids.Identity(j.PID); err == nil && id.StartTicks == j.StartTicks {
-			pod = id.PodUID
-		}
-		s.pods[key.jvm] = pod
-	}
-	o := owner{jvm: key.jvm, pod: pod}
+	o := owner{jvm: key.jvm, pod: s.podOf(key.jvm, j)}
 	jvm := j
 	s.startScan(key, s.hold(key.jvm), &jvm, o, func(root *procroot.Root, room int, followed func(string) bool, prev map[string]bool) scanResult {
 		var r scanResult
@@ -681,6 +709,50 @@ func (s *Source) startJVMScan(key scanKey, j discovery.JVM, fromStart bool) {
 			matches, over, _ := glob(root, pattern)
 			r.over = r.over || over
 			s.openMatches(&r, root, matches, id, room, followed, prev, fromStart)
+		}
+		return r
+	})
+}
+
+// podOf returns the pod of a discovered JVM ("" outside one, or unknown),
+// read once.
+func (s *Source) podOf(k rootKey, j discovery.JVM) string {
+	pod, ok := s.pods[k]
+	if !ok {
+		if s.ids == nil {
+			s.ids = procresource.NewReader(j.ProcRoot, 0)
+		}
+		if id, err := s.ids.Identity(j.PID); err == nil && id.StartTicks == j.StartTicks {
+			pod = id.PodUID
+		}
+		s.pods[k] = pod
+	}
+	return pod
+}
+
+// startAddedScan starts the scan of an output added to a JVM: the one file,
+// from its start (the JVM created it when the output was added; a later
+// collector resumes from its saved position), counted against the JVM's
+// bounds like its own logs.
+func (s *Source) startAddedScan(key scanKey, a Added) {
+	j := a.JVM
+	o := owner{jvm: key.jvm, pod: s.podOf(key.jvm, j)}
+	s.startScan(key, s.hold(key.jvm), &j, o, func(root *procroot.Root, room int, followed func(string) bool, prev map[string]bool) scanResult {
+		var r scanResult
+		if root == nil {
+			opened, err := j.OpenRoot()
+			if err != nil {
+				r.gone = true
+				return r
+			}
+			root, r.root = opened, opened
+		}
+		id := func(name string) *jvmevent.JVM {
+			return &jvmevent.JVM{PID: j.PID, StartTicks: j.StartTicks, Source: root.Display(name)}
+		}
+		s.openMatches(&r, root, []string{a.Name}, id, room, followed, prev, true)
+		for _, t := range r.tails {
+			t.added = true
 		}
 		return r
 	})
@@ -751,7 +823,7 @@ func (s *Source) follow(k scanKey, c *scanCall, res scanResult, current bool) []
 		// tailing a log begun before the recording (started by attach,
 		// say), so no pause is reported twice.
 		for _, t := range s.files {
-			if t.owner.pattern == 0 && t.owner.jvm == k.jvm {
+			if t.owner.pattern == 0 && t.owner.jvm == k.jvm && !t.added {
 				t.gone = true
 			}
 		}
@@ -770,8 +842,7 @@ func (s *Source) follow(k scanKey, c *scanCall, res scanResult, current bool) []
 		}
 		t.held, t.owner = root, o
 		if t.jvm != nil {
-			scanner, pid, start := s.cfg.Scanner, k.jvm.pid, k.jvm.start
-			t.alive = func() bool { return scanner.Alive(pid, start) }
+			t.alive = s.aliveFunc(c.jvm, k.jvm)
 		}
 		root.holds.Add(1)
 		s.files[t.path] = t
@@ -787,6 +858,25 @@ func (s *Source) follow(k scanKey, c *scanCall, res scanResult, current bool) []
 	}
 	s.over[k] = over
 	return errs
+}
+
+// aliveFunc returns whether the discovered JVM k still runs, for its tails.
+func (s *Source) aliveFunc(j *discovery.JVM, k rootKey) func() bool {
+	if s.cfg.Scanner != nil {
+		scanner := s.cfg.Scanner
+		return func() bool { return scanner.Alive(k.pid, k.start) }
+	}
+	if s.ids == nil && j != nil {
+		s.ids = procresource.NewReader(j.ProcRoot, 0)
+	}
+	ids := s.ids
+	return func() bool {
+		if ids == nil {
+			return true
+		}
+		st, exited, err := ids.Liveness(k.pid)
+		return err == nil && !exited && (k.start == 0 || st == k.start)
+	}
 }
 
 // glob returns the names inside root that match pattern, as procroot's
@@ -897,6 +987,7 @@ type tail struct {
 	stalled bool                         // reading was reported stalled
 	exited  bool                         // the JVM had exited when reading began
 	gone    bool                         // given up: read to its end, or the JVM records JFR now
+	added   bool                         // an output added to the JVM (Config.Added)
 	pid     int                          // the pid decorator, from the last read
 	lastErr string
 	// longReported: a dropped long line was reported.
