@@ -98,10 +98,7 @@ func (c *Chunk) indexCheckpoints(off int64, seen map[int64]bool) error {
 	if c.checkpoints == nil {
 		c.checkpoints = map[int64]bool{}
 	}
-	defer func() {
-		c.pools.index()
-		c.resetOps() // ops cache pool pointers; new pools may exist now
-	}()
+	defer c.resetOps() // ops cache pool pointers; new pools may exist now
 	limit := int64(len(c.buf))
 	for off != 0 {
 		if c.checkpoints[off] {
@@ -159,15 +156,18 @@ func (c *Chunk) indexCheckpoint(off int64) (delta int64, err error) {
 			return 0, c.errorf(int64(at), "checkpoint", detail(ErrCorrupt, "constant pool for undeclared class id %d", tid))
 		}
 		p := c.pools.get(t, c)
+		first := d.pos
 		for j := 0; j < n; j++ {
-			key := d.u64()
+			d.u64() // key
 			vo := d.pos
 			d.spent = 0
 			skipType(d, t, 0)
 			if d.failed() {
 				return 0, c.errorf(int64(vo), "checkpoint", decodeErr(d, "constant "+t.Name))
 			}
-			p.add(key, int32(vo))
+		}
+		if n > 0 {
+			p.pending = append(p.pending, poolSegment{from: int32(first), end: int32(end), n: int32(n)})
 		}
 	}
 	return delta, nil

@@ -24,6 +24,9 @@ type decoder struct {
 	// one resets it. tooLarge (with bad) says it passed maxValueNodes.
 	spent    int64
 	tooLarge bool
+	// lazy says that arrays are left for their first reader (lazyArray):
+	// set while decoding a constant, whose bytes were checked already.
+	lazy bool
 }
 
 // charge counts n array elements of a type whose values visit per values

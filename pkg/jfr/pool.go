@@ -27,14 +27,18 @@ const (
 const denseSlack = 64
 
 // pool is the merged constant pool of one type across all checkpoints of a
-// chunk. Entries live in fixed blocks so that pointers to them stay valid
-// as more checkpoints are indexed. Indexing a checkpoint only appends
-// entries; index then makes them findable by key, in a table by key when
-// the keys are small enough (thread, stack trace and most type ids are),
-// in a map otherwise.
+// chunk. Loading a chunk only checks the checkpoints and notes where each
+// pool's constants are (pending); a pool's entries are made on its first
+// lookup, so pools nobody reads (symbols, methods, classes for a reader of
+// GC events) cost one walk over their bytes and no memory. Entries live in
+// fixed blocks so that pointers to them stay valid as more checkpoints
+// are indexed. Indexing a checkpoint only appends entries; index then
+// makes them findable by key, in a table by key when the keys are small
+// enough (thread, stack trace and most type ids are), in a map otherwise.
 type pool struct {
 	typ     *Type
 	chunk   *Chunk
+	pending []poolSegment         // constants checked but not yet entries, in indexing order
 	dense   []*poolEntry          // by key, while keys is nil
 	keys    map[uint64]*poolEntry // when the keys are too large for dense
 	blocks  [][]poolEntry
@@ -42,6 +46,29 @@ type pool struct {
 	indexed int // entries [0, indexed) are in dense or keys
 	size    int // distinct keys indexed
 	maxKey  uint64
+}
+
+// poolSegment is one checkpoint's run of constants of a pool: n keys and
+// values from offset from, inside a checkpoint that ends at end.
+type poolSegment struct{ from, end, n int32 }
+
+// materialize makes entries of the pending segments and indexes them. The
+// segments were walked without error when their checkpoint was indexed, so
+// walking them again cannot fail.
+func (p *pool) materialize() {
+	c := p.chunk
+	for _, sg := range p.pending {
+		d := &decoder{buf: c.buf[:sg.end], pos: int(sg.from), compressed: c.Header.CompressedInts()}
+		for j := int32(0); j < sg.n && !d.failed(); j++ {
+			key := d.u64()
+			vo := d.pos
+			d.spent = 0
+			skipType(d, p.typ, 0)
+			p.add(key, int32(vo))
+		}
+	}
+	p.pending = nil
+	p.index()
 }
 
 // add appends a constant; index makes it findable.
@@ -120,6 +147,9 @@ func (p *pool) index() {
 }
 
 func (p *pool) lookup(key uint64) *poolEntry {
+	if p.pending != nil {
+		p.materialize()
+	}
 	if p.keys == nil {
 		if key < uint64(len(p.dense)) {
 			return p.dense[key]
@@ -140,6 +170,7 @@ func (e *poolEntry) value() *Value {
 func (e *poolEntry) decode() *Value {
 	c := e.pool.chunk
 	d := c.decoder(int(e.off))
+	d.lazy = true
 	depth := 0
 	if e.pool.typ.Kind == KindString {
 		depth = -1 // a pooled string may not refer to the pool again
@@ -160,18 +191,6 @@ type poolSet struct {
 	dense  []*pool
 	sparse map[int64]*pool
 	str    *pool // java.lang.String, for string encoding 2
-}
-
-// index builds the pools' lookup tables after checkpoints were indexed.
-func (s *poolSet) index() {
-	for _, p := range s.dense {
-		if p != nil {
-			p.index()
-		}
-	}
-	for _, p := range s.sparse {
-		p.index()
-	}
 }
 
 func (s *poolSet) reset(md *Metadata) {
@@ -225,6 +244,9 @@ func (c *Chunk) PoolSize(typeName string) int {
 		return 0
 	}
 	if p := c.pools.find(t.ID); p != nil {
+		if p.pending != nil {
+			p.materialize()
+		}
 		return p.size
 	}
 	return 0

@@ -1,6 +1,9 @@
 package jfr
 
-import "testing"
+import (
+	"path/filepath"
+	"testing"
+)
 
 // A key defined in several checkpoints keeps its first definition (the
 // newest checkpoint is indexed first), also when later checkpoints are
@@ -43,5 +46,53 @@ func TestPoolKeepsFirstDefinition(t *testing.T) {
 	check("map", 6, -1)
 	if p.size != 4 {
 		t.Errorf("map: size %d, want 4", p.size)
+	}
+}
+
+// TestConstantsReadWhenUsed: a chunk's pools become entries on their first
+// lookup and the arrays inside constants (a stack trace's frames) are
+// decoded when first read; what a reader gets is the same either way.
+func TestConstantsReadWhenUsed(t *testing.T) {
+	r, err := Open(filepath.Join("testdata", "g1-default-jdk17.jfr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c, err := r.Chunk(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	methods := c.pools.find(c.Metadata.TypeByName("jdk.types.Method").ID)
+	if methods == nil || methods.pending == nil || methods.n != 0 {
+		t.Fatal("the method pool was made into entries before anyone read it")
+	}
+	er := c.AllEvents()
+	var st Value
+	for er.Next() && st.Kind() != KindStructValue {
+		st = er.Event().Value("stackTrace")
+	}
+	if st.Kind() != KindStructValue {
+		t.Fatal("no event with a stack trace")
+	}
+	frames := st.Field("frames")
+	if frames.kind != kindLazy {
+		t.Fatalf("frames decoded with their stack trace (kind %d)", frames.kind)
+	}
+	if frames.Kind() != KindArrayValue || frames.Type() == nil || frames.Type().Name != "jdk.types.StackFrame" {
+		t.Fatalf("undecoded frames: kind %v, type %v", frames.Kind(), frames.Type())
+	}
+	if methods.n != 0 {
+		t.Error("reading a stack trace made the method pool into entries")
+	}
+	n := frames.Len()
+	if n == 0 {
+		t.Fatal("no frames")
+	}
+	name := frames.Index(0).Field("method").Field("name").Str()
+	if name == "" || methods.pending != nil || methods.size != c.PoolSize("jdk.types.Method") || methods.size == 0 {
+		t.Errorf("first frame's method %q; method pool pending %v, %d entries", name, methods.pending, methods.size)
+	}
+	if again := st.Field("frames"); again.Len() != n || again.Index(0).Field("method").Field("name").Str() != name {
+		t.Error("frames read twice differ")
 	}
 }

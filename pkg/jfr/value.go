@@ -24,6 +24,7 @@ const (
 	KindStructValue                  // a struct: Type.Fields in order
 	KindArrayValue                   // an array: elements of Type
 	kindRef                          // a constant-pool reference, resolved on access
+	kindLazy                         // an array inside a constant, decoded on first access (see lazyArray)
 )
 
 // Value is a decoded field value. Constant-pool references resolve on
@@ -57,10 +58,13 @@ type composite struct {
 }
 
 func (v *Value) resolved() *Value {
+	if v.kind < kindRef {
+		return v
+	}
 	if v.kind == kindRef {
 		return (*poolEntry)(v.p).value()
 	}
-	return v
+	return (*lazyArray)(v.p).value()
 }
 
 func (v *Value) comp() *composite {
@@ -168,17 +172,23 @@ func (v Value) Resolve() Value { return *v.resolved() }
 
 // Kind reports the kind of the (resolved) value.
 func (v Value) Kind() ValueKind {
-	if v.kind != kindRef {
-		return v.kind
+	switch v.kind {
+	case kindRef:
+		return (*poolEntry)(v.p).value().kind
+	case kindLazy:
+		return KindArrayValue
 	}
-	return (*poolEntry)(v.p).value().kind
+	return v.kind
 }
 
 // Type returns the type of a struct, array (the element type) or
 // reference; nil for primitives and strings.
 func (v Value) Type() *Type {
-	if v.kind == kindRef {
+	switch v.kind {
+	case kindRef:
 		return (*poolEntry)(v.p).pool.typ
+	case kindLazy:
+		return (*lazyArray)(v.p).op.typ
 	}
 	if c := v.comp(); c != nil {
 		return c.typ
@@ -580,6 +590,62 @@ func (c *Chunk) decodeArray(d *decoder, op *fieldOp, depth int, a *arena) Value 
 	if !d.charge(n, per) {
 		return Value{}
 	}
+	if d.lazy && n > 0 {
+		l := a.lazy()
+		*l = lazyArray{chunk: c, off: int32(d.pos), n: int32(n), depth: int32(depth), op: *op}
+		skipElements(d, op, n)
+		return Value{kind: kindLazy, p: unsafe.Pointer(l)}
+	}
+	return c.decodeElements(d, op, n, depth, a)
+}
+
+// lazyArray is a non-empty array inside a constant's value, decoded when
+// first read: a stack trace's frames are most of what a chunk's constants
+// hold, and readers that resolve an event's stack trace often never walk
+// them. The constant was walked without error when its checkpoint was
+// indexed, so decoding it later cannot fail.
+type lazyArray struct {
+	val     Value
+	decoded bool
+	off, n  int32 // the first element's offset, the element count
+	depth   int32
+	chunk   *Chunk
+	op      fieldOp
+}
+
+func (l *lazyArray) value() *Value {
+	if !l.decoded {
+		c := l.chunk
+		d := &decoder{buf: c.buf, pos: int(l.off), compressed: c.Header.CompressedInts(), lazy: true}
+		l.val = c.decodeElements(d, &l.op, int(l.n), int(l.depth), &c.perm)
+		if d.failed() {
+			l.val = Value{} // cannot happen unless the bytes changed
+		}
+		l.decoded = true
+	}
+	return &l.val
+}
+
+// skipElements advances past n elements of an array field decoded by op.
+func skipElements(d *decoder, op *fieldOp, n int) {
+	switch {
+	case op.elem == opVarPool || op.elem == opVarInt || op.elem == opVarLong:
+		d.skipVarints(n)
+	case d.compressed && op.elem == opStruct && op.typ.varintsOnly:
+		d.skipVarints(n * int(op.typ.varints))
+	default:
+		for i := 0; i < n && !d.failed(); i++ {
+			if op.elem == opPool {
+				d.u64()
+			} else {
+				skipType(d, op.typ, 0)
+			}
+		}
+	}
+}
+
+// decodeElements decodes the n elements of an array whose count was read.
+func (c *Chunk) decodeElements(d *decoder, op *fieldOp, n, depth int, a *arena) Value {
 	comp := a.composite()
 	comp.typ = op.typ
 	if n > 0 {
@@ -639,6 +705,7 @@ type arena struct {
 	used  int
 	comps []composite
 	cused int
+	lazys []lazyArray
 }
 
 // Arena blocks are of one size, not doubling: a chunk's pools are decoded
@@ -672,6 +739,19 @@ func (a *arena) composite() *composite {
 	*p = composite{}
 	return p
 }
+
+func (a *arena) lazy() *lazyArray {
+	if len(a.lazys) == 0 {
+		a.lazys = make([]lazyArray, lazyBlock)
+	}
+	l := &a.lazys[0]
+	a.lazys = a.lazys[1:]
+	return l
+}
+
+// lazyBlock is how many lazy arrays a block holds: a chunk's constants have
+// a few hundred stack traces.
+const lazyBlock = 64
 
 // reset makes the arena's current blocks reusable. Values handed out
 // before are overwritten by later use.
