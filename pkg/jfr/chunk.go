@@ -24,6 +24,7 @@ type Chunk struct {
 	opsSparse map[int64][]fieldOp
 
 	checkpoints map[int64]bool // offsets of the checkpoints indexed
+	constants   []int32        // offset of every constant's key, as the checkpoints were walked
 }
 
 // NewChunk parses a chunk held entirely in buf (header included). index and
@@ -156,8 +157,9 @@ func (c *Chunk) indexCheckpoint(off int64) (delta int64, err error) {
 			return 0, c.errorf(int64(at), "checkpoint", detail(ErrCorrupt, "constant pool for undeclared class id %d", tid))
 		}
 		p := c.pools.get(t, c)
-		first := d.pos
+		first := len(c.constants)
 		for j := 0; j < n; j++ {
+			c.constants = append(c.constants, int32(d.pos))
 			d.u64() // key
 			vo := d.pos
 			d.spent = 0
@@ -167,7 +169,7 @@ func (c *Chunk) indexCheckpoint(off int64) (delta int64, err error) {
 			}
 		}
 		if n > 0 {
-			p.pending = append(p.pending, poolSegment{from: int32(first), end: int32(end), n: int32(n)})
+			p.pending = append(p.pending, poolSegment{from: int32(first), n: int32(n)})
 		}
 	}
 	return delta, nil

@@ -27,6 +27,9 @@ type decoder struct {
 	// lazy says that arrays are left for their first reader (lazyArray):
 	// set while decoding a constant, whose bytes were checked already.
 	lazy bool
+	// tail says that nothing after the current value is read: a lazy
+	// array need not be walked past.
+	tail bool
 }
 
 // charge counts n array elements of a type whose values visit per values
@@ -172,16 +175,29 @@ func (d *decoder) skipVarint() {
 	d.pos = p + 1
 }
 
-// skipVarints advances past n compressed integers, a word at a time while
-// the longest encoding (9 bytes) fits.
+// skipVarints advances past n compressed integers. While a word (8 bytes)
+// is left it counts the integers that end in it (bytes without the 0x80
+// flag) and moves past all of them at once; a word that starts an integer
+// and has no such byte starts the 9-byte form.
 func (d *decoder) skipVarints(n int) {
 	b, p := d.buf, d.pos
-	for ; n > 0 && len(b)-p >= 9; n-- {
-		if stops := ^binary.LittleEndian.Uint64(b[p:]) & 0x8080808080808080; stops != 0 {
-			p += bits.TrailingZeros64(stops)/8 + 1
-		} else {
+	for n > 0 && len(b)-p >= 9 {
+		stops := ^binary.LittleEndian.Uint64(b[p:]) & 0x8080808080808080
+		if stops == 0 {
 			p += 9
+			n--
+			continue
 		}
+		if k := bits.OnesCount64(stops); k < n {
+			p += (63-bits.LeadingZeros64(stops))/8 + 1 // past the word's last integer
+			n -= k
+			continue
+		}
+		for ; n > 1; n-- {
+			stops &= stops - 1
+		}
+		p += bits.TrailingZeros64(stops)/8 + 1
+		n = 0
 	}
 	d.pos = p
 	for ; n > 0 && !d.short; n-- {

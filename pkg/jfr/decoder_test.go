@@ -2,6 +2,7 @@ package jfr
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -143,6 +144,45 @@ func TestVarintWordAtATime(t *testing.T) {
 				if len(e) == 9 && got != v {
 					t.Errorf("%#x in 9 bytes: got %#x", v, got)
 				}
+			}
+		}
+	}
+}
+
+// TestSkipVarints: skipping n integers a word at a time ends where n
+// one-by-one skips do, over integers of every length (the 9-byte form
+// included, whose last byte may carry the 0x80 flag) and at the end of the
+// buffer.
+func TestSkipVarints(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 2000; round++ {
+		var buf []byte
+		for range rng.IntN(40) {
+			l := 1 + rng.IntN(9)
+			if rng.IntN(3) > 0 {
+				l = 1 + rng.IntN(2)
+			}
+			for i := 0; i < l-1; i++ {
+				buf = append(buf, 0x80|byte(rng.IntN(256)))
+			}
+			if l == 9 {
+				buf = append(buf, byte(rng.IntN(256)))
+			} else {
+				buf = append(buf, byte(rng.IntN(128)))
+			}
+		}
+		for range rng.IntN(3) {
+			buf = append(buf, 0x80|byte(rng.IntN(256))) // cut short
+		}
+		for n := 0; n <= 45; n++ {
+			want := decoder{buf: buf, compressed: true}
+			for i := 0; i < n && !want.short; i++ {
+				want.skipVarint()
+			}
+			got := decoder{buf: buf, compressed: true}
+			got.skipVarints(n)
+			if got.pos != want.pos || got.short != want.short {
+				t.Fatalf("round %d, % x: skipping %d ends at %d (short %v), one by one at %d (short %v)", round, buf, n, got.pos, got.short, want.pos, want.short)
 			}
 		}
 	}

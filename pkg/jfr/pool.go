@@ -1,6 +1,9 @@
 package jfr
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // poolEntry is one constant. Its value is decoded on first use, so forward
 // references between pools (and cycles, e.g. class → class loader → class)
@@ -30,7 +33,7 @@ const denseSlack = 64
 // chunk. Loading a chunk only checks the checkpoints and notes where each
 // pool's constants are (pending); a pool's entries are made on its first
 // lookup, so pools nobody reads (symbols, methods, classes for a reader of
-// GC events) cost one walk over their bytes and no memory. Entries live in
+// GC events) cost one walk over their bytes and 4 bytes per constant. Entries live in
 // fixed blocks so that pointers to them stay valid as more checkpoints
 // are indexed. Indexing a checkpoint only appends entries; index then
 // makes them findable by key, in a table by key when the keys are small
@@ -49,22 +52,18 @@ type pool struct {
 }
 
 // poolSegment is one checkpoint's run of constants of a pool: n keys and
-// values from offset from, inside a checkpoint that ends at end.
-type poolSegment struct{ from, end, n int32 }
+// values, whose offsets are chunk.constants[from:from+n].
+type poolSegment struct{ from, n int32 }
 
-// materialize makes entries of the pending segments and indexes them. The
-// segments were walked without error when their checkpoint was indexed, so
-// walking them again cannot fail.
+// materialize makes entries of the pending segments and indexes them.
 func (p *pool) materialize() {
 	c := p.chunk
+	d := &decoder{buf: c.buf, compressed: c.Header.CompressedInts()}
 	for _, sg := range p.pending {
-		d := &decoder{buf: c.buf[:sg.end], pos: int(sg.from), compressed: c.Header.CompressedInts()}
-		for j := int32(0); j < sg.n && !d.failed(); j++ {
+		for _, off := range c.constants[sg.from : sg.from+sg.n] {
+			d.pos = int(off)
 			key := d.u64()
-			vo := d.pos
-			d.spent = 0
-			skipType(d, p.typ, 0)
-			p.add(key, int32(vo))
+			p.add(key, int32(d.pos))
 		}
 	}
 	p.pending = nil
@@ -175,7 +174,22 @@ func (e *poolEntry) decode() *Value {
 	if e.pool.typ.Kind == KindString {
 		depth = -1 // a pooled string may not refer to the pool again
 	}
-	v := c.decodeType(d, e.pool.typ, depth, &c.perm)
+	var v Value
+	if t := e.pool.typ; t.Kind == KindStruct && len(t.Fields) > 0 && t.Fields[len(t.Fields)-1].Array {
+		// A stack trace: nothing after its frames is read, so they are
+		// left where they are, not walked past.
+		comp := c.perm.composite()
+		comp.typ = t
+		comp.elems = c.perm.values(len(t.Fields))
+		ops := c.ops(t)
+		last := len(ops) - 1
+		c.decodeFields(d, ops[:last], comp.elems[:last], 1, &c.perm)
+		d.tail = true
+		comp.elems[last] = c.decodeOne(d, &ops[last], 1, &c.perm)
+		v = Value{kind: KindStructValue, p: unsafe.Pointer(comp)}
+	} else {
+		v = c.decodeType(d, e.pool.typ, depth, &c.perm)
+	}
 	if d.failed() {
 		// The entry was skipped successfully while indexing, so this
 		// cannot happen unless the bytes changed; deliver null.

@@ -593,7 +593,9 @@ func (c *Chunk) decodeArray(d *decoder, op *fieldOp, depth int, a *arena) Value 
 	if d.lazy && n > 0 {
 		l := a.lazy()
 		*l = lazyArray{chunk: c, off: int32(d.pos), n: int32(n), depth: int32(depth), op: *op}
-		skipElements(d, op, n)
+		if !d.tail {
+			skipElements(d, op, n)
+		}
 		return Value{kind: kindLazy, p: unsafe.Pointer(l)}
 	}
 	return c.decodeElements(d, op, n, depth, a)
