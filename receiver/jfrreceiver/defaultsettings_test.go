@@ -277,6 +277,21 @@ func TestSafepointLogAddedToDefaultSettingsJVM(t *testing.T) {
 	}()
 	attachOnly = func(p int) bool { return p == pid }
 	defer func() { attachOnly = nil }()
+	// What the user's recording records (every event type's settings),
+	// before the receiver looks at the JVM (its answer names events
+	// "Exception", which the jcmd helper takes for a failure).
+	recordingSettings := func() string {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			out, err := exec.Command(filepath.Join(j.Home, "bin", "jcmd"), fmt.Sprint(pid), "JFR.check", "verbose=true").CombinedOutput()
+			if err == nil && strings.Contains(string(out), "(running)") {
+				return string(out)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("jcmd JFR.check verbose=true: %v\n%s", err, out)
+			}
+		}
+	}
+	settingsBefore := recordingSettings()
 
 	f := NewFactory()
 	cfg := f.CreateDefaultConfig().(*Config)
@@ -325,6 +340,9 @@ func TestSafepointLogAddedToDefaultSettingsJVM(t *testing.T) {
 	}
 	if list := jcmd(t, j, pid, "VM.log", "list"); !strings.Contains(list, attach.SafepointLogPath(pid)+" all=off,safepoint=info") {
 		t.Fatalf("the JVM has no safepoint output of the receiver's:\n%s", list)
+	}
+	if after := recordingSettings(); after != settingsBefore {
+		t.Errorf("the JVM's recordings changed once the log was added:\nbefore\n%s\nafter\n%s", settingsBefore, after)
 	}
 	if _, err := io.WriteString(stdin, "go\n"); err != nil {
 		t.Fatal(err)
