@@ -2,6 +2,7 @@ package jfr
 
 import (
 	"math/bits"
+	"math/rand/v2"
 	"unsafe"
 )
 
@@ -37,13 +38,14 @@ const denseSlack = 64
 // fixed blocks so that pointers to them stay valid as more checkpoints
 // are indexed. Indexing a checkpoint only appends entries; index then
 // makes them findable by key, in a table by key when the keys are small
-// enough (thread, stack trace and most type ids are), in a map otherwise.
+// enough (thread, stack trace and most type ids are), in a keyTable
+// otherwise.
 type pool struct {
 	typ     *Type
 	chunk   *Chunk
 	pending []poolSegment         // constants checked but not yet entries, in indexing order
 	dense   []*poolEntry          // by key, while keys is nil
-	keys    map[uint64]*poolEntry // when the keys are too large for dense
+	keys    *keyTable             // when the keys are too large for dense
 	blocks  [][]poolEntry
 	n       int // entries appended, duplicate keys included
 	indexed int // entries [0, indexed) are in dense or keys
@@ -127,18 +129,17 @@ func (p *pool) index() {
 		return
 	}
 	if p.keys == nil {
-		p.keys = make(map[uint64]*poolEntry, p.n)
+		p.keys = newKeyTable(p.n)
 		for k, e := range p.dense {
 			if e != nil {
-				p.keys[uint64(k)] = e
+				p.keys.insert(uint64(k), e)
 			}
 		}
 		p.dense = nil
 	}
 	for i := p.indexed; i < p.n; i++ {
 		e := p.entry(i)
-		if _, dup := p.keys[e.key]; !dup {
-			p.keys[e.key] = e
+		if p.keys.insert(e.key, e) {
 			p.size++
 		}
 	}
@@ -155,7 +156,77 @@ func (p *pool) lookup(key uint64) *poolEntry {
 		}
 		return nil
 	}
-	return p.keys[key]
+	return p.keys.find(key)
+}
+
+// keyTable finds a pool's entries by keys too large to index a table (class,
+// method and symbol ids): open addressing with linear probing, at most half
+// full. Keys are hashed with a random seed of the process, so that a file
+// cannot choose keys that all probe the same slots.
+type keyTable struct {
+	slots []keySlot
+	shift uint // 64 - log2(len(slots))
+	n     int
+}
+
+type keySlot struct {
+	key uint64
+	e   *poolEntry // nil: the slot is free
+}
+
+var keySeed = rand.Uint64()
+
+func newKeyTable(n int) *keyTable {
+	t := &keyTable{}
+	t.resize(max(16, 2*n))
+	return t
+}
+
+// resize makes room for at least n slots and moves the entries there.
+func (t *keyTable) resize(n int) {
+	lg := bits.Len(uint(n - 1))
+	old := t.slots
+	t.slots, t.shift, t.n = make([]keySlot, 1<<lg), uint(64-lg), 0
+	for _, s := range old {
+		if s.e != nil {
+			t.insert(s.key, s.e)
+		}
+	}
+}
+
+func (t *keyTable) home(key uint64) int {
+	hi, lo := bits.Mul64(key^keySeed, 0x9e3779b97f4a7c15)
+	return int((hi ^ lo) >> t.shift)
+}
+
+// insert adds key unless present (the first definition wins) and reports
+// whether it did.
+func (t *keyTable) insert(key uint64, e *poolEntry) bool {
+	if 2*(t.n+1) > len(t.slots) {
+		t.resize(2 * len(t.slots))
+	}
+	mask := len(t.slots) - 1
+	for i := t.home(key); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.e == nil {
+			s.key, s.e = key, e
+			t.n++
+			return true
+		}
+		if s.key == key {
+			return false
+		}
+	}
+}
+
+func (t *keyTable) find(key uint64) *poolEntry {
+	mask := len(t.slots) - 1
+	for i := t.home(key); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.e == nil || s.key == key {
+			return s.e
+		}
+	}
 }
 
 // value decodes the entry on first use and returns the cached result.

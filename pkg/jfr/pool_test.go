@@ -96,3 +96,37 @@ func TestConstantsReadWhenUsed(t *testing.T) {
 		t.Error("frames read twice differ")
 	}
 }
+
+// TestKeyTable: every key inserted is found, the first definition of a key
+// wins, and absent keys are not found, while the table grows from its
+// first size, for keys a JVM writes (sequential, shifted ids, -1) and random
+// ones.
+func TestKeyTable(t *testing.T) {
+	var keys []uint64
+	for i := uint64(1); i <= 3000; i++ {
+		keys = append(keys, i<<20, i*0x9e3779b97f4a7c15, ^i)
+	}
+	tab := newKeyTable(4)
+	ents := make([]poolEntry, len(keys))
+	for i, k := range keys {
+		if !tab.insert(k, &ents[i]) {
+			t.Fatalf("key %#x inserted twice", k)
+		}
+	}
+	for i, k := range keys {
+		if tab.insert(k, &poolEntry{}) {
+			t.Fatalf("key %#x replaced", k)
+		}
+		if e := tab.find(k); e != &ents[i] {
+			t.Fatalf("key %#x: found %p, want %p", k, e, &ents[i])
+		}
+	}
+	for _, k := range []uint64{1<<20 + 1, 3001 << 20, 12345} {
+		if e := tab.find(k); e != nil {
+			t.Errorf("absent key %#x found", k)
+		}
+	}
+	if 2*tab.n > len(tab.slots) {
+		t.Errorf("%d keys in %d slots: more than half full", tab.n, len(tab.slots))
+	}
+}
