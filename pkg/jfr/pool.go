@@ -43,9 +43,9 @@ const denseSlack = 64
 type pool struct {
 	typ     *Type
 	chunk   *Chunk
-	pending []poolSegment         // constants checked but not yet entries, in indexing order
-	dense   []*poolEntry          // by key, while keys is nil
-	keys    *keyTable             // when the keys are too large for dense
+	pending []poolSegment // constants checked but not yet entries, in indexing order
+	dense   []*poolEntry  // by key, while keys is nil
+	keys    *keyTable     // when the keys are too large for dense
 	blocks  [][]poolEntry
 	n       int // entries appended, duplicate keys included
 	indexed int // entries [0, indexed) are in dense or keys
