@@ -12,6 +12,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension"
 	"github.com/otelcol-ai/otelcol-ai/extension/peerportextension"
+	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension"
 	"github.com/otelcol-ai/otelcol-ai/extension/timelineextension"
 	"github.com/otelcol-ai/otelcol-ai/internal/doccheck"
 	"github.com/otelcol-ai/otelcol-ai/processor/inferenceprocessor"
@@ -37,6 +38,7 @@ var components = []struct {
 	{"extension/onnxinferenceextension", onnxinferenceextension.NewFactory().CreateDefaultConfig()},
 	{"extension/timelineextension", timelineextension.NewFactory().CreateDefaultConfig()},
 	{"extension/peerportextension", peerportextension.NewFactory().CreateDefaultConfig()},
+	{"extension/runtimestateextension", runtimestateextension.NewFactory().CreateDefaultConfig()},
 }
 
 func repoRoot(t *testing.T) string {

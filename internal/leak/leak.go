@@ -137,6 +137,16 @@ func (d *Detector[K]) Observe(k K, at time.Time, value int64) Assessment {
 	return d.assess(s, at)
 }
 
+// Readings calls f with each reading of k's series in its window, oldest
+// first (for a caller that sets the series against others').
+func (d *Detector[K]) Readings(k K, f func(at time.Time, value int64)) {
+	if s := d.series[k]; s != nil {
+		for _, x := range s.samples {
+			f(x.at, x.value)
+		}
+	}
+}
+
 // Sweep is called once per round of readings. It forgets series that have
 // had no reading for keepMissed rounds: their processes exited or left the
 // device.

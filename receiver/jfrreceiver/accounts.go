@@ -1,6 +1,10 @@
 package jfrreceiver
 
 import (
+	"go.opentelemetry.io/collector/component"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
+
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +33,10 @@ type AccountsConfig struct {
 	JNIReferences JNIReferencesConfig `mapstructure:"jni_references"`
 	// LeakDetection configures jvm.memory.leak_suspected.
 	LeakDetection AccountLeakConfig `mapstructure:"leak_detection"`
+	// RuntimeState, when set, is the runtimestate extension every
+	// account reading is shared through (the nvml receiver joins a
+	// process's GPU memory with them); nil shares nothing.
+	RuntimeState *component.ID `mapstructure:"runtime_state"`
 }
 
 // JNIReferencesConfig configures reading JNI reference counts.
@@ -222,6 +230,9 @@ func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
 		}
 		found := 0
 		observe := func(src metadata.AttributeJvmMemoryLeakSource, det *leak.Detector[accountKey], at time.Time, v int64) {
+			if r.runtime != nil {
+				r.runtime.Record(runtimestate.Process{PID: jvm.PID, StartTicks: jvm.StartTicks}, src.String(), at, v)
+			}
 			if det == nil {
 				return
 			}

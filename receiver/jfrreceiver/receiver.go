@@ -23,6 +23,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/fsdeadline"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
+	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
 	"github.com/otelcol-ai/otelcol-ai/internal/startsignal"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach"
@@ -72,6 +73,9 @@ type jfrReceiver struct {
 	jvms     map[jvmevent.JVM]*jvmInfo
 	agg      *jvmmetrics.Aggregator
 	acc      *accounts // accounts.go
+	// runtime is the runtimestate extension's store the accounts are
+	// shared through (accounts::runtime_state), nil when none.
+	runtime  *runtimestate.Store
 	releases releaseWait
 }
 
@@ -156,6 +160,17 @@ func (r *jfrReceiver) start(ctx context.Context, host component.Host) error {
 			_ = client.Close(ctx)
 		}
 		return err
+	}
+	r.runtime = nil
+	if id := r.cfg.Accounts.RuntimeState; id != nil {
+		if r.runtime, err = runtimestate.Lookup(host, *id); err != nil {
+			r.closePods()
+			tb.Shutdown()
+			if client != nil {
+				_ = client.Close(ctx)
+			}
+			return fmt.Errorf("jfr receiver: accounts::runtime_state: %w", err)
+		}
 	}
 	r.telemetry = tb
 	r.storage = client
@@ -458,6 +473,9 @@ func (r *jfrReceiver) handle(src jvmevent.Source, b *jvmevent.Batch, logs plog.L
 	}
 	if b.Ended {
 		delete(r.jvms, b.JVM)
+		if r.runtime != nil && b.JVM.StartTicks != 0 {
+			r.runtime.Forget(runtimestate.Process{PID: b.JVM.PID, StartTicks: b.JVM.StartTicks})
+		}
 	}
 }
 

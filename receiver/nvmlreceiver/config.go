@@ -76,6 +76,14 @@ type LeakDetectionConfig struct {
 	MinGrowth int64 `mapstructure:"min_growth"`
 	// MinSamples is the fewest readings in a window before it is assessed.
 	MinSamples int `mapstructure:"min_samples"`
+	// RuntimeState, when set, is the runtimestate extension the jfr
+	// receiver shares the JVMs' memory accounts through: a leak record then
+	// names the accounts of the process that grew with its GPU memory.
+	RuntimeState *component.ID `mapstructure:"runtime_state"`
+	// JoinMinCorrelation is the least Pearson correlation between GPU
+	// memory and an account, over the window, for the account to count as
+	// growing with it (the account must grow too).
+	JoinMinCorrelation float64 `mapstructure:"join_min_correlation"`
 }
 
 var _ component.Config = (*Config)(nil)
@@ -104,6 +112,9 @@ func (cfg *Config) Validate() error {
 	if cfg.LeakDetection.Enabled {
 		if err := cfg.LeakDetection.thresholds().Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("leak_detection: %w", err))
+		}
+		if c := cfg.LeakDetection.JoinMinCorrelation; !(c > 0 && c <= 1) {
+			errs = append(errs, fmt.Errorf("leak_detection.join_min_correlation must be in (0, 1], got %v", c))
 		}
 	}
 	return errors.Join(errs...)

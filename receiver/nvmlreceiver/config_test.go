@@ -59,8 +59,8 @@ func TestLoadConfig(t *testing.T) {
 		if cfg.PodResources != (PodResourcesConfig{Endpoint: "unix:///var/lib/kubelet/pod-resources/kubelet.sock", ResourcePrefix: "nvidia.com/"}) {
 			t.Errorf("cfg.PodResources: got %v, want %v", cfg.PodResources, PodResourcesConfig{Endpoint: "unix:///var/lib/kubelet/pod-resources/kubelet.sock", ResourcePrefix: "nvidia.com/"})
 		}
-		if cfg.LeakDetection != (LeakDetectionConfig{Enabled: true, Window: 15 * time.Minute, MinGrowthRate: 16384, MinGrowth: 32 << 20, MinSamples: 10}) {
-			t.Errorf("cfg.LeakDetection: got %v, want %v", cfg.LeakDetection, LeakDetectionConfig{Enabled: true, Window: 15 * time.Minute, MinGrowthRate: 16384, MinGrowth: 32 << 20, MinSamples: 10})
+		if cfg.LeakDetection != (LeakDetectionConfig{Enabled: true, Window: 15 * time.Minute, MinGrowthRate: 16384, MinGrowth: 32 << 20, MinSamples: 10, JoinMinCorrelation: 0.8}) {
+			t.Errorf("cfg.LeakDetection: got %v, want %v", cfg.LeakDetection, LeakDetectionConfig{Enabled: true, Window: 15 * time.Minute, MinGrowthRate: 16384, MinGrowth: 32 << 20, MinSamples: 10, JoinMinCorrelation: 0.8})
 		}
 		if !cfg.Metrics.HwTemperature.Enabled {
 			t.Errorf("cfg.Metrics.HwTemperature.Enabled is false")
@@ -92,8 +92,8 @@ func TestLoadConfig(t *testing.T) {
 		if cfg.Processes != (ProcessesConfig{Enabled: true, ProcRoot: "/hostfs/proc", CommandLineMaxLength: 128}) {
 			t.Errorf("cfg.Processes: got %v, want %v", cfg.Processes, ProcessesConfig{Enabled: true, ProcRoot: "/hostfs/proc", CommandLineMaxLength: 128})
 		}
-		if cfg.LeakDetection != (LeakDetectionConfig{Enabled: true, Window: 30 * time.Minute, MinGrowthRate: 4096, MinGrowth: 64 << 20, MinSamples: 20}) {
-			t.Errorf("cfg.LeakDetection: got %v, want %v", cfg.LeakDetection, LeakDetectionConfig{Enabled: true, Window: 30 * time.Minute, MinGrowthRate: 4096, MinGrowth: 64 << 20, MinSamples: 20})
+		if cfg.LeakDetection != (LeakDetectionConfig{Enabled: true, Window: 30 * time.Minute, MinGrowthRate: 4096, MinGrowth: 64 << 20, MinSamples: 20, JoinMinCorrelation: 0.8}) {
+			t.Errorf("cfg.LeakDetection: got %v, want %v", cfg.LeakDetection, LeakDetectionConfig{Enabled: true, Window: 30 * time.Minute, MinGrowthRate: 4096, MinGrowth: 64 << 20, MinSamples: 20, JoinMinCorrelation: 0.8})
 		}
 		if cfg.Metrics.HwTemperature.Enabled {
 			t.Errorf("cfg.Metrics.HwTemperature.Enabled is true")

@@ -67,6 +67,9 @@ func createDefaultConfig() component.Config {
 			MinGrowthRate: defaultLeakMinGrowthRate,
 			MinGrowth:     defaultLeakMinGrowth,
 			MinSamples:    defaultLeakMinSamples,
+			// Two series that rise together over a window correlate near 1;
+			// a flat or sawtooth account near 0.
+			JoinMinCorrelation: 0.8,
 		},
 	}
 }

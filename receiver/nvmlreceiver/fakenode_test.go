@@ -309,11 +309,12 @@ func writeProc(t testing.TB, root string, p fakeProc) {
 type statusHost struct {
 	mu     sync.Mutex
 	events []*componentstatus.Event
+	exts   map[component.ID]component.Component
 }
 
 var _ componentstatus.Reporter = (*statusHost)(nil)
 
-func (h *statusHost) GetExtensions() map[component.ID]component.Component { return nil }
+func (h *statusHost) GetExtensions() map[component.ID]component.Component { return h.exts }
 
 func (h *statusHost) Report(e *componentstatus.Event) {
 	h.mu.Lock()

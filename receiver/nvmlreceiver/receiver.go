@@ -20,6 +20,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/consumergate"
 	"github.com/otelcol-ai/otelcol-ai/internal/leak"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/podresources"
 )
@@ -105,6 +106,14 @@ func (r *nvmlReceiver) start(_ context.Context, host component.Host) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.host = host
+	r.scr.runtime = nil
+	if id := r.cfg.LeakDetection.RuntimeState; id != nil && r.cfg.LeakDetection.Enabled {
+		s, err := runtimestate.Lookup(host, *id)
+		if err != nil {
+			return fmt.Errorf("nvml receiver: leak_detection::runtime_state: %w", err)
+		}
+		r.scr.runtime = s
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 
 	if r.cfg.Processes.Enabled {

@@ -50,6 +50,13 @@ type testReceiver struct {
 // its own library key so the process-wide registry does not mix tests.
 func newTestReceiver(t *testing.T, node *fakeNode, mutate func(*Config)) *testReceiver {
 	t.Helper()
+	return newTestReceiverOn(t, node, &statusHost{}, mutate)
+}
+
+// newTestReceiverOn is newTestReceiver on a host of the test's (its
+// extensions).
+func newTestReceiverOn(t *testing.T, node *fakeNode, host *statusHost, mutate func(*Config)) *testReceiver {
+	t.Helper()
 	cfg := createDefaultConfig().(*Config)
 	cfg.LibraryPath = "mock://" + t.Name()
 	cfg.Processes.ProcRoot = t.TempDir()
@@ -68,7 +75,7 @@ func newTestReceiver(t *testing.T, node *fakeNode, mutate func(*Config)) *testRe
 	if err != nil {
 		t.Fatalf("newNVMLReceiver: %v", err)
 	}
-	tr := &testReceiver{nvmlReceiver: r, logs: new(consumertest.LogsSink), host: &statusHost{}, logged: logged}
+	tr := &testReceiver{nvmlReceiver: r, logs: new(consumertest.LogsSink), host: host, logged: logged}
 	r.setLogsConsumer(tr.logs)
 	if err := r.start(context.Background(), tr.host); err != nil {
 		t.Fatalf("r.start: %v", err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/leak"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/podresources"
 )
@@ -27,6 +28,9 @@ type scrapeState struct {
 	procs *procresource.Cache
 	pods  *podresources.Client
 	leaks *leak.Detector[leakKey]
+	// runtime is the runtimestate extension's store the JVMs' accounts
+	// come through (leak_detection::runtime_state), nil when none.
+	runtime *runtimestate.Store
 
 	podsSocket      string
 	podsNoticed     bool
@@ -250,7 +254,8 @@ func (r *nvmlReceiver) recordProcesses(ctx context.Context, now time.Time, readi
 			}
 			if a.Report {
 				leakLogs, procLeak = true, true
-				st.lb.RecordGpuMemoryLeakSuspectedEvent(ctx, ts, p.deviceID, a.GrowthRate, a.FloorGrowth, a.Span.Seconds(), int64(p.used))
+				join, grewWith, correlations := r.jvmJoin(pid, leakKey{pid: pid, device: p.deviceID})
+				st.lb.RecordGpuMemoryLeakSuspectedEvent(ctx, ts, p.deviceID, a.GrowthRate, a.FloorGrowth, a.Span.Seconds(), int64(p.used), join, grewWith, correlations)
 				r.logger.Warn("GPU memory leak suspected",
 					zap.Uint32("pid", pid),
 					zap.String("device", p.deviceID),
@@ -258,7 +263,9 @@ func (r *nvmlReceiver) recordProcesses(ctx context.Context, now time.Time, readi
 					zap.Float64("growth_bytes_per_second", a.GrowthRate),
 					zap.Int64("floor_growth_bytes", a.FloorGrowth),
 					zap.Duration("window", a.Span),
-					zap.Uint64("memory_bytes", p.used))
+					zap.Uint64("memory_bytes", p.used),
+					zap.String("jvm_join", join.String()),
+					zap.Any("jvm_accounts", grewWith))
 			}
 		}
 		st.mb.EmitForResource(metadata.WithResource(res))

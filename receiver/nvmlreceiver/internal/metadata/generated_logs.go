@@ -89,7 +89,7 @@ type eventGpuMemoryLeakSuspected struct {
 	config EventConfig         // event config provided by user.
 }
 
-func (e *eventGpuMemoryLeakSuspected) recordEvent(ctx context.Context, timestamp pcommon.Timestamp, deviceIDAttributeValue string, growthRateAttributeValue float64, floorGrowthAttributeValue int64, windowAttributeValue float64, memoryUsageAttributeValue int64) {
+func (e *eventGpuMemoryLeakSuspected) recordEvent(ctx context.Context, timestamp pcommon.Timestamp, deviceIDAttributeValue string, growthRateAttributeValue float64, floorGrowthAttributeValue int64, windowAttributeValue float64, memoryUsageAttributeValue int64, jvmJoinAttributeValue string, jvmAccountsAttributeValue []any, jvmCorrelationsAttributeValue map[string]any) {
 	if !e.config.Enabled {
 		return
 	}
@@ -106,6 +106,9 @@ func (e *eventGpuMemoryLeakSuspected) recordEvent(ctx context.Context, timestamp
 	dp.Attributes().PutInt("gpu.memory.floor_growth", floorGrowthAttributeValue)
 	dp.Attributes().PutDouble("gpu.memory.leak.window", windowAttributeValue)
 	dp.Attributes().PutInt("gpu.process.memory.usage", memoryUsageAttributeValue)
+	dp.Attributes().PutStr("gpu.memory.leak.jvm_join", jvmJoinAttributeValue)
+	dp.Attributes().PutEmptySlice("gpu.memory.leak.jvm_accounts").FromRaw(jvmAccountsAttributeValue)
+	dp.Attributes().PutEmptyMap("gpu.memory.leak.jvm_correlations").FromRaw(jvmCorrelationsAttributeValue)
 
 }
 
@@ -408,8 +411,8 @@ func (lb *LogsBuilder) RecordGpuEccEvent(ctx context.Context, timestamp pcommon.
 }
 
 // RecordGpuMemoryLeakSuspectedEvent adds a log record of gpu.memory.leak_suspected event.
-func (lb *LogsBuilder) RecordGpuMemoryLeakSuspectedEvent(ctx context.Context, timestamp pcommon.Timestamp, deviceIDAttributeValue string, growthRateAttributeValue float64, floorGrowthAttributeValue int64, windowAttributeValue float64, memoryUsageAttributeValue int64) {
-	lb.eventGpuMemoryLeakSuspected.recordEvent(ctx, timestamp, deviceIDAttributeValue, growthRateAttributeValue, floorGrowthAttributeValue, windowAttributeValue, memoryUsageAttributeValue)
+func (lb *LogsBuilder) RecordGpuMemoryLeakSuspectedEvent(ctx context.Context, timestamp pcommon.Timestamp, deviceIDAttributeValue string, growthRateAttributeValue float64, floorGrowthAttributeValue int64, windowAttributeValue float64, memoryUsageAttributeValue int64, jvmJoinAttributeValue AttributeJvmJoin, jvmAccountsAttributeValue []any, jvmCorrelationsAttributeValue map[string]any) {
+	lb.eventGpuMemoryLeakSuspected.recordEvent(ctx, timestamp, deviceIDAttributeValue, growthRateAttributeValue, floorGrowthAttributeValue, windowAttributeValue, memoryUsageAttributeValue, jvmJoinAttributeValue.String(), jvmAccountsAttributeValue, jvmCorrelationsAttributeValue)
 }
 
 // RecordGpuXidEvent adds a log record of gpu.xid event.

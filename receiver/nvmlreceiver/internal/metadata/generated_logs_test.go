@@ -153,7 +153,7 @@ func TestLogsBuilder(t *testing.T) {
 			lb.RecordGpuEccEvent(ctx, timestamp, AttributeErrorTypeCorrected)
 			defaultEventsCount++
 			allEventsCount++
-			lb.RecordGpuMemoryLeakSuspectedEvent(ctx, timestamp, "device_id-val", 11.100000, 12, 6.100000, 12)
+			lb.RecordGpuMemoryLeakSuspectedEvent(ctx, timestamp, "device_id-val", 11.100000, 12, 6.100000, 12, AttributeJvmJoinJoined, []any{"jvm_accounts-item1", "jvm_accounts-item2"}, map[string]any{"key1": "jvm_correlations-val1", "key2": "jvm_correlations-val2"})
 			defaultEventsCount++
 			allEventsCount++
 			lb.RecordGpuXidEvent(ctx, timestamp, 8, "xid_description-val")
@@ -243,6 +243,15 @@ func TestLogsBuilder(t *testing.T) {
 					attrVal, ok = lr.Attributes().Get("gpu.process.memory.usage")
 					assert.True(t, ok)
 					assert.EqualValues(t, 12, attrVal.Int())
+					attrVal, ok = lr.Attributes().Get("gpu.memory.leak.jvm_join")
+					assert.True(t, ok)
+					assert.Equal(t, "joined", attrVal.Str())
+					attrVal, ok = lr.Attributes().Get("gpu.memory.leak.jvm_accounts")
+					assert.True(t, ok)
+					assert.Equal(t, []any{"jvm_accounts-item1", "jvm_accounts-item2"}, attrVal.Slice().AsRaw())
+					attrVal, ok = lr.Attributes().Get("gpu.memory.leak.jvm_correlations")
+					assert.True(t, ok)
+					assert.Equal(t, map[string]any{"key1": "jvm_correlations-val1", "key2": "jvm_correlations-val2"}, attrVal.Map().AsRaw())
 				case "gpu.xid":
 					assert.False(t, validatedEvents["gpu.xid"], "Found a duplicate in the events slice: gpu.xid")
 					validatedEvents["gpu.xid"] = true

@@ -97,6 +97,36 @@ var MapAttributeHwType = map[string]AttributeHwType{
 	"gpu": AttributeHwTypeGpu,
 }
 
+// AttributeJvmJoin specifies the value jvm_join attribute.
+type AttributeJvmJoin int
+
+const (
+	_ AttributeJvmJoin = iota
+	AttributeJvmJoinJoined
+	AttributeJvmJoinNone
+	AttributeJvmJoinNoAccounts
+)
+
+// String returns the string representation of the AttributeJvmJoin.
+func (av AttributeJvmJoin) String() string {
+	switch av {
+	case AttributeJvmJoinJoined:
+		return "joined"
+	case AttributeJvmJoinNone:
+		return "none"
+	case AttributeJvmJoinNoAccounts:
+		return "no_accounts"
+	}
+	return ""
+}
+
+// MapAttributeJvmJoin is a helper map of string to AttributeJvmJoin attribute value.
+var MapAttributeJvmJoin = map[string]AttributeJvmJoin{
+	"joined":      AttributeJvmJoinJoined,
+	"none":        AttributeJvmJoinNone,
+	"no_accounts": AttributeJvmJoinNoAccounts,
+}
+
 // AttributeSensorLocation specifies the value sensor_location attribute.
 type AttributeSensorLocation int
 

@@ -1,0 +1,265 @@
+// Package runtimestate is the state components share about the node's
+// processes, owned by the runtimestate extension and found through the
+// collector's host by the extension's component ID (as a storage extension
+// is), so that the dependency is in the configuration and the state lives
+// from the extension's Start to its Shutdown. It holds, per process, the
+// readings of its runtime's memory accounts (the jfr receiver's JVM
+// accounts), which the nvml receiver joins with a process's GPU memory.
+package runtimestate // import "github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+)
+
+// Process names a process: its pid in the collector's proc root and its
+// start time (field 22 of /proc/<pid>/stat), so that a pid reused by
+// another process names another process.
+type Process struct {
+	PID        int
+	StartTicks uint64
+}
+
+// Reading is one reading of an account.
+type Reading struct {
+	At    time.Time
+	Value int64
+}
+
+// Config bounds a Store.
+type Config struct {
+	// Retention is how long readings are kept.
+	Retention time.Duration
+	// MaxProcesses bounds the processes held; a new one past it is not
+	// recorded (counted in Dropped).
+	MaxProcesses int
+	// MaxReadings bounds the readings held per account of a process; the
+	// oldest go first.
+	MaxReadings int
+}
+
+// Store holds the accounts of processes. It is safe for concurrent use.
+type Store struct {
+	cfg     Config
+	mu      sync.Mutex
+	procs   map[Process]map[string][]Reading
+	dropped int64
+	now     func() time.Time
+}
+
+// New returns an empty store.
+func New(cfg Config) *Store {
+	return &Store{cfg: cfg, procs: map[Process]map[string][]Reading{}, now: time.Now}
+}
+
+// Record adds a reading of one of p's accounts ("heap", "jni_global_refs",
+// …). A reading not newer than the account's last is ignored.
+func (s *Store) Record(p Process, account string, at time.Time, value int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	accts := s.procs[p]
+	if accts == nil {
+		if len(s.procs) >= s.cfg.MaxProcesses {
+			s.sweepLocked()
+			if len(s.procs) >= s.cfg.MaxProcesses {
+				s.dropped++
+				return
+			}
+		}
+		accts = map[string][]Reading{}
+		s.procs[p] = accts
+	}
+	rs := accts[account]
+	if n := len(rs); n > 0 && !at.After(rs[n-1].At) {
+		return
+	}
+	if len(rs) >= s.cfg.MaxReadings {
+		rs = slices.Delete(rs, 0, len(rs)-s.cfg.MaxReadings+1)
+	}
+	accts[account] = append(rs, Reading{At: at, Value: value})
+}
+
+// Accounts returns p's readings from from on, by account (copies); none
+// when p has none.
+func (s *Store) Accounts(p Process, from time.Time) map[string][]Reading {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]Reading{}
+	for name, rs := range s.procs[p] {
+		i, _ := slices.BinarySearchFunc(rs, from, func(r Reading, t time.Time) int { return r.At.Compare(t) })
+		if i < len(rs) {
+			out[name] = slices.Clone(rs[i:])
+		}
+	}
+	return out
+}
+
+// Forget drops a process (it exited).
+func (s *Store) Forget(p Process) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.procs, p)
+}
+
+// Sweep drops readings older than the retention, and processes left with
+// none.
+func (s *Store) Sweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweepLocked()
+}
+
+func (s *Store) sweepLocked() {
+	cut := s.now().Add(-s.cfg.Retention)
+	for p, accts := range s.procs {
+		for name, rs := range accts {
+			i, _ := slices.BinarySearchFunc(rs, cut, func(r Reading, t time.Time) int { return r.At.Compare(t) })
+			if i == len(rs) {
+				delete(accts, name)
+				continue
+			}
+			accts[name] = slices.Delete(rs, 0, i)
+		}
+		if len(accts) == 0 {
+			delete(s.procs, p)
+		}
+	}
+}
+
+// Len returns the processes held and the readings refused for the bound.
+func (s *Store) Len() (processes int, dropped int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.procs), s.dropped
+}
+
+// Reset drops everything (the extension's Shutdown).
+func (s *Store) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.procs)
+	s.dropped = 0
+}
+
+// Holder is what the runtimestate extension is to the components that
+// find it.
+type Holder interface {
+	RuntimeState() *Store
+}
+
+// ErrNotFound: no extension of the ID is configured and started.
+var ErrNotFound = errors.New("runtimestate: extension not found")
+
+// Lookup finds the store of the runtimestate extension id through host,
+// for a component's Start (extensions start before pipelines).
+func Lookup(host component.Host, id component.ID) (*Store, error) {
+	ext, ok := host.GetExtensions()[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is not among the service's extensions", ErrNotFound, id)
+	}
+	h, ok := ext.(Holder)
+	if !ok {
+		return nil, fmt.Errorf("runtimestate: extension %s is not a runtimestate extension", id)
+	}
+	s := h.RuntimeState()
+	if s == nil {
+		return nil, fmt.Errorf("%w: %s has not started", ErrNotFound, id)
+	}
+	return s, nil
+}
+
+// Join is how one account moved with a series (a process's GPU memory).
+type Join struct {
+	// Account names it.
+	Account string
+	// Correlation is Pearson's r between the series and the account's
+	// value at each of the series' times (its last reading then), over the
+	// times the account had a reading; NaN when it cannot be computed
+	// (fewer than MinPairs, or either side flat).
+	Correlation float64
+	// Growth is the account's least-squares slope over its readings in the
+	// window, units per second.
+	Growth float64
+	// Pairs is how many of the series' readings were paired.
+	Pairs int
+}
+
+// MinPairs is the fewest paired readings a correlation is computed from.
+const MinPairs = 4
+
+// Correlate sets each account against series (readings in time order):
+// one Join per account that has readings, by account name.
+func Correlate(series []Reading, accounts map[string][]Reading) []Join {
+	names := make([]string, 0, len(accounts))
+	for name := range accounts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]Join, 0, len(names))
+	for _, name := range names {
+		rs := accounts[name]
+		j := Join{Account: name, Correlation: math.NaN(), Growth: slope(rs)}
+		var xs, ys []float64
+		k := 0
+		for _, r := range series {
+			for k < len(rs) && !rs[k].At.After(r.At) {
+				k++
+			}
+			if k == 0 {
+				continue // no account reading yet at this time
+			}
+			xs = append(xs, float64(r.Value))
+			ys = append(ys, float64(rs[k-1].Value))
+		}
+		j.Pairs = len(xs)
+		if len(xs) >= MinPairs {
+			j.Correlation = pearson(xs, ys)
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// slope is the least-squares slope of rs, units per second (0 for fewer
+// than two readings).
+func slope(rs []Reading) float64 {
+	if len(rs) < 2 {
+		return 0
+	}
+	t0 := rs[0].At
+	var sx, sy, sxx, sxy float64
+	n := float64(len(rs))
+	for _, r := range rs {
+		x, y := r.At.Sub(t0).Seconds(), float64(r.Value)
+		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / d
+}
+
+func pearson(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	var mx, my float64
+	for i := range xs {
+		mx, my = mx+xs[i], my+ys[i]
+	}
+	mx, my = mx/n, my/n
+	var sxy, sxx, syy float64
+	for i := range xs {
+		dx, dy := xs[i]-mx, ys[i]-my
+		sxy, sxx, syy = sxy+dx*dy, sxx+dx*dx, syy+dy*dy
+	}
+	if sxx == 0 || syy == 0 {
+		return math.NaN()
+	}
+	return sxy / math.Sqrt(sxx*syy)
+}

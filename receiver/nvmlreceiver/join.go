@@ -1,0 +1,58 @@
+package nvmlreceiver
+
+import (
+	"math"
+	"time"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
+	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
+)
+
+// jvmJoin sets a process's JVM memory accounts, as the jfr receiver shares
+// them through the runtimestate extension (leak_detection::runtime_state),
+// against its GPU memory on a device over the leak window: the accounts
+// that grew with it (correlated at least join_min_correlation, and
+// growing), each account's correlation, and how the leak joins them
+// (metadata.yaml's gpu.memory.leak.jvm_join). The process is named by pid
+// and start time, as the jfr receiver names its JVMs, so a pid reused by
+// another process joins nothing.
+func (r *nvmlReceiver) jvmJoin(pid uint32, key leakKey) (metadata.AttributeJvmJoin, []any, map[string]any) {
+	st := &r.scr
+	none := func() (metadata.AttributeJvmJoin, []any, map[string]any) {
+		return metadata.AttributeJvmJoinNoAccounts, []any{}, map[string]any{}
+	}
+	if st.runtime == nil || st.procs == nil || st.leaks == nil {
+		return none()
+	}
+	proc, err := st.procs.Get(int(pid))
+	if err != nil {
+		return none()
+	}
+	var gpu []runtimestate.Reading
+	st.leaks.Readings(key, func(at time.Time, v int64) { gpu = append(gpu, runtimestate.Reading{At: at, Value: v}) })
+	if len(gpu) == 0 {
+		return none()
+	}
+	accounts := st.runtime.Accounts(runtimestate.Process{PID: int(pid), StartTicks: proc.StartTicks}, gpu[0].At)
+	growing, correlations, assessed := []any{}, map[string]any{}, false
+	for _, j := range runtimestate.Correlate(gpu, accounts) {
+		if j.Pairs < runtimestate.MinPairs {
+			continue
+		}
+		assessed = true
+		if math.IsNaN(j.Correlation) {
+			continue
+		}
+		correlations[j.Account] = math.Round(j.Correlation*1000) / 1000
+		if j.Correlation >= r.cfg.LeakDetection.JoinMinCorrelation && j.Growth > 0 {
+			growing = append(growing, j.Account)
+		}
+	}
+	switch {
+	case len(growing) > 0:
+		return metadata.AttributeJvmJoinJoined, growing, correlations
+	case assessed:
+		return metadata.AttributeJvmJoinNone, growing, correlations
+	}
+	return none()
+}
