@@ -816,6 +816,26 @@ static __always_inline int seen_since(struct thread *t, __u64 since)
 	return c && uprobes_active(t->pid) && since >= c->attached_since;
 }
 
+// still_taking reports whether a thread whose wait was sent at a wake-up
+// that found the GIL free (taken_at), and that now blocks on the GIL's
+// mutex, has not taken the GIL since: it is still in take_gil (glibc
+// re-locks the mutex as the cond wait returns) while another thread keeps
+// the mutex (a holder preempted inside drop_gil between its signal and its
+// unlock, or inside take_gil). With the uprobes attached all along, a
+// release would have cleared taken_at, and half an interval tells, as in
+// took_since. While they are detached: its own take would have moved
+// switch_number (the GIL's last holder at that wake-up is the thread that
+// let go of it), so a number unchanged since says it has not taken it.
+static __always_inline int still_taking(struct thread *t, struct gil_info *g, __u64 base, __u64 now)
+{
+	if (seen_since(t, t->taken_at))
+		return !took_since(t, g, base, now, t->taken_at);
+	__u64 sw = ~0ULL;
+	if (t->woke_switch == ~0ULL || bpf_probe_read_user(&sw, sizeof(sw), (void *)(base + GIL_SWITCH_NUMBER)))
+		return 0;
+	return sw == t->woke_switch;
+}
+
 // waking_holder ends the wait of a thread that woke from it with the GIL
 // still taken and took the GIL without blocking again (the holder let go
 // between the wake-up and the thread's own look at locked; likely when the
@@ -931,16 +951,11 @@ int futex_enter(struct futex_enter_args *ctx)
 		t->woke_at = 0;
 		return 0;
 	}
-	if (t->taken_at && uaddr >= base + GIL_MUTEX && uaddr < base + GIL_SWITCH_COND && seen_since(t, t->taken_at) &&
-	    !took_since(t, g, base, now, t->taken_at)) {
+	if (t->taken_at && uaddr >= base + GIL_MUTEX && uaddr < base + GIL_SWITCH_COND && still_taking(t, g, base, now)) {
 		// Its wait was sent at a wake-up that found the GIL free, and it
-		// blocks on the GIL's mutex before it released the GIL or half an
-		// interval passed: it is still taking the GIL (glibc re-locks the
-		// mutex as the cond wait returns, and take_gil reads locked under
-		// it) while a holder keeps the mutex (preempted inside drop_gil or
-		// take_gil). The rest is sent as a continuation, as below. While
-		// the uprobes are detached, a holder's release cannot be told from
-		// this, and it stays as it was.
+		// blocks on the GIL's mutex before it took the GIL: the rest is
+		// sent as a continuation, as below. (Taken since, it is letting
+		// go of the GIL in drop_gil: no wait.)
 		__u64 from = t->taken_at;
 		t->taken_at = 0;
 		t->blocked = t->taken_blocked;

@@ -175,7 +175,7 @@ func checkJepWaits(t *testing.T, p *Probe, w *workloadtest.Process, phase string
 		if d := time.Duration(jw.Entered - end); d <= time.Millisecond {
 			close++
 		} else {
-			t.Logf("thread %d: wait ends %s before its first statement in Python", jw.TID, d)
+			t.Logf("thread %d: wait ends %s before its first statement in Python (readings [%d, %d], waits %+v)", jw.TID, d, jw.Before, jw.Entered, in)
 		}
 	}
 	t.Logf("%s: %d of %d Jep waiters asked while the holder ran; their waits found: %d (%d in more than one part), %d of them ending within 1 ms of the thread's first statement", phase, waited, len(res.Waits), found, split, close)
