@@ -210,7 +210,7 @@ var expectedComponents = map[string][]string{
 	"receivers":  {"nvml", "pythongil", "jfr", "otlp", "prometheus", "host_metrics", "file_log"},
 	"processors": {"inference", "runtimecorrelation", "batch", "memory_limiter", "resource", "resource_detection", "k8s_attributes", "transform", "filter"},
 	"exporters":  {"otlp_grpc", "otlp_http", "debug", "file", "prometheus", "load_balancing"},
-	"extensions": {"onnxinference", "timeline", "peerport", "zpages", "health_check", "pprof", "file_storage"},
+	"extensions": {"onnxinference", "timeline", "peerport", "runtimestate", "zpages", "health_check", "pprof", "file_storage"},
 	"connectors": {"span_metrics"},
 	"providers":  {"env", "file", "yaml", "embedded"},
 }
