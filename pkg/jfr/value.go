@@ -23,7 +23,7 @@ const (
 	KindStringValue                  // java.lang.String
 	KindStructValue                  // a struct: Type.Fields in order
 	KindArrayValue                   // an array: elements of Type
-	kindRef                          // a constant-pool reference, resolved on access
+	kindRef                          // a constant-pool reference (p: its *pool, bits: the key), looked up on access
 	kindLazy                         // an array inside a constant, decoded on first access (see lazyArray)
 )
 
@@ -33,8 +33,8 @@ const (
 // pointer, so decoding millions of them stays cheap for the collector.
 type Value struct {
 	// p is the string's bytes, the *Chunk whose bytes hold a string (see
-	// primChunkUTF8), the *poolEntry of a reference, or the *composite of a
-	// struct or array.
+	// primChunkUTF8), the *pool of a reference, the *lazyArray of an array
+	// in a constant, or the *composite of a struct or array.
 	p    unsafe.Pointer
 	bits uint64 // integer or float bits, string length, chunk offset<<32|length, or pool key
 	kind ValueKind
@@ -62,10 +62,21 @@ func (v *Value) resolved() *Value {
 		return v
 	}
 	if v.kind == kindRef {
-		return (*poolEntry)(v.p).value()
+		if e := v.entry(); e != nil {
+			return e.value()
+		}
+		return &nullValue
 	}
 	return (*lazyArray)(v.p).value()
 }
+
+// entry looks up the constant a reference names; nil when the pool has no
+// such key.
+func (v *Value) entry() *poolEntry { return (*pool)(v.p).lookup(v.bits) }
+
+// nullValue is what a reference to a missing constant resolves to; it is
+// never written.
+var nullValue Value
 
 func (v *Value) comp() *composite {
 	if v.kind == KindStructValue || v.kind == KindArrayValue {
@@ -174,7 +185,10 @@ func (v Value) Resolve() Value { return *v.resolved() }
 func (v Value) Kind() ValueKind {
 	switch v.kind {
 	case kindRef:
-		return (*poolEntry)(v.p).value().kind
+		if e := v.entry(); e != nil {
+			return e.value().kind
+		}
+		return KindNullValue
 	case kindLazy:
 		return KindArrayValue
 	}
@@ -186,7 +200,10 @@ func (v Value) Kind() ValueKind {
 func (v Value) Type() *Type {
 	switch v.kind {
 	case kindRef:
-		return (*poolEntry)(v.p).pool.typ
+		if v.entry() == nil {
+			return nil
+		}
+		return (*pool)(v.p).typ
 	case kindLazy:
 		return (*lazyArray)(v.p).op.typ
 	}
@@ -202,7 +219,7 @@ func (v Value) IsNull() bool { return v.resolved().kind == KindNullValue }
 
 // PoolKey returns the constant-pool key when the value is a reference.
 func (v Value) PoolKey() (uint64, bool) {
-	if v.kind == kindRef || (v.kind == KindNullValue && v.bits != 0) {
+	if v.kind == kindRef && (v.bits != 0 || v.entry() != nil) || v.kind == KindNullValue && v.bits != 0 {
 		return v.bits, true
 	}
 	return 0, false
@@ -565,11 +582,13 @@ func (c *Chunk) decodeFields(d *decoder, ops []fieldOp, out []Value, depth int, 
 	return -1
 }
 
+// poolValue is a reference to constant key of pool p. The key is looked up
+// when the value is read, so that constants nobody reads (the symbols of
+// the classes of a stack trace's frames) cost no lookup, and their pools
+// are not made into entries.
 func poolValue(p *pool, key uint64) Value {
 	if p != nil {
-		if e := p.lookup(key); e != nil {
-			return Value{kind: kindRef, p: unsafe.Pointer(e), bits: key}
-		}
+		return Value{kind: kindRef, p: unsafe.Pointer(p), bits: key}
 	}
 	return Value{kind: KindNullValue, bits: key}
 }
