@@ -16,7 +16,8 @@ type Chunk struct {
 	Offset   int64 // absolute offset of the chunk in the file
 
 	buf       []byte
-	base      *Clock // the file's first chunk's clock, when loaded by a Reader
+	base      *Clock       // the file's first chunk's clock, when loaded by a Reader
+	owned     *chunkBuffer // buf's storage, reused once the chunk is unreachable (Reader.Chunk)
 	pools     poolSet
 	perm      arena    // pool values and kept events
 	strs      interner // short strings shared by events
@@ -67,7 +68,12 @@ func (c *Chunk) Clock() Clock {
 
 // Bytes returns the chunk's bytes (header included); callers must not
 // modify them.
-func (c *Chunk) Bytes() []byte { return c.buf }
+func (c *Chunk) Bytes() []byte {
+	if c.owned != nil {
+		c.owned.escaped.Store(true) // kept from reuse: the caller may hold them
+	}
+	return c.buf
+}
 
 func (c *Chunk) errorf(rel int64, what string, err error) error {
 	return &FormatError{Chunk: c.Index, Offset: c.Offset + rel, What: what, Err: err}
