@@ -46,16 +46,18 @@ type Config struct {
 
 // Store holds the accounts of processes. It is safe for concurrent use.
 type Store struct {
-	cfg     Config
-	mu      sync.Mutex
-	procs   map[Process]map[string][]Reading
-	dropped int64
-	now     func() time.Time
+	cfg   Config
+	mu    sync.Mutex
+	procs map[Process]map[string][]Reading
+	// verdicts are the writer's own leak verdict per account (Assess).
+	verdicts map[Process]map[string]bool
+	dropped  int64
+	now      func() time.Time
 }
 
 // New returns an empty store.
 func New(cfg Config) *Store {
-	return &Store{cfg: cfg, procs: map[Process]map[string][]Reading{}, now: time.Now}
+	return &Store{cfg: cfg, procs: map[Process]map[string][]Reading{}, verdicts: map[Process]map[string]bool{}, now: time.Now}
 }
 
 // Record adds a reading of one of p's accounts ("heap", "jni_global_refs",
@@ -85,6 +87,34 @@ func (s *Store) Record(p Process, account string, at time.Time, value int64) {
 	accts[account] = append(rs, Reading{At: at, Value: value})
 }
 
+// Assess records the writer's own verdict on one of p's accounts (its leak
+// detection's: the account is suspected of leaking, or assessed and not),
+// kept while p has readings.
+func (s *Store) Assess(p Process, account string, suspected bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.procs[p] == nil {
+		return
+	}
+	v := s.verdicts[p]
+	if v == nil {
+		v = map[string]bool{}
+		s.verdicts[p] = v
+	}
+	v[account] = suspected
+}
+
+// Verdicts returns the writer's verdicts on p's accounts (a copy).
+func (s *Store) Verdicts(p Process) map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]bool, len(s.verdicts[p]))
+	for k, v := range s.verdicts[p] {
+		out[k] = v
+	}
+	return out
+}
+
 // Accounts returns p's readings from from on, by account (copies); none
 // when p has none.
 func (s *Store) Accounts(p Process, from time.Time) map[string][]Reading {
@@ -105,6 +135,7 @@ func (s *Store) Forget(p Process) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.procs, p)
+	delete(s.verdicts, p)
 }
 
 // Sweep drops readings older than the retention, and processes left with
@@ -128,6 +159,7 @@ func (s *Store) sweepLocked() {
 		}
 		if len(accts) == 0 {
 			delete(s.procs, p)
+			delete(s.verdicts, p)
 		}
 	}
 }
@@ -144,6 +176,7 @@ func (s *Store) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.procs)
+	clear(s.verdicts)
 	s.dropped = 0
 }
 

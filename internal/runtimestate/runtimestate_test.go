@@ -36,7 +36,15 @@ func TestStoreBoundsAndRetention(t *testing.T) {
 	if got := s.Accounts(a, time.Time{})["heap"]; len(got) != 1 || got[0].At != t0.Add(80*time.Second) {
 		t.Errorf("after the sweep: %v", got)
 	}
+	s.Assess(a, "heap", true)
+	s.Assess(Process{9, 9}, "heap", true) // no readings: not kept
+	if v := s.Verdicts(a); !v["heap"] || len(s.Verdicts(Process{9, 9})) != 0 {
+		t.Errorf("verdicts %v", v)
+	}
 	s.Forget(a)
+	if len(s.Verdicts(a)) != 0 {
+		t.Error("verdicts kept after Forget")
+	}
 	s.Reset()
 	if n, _ := s.Len(); n != 0 {
 		t.Errorf("%d processes after Reset", n)

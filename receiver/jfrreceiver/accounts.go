@@ -239,6 +239,9 @@ func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
 			as := det.Observe(accountKey{jvm, src}, at, v)
 			if as.Ready {
 				r.agg.SetLeakSuspected(jvm, src, at, as.Suspected)
+				if r.runtime != nil {
+					r.runtime.Assess(runtimestate.Process{PID: jvm.PID, StartTicks: jvm.StartTicks}, src.String(), as.Suspected)
+				}
 			}
 			if !as.Report {
 				return

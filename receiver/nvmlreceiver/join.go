@@ -12,7 +12,8 @@ import (
 // them through the runtimestate extension (leak_detection::runtime_state),
 // against its GPU memory on a device over the leak window: the accounts
 // that grew with it (correlated at least join_min_correlation, and
-// growing), each account's correlation, and how the leak joins them
+// suspected of leaking by the jfr receiver's own detection), each
+// assessed account's correlation, and how the leak joins them
 // (metadata.yaml's gpu.memory.leak.jvm_join). The process is named by pid
 // and start time, as the jfr receiver names its JVMs, so a pid reused by
 // another process joins nothing.
@@ -33,18 +34,23 @@ func (r *nvmlReceiver) jvmJoin(pid uint32, key leakKey) (metadata.AttributeJvmJo
 	if len(gpu) == 0 {
 		return none()
 	}
-	accounts := st.runtime.Accounts(runtimestate.Process{PID: int(pid), StartTicks: proc.StartTicks}, gpu[0].At)
+	p := runtimestate.Process{PID: int(pid), StartTicks: proc.StartTicks}
+	accounts, verdicts := st.runtime.Accounts(p, gpu[0].At), st.runtime.Verdicts(p)
 	growing, correlations, assessed := []any{}, map[string]any{}, false
 	for _, j := range runtimestate.Correlate(gpu, accounts) {
-		if j.Pairs < runtimestate.MinPairs {
-			continue
+		suspected, judged := verdicts[j.Account]
+		if j.Pairs < runtimestate.MinPairs || !judged {
+			continue // too few readings, or not assessed by the jfr receiver yet
 		}
 		assessed = true
 		if math.IsNaN(j.Correlation) {
 			continue
 		}
 		correlations[j.Account] = math.Round(j.Correlation*1000) / 1000
-		if j.Correlation >= r.cfg.LeakDetection.JoinMinCorrelation && j.Growth > 0 {
+		// Growing is the jfr receiver's own leak verdict on the account,
+		// by its thresholds: a JVM's allocator drifting up a few MiB while
+		// it warms up correlates with a ramp, and is not a leak.
+		if j.Correlation >= r.cfg.LeakDetection.JoinMinCorrelation && j.Growth > 0 && suspected {
 			growing = append(growing, j.Account)
 		}
 	}

@@ -22,10 +22,12 @@ import (
 // TestLeakJoinsJVMAccounts: a GPU leak record names the process's JVM
 // accounts that grew with its GPU memory over the window (shared through
 // a real runtimestate extension, found by its ID): a JVM whose JNI global
-// references grow with its GPU memory is joined to them (its flat heap and
-// sawtooth direct buffers are not); one whose accounts are flat while its
-// GPU memory grows is "none"; a process without accounts, and one whose pid
-// has accounts under another start time (a reused pid), are "no_accounts".
+// references grow with its GPU memory, and that the jfr receiver suspects,
+// is joined to them (its flat heap, sawtooth direct buffers and a metaspace
+// not yet assessed are not); one whose accounts are not suspected while its
+// GPU memory grows is "none", even where one correlates; a process without
+// accounts, and one whose pid has accounts under another start time (a
+// reused pid), are "no_accounts".
 func TestLeakJoinsJVMAccounts(t *testing.T) {
 	f := runtimestateextension.NewFactory()
 	extID := component.MustNewID("runtimestate")
@@ -67,12 +69,23 @@ func TestLeakJoinsJVMAccounts(t *testing.T) {
 		// The accounts are read between scrapes, as the jfr receiver's
 		// collections fall between the nvml receiver's.
 		at := clock.t.Add(5 * time.Second)
+		// The jfr receiver's own leak verdicts: the growing references
+		// suspected, the rest assessed and not; the flat JVM's unaccounted
+		// memory rises a little (an allocator warming up) and correlates,
+		// and is not suspected.
 		store.Record(proc(joined), "jni_global_refs", at, int64(1000+200*i))
+		store.Assess(proc(joined), "jni_global_refs", true)
 		store.Record(proc(joined), "heap", at, 64<<20)
+		store.Assess(proc(joined), "heap", false)
 		store.Record(proc(joined), "direct_buffers", at, int64(1+i%4)<<20)
+		store.Assess(proc(joined), "direct_buffers", false)
+		store.Record(proc(joined), "metaspace", at, int64(20<<20+i))
 		store.Record(proc(flat), "jni_global_refs", at, 1000)
-		store.Record(proc(flat), "native_unaccounted", at, int64(200<<20+(i%3)<<10))
+		store.Assess(proc(flat), "jni_global_refs", false)
+		store.Record(proc(flat), "native_unaccounted", at, int64(200<<20+i<<10))
+		store.Assess(proc(flat), "native_unaccounted", false)
 		store.Record(runtimestate.Process{PID: reused, StartTicks: 1}, "jni_global_refs", at, int64(1000+200*i))
+		store.Assess(runtimestate.Process{PID: reused, StartTicks: 1}, "jni_global_refs", true)
 		for dev, pid := range []int{joined, flat, python, reused} {
 			node.setProcess(dev, uint32(pid), uint64(1024+8*i)*mib)
 		}

@@ -16,6 +16,11 @@
  * If NVML_STUB_LOG names a file, every nvmlInit/nvmlShutdown appends a line
  * to it, so a test can check the two are balanced.
  *
+ * If NVML_STUB_PROCESSES names a file, GPU 0's compute processes are read
+ * from it at each call instead: one "<pid> <bytes>" line per process (at
+ * most STUB_MAX_PROCESSES), so that a test scripts per-process GPU memory
+ * over time.
+ *
  * Build: gcc -shared -fPIC -I<go-nvml>/pkg/nvml -o libnvidia-ml.so.1 nvmlstub.c
  */
 #define NVML_NO_UNVERSIONED_FUNC_DEFS
@@ -29,6 +34,7 @@
 #define GIB (1024ULL * 1024ULL * 1024ULL)
 #define MIB (1024ULL * 1024ULL)
 #define NUM_GPUS 2
+#define STUB_MAX_PROCESSES 16
 
 struct nvmlDevice_st {
 	unsigned int index;
@@ -206,9 +212,45 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode
 	return NVML_ERROR_NOT_SUPPORTED;
 }
 
+/* scripted_processes reads NVML_STUB_PROCESSES into pids/bytes; -1 when
+ * the variable is unset. */
+static int scripted_processes(unsigned int *pids, unsigned long long *bytes) {
+	const char *path = getenv("NVML_STUB_PROCESSES");
+	if (path == NULL) {
+		return -1;
+	}
+	FILE *f = fopen(path, "r");
+	if (f == NULL) {
+		return 0;
+	}
+	int n = 0;
+	while (n < STUB_MAX_PROCESSES && fscanf(f, "%u %llu", &pids[n], &bytes[n]) == 2) {
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos) {
 	if (device.handle->index != 0) {
 		*infoCount = 0;
+		return NVML_SUCCESS;
+	}
+	unsigned int pids[STUB_MAX_PROCESSES];
+	unsigned long long bytes[STUB_MAX_PROCESSES];
+	int n = scripted_processes(pids, bytes);
+	if (n >= 0) {
+		if (*infoCount < (unsigned int)n) {
+			*infoCount = (unsigned int)n;
+			return NVML_ERROR_INSUFFICIENT_SIZE;
+		}
+		for (int i = 0; i < n; i++) {
+			infos[i].pid = pids[i];
+			infos[i].usedGpuMemory = bytes[i];
+			infos[i].gpuInstanceId = 0xFFFFFFFF;
+			infos[i].computeInstanceId = 0xFFFFFFFF;
+		}
+		*infoCount = (unsigned int)n;
 		return NVML_SUCCESS;
 	}
 	if (*infoCount < 1) {
