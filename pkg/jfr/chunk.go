@@ -176,6 +176,7 @@ func (c *Chunk) indexCheckpoint(off int64) (delta int64, err error) {
 		}
 		if n > 0 {
 			p.pending = append(p.pending, poolSegment{from: int32(first), n: int32(n)})
+			p.fast = nil
 		}
 	}
 	return delta, nil

@@ -44,6 +44,7 @@ type pool struct {
 	typ     *Type
 	chunk   *Chunk
 	pending []poolSegment // constants checked but not yet entries, in indexing order
+	fast    []*poolEntry  // dense while nothing is pending: lookup's inlined case
 	dense   []*poolEntry  // by key, while keys is nil
 	keys    *keyTable     // when the keys are too large for dense
 	blocks  [][]poolEntry
@@ -70,6 +71,9 @@ func (p *pool) materialize() {
 	}
 	p.pending = nil
 	p.index()
+	if p.keys == nil {
+		p.fast = p.dense
+	}
 }
 
 // add appends a constant; index makes it findable.
@@ -147,8 +151,18 @@ func (p *pool) index() {
 }
 
 func (p *pool) lookup(key uint64) *poolEntry {
+	if key < uint64(len(p.fast)) {
+		return p.fast[key]
+	}
+	return p.lookupSlow(key)
+}
+
+func (p *pool) lookupSlow(key uint64) *poolEntry {
 	if p.pending != nil {
 		p.materialize()
+		if key < uint64(len(p.fast)) {
+			return p.fast[key]
+		}
 	}
 	if p.keys == nil {
 		if key < uint64(len(p.dense)) {

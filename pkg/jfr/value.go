@@ -183,6 +183,13 @@ func (v Value) Resolve() Value { return *v.resolved() }
 
 // Kind reports the kind of the (resolved) value.
 func (v Value) Kind() ValueKind {
+	if v.kind < kindRef {
+		return v.kind
+	}
+	return v.refKind()
+}
+
+func (v *Value) refKind() ValueKind {
 	switch v.kind {
 	case kindRef:
 		if e := v.entry(); e != nil {
