@@ -112,7 +112,9 @@ struct thread {
 	// on_switch: its last GIL futex wait was on switch_cond or
 	// switch_mutex (forced off), not on the cond or the mutex (asking).
 	__u8 on_switch;
-	__u8 _pad1[3];
+	// on_mutex: its last GIL futex wait was on the mutex.
+	__u8 on_mutex;
+	__u8 _pad1[2];
 	__u64 released_at;
 	__u64 wait_at;
 	__u64 held_at;
@@ -937,6 +939,7 @@ int futex_enter(struct futex_enter_args *ctx)
 	}
 	t->in_gil_futex = 1;
 	t->on_switch = uaddr >= base + GIL_SWITCH_COND;
+	t->on_mutex = uaddr >= base + GIL_MUTEX && uaddr < base + GIL_SWITCH_COND;
 	__u64 now = bpf_ktime_get_ns();
 	if (t->blocked && t->woke_at) {
 		// Woken before, and blocking again: if another thread took the GIL
@@ -948,7 +951,10 @@ int futex_enter(struct futex_enter_args *ctx)
 			settle(t, pid, tid);
 	}
 	if (t->blocked) {
-		t->woke_at = 0;
+		// On the mutex, the wake-up is kept: futex_exit tells whether the
+		// thread took the GIL at it.
+		if (!t->on_mutex)
+			t->woke_at = 0;
 		return 0;
 	}
 	if (t->taken_at && uaddr >= base + GIL_MUTEX && uaddr < base + GIL_SWITCH_COND && still_taking(t, g, base, now)) {
@@ -1051,7 +1057,6 @@ int futex_exit(struct futex_exit_args *ctx)
 	// RestoreThread or its next GIL futex wait well after (settle), so a
 	// wake-up that lost the GIL to another thread stays one wait.
 	__u64 now = bpf_ktime_get_ns();
-	t->woke_at = now;
 	// locked (an int) and switch_number, 8 bytes apart.
 	struct {
 		__u32 locked;
@@ -1059,9 +1064,20 @@ int futex_exit(struct futex_exit_args *ctx)
 		__u64 switch_number;
 	} head;
 	if (bpf_probe_read_user(&head, sizeof(head), (void *)(t->futex_gil + GIL_LOCKED))) {
+		t->woke_at = now;
 		t->woke_switch = ~0ULL;
 		return 0;
 	}
+	if (t->on_mutex && t->woke_at && head.locked && t->woke_switch != ~0ULL && head.switch_number != t->woke_switch)
+		// Off the mutex with the GIL taken, after a wake-up that found
+		// it taken, and the GIL changed hands since: this thread took it
+		// then, without blocking again, and blocked on the mutex letting
+		// go of it (drop_gil locks it before it clears locked). Its wait
+		// ended at that wake-up, which is kept, with its switch_number,
+		// for settle (waking_holder, took_since). Were it another
+		// thread's take, this one waits on the cond again: the same wait.
+		return 0;
+	t->woke_at = now;
 	t->woke_switch = head.switch_number;
 	// A wait shorter than min_duration would be summed in the kernel, and
 	// a continuation could not be joined to it: it is settled the old way.

@@ -65,7 +65,8 @@ type gilThread struct {
 	TakenBlocked  uint8
 	WaitContinues uint8
 	OnSwitch      uint8
-	Pad1          [3]uint8
+	OnMutex       uint8
+	Pad1          [2]uint8
 	ReleasedAt    uint64
 	WaitAt        uint64
 	HeldAt        uint64
