@@ -28,8 +28,8 @@ type jepWait struct {
 // while another Java thread holds it in a Python loop. The futex mechanism
 // must time each of those waits whether the uprobes are attached (the
 // first rounds, which also teach it the JVM's GIL) or detached by the
-// budget (the waiters are then threads it never met): every waiter that
-// asked while the holder's loop ran has its wait inside its own readings
+// budget (the waiters are then threads it never met): every waiter (each
+// asks while the holder's loop runs) has its wait inside its own readings
 // (in one part, but for at most a quarter of them), ending after the loop, at least half within 1 ms of its first Python
 // statement,
 // sent although the thread may never block on the GIL again (each waiter
@@ -125,10 +125,11 @@ func checkJepWaits(t *testing.T, p *Probe, w *workloadtest.Process, phase string
 	events := drain(t, p, w.PID)
 	found, close, waited, split := 0, 0, 0, 0
 	for _, jw := range res.Waits {
-		// Only a waiter that asked while the holder's loop ran
-		// (with 1 ms to spare) surely waited: on a loaded host the
-		// holder may not have been running yet.
+		// The workload has each waiter ask once the holder is in its
+		// loop, which goes on for 20 ms after the last one asked: a
+		// reading outside it (with 1 ms to spare) is a broken workload.
 		if jw.Before < jw.Spin[0] || jw.Before > jw.Spin[1]-int64(time.Millisecond) {
+			t.Errorf("thread %d asked at %d, outside the holder's loop [%d, %d] with 1 ms to spare", jw.TID, jw.Before, jw.Spin[0], jw.Spin[1])
 			continue
 		}
 		waited++
@@ -185,8 +186,8 @@ func checkJepWaits(t *testing.T, p *Probe, w *workloadtest.Process, phase string
 	if 2*split > waited {
 		t.Errorf("%d of %d waits in more than one part, want at most half", split, waited)
 	}
-	if waited < len(res.Waits)/2 {
-		t.Fatalf("%d of %d waiters asked for the GIL while the holder's loop ran, want at least half", waited, len(res.Waits))
+	if len(res.Waits) == 0 {
+		t.Fatal("the workload reported no waiter")
 	}
 	// Half, as in TestFutexWaitsMatchTheWorkloadsClock: with the tests of
 	// two packages running on two CPUs, 4 of 8 were seen.
