@@ -736,18 +736,28 @@ type arena struct {
 	lazys []lazyArray
 }
 
-// Arena blocks are of one size, not doubling: a chunk's pools are decoded
-// into blocks that live as long as the chunk, and doubling left up to half
-// of the last, largest block unused (on a 434 KB recording, 1.5 MB
-// allocated for 0.8 MB of values), which the collector paid for.
+// Arena blocks after the first are of one size, not doubling: a chunk's
+// pools are decoded into blocks that live as long as the chunk, and
+// doubling left up to half of the last, largest block unused (on a 434 KB
+// recording, 1.5 MB allocated for 0.8 MB of values), which the collector
+// paid for. The first block is small: a reader's arena, reset for every
+// record, needs only the largest record's values, and a small chunk's
+// constants few; a 4096-value block (96 KB) for each was most of what
+// scanning a small chunk allocated.
 const (
-	valueBlock     = 4096
-	compositeBlock = 1024
+	valueBlock          = 4096
+	compositeBlock      = 1024
+	firstValueBlock     = 256
+	firstCompositeBlock = 64
 )
 
 func (a *arena) values(n int) []Value {
 	if a.used+n > len(a.vals) {
-		a.vals = make([]Value, max(valueBlock, n))
+		size := valueBlock
+		if a.vals == nil {
+			size = firstValueBlock
+		}
+		a.vals = make([]Value, max(size, n))
 		a.used = 0
 	}
 	v := a.vals[a.used : a.used+n : a.used+n]
@@ -759,7 +769,11 @@ func (a *arena) values(n int) []Value {
 
 func (a *arena) composite() *composite {
 	if a.cused == len(a.comps) {
-		a.comps = make([]composite, compositeBlock)
+		size := compositeBlock
+		if a.comps == nil {
+			size = firstCompositeBlock
+		}
+		a.comps = make([]composite, size)
 		a.cused = 0
 	}
 	p := &a.comps[a.cused]
