@@ -55,3 +55,54 @@ func TestMetadataSharedOnlyWhenIdentical(t *testing.T) {
 		t.Error("the original metadata was not shared after a different one was parsed")
 	}
 }
+
+// TestSelectionCompiledOncePerMetadata: scanning chunks that share their
+// metadata compiles the selection once; adding a type compiles it again,
+// and what it selects is read.
+func TestSelectionCompiledOncePerMetadata(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "g1-default-jdk17.jfr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func() *Chunk {
+		t.Helper()
+		c, err := NewChunk(bytes.Clone(b[:h.Size]), 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	count := func(sc *Scanner) int {
+		n := 0
+		for sc.Next() {
+			n++
+		}
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	sel := NewSelection()
+	sel.Add("jdk.GarbageCollection", "gcId")
+	a, c := load(), load()
+	first, second := a.Scan(sel), c.Scan(sel)
+	if &first.dense[0] != &second.dense[0] {
+		t.Error("the selection was compiled again for a chunk with the same metadata")
+	}
+	gcs := count(second)
+	if gcs == 0 {
+		t.Fatal("no jdk.GarbageCollection")
+	}
+	sel.Add("jdk.GCPhasePause", "gcId")
+	third := a.Scan(sel)
+	if &third.dense[0] == &first.dense[0] {
+		t.Error("the selection was not compiled again after Add")
+	}
+	if n := count(third); n <= gcs {
+		t.Errorf("%d records with jdk.GCPhasePause added, %d without", n, gcs)
+	}
+}

@@ -3,6 +3,7 @@ package jfr
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // Selection names the event types, and the fields of each, that a
@@ -13,7 +14,23 @@ import (
 type Selection struct {
 	types  []selectedType
 	byName map[string]int
+
+	// plans holds the selection compiled against the metadata of recent
+	// chunks: chunks share their Metadata (see metadataCache), and the
+	// receiver scans every segment of every chunk with one Selection.
+	mu    sync.Mutex
+	plans []compiledPlan // most recent last
 }
+
+type compiledPlan struct {
+	md     *Metadata
+	dense  []*typePlan
+	sparse map[int64]*typePlan
+}
+
+// maxPlans bounds the compiled plans a Selection keeps (and the metadata
+// they keep alive).
+const maxPlans = 4
 
 type selectedType struct {
 	name   string
@@ -31,6 +48,9 @@ func (s *Selection) Add(eventType string, fields ...string) int {
 	for _, f := range fields {
 		st.fields = append(st.fields, strings.Split(f, "."))
 	}
+	s.mu.Lock()
+	s.plans = nil
+	s.mu.Unlock()
 	if i, ok := s.byName[eventType]; ok {
 		s.types[i] = st
 		return i
@@ -60,8 +80,29 @@ type target struct {
 	rest []string // path below the top-level field
 }
 
-// plan compiles the selection against the chunk's current metadata.
+// plan returns the selection compiled against md, compiled once per
+// Metadata. Plans are read-only once made.
 func (s *Selection) plan(md *Metadata) (dense []*typePlan, sparse map[int64]*typePlan) {
+	s.mu.Lock()
+	for _, p := range s.plans {
+		if p.md == md {
+			s.mu.Unlock()
+			return p.dense, p.sparse
+		}
+	}
+	s.mu.Unlock()
+	dense, sparse = s.compile(md)
+	s.mu.Lock()
+	if len(s.plans) >= maxPlans {
+		s.plans = append(s.plans[:0], s.plans[1:]...)
+	}
+	s.plans = append(s.plans, compiledPlan{md: md, dense: dense, sparse: sparse})
+	s.mu.Unlock()
+	return dense, sparse
+}
+
+// compile compiles the selection against md.
+func (s *Selection) compile(md *Metadata) (dense []*typePlan, sparse map[int64]*typePlan) {
 	dense = make([]*typePlan, len(md.dense))
 	for si, st := range s.types {
 		t := md.TypeByName(st.name)
