@@ -150,7 +150,9 @@ bench: build ## Run the benchmarks, each against the reference its issue names.
 	# pythongil: cost per GIL release cycle per mechanism against the uprobe floor measured first, probed/unprobed in one run (#19).
 	$(GO) test -run='^$$' -bench='^BenchmarkReleaseCycle$$' -benchtime=1x ./receiver/pythongilreceiver/
 	# Every go benchmark; pkg/jfr's use the same recording. Among them: BenchmarkOracleVsJDK (pkg/jfr's readers
-	# against the JDK's RecordingFile on every JFR oracle recording, first pass and warmed, as ratios) and
+	# against the JDK's RecordingFile on every JFR oracle recording, first pass and warmed, as ratios),
+	# BenchmarkChunkCost (receiver/jfrreceiver: the receiver's decode cost per chunk and per event type it reads,
+	# on pkg/jfr's testdata recordings and this one) and
 	# BenchmarkPrintLargeRecording (cmd/jfrstat: print --json on 1 GB, equal to JDK 25's, peak RSS under 64 MB).
 	JFR_BENCH_FILE=$(CACHE)/jfr-bench/g1-profile-mixed.jfr OTELCOL_AI_BIN=$(BIN) OTELCOL_AI_ONNXRUNTIME_LIB=$(ORT_LIB) \
 		$(GO) test -run='^$$' -bench=. -benchmem -timeout 60m ./...
