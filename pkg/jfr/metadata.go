@@ -146,6 +146,7 @@ type Metadata struct {
 	dense  []*Type // by ID when IDs are small
 	sparse map[int64]*Type
 	byName map[string]*Type
+	slab   *typeSlab // while building
 }
 
 // TypeByID returns the type with the given ID, or nil.
@@ -382,11 +383,14 @@ func parseElement(d *decoder, strs []string, depth int, slab *elementSlab) (*ele
 // reference classes declared after them), resolve each class's members, and
 // size the types.
 func buildMetadata(root *element) (*Metadata, error) {
-	m := &Metadata{sparse: map[int64]*Type{}, byName: map[string]*Type{}}
+	m := &Metadata{}
 	classes := m.readRoot(root)
 	if len(classes) > maxClasses {
 		return nil, detail(ErrTooLarge, "metadata declares %d classes, limit is %d", len(classes), maxClasses)
 	}
+	m.sparse = make(map[int64]*Type, len(classes))
+	m.byName = make(map[string]*Type, len(classes))
+	m.slab = newTypeSlab(classes)
 	if err := m.declare(classes); err != nil {
 		return nil, err
 	}
@@ -398,6 +402,7 @@ func buildMetadata(root *element) (*Metadata, error) {
 	if err := sizeTypes(m); err != nil {
 		return nil, err
 	}
+	m.slab = nil
 	return m, nil
 }
 
@@ -431,7 +436,8 @@ func (m *Metadata) declare(classes []*element) error {
 		if err != nil {
 			return detail(ErrCorrupt, "class %q has id %q", cl.attr("name"), cl.attr("id"))
 		}
-		t := &Type{ID: id, Name: cl.attr("name"), SuperType: cl.attr("superType"), SimpleType: cl.attr("simpleType") == "true"}
+		t := m.slab.typ()
+		*t = Type{ID: id, Name: cl.attr("name"), SuperType: cl.attr("superType"), SimpleType: cl.attr("simpleType") == "true"}
 		if k, ok := primitiveKinds[t.Name]; ok {
 			t.Kind = k
 		}
@@ -466,7 +472,7 @@ func (m *Metadata) resolve(t *Type, cl *element) error {
 			nf++
 		}
 	}
-	t.Fields = make([]Field, 0, nf)
+	t.Fields = m.slab.fieldList(nf)
 	for _, c := range cl.children {
 		switch c.name {
 		case "field":
@@ -479,6 +485,9 @@ func (m *Metadata) resolve(t *Type, cl *element) error {
 			s, err := m.setting(t.Name, c)
 			if err != nil {
 				return err
+			}
+			if t.Settings == nil {
+				t.Settings = m.slab.settingList(countNamed(cl.children, "setting"))
 			}
 			t.Settings = append(t.Settings, s)
 		}
@@ -543,7 +552,7 @@ func (m *Metadata) annotations(owner string, els []*element) ([]Annotation, erro
 	if n == 0 {
 		return nil, nil
 	}
-	as := make([]Annotation, 0, n)
+	as := m.slab.annotationList(n)
 	for _, a := range els {
 		if a.name != "annotation" {
 			continue
@@ -574,6 +583,91 @@ func (m *Metadata) annotations(owner string, els []*element) ([]Annotation, erro
 		as = append(as, an)
 	}
 	return as, nil
+}
+
+// typeSlab holds a metadata's types and their fields, settings and
+// annotations in one array each, sized by counting the elements first: a
+// JDK's metadata declares a few hundred classes, a few thousand fields and
+// more annotations, and one allocation each was most of the allocations of
+// parsing it. Lists are handed out with their capacity capped, so that an
+// append past it (which counting rules out) could not overwrite a
+// neighbour.
+type typeSlab struct {
+	types       []Type
+	fields      []Field
+	settings    []Setting
+	annotations []Annotation
+}
+
+func newTypeSlab(classes []*element) *typeSlab {
+	var nf, ns, na int
+	for _, cl := range classes {
+		for _, c := range cl.children {
+			switch c.name {
+			case "field":
+				nf++
+				na += countNamed(c.children, "annotation")
+			case "setting":
+				ns++
+				na += countNamed(c.children, "annotation")
+			case "annotation":
+				na++
+			}
+		}
+	}
+	return &typeSlab{
+		types:       make([]Type, len(classes)),
+		fields:      make([]Field, nf),
+		settings:    make([]Setting, ns),
+		annotations: make([]Annotation, na),
+	}
+}
+
+func countNamed(els []*element, name string) int {
+	n := 0
+	for _, e := range els {
+		if e.name == name {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *typeSlab) typ() *Type {
+	if len(s.types) == 0 {
+		return &Type{}
+	}
+	t := &s.types[0]
+	s.types = s.types[1:]
+	return t
+}
+
+// fieldList returns an empty list with room for n fields.
+func (s *typeSlab) fieldList(n int) []Field {
+	if n > len(s.fields) {
+		return make([]Field, 0, n)
+	}
+	l := s.fields[:0:n]
+	s.fields = s.fields[n:]
+	return l
+}
+
+func (s *typeSlab) settingList(n int) []Setting {
+	if n > len(s.settings) {
+		return make([]Setting, 0, n)
+	}
+	l := s.settings[:0:n]
+	s.settings = s.settings[n:]
+	return l
+}
+
+func (s *typeSlab) annotationList(n int) []Annotation {
+	if n > len(s.annotations) {
+		return make([]Annotation, 0, n)
+	}
+	l := s.annotations[:0:n]
+	s.annotations = s.annotations[n:]
+	return l
 }
 
 // ref resolves the class ID attr that what (a member of class owner) names.
