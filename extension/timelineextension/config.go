@@ -15,8 +15,12 @@ import (
 type Config struct {
 	// ServerConfig is where the page is served (endpoint, TLS, auth, …).
 	confighttp.ServerConfig `mapstructure:",squash"`
+	// RuntimeState is the runtimestate extension runtimecorrelation
+	// processors register their state in (their runtime_state); nil draws
+	// nothing (the API says so).
+	RuntimeState *component.ID `mapstructure:"runtime_state"`
 	// Source is the component ID of the runtimecorrelation processor whose
-	// state is drawn; empty means the only one in the collector.
+	// state is drawn; empty means the only one registered.
 	Source string `mapstructure:"source"`
 	// PollInterval is how often a visible page asks for a new snapshot.
 	PollInterval time.Duration `mapstructure:"poll_interval"`

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-ai/otelcol-ai/extension/timelineextension/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
 	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
 )
 
@@ -38,6 +39,7 @@ type timelineExtension struct {
 	mu     sync.Mutex
 	server *http.Server
 	done   chan struct{}
+	host   component.Host // from Start: where runtime_state is found
 }
 
 func newExtension(set extension.Settings, cfg *Config) (*timelineExtension, error) {
@@ -73,7 +75,7 @@ func (e *timelineExtension) Start(ctx context.Context, host component.Host) erro
 	}
 	done := make(chan struct{})
 	e.mu.Lock()
-	e.server, e.done = srv, done
+	e.server, e.done, e.host = srv, done, host
 	e.mu.Unlock()
 	e.logger.Info("timeline page", zap.String("url", "http://"+ln.Addr().String()+"/"))
 	go func() {
@@ -128,6 +130,26 @@ func (e *timelineExtension) fail(w http.ResponseWriter, r *http.Request, route s
 	e.count(r.Context(), route, code)
 }
 
+// source finds the processor's state in the runtimestate extension
+// (runtime_state), at each request: the processors start after the
+// extensions, and a processor's restart registers anew.
+func (e *timelineExtension) source() (timeline.Source, error) {
+	if e.cfg.RuntimeState == nil {
+		return nil, fmt.Errorf("timeline: %w: runtime_state is not set (name the runtimestate extension the runtimecorrelation processor's runtime_state names)", timeline.ErrNoSource)
+	}
+	e.mu.Lock()
+	host := e.host
+	e.mu.Unlock()
+	if host == nil {
+		return nil, fmt.Errorf("timeline: %w: the extension has not started", timeline.ErrNoSource)
+	}
+	store, err := runtimestate.Lookup(host, *e.cfg.RuntimeState)
+	if err != nil {
+		return nil, fmt.Errorf("timeline: runtime_state: %w", err)
+	}
+	return store.Timelines().Lookup(e.cfg.Source)
+}
+
 // serveSnapshot answers /api/snapshot: the query's range of the source's
 // state as JSON. Bad parameters are a 400 naming each; no source (no
 // runtimecorrelation processor running) a 503.
@@ -145,7 +167,7 @@ func (e *timelineExtension) serveSnapshot(w http.ResponseWriter, r *http.Request
 		return
 	}
 	q.MaxWindows, q.MaxSpans = min(q.MaxWindows, e.cfg.MaxWindows), min(q.MaxSpans, e.cfg.MaxSpans)
-	src, err := timeline.Lookup(e.cfg.Source)
+	src, err := e.source()
 	if err != nil {
 		e.fail(w, r, "snapshot", http.StatusServiceUnavailable, err.Error())
 		return

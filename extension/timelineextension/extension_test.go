@@ -1,6 +1,9 @@
 package timelineextension
 
 import (
+	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension"
+	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -44,8 +47,34 @@ func freeEndpoint(t *testing.T) string {
 
 func startExtension(t *testing.T, configure func(*Config)) string {
 	t.Helper()
+	base, _ := startExtensionWithState(t, configure)
+	return base
+}
+
+// startExtensionWithState starts the extension with a runtimestate
+// extension of its own (runtime_state names it unless configure unsets
+// it), as the embedded default config has them, and returns where it
+// serves and the store processors register in.
+func startExtensionWithState(t *testing.T, configure func(*Config)) (string, *runtimestate.Store) {
+	t.Helper()
+	rsf := runtimestateextension.NewFactory()
+	stateID := component.MustNewID("runtimestate")
+	state, err := rsf.Create(context.Background(), extensiontest.NewNopSettings(rsf.Type()), rsf.CreateDefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := extensionsHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{stateID: state}}
+	if err := state.Start(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = state.Shutdown(context.Background()) })
+	store, err := runtimestate.Lookup(host, stateID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := createDefaultConfig().(*Config)
 	cfg.NetAddr.Endpoint = freeEndpoint(t)
+	cfg.RuntimeState = &stateID
 	if configure != nil {
 		configure(cfg)
 	}
@@ -56,7 +85,7 @@ func startExtension(t *testing.T, configure func(*Config)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ext.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+	if err := ext.Start(context.Background(), host); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -64,8 +93,16 @@ func startExtension(t *testing.T, configure func(*Config)) string {
 			t.Error(err)
 		}
 	})
-	return "http://" + cfg.NetAddr.Endpoint
+	return "http://" + cfg.NetAddr.Endpoint, store
 }
+
+// extensionsHost is a host with the test's extensions.
+type extensionsHost struct {
+	component.Host
+	exts map[component.ID]component.Component
+}
+
+func (h extensionsHost) GetExtensions() map[component.ID]component.Component { return h.exts }
 
 func get(t *testing.T, url string) (int, string, http.Header) {
 	t.Helper()
@@ -106,13 +143,23 @@ func TestPageIsSelfContained(t *testing.T) {
 	}
 }
 
-// TestSnapshotWithoutSourceIs503: no runtimecorrelation processor means a
-// 503 that says what is missing.
+// TestSnapshotWithoutSourceIs503: no runtimecorrelation processor, or no
+// runtime_state, or one that names no extension, means a 503 that says
+// what is missing.
 func TestSnapshotWithoutSourceIs503(t *testing.T) {
 	base := startExtension(t, func(c *Config) { c.Source = "runtimecorrelation/absent" })
 	code, body, _ := get(t, base+"/api/snapshot")
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"runtimecorrelation/absent"`) || !strings.Contains(body, "no timeline source") {
 		t.Fatalf("= %d %q", code, body)
+	}
+	base = startExtension(t, func(c *Config) { c.RuntimeState = nil })
+	if code, body, _ := get(t, base+"/api/snapshot"); code != http.StatusServiceUnavailable || !strings.Contains(body, "runtime_state is not set") {
+		t.Errorf("without runtime_state: %d %q", code, body)
+	}
+	absent := component.MustNewIDWithName("runtimestate", "absent")
+	base = startExtension(t, func(c *Config) { c.RuntimeState = &absent })
+	if code, body, _ := get(t, base+"/api/snapshot"); code != http.StatusServiceUnavailable || !strings.Contains(body, "runtimestate/absent is not among the service's extensions") {
+		t.Errorf("runtime_state naming no extension: %d %q", code, body)
 	}
 }
 
@@ -122,8 +169,8 @@ func TestSnapshotWithoutSourceIs503(t *testing.T) {
 func TestSnapshotQueries(t *testing.T) {
 	src := &querySource{}
 	name := component.MustNewIDWithName("runtimecorrelation", strings.ToLower(t.Name())).String()
-	defer timeline.Register(name, src)()
-	base := startExtension(t, func(c *Config) { c.Source = name; c.MaxWindows = 300 })
+	base, store := startExtensionWithState(t, func(c *Config) { c.Source = name; c.MaxWindows = 300 })
+	defer store.Timelines().Register(name, src)()
 
 	code, body, _ := get(t, base+"/api/snapshot?last=10s&pid=42&kind=jvm.safepoint,span&max_windows=100000&buckets=20")
 	if code != http.StatusOK {

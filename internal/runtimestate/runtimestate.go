@@ -4,7 +4,9 @@
 // is), so that the dependency is in the configuration and the state lives
 // from the extension's Start to its Shutdown. It holds, per process, the
 // readings of its runtime's memory accounts (the jfr receiver's JVM
-// accounts), which the nvml receiver joins with a process's GPU memory.
+// accounts), which the nvml receiver joins with a process's GPU memory, and
+// the timeline sources (the runtimecorrelation processor's state) that the
+// timeline extension draws.
 package runtimestate // import "github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
 
 import (
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+
+	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
 )
 
 // Process names a process: its pid in the collector's proc root and its
@@ -50,14 +54,15 @@ type Store struct {
 	mu    sync.Mutex
 	procs map[Process]map[string][]Reading
 	// verdicts are the writer's own leak verdict per account (Assess).
-	verdicts map[Process]map[string]bool
-	dropped  int64
-	now      func() time.Time
+	verdicts  map[Process]map[string]bool
+	timelines *timeline.Registry
+	dropped   int64
+	now       func() time.Time
 }
 
 // New returns an empty store.
 func New(cfg Config) *Store {
-	return &Store{cfg: cfg, procs: map[Process]map[string][]Reading{}, verdicts: map[Process]map[string]bool{}, now: time.Now}
+	return &Store{cfg: cfg, procs: map[Process]map[string][]Reading{}, verdicts: map[Process]map[string]bool{}, timelines: timeline.NewRegistry(), now: time.Now}
 }
 
 // Record adds a reading of one of p's accounts ("heap", "jni_global_refs",
@@ -86,6 +91,9 @@ func (s *Store) Record(p Process, account string, at time.Time, value int64) {
 	}
 	accts[account] = append(rs, Reading{At: at, Value: value})
 }
+
+// Timelines is where timeline sources register and are found by name.
+func (s *Store) Timelines() *timeline.Registry { return s.timelines }
 
 // Assess records the writer's own verdict on one of p's accounts (its leak
 // detection's: the account is suspected of leaking, or assessed and not),

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension"
 	"github.com/otelcol-ai/otelcol-ai/extension/timelineextension"
 	"github.com/otelcol-ai/otelcol-ai/internal/cdptest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
@@ -34,16 +35,33 @@ func TestLivePageSummarisesAMillionWindows(t *testing.T) {
 		t.Skip("a million windows")
 	}
 	cdptest.Binary(t)
+	// The processor registers its state in a runtimestate extension, which
+	// the timeline extension draws from (both name it: runtime_state).
+	rsf := runtimestateextension.NewFactory()
+	stateID := component.MustNewID("runtimestate")
+	state, err := rsf.Create(context.Background(), extensiontest.NewNopSettings(rsf.Type()), rsf.CreateDefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := extensionsHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{stateID: state}}
+	if err := state.Start(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	defer state.Shutdown(context.Background())
 	pf := runtimecorrelationprocessor.NewFactory()
 	pcfg := pf.CreateDefaultConfig().(*runtimecorrelationprocessor.Config)
 	pcfg.Windows.MaxWindows, pcfg.Windows.MaxPerScope = 1_000_000, 1_000_000
 	pcfg.Windows.Retention = time.Hour
 	pcfg.Windows.MaxClockSkew = time.Hour
 	pcfg.OverlapPairs = [][]window.Kind{}
+	pcfg.RuntimeState = &stateID
 	pset := processortest.NewNopSettings(pf.Type())
 	pset.ID = component.MustNewIDWithName("runtimecorrelation", "million")
 	logs, err := pf.CreateLogs(context.Background(), pset, pcfg, consumertest.NewNop())
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := logs.Start(context.Background(), host); err != nil {
 		t.Fatal(err)
 	}
 	defer logs.Shutdown(context.Background())
@@ -83,12 +101,13 @@ func TestLivePageSummarisesAMillionWindows(t *testing.T) {
 	ecfg.NetAddr.Endpoint = ln.Addr().String()
 	ln.Close()
 	ecfg.Source = pset.ID.String()
+	ecfg.RuntimeState = &stateID
 	ecfg.Range = time.Minute
 	ext, err := ef.Create(context.Background(), extensiontest.NewNopSettings(ef.Type()), ecfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ext.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+	if err := ext.Start(context.Background(), host); err != nil {
 		t.Fatal(err)
 	}
 	defer ext.Shutdown(context.Background())
@@ -141,3 +160,11 @@ func TestLivePageSummarisesAMillionWindows(t *testing.T) {
 		t.Errorf("console: %q", p)
 	}
 }
+
+// extensionsHost is a host with the test's extensions.
+type extensionsHost struct {
+	component.Host
+	exts map[component.ID]component.Component
+}
+
+func (h extensionsHost) GetExtensions() map[component.ID]component.Component { return h.exts }

@@ -22,26 +22,33 @@ var ErrNoSource = errors.New("no timeline source")
 // than one source is registered.
 var ErrAmbiguous = errors.New("several timeline sources")
 
-var registry = struct {
-	sync.Mutex
+// Registry is where sources are found by name: the runtimestate
+// extension's (internal/runtimestate), which the runtimecorrelation
+// processor registers in and the timeline extension looks in. It is safe
+// for concurrent use.
+type Registry struct {
+	mu      sync.Mutex
 	sources map[string]Source
-}{sources: map[string]Source{}}
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{sources: map[string]Source{}} }
 
 // Register makes src findable under name (a component ID, e.g.
 // "runtimecorrelation/agent") until the returned function is called. A
 // second registration under one name replaces the first until either is
 // undone.
-func Register(name string, src Source) (unregister func()) {
-	registry.Lock()
-	defer registry.Unlock()
-	registry.sources[name] = src
+func (r *Registry) Register(name string, src Source) (unregister func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sources[name] = src
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			registry.Lock()
-			defer registry.Unlock()
-			if registry.sources[name] == src {
-				delete(registry.sources, name)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.sources[name] == src {
+				delete(r.sources, name)
 			}
 		})
 	}
@@ -49,37 +56,37 @@ func Register(name string, src Source) (unregister func()) {
 
 // Lookup returns the source registered under name; with name empty, the
 // only one registered.
-func Lookup(name string) (Source, error) {
-	registry.Lock()
-	defer registry.Unlock()
+func (r *Registry) Lookup(name string) (Source, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if name != "" {
-		src, ok := registry.sources[name]
+		src, ok := r.sources[name]
 		if !ok {
-			return nil, fmt.Errorf("timeline: %q: %w (registered: %v)", name, ErrNoSource, namesLocked())
+			return nil, fmt.Errorf("timeline: %q: %w (registered: %v)", name, ErrNoSource, r.namesLocked())
 		}
 		return src, nil
 	}
-	switch len(registry.sources) {
+	switch len(r.sources) {
 	case 0:
-		return nil, fmt.Errorf("timeline: %w: is a runtimecorrelation processor in a pipeline?", ErrNoSource)
+		return nil, fmt.Errorf("timeline: %w: is a runtimecorrelation processor with the same runtime_state in a pipeline?", ErrNoSource)
 	case 1:
-		for _, src := range registry.sources {
+		for _, src := range r.sources {
 			return src, nil
 		}
 	}
-	return nil, fmt.Errorf("timeline: %w (%v): set the extension's source", ErrAmbiguous, namesLocked())
+	return nil, fmt.Errorf("timeline: %w (%v): set the extension's source", ErrAmbiguous, r.namesLocked())
 }
 
 // Names returns the registered sources' names, sorted.
-func Names() []string {
-	registry.Lock()
-	defer registry.Unlock()
-	return namesLocked()
+func (r *Registry) Names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.namesLocked()
 }
 
-func namesLocked() []string {
-	names := make([]string, 0, len(registry.sources))
-	for n := range registry.sources {
+func (r *Registry) namesLocked() []string {
+	names := make([]string, 0, len(r.sources))
+	for n := range r.sources {
 		names = append(names, n)
 	}
 	slices.Sort(names)

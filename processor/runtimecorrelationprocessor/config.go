@@ -48,6 +48,10 @@ type Config struct {
 	Identity IdentityConfig `mapstructure:"identity"`
 	// Timeline bounds what is kept for the timeline page beside the index.
 	Timeline TimelineConfig `mapstructure:"timeline"`
+	// RuntimeState, when set, is the runtimestate extension the processor's
+	// state is registered in for the timeline extension to draw (by this
+	// processor's component ID); nil registers it nowhere.
+	RuntimeState *component.ID `mapstructure:"runtime_state"`
 	// prevent unkeyed literal initialization
 	_ struct{}
 }

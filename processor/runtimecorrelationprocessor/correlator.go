@@ -1,6 +1,8 @@
 package runtimecorrelationprocessor // import "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor"
 
 import (
+	"go.opentelemetry.io/collector/component"
+
 	"context"
 	"errors"
 	"fmt"
@@ -18,8 +20,8 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/attention"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procsocket"
+	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
-	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/windowindex"
 )
@@ -82,7 +84,11 @@ type correlator struct {
 	timeline *timelineState
 	// names are the scopes' pod, container and workload names, for the
 	// records and metrics this processor makes (names.go).
-	names      *scopeNames
+	names *scopeNames
+	// bindMu guards bound and unregister: the first pipeline to start
+	// registers the state in the runtimestate extension (bind).
+	bindMu     sync.Mutex
+	bound      bool
 	unregister func()
 
 	// untrustedOnce logs the first untrusted window batch.
@@ -145,7 +151,7 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 	if err := c.timeline.observe(tel); err != nil {
 		return nil, fmt.Errorf("runtimecorrelation: telemetry: %w", err)
 	}
-	c.unregister = timeline.Register(c.name, c)
+	c.unregister = func() {}
 	for a := range numKinds {
 		for b := range numKinds {
 			if c.pairs[a][b] {
@@ -156,8 +162,28 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 	return c, nil
 }
 
+// bind registers the correlator's state in the runtimestate extension that
+// runtime_state names, for the timeline extension, once: each of its
+// pipelines' processors calls it at Start (extensions start first).
+func (c *correlator) bind(host component.Host) error {
+	c.bindMu.Lock()
+	defer c.bindMu.Unlock()
+	if c.bound || c.cfg.RuntimeState == nil {
+		return nil
+	}
+	store, err := runtimestate.Lookup(host, *c.cfg.RuntimeState)
+	if err != nil {
+		return fmt.Errorf("runtimecorrelation: runtime_state: %w", err)
+	}
+	c.unregister = store.Timelines().Register(c.name, c)
+	c.bound = true
+	return nil
+}
+
 func (c *correlator) close() {
+	c.bindMu.Lock()
 	c.unregister()
+	c.bindMu.Unlock()
 	c.tel.Shutdown()
 }
 

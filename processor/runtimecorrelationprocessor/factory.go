@@ -82,7 +82,7 @@ func createLogs(ctx context.Context, set processor.Settings, cfg component.Confi
 	}
 	p := &logsProcessor{ref: ref}
 	return processorhelper.NewLogs(ctx, set, cfg, next, p.processLogs,
-		processorhelper.WithShutdown(p.shutdown), mutates)
+		processorhelper.WithStart(p.start), processorhelper.WithShutdown(p.shutdown), mutates)
 }
 
 func createTraces(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {

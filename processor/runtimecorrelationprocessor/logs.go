@@ -1,6 +1,8 @@
 package runtimecorrelationprocessor // import "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor"
 
 import (
+	"go.opentelemetry.io/collector/component"
+
 	"context"
 
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -12,6 +14,10 @@ import (
 // runtime.overlap records they complete to the same batch.
 type logsProcessor struct {
 	ref *sharedcomponent.Ref[*correlator]
+}
+
+func (p *logsProcessor) start(_ context.Context, host component.Host) error {
+	return p.ref.Value().bind(host)
 }
 
 func (p *logsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {

@@ -50,7 +50,10 @@ func (p *metricsProcessor) processMetrics(ctx context.Context, md pmetric.Metric
 	return md, nil
 }
 
-func (p *metricsProcessor) start(context.Context, component.Host) error {
+func (p *metricsProcessor) start(_ context.Context, host component.Host) error {
+	if err := p.ref.Value().bind(host); err != nil {
+		return err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.done != nil {

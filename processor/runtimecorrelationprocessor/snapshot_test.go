@@ -9,11 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
+	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension"
+	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
 	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
@@ -23,18 +28,67 @@ import (
 
 var allOfIt = timeline.Query{From: t0, To: t0 + int64(time.Second), MaxWindows: 1000, Buckets: 100, MaxSpans: 1000}
 
-// TestSnapshotIsFoundByComponentID: the correlator registers under its
-// component ID while it exists, and not after.
+// TestSnapshotIsFoundByComponentID: with runtime_state, the correlator
+// registers in the runtimestate extension under its component ID once a
+// pipeline of it starts, and not after it shuts down; a runtime_state that
+// names no started extension fails the start.
 func TestSnapshotIsFoundByComponentID(t *testing.T) {
-	h := newHarness(t, nil)
-	src, err := timeline.Lookup(h.set.ID.String())
+	f := runtimestateextension.NewFactory()
+	extID := component.MustNewID("runtimestate")
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), f.CreateDefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := extensionsHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{extID: ext}}
+	if err := ext.Start(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ext.Shutdown(context.Background()) }()
+	store, err := runtimestate.Lookup(host, extID)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	h := newHarness(t, func(c *Config) { c.RuntimeState = &extID })
+	if _, err := store.Timelines().Lookup(h.set.ID.String()); err == nil {
+		t.Fatal("registered before any pipeline started")
+	}
+	if err := h.logs.Start(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	src, err := store.Timelines().Lookup(h.set.ID.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if src != timeline.Source(h.c) {
 		t.Fatalf("registered %v, want the harness's correlator", src)
 	}
+	if err := h.traces.start(context.Background(), host); err != nil {
+		t.Fatal(err) // a second pipeline binds nothing more
+	}
+	if names := store.Timelines().Names(); len(names) != 1 {
+		t.Errorf("registered %v, want the one correlator", names)
+	}
+	_ = h.traces.shutdown(context.Background())
+	_ = h.logs.Shutdown(context.Background())
+	if _, err := store.Timelines().Lookup(h.set.ID.String()); err == nil {
+		t.Error("still registered after shutdown")
+	}
+
+	missing := component.MustNewIDWithName("runtimestate", "absent")
+	h2 := newHarness(t, func(c *Config) { c.RuntimeState = &missing })
+	if err := h2.logs.Start(context.Background(), host); err == nil || !strings.Contains(err.Error(), "runtime_state: runtimestate: extension not found: runtimestate/absent") {
+		t.Errorf("start with an absent extension: %v", err)
+	}
 }
+
+// extensionsHost is a host with the test's extensions.
+type extensionsHost struct {
+	component.Host
+	exts map[component.ID]component.Component
+}
+
+func (h extensionsHost) GetExtensions() map[component.ID]component.Component { return h.exts }
 
 // TestSnapshotShowsWhatCameBeforeAnyoneLooked: spans, thread names and
 // window details sent before the first snapshot are all in it (one opens

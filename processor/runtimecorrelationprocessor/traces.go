@@ -210,7 +210,10 @@ func (p *tracesProcessor) dueTime(td ptrace.Traces, now time.Time) time.Time {
 	return now.Add(time.Duration(latest - nowNs))
 }
 
-func (p *tracesProcessor) start(context.Context, component.Host) error {
+func (p *tracesProcessor) start(_ context.Context, host component.Host) error {
+	if err := p.ref.Value().bind(host); err != nil {
+		return err
+	}
 	if p.delay == 0 {
 		return nil
 	}
