@@ -26,6 +26,7 @@ type Chunk struct {
 
 	checkpoints map[int64]bool // offsets of the checkpoints indexed
 	constants   []int32        // offset of every constant's key, as the checkpoints were walked
+	denseSpent  int            // bytes of pools' tables by key beyond denseSlack (see denseBudget)
 }
 
 // NewChunk parses a chunk held entirely in buf (header included). index and

@@ -117,7 +117,7 @@ func (p *pool) index() {
 	if p.indexed == p.n {
 		return
 	}
-	if p.keys == nil && p.maxKey < uint64(8*p.n+denseSlack) {
+	if p.keys == nil && (p.maxKey < uint64(8*p.n+denseSlack) || p.denseFromBudget()) {
 		if uint64(len(p.dense)) <= p.maxKey {
 			d := make([]*poolEntry, p.maxKey+1)
 			copy(d, p.dense)
@@ -148,6 +148,28 @@ func (p *pool) index() {
 		}
 	}
 	p.indexed = p.n
+}
+
+// denseBudget is how many bytes of tables by key a chunk may spend beyond
+// what denseSlack allows: enough for a class pool (a few hundred classes
+// with ids up to a few thousand, looked up by many events) to be a table,
+// bounded so that a hostile chunk's pools of one large key each cannot
+// make it allocate much.
+const denseBudget = 256 << 10
+
+// denseFromBudget reports whether the pool's table may grow to its
+// largest key out of the chunk's budget, and takes it from the budget.
+func (p *pool) denseFromBudget() bool {
+	c := p.chunk
+	if c == nil || p.maxKey >= denseBudget/8 {
+		return false
+	}
+	grow := 8 * (int(p.maxKey) + 1 - len(p.dense))
+	if c.denseSpent+grow > denseBudget {
+		return false
+	}
+	c.denseSpent += grow
+	return true
 }
 
 func (p *pool) lookup(key uint64) *poolEntry {

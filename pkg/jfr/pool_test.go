@@ -130,3 +130,34 @@ func TestKeyTable(t *testing.T) {
 		t.Errorf("%d keys in %d slots: more than half full", tab.n, len(tab.slots))
 	}
 }
+
+// TestDenseBudget: a pool whose keys are too sparse for the per-entry rule
+// (a class pool: a few hundred ids up to a few thousand) is still a table
+// while the chunk's budget lasts; past it, pools use a keyTable.
+func TestDenseBudget(t *testing.T) {
+	c := &Chunk{}
+	classes := &pool{chunk: c}
+	for i := uint64(1); i <= 450; i++ {
+		classes.add(i*9, int32(i))
+	}
+	classes.index()
+	if classes.keys != nil || classes.lookup(450*9) == nil || classes.lookup(3) != nil {
+		t.Fatalf("class-like pool: keyTable %v", classes.keys != nil)
+	}
+	spentBefore := c.denseSpent
+	for i := range 100 {
+		p := &pool{chunk: c}
+		p.add(4000, 0) // one entry: the per-entry rule wants a keyTable
+		p.index()
+		if p.keys != nil {
+			if n := (c.denseSpent - spentBefore) / (8 * 4001); n != i {
+				t.Errorf("%d tables paid for, %d pools made tables", n, i)
+			}
+			if c.denseSpent > denseBudget || denseBudget-c.denseSpent >= 8*4001 {
+				t.Errorf("budget %d, %d spent when a pool was refused its table", denseBudget, c.denseSpent)
+			}
+			return
+		}
+	}
+	t.Error("pools of one large key kept getting tables past the chunk's budget")
+}

@@ -567,6 +567,17 @@ func (c *Chunk) decodeFields(d *decoder, ops []fieldOp, out []Value, depth int, 
 			default:
 				out[i] = poolValue(op.pool, v)
 			}
+		case opBoolean:
+			// A byte: past the end it reads as false and the check after
+			// the loop reports it, as for integers.
+			var b byte
+			if p := uint(pos); p < uint(len(buf)) {
+				b = buf[p]
+				pos++
+			} else {
+				d.short = true
+			}
+			out[i] = Value{kind: KindBoolValue, prim: KindBoolean, bits: uint64(b & 1)}
 		case opString:
 			d.pos = pos
 			out[i] = c.stringField(d)
