@@ -2,8 +2,10 @@
 // what the collector's users look at: request spans and JVM pauses. The
 // runtimecorrelation processor marks them as it matches spans and indexes
 // pauses; the pythongil receiver reads the marks to spend its uprobe budget
-// on the interpreters whose windows can overlap them. Both run in the same
-// collector process and meet in one process-global Registry (Default).
+// on the interpreters whose windows can overlap them. They meet in the
+// Registry of the runtimestate extension both name (runtime_state;
+// internal/runtimestate), which lives from its Start to its Shutdown. A nil
+// Registry takes no marks and attends to nothing.
 package attention
 
 import (
@@ -15,8 +17,8 @@ import (
 // pauses at least once a minute keeps its attention.
 const DefaultTTL = time.Minute
 
-// DefaultMax bounds the processes and the pods Default holds (each): far
-// more than a node runs.
+// DefaultMax bounds the processes and the pods a registry of the
+// runtimestate extension holds (each): far more than a node runs.
 const DefaultMax = 4096
 
 // Process is a local process as the node sees it.
@@ -59,17 +61,11 @@ func New(max int, ttl time.Duration) *Registry {
 	return &Registry{ttl: ttl, max: max, procs: map[int]processMark{}, pods: map[string]int64{}}
 }
 
-var defaultRegistry = New(DefaultMax, DefaultTTL)
-
-// Default is the collector process's registry: the one components mark and
-// read unless a test gives them their own.
-func Default() *Registry { return defaultRegistry }
-
 // MarkProcess records that the process pid (startTicks, 0 when unknown)
 // had a span or a pause at now. A mark with other start ticks than the
 // recorded ones is a new process under a reused pid and replaces it.
 func (r *Registry) MarkProcess(pid int, startTicks uint64, now time.Time) {
-	if pid <= 0 {
+	if r == nil || pid <= 0 {
 		return
 	}
 	at := now.UnixNano()
@@ -92,7 +88,7 @@ func (r *Registry) MarkProcess(pid int, startTicks uint64, now time.Time) {
 // MarkPod records that a process of the pod uid had a span or a pause at
 // now.
 func (r *Registry) MarkPod(uid string, now time.Time) {
-	if uid == "" {
+	if r == nil || uid == "" {
 		return
 	}
 	at := now.UnixNano()
@@ -141,6 +137,9 @@ func (r *Registry) sweep(at int64) {
 // before now. A process mark with start ticks other than p's (both known)
 // was another process's.
 func (r *Registry) Attended(p Process, now time.Time) bool {
+	if r == nil {
+		return false
+	}
 	limit := now.UnixNano() - int64(r.ttl)
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -4,9 +4,10 @@
 // is), so that the dependency is in the configuration and the state lives
 // from the extension's Start to its Shutdown. It holds, per process, the
 // readings of its runtime's memory accounts (the jfr receiver's JVM
-// accounts), which the nvml receiver joins with a process's GPU memory, and
-// the timeline sources (the runtimecorrelation processor's state) that the
-// timeline extension draws.
+// accounts), which the nvml receiver joins with a process's GPU memory; the
+// timeline sources (the runtimecorrelation processor's state) that the
+// timeline extension draws; and the attention marks the runtimecorrelation
+// processor makes and the pythongil receiver's budget follows.
 package runtimestate // import "github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
 
 import (
@@ -19,6 +20,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/attention"
 	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
 )
 
@@ -56,13 +58,15 @@ type Store struct {
 	// verdicts are the writer's own leak verdict per account (Assess).
 	verdicts  map[Process]map[string]bool
 	timelines *timeline.Registry
+	attention *attention.Registry
 	dropped   int64
 	now       func() time.Time
 }
 
 // New returns an empty store.
 func New(cfg Config) *Store {
-	return &Store{cfg: cfg, procs: map[Process]map[string][]Reading{}, verdicts: map[Process]map[string]bool{}, timelines: timeline.NewRegistry(), now: time.Now}
+	return &Store{cfg: cfg, procs: map[Process]map[string][]Reading{}, verdicts: map[Process]map[string]bool{}, timelines: timeline.NewRegistry(),
+		attention: attention.New(attention.DefaultMax, attention.DefaultTTL), now: time.Now}
 }
 
 // Record adds a reading of one of p's accounts ("heap", "jni_global_refs",
@@ -91,6 +95,11 @@ func (s *Store) Record(p Process, account string, at time.Time, value int64) {
 	}
 	accts[account] = append(rs, Reading{At: at, Value: value})
 }
+
+// Attention is where the runtimecorrelation processor marks the processes
+// and pods that had spans or JVM pauses, and the pythongil receiver reads
+// them (package attention).
+func (s *Store) Attention() *attention.Registry { return s.attention }
 
 // Timelines is where timeline sources register and are found by name.
 func (s *Store) Timelines() *timeline.Registry { return s.timelines }

@@ -4,8 +4,8 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 )
 
-// The correlator marks, in the attention registry (attention.Default
-// unless a test gives its own), the local processes whose spans it
+// The correlator marks, in the attention registry of the runtimestate
+// extension its runtime_state names (none without it), the local processes whose spans it
 // matched and whose JVM pauses it indexed, in the terms of its match
 // scope: a process (process), a pod (pod); on host scope every window of
 // the node overlaps every span and pause, so there is nothing to aim at
@@ -26,10 +26,10 @@ func (c *correlator) markSpans(id spanIdentity) {
 	switch c.cfg.MatchScope {
 	case ScopeProcess:
 		if id.scope.gen != goneGen && c.isLocal(id.scope.host) {
-			c.attention.MarkProcess(int(id.scope.pid), 0, c.now())
+			c.attention.Load().MarkProcess(int(id.scope.pid), 0, c.now())
 		}
 	case ScopePod:
-		c.attention.MarkPod(id.scope.pod, c.now())
+		c.attention.Load().MarkPod(id.scope.pod, c.now())
 	}
 }
 
@@ -39,10 +39,10 @@ func (c *correlator) markPaused(s source) {
 	switch c.cfg.MatchScope {
 	case ScopeProcess:
 		if s.hasPID && c.isLocal(s.node) {
-			c.attention.MarkProcess(int(s.proc.pid), s.proc.startTicks, c.now())
+			c.attention.Load().MarkProcess(int(s.proc.pid), s.proc.startTicks, c.now())
 		}
 	case ScopePod:
-		c.attention.MarkPod(s.proc.podUID, c.now())
+		c.attention.Load().MarkPod(s.proc.podUID, c.now())
 	}
 }
 

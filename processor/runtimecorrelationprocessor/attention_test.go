@@ -14,7 +14,7 @@ import (
 // one is the test binary's, shared by every test).
 func withAttention(h *harness) *attention.Registry {
 	r := attention.New(attention.DefaultMax, attention.DefaultTTL)
-	h.c.attention = r
+	h.c.attention.Store(r)
 	return r
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -76,8 +77,9 @@ type correlator struct {
 	node procresource.Node
 	ids  *identities
 	// attention is where matched spans' and JVM pauses' processes are
-	// marked for the pythongil receiver (attention.go).
-	attention *attention.Registry
+	// marked for the pythongil receiver (attention.go): the runtimestate
+	// extension's, set by bind; nil (no marks) without runtime_state.
+	attention atomic.Pointer[attention.Registry]
 	// name is the component ID the timeline page finds this state by;
 	// timeline is what it records for the page (snapshot.go).
 	name     string
@@ -138,7 +140,6 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 		timeline: newTimelineState(cfg),
 		names:    newScopeNames(),
 	}
-	c.attention = attention.Default()
 	var sockets socketOwners
 	if cfg.Identity.Connection {
 		sockets = procsocket.NewResolver(cfg.Identity.ProcRoot)
@@ -163,7 +164,8 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 }
 
 // bind registers the correlator's state in the runtimestate extension that
-// runtime_state names, for the timeline extension, once: each of its
+// runtime_state names, for the timeline extension, and marks attention in
+// its registry from then on, once: each of its
 // pipelines' processors calls it at Start (extensions start first).
 func (c *correlator) bind(host component.Host) error {
 	c.bindMu.Lock()
@@ -176,6 +178,7 @@ func (c *correlator) bind(host component.Host) error {
 		return fmt.Errorf("runtimecorrelation: runtime_state: %w", err)
 	}
 	c.unregister = store.Timelines().Register(c.name, c)
+	c.attention.Store(store.Attention())
 	c.bound = true
 	return nil
 }

@@ -1,6 +1,12 @@
 package pythongilreceiver
 
 import (
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+
+	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension"
+	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
+
 	"context"
 	"sync"
 	"testing"
@@ -8,7 +14,6 @@ import (
 
 	"go.opentelemetry.io/collector/component/componenttest"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/attention"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
@@ -64,8 +69,25 @@ func TestBudgetFollowsAttention(t *testing.T) {
 	other := workloadtest.Churn(t, workloadtest.PrivateLibPython(t), rate, calls)
 	cfg := fastConfig(marked.PID, other.PID)
 	cfg.MinDuration = 0 // every release a window
-	cfg.Overhead = OverheadConfig{Budget: budget, Period: period, CostPerHit: time.Microsecond, FollowAttention: true}
-	h := startReceiver(t, cfg, componenttest.NewNopHost())
+	// The registry is the runtimestate extension's, which the
+	// runtimecorrelation processor marks (its runtime_state names it too).
+	rsf := runtimestateextension.NewFactory()
+	stateID := component.MustNewID("runtimestate")
+	state, err := rsf.Create(context.Background(), extensiontest.NewNopSettings(rsf.Type()), rsf.CreateDefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := extensionsHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{stateID: state}}
+	if err := state.Start(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	defer state.Shutdown(context.Background())
+	store, err := runtimestate.Lookup(host, stateID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Overhead = OverheadConfig{Budget: budget, Period: period, CostPerHit: time.Microsecond, FollowAttention: true, RuntimeState: &stateID}
+	h := startReceiver(t, cfg, host)
 	h.waitAttached(marked.PID)
 	h.waitAttached(other.PID)
 	h.core.stateMu.Lock()
@@ -76,13 +98,12 @@ func TestBudgetFollowsAttention(t *testing.T) {
 	probe := h.core.state.probe
 	h.core.stateMu.Unlock()
 
-	// The registry is the collector's (attention.Default), which the
-	// processor marks; a service's spans keep coming while it works.
+	// A service's spans keep coming while it works.
 	stop := make(chan struct{})
 	var marking sync.WaitGroup
 	marking.Go(func() {
 		for {
-			attention.Default().MarkProcess(marked.PID, 0, time.Now())
+			store.Attention().MarkProcess(marked.PID, 0, time.Now())
 			select {
 			case <-stop:
 				return
@@ -259,3 +280,11 @@ func TestAttendedProcessesCountsThePlan(t *testing.T) {
 		t.Errorf("no plan: got %d attended processes, want 0", n)
 	}
 }
+
+// extensionsHost is a host with the test's extensions.
+type extensionsHost struct {
+	component.Host
+	exts map[component.ID]component.Component
+}
+
+func (h extensionsHost) GetExtensions() map[component.ID]component.Component { return h.exts }

@@ -81,6 +81,10 @@ type OverheadConfig struct {
 	// processes recently had spans or JVM pauses (as the runtimecorrelation
 	// processor marks them); the others get the minimum ratio.
 	FollowAttention bool `mapstructure:"follow_attention"`
+	// RuntimeState is the runtimestate extension whose attention marks are
+	// followed (the runtimecorrelation processor's runtime_state names the
+	// same one); nil: no marks, every file alike.
+	RuntimeState *component.ID `mapstructure:"runtime_state"`
 }
 
 // Values of wait_source.

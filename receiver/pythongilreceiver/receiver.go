@@ -19,6 +19,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/attention"
 	"github.com/otelcol-ai/otelcol-ai/internal/consumergate"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
@@ -47,7 +48,8 @@ type gilReceiver struct {
 	load func(gil.Options) (*gil.Probe, error)
 
 	// attention says which processes recently had spans or JVM pauses
-	// (overhead.follow_attention): attention.Default, the collector's.
+	// (overhead.follow_attention): the runtimestate extension's that
+	// overhead.runtime_state names, found at start; nil without it.
 	attention *attention.Registry
 
 	// tel is the receiver's own telemetry, from start to shutdown.
@@ -60,7 +62,7 @@ type gilReceiver struct {
 }
 
 func newReceiver(set receiver.Settings, cfg *Config) *gilReceiver {
-	return &gilReceiver{set: set, cfg: cfg, load: gil.Load, attention: attention.Default()}
+	return &gilReceiver{set: set, cfg: cfg, load: gil.Load}
 }
 
 // start starts the run loop; the first face to start calls it. It returns
@@ -70,6 +72,14 @@ func (r *gilReceiver) start(_ context.Context, host component.Host) error {
 	filter, err := r.cfg.filter()
 	if err != nil {
 		return err
+	}
+	r.attention = nil
+	if id := r.cfg.Overhead.RuntimeState; id != nil && r.cfg.Overhead.FollowAttention {
+		store, err := runtimestate.Lookup(host, *id)
+		if err != nil {
+			return fmt.Errorf("pythongil: overhead::runtime_state: %w", err)
+		}
+		r.attention = store.Attention()
 	}
 	tel, err := metadata.NewTelemetryBuilder(r.set.TelemetrySettings)
 	if err != nil {
