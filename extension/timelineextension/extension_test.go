@@ -1,7 +1,7 @@
 package timelineextension
 
 import (
-	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension"
+	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension/runtimestatetest"
 	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
 
 	"context"
@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 
 	"github.com/otelcol-ai/otelcol-ai/extension/timelineextension/internal/metadata"
@@ -57,21 +56,8 @@ func startExtension(t *testing.T, configure func(*Config)) string {
 // serves and the store processors register in.
 func startExtensionWithState(t *testing.T, configure func(*Config)) (string, *runtimestate.Store) {
 	t.Helper()
-	rsf := runtimestateextension.NewFactory()
-	stateID := component.MustNewID("runtimestate")
-	state, err := rsf.Create(context.Background(), extensiontest.NewNopSettings(rsf.Type()), rsf.CreateDefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := extensionsHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{stateID: state}}
-	if err := state.Start(context.Background(), host); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = state.Shutdown(context.Background()) })
-	store, err := runtimestate.Lookup(host, stateID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	host, store := runtimestatetest.Start(t)
+	stateID := runtimestatetest.ID
 	cfg := createDefaultConfig().(*Config)
 	cfg.NetAddr.Endpoint = freeEndpoint(t)
 	cfg.RuntimeState = &stateID
@@ -95,14 +81,6 @@ func startExtensionWithState(t *testing.T, configure func(*Config)) (string, *ru
 	})
 	return "http://" + cfg.NetAddr.Endpoint, store
 }
-
-// extensionsHost is a host with the test's extensions.
-type extensionsHost struct {
-	component.Host
-	exts map[component.ID]component.Component
-}
-
-func (h extensionsHost) GetExtensions() map[component.ID]component.Component { return h.exts }
 
 func get(t *testing.T, url string) (int, string, http.Header) {
 	t.Helper()

@@ -9,14 +9,13 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor/processortest"
 
-	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension"
+	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension/runtimestatetest"
 	"github.com/otelcol-ai/otelcol-ai/extension/timelineextension"
 	"github.com/otelcol-ai/otelcol-ai/internal/cdptest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
@@ -37,17 +36,8 @@ func TestLivePageSummarisesAMillionWindows(t *testing.T) {
 	cdptest.Binary(t)
 	// The processor registers its state in a runtimestate extension, which
 	// the timeline extension draws from (both name it: runtime_state).
-	rsf := runtimestateextension.NewFactory()
-	stateID := component.MustNewID("runtimestate")
-	state, err := rsf.Create(context.Background(), extensiontest.NewNopSettings(rsf.Type()), rsf.CreateDefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := extensionsHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{stateID: state}}
-	if err := state.Start(context.Background(), host); err != nil {
-		t.Fatal(err)
-	}
-	defer state.Shutdown(context.Background())
+	host, _ := runtimestatetest.Start(t)
+	stateID := runtimestatetest.ID
 	pf := runtimecorrelationprocessor.NewFactory()
 	pcfg := pf.CreateDefaultConfig().(*runtimecorrelationprocessor.Config)
 	pcfg.Windows.MaxWindows, pcfg.Windows.MaxPerScope = 1_000_000, 1_000_000
@@ -160,11 +150,3 @@ func TestLivePageSummarisesAMillionWindows(t *testing.T) {
 		t.Errorf("console: %q", p)
 	}
 }
-
-// extensionsHost is a host with the test's extensions.
-type extensionsHost struct {
-	component.Host
-	exts map[component.ID]component.Component
-}
-
-func (h extensionsHost) GetExtensions() map[component.ID]component.Component { return h.exts }

@@ -10,15 +10,12 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
-	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension"
-	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
+	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension/runtimestatetest"
 	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
@@ -33,21 +30,8 @@ var allOfIt = timeline.Query{From: t0, To: t0 + int64(time.Second), MaxWindows: 
 // pipeline of it starts, and not after it shuts down; a runtime_state that
 // names no started extension fails the start.
 func TestSnapshotIsFoundByComponentID(t *testing.T) {
-	f := runtimestateextension.NewFactory()
-	extID := component.MustNewID("runtimestate")
-	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), f.CreateDefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := extensionsHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{extID: ext}}
-	if err := ext.Start(context.Background(), host); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ext.Shutdown(context.Background()) }()
-	store, err := runtimestate.Lookup(host, extID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	host, store := runtimestatetest.Start(t)
+	extID := runtimestatetest.ID
 
 	h := newHarness(t, func(c *Config) { c.RuntimeState = &extID })
 	if _, err := store.Timelines().Lookup(h.set.ID.String()); err == nil {
@@ -81,14 +65,6 @@ func TestSnapshotIsFoundByComponentID(t *testing.T) {
 		t.Errorf("start with an absent extension: %v", err)
 	}
 }
-
-// extensionsHost is a host with the test's extensions.
-type extensionsHost struct {
-	component.Host
-	exts map[component.ID]component.Component
-}
-
-func (h extensionsHost) GetExtensions() map[component.ID]component.Component { return h.exts }
 
 // TestSnapshotShowsWhatCameBeforeAnyoneLooked: spans, thread names and
 // window details sent before the first snapshot are all in it (one opens

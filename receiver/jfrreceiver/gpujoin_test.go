@@ -12,25 +12,15 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
-	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension"
+	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension/runtimestatetest"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/leaktest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver"
 )
-
-// extensionsHost is a host with the test's extensions.
-type extensionsHost struct {
-	component.Host
-	exts map[component.ID]component.Component
-}
-
-func (h extensionsHost) GetExtensions() map[component.ID]component.Component { return h.exts }
 
 // buildNVMLStub compiles the nvml receiver's stub libnvidia-ml (its
 // testdata) against go-nvml's nvml.h; it skips without gcc.
@@ -123,17 +113,8 @@ func TestGPULeakJoinedWithJNIReferences(t *testing.T) {
 	defer func() { close(stop); <-feeding }()
 
 	ctx := context.Background()
-	rsf := runtimestateextension.NewFactory()
-	extID := component.MustNewID("runtimestate")
-	ext, err := rsf.Create(ctx, extensiontest.NewNopSettings(rsf.Type()), rsf.CreateDefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := extensionsHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{extID: ext}}
-	if err := ext.Start(ctx, host); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ext.Shutdown(ctx) }()
+	host, _ := runtimestatetest.Start(t)
+	extID := runtimestatetest.ID
 
 	const window = 40 * time.Second
 	cfg := createDefaultConfig().(*Config)

@@ -10,11 +10,10 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
-	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension"
+	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension/runtimestatetest"
 	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
 )
@@ -29,21 +28,9 @@ import (
 // accounts, and one whose pid has accounts under another start time (a
 // reused pid), are "no_accounts".
 func TestLeakJoinsJVMAccounts(t *testing.T) {
-	f := runtimestateextension.NewFactory()
-	extID := component.MustNewID("runtimestate")
-	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), f.CreateDefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := &statusHost{exts: map[component.ID]component.Component{extID: ext}}
-	if err := ext.Start(context.Background(), host); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ext.Shutdown(context.Background()) }()
-	store, err := runtimestate.Lookup(host, extID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	state, store := runtimestatetest.Start(t)
+	extID := runtimestatetest.ID
+	host := &statusHost{exts: state.Extensions}
 
 	srv := dgxh100.New()
 	node := newFakeNode(t, srv)

@@ -1,18 +1,12 @@
 package pythongilreceiver
 
 import (
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/extension/extensiontest"
-
-	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension"
-	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
+	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension/runtimestatetest"
 
 	"context"
 	"sync"
 	"testing"
 	"time"
-
-	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/discovery"
@@ -71,21 +65,8 @@ func TestBudgetFollowsAttention(t *testing.T) {
 	cfg.MinDuration = 0 // every release a window
 	// The registry is the runtimestate extension's, which the
 	// runtimecorrelation processor marks (its runtime_state names it too).
-	rsf := runtimestateextension.NewFactory()
-	stateID := component.MustNewID("runtimestate")
-	state, err := rsf.Create(context.Background(), extensiontest.NewNopSettings(rsf.Type()), rsf.CreateDefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := extensionsHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{stateID: state}}
-	if err := state.Start(context.Background(), host); err != nil {
-		t.Fatal(err)
-	}
-	defer state.Shutdown(context.Background())
-	store, err := runtimestate.Lookup(host, stateID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	host, store := runtimestatetest.Start(t)
+	stateID := runtimestatetest.ID
 	cfg.Overhead = OverheadConfig{Budget: budget, Period: period, CostPerHit: time.Microsecond, FollowAttention: true, RuntimeState: &stateID}
 	h := startReceiver(t, cfg, host)
 	h.waitAttached(marked.PID)
@@ -280,11 +261,3 @@ func TestAttendedProcessesCountsThePlan(t *testing.T) {
 		t.Errorf("no plan: got %d attended processes, want 0", n)
 	}
 }
-
-// extensionsHost is a host with the test's extensions.
-type extensionsHost struct {
-	component.Host
-	exts map[component.ID]component.Component
-}
-
-func (h extensionsHost) GetExtensions() map[component.ID]component.Component { return h.exts }
