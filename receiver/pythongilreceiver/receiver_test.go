@@ -256,7 +256,19 @@ func (h *harness) sleepWindows(pid int, tid int64, calls []sleepCall, sleep time
 	h.t.Helper()
 	what := "pid " + strconv.Itoa(pid) + " thread " + strconv.FormatInt(tid, 10)
 	match := func() [][]received { return matchSleeps(h.windows(pid), received.window, tid, calls, sleep, tol) }
-	waitFor(h.t, "the sleep windows of "+what, func() bool { return everyCallMatched(match()) })
+	deadline := time.Now().Add(30 * time.Second)
+	for !everyCallMatched(match()) {
+		if time.Now().After(deadline) {
+			var released [][2]int64
+			for _, r := range h.windows(pid) {
+				if r.w.Kind == window.KindPythonGILReleased && r.w.ThreadID == tid {
+					released = append(released, [2]int64{r.w.Start, r.w.End()})
+				}
+			}
+			h.t.Fatalf("gave up waiting for the sleep windows of %s: calls %v (Unix and monotonic ns), its released windows %v (Unix ns)", what, calls, released)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	return oneWindowPerCall(h.t, what, match(), received.window, calls)
 }
 
