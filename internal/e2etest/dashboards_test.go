@@ -1,6 +1,8 @@
 package e2etest
 
 import (
+	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/nvmlstubtest"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -389,16 +391,7 @@ func TestDashboardPanelsAgainstRealPrometheus(t *testing.T) {
 	dir := t.TempDir()
 
 	// The stub NVML library the nvml receiver's tests use.
-	goNVML, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/NVIDIA/go-nvml").Output()
-	if err != nil {
-		t.Fatalf("locating go-nvml: %v", err)
-	}
-	lib := filepath.Join(dir, "libnvidia-ml.so.1")
-	if out, err := exec.Command("gcc", "-Wall", "-Wno-deprecated-declarations", "-shared", "-fPIC",
-		"-I", filepath.Join(strings.TrimSpace(string(goNVML)), "pkg", "nvml"), "-o", lib,
-		filepath.Join(root, "receiver", "nvmlreceiver", "testdata", "nvmlstub", "nvmlstub.c")).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v: %s", err, out)
-	}
+	lib := nvmlstubtest.Build(t)
 
 	// A model repository the test can add versions to: the shipped model.
 	bin := Binary(t)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,29 +18,8 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/leaktest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver"
+	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/nvmlstubtest"
 )
-
-// buildNVMLStub compiles the nvml receiver's stub libnvidia-ml (its
-// testdata) against go-nvml's nvml.h; it skips without gcc.
-func buildNVMLStub(t *testing.T) string {
-	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc not found: the stub NVML library cannot be built")
-	}
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/NVIDIA/go-nvml").Output()
-	if err != nil {
-		t.Fatalf("locating go-nvml's nvml.h: %v", err)
-	}
-	lib := filepath.Join(t.TempDir(), "libnvidia-ml.so.1")
-	msg, err := exec.Command(gcc, "-Wall", "-Werror", "-Wno-deprecated-declarations", "-shared", "-fPIC",
-		"-I", filepath.Join(strings.TrimSpace(string(out)), "pkg", "nvml"), "-o", lib,
-		filepath.Join("..", "nvmlreceiver", "testdata", "nvmlstub", "nvmlstub.c")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("gcc: %s: %v", msg, err)
-	}
-	return lib
-}
 
 // TestGPULeakJoinedWithJNIReferences: the incident #29 was filed for, with
 // real parts. Two real JDK 17 JVMs run the leak workload (a gcc-compiled
@@ -56,7 +33,7 @@ func buildNVMLStub(t *testing.T) string {
 // join the first to jni_global_refs and say "none" for the second.
 func TestGPULeakJoinedWithJNIReferences(t *testing.T) {
 	jdk := jfrtest.Find(t, 17)
-	stub := buildNVMLStub(t)
+	stub := nvmlstubtest.Build(t)
 	prog := leaktest.Build(t, jdk)
 	opts := []string{"-Xms128m", "-Xmx128m", "-XX:+AlwaysPreTouch"}
 	const bytesPerTick, refsPerTick = 16 << 10, 20

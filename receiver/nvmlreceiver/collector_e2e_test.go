@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
+	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/nvmlstubtest"
 )
 
 // These tests drive the built distribution ($OTELCOL_AI_BIN, which `make
@@ -62,7 +63,7 @@ func fileContains(path, s string) bool {
 
 func TestBuiltCollectorWithStubLibrary(t *testing.T) {
 	skipWithoutBinary(t)
-	lib := buildStubLibrary(t)
+	lib := nvmlstubtest.Build(t)
 	stubLog := filepath.Join(t.TempDir(), "calls.log")
 	c := e2etest.Start(t, e2etest.Options{ConfigYAML: nvmlOnlyConfig(lib), Env: map[string]string{"NVML_STUB_LOG": stubLog}})
 

@@ -3,10 +3,8 @@ package nvmlreceiver
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,35 +15,13 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/internal/metadata"
+	"github.com/otelcol-ai/otelcol-ai/receiver/nvmlreceiver/nvmlstubtest"
 )
-
-// buildStubLibrary compiles testdata/nvmlstub/nvmlstub.c into a
-// libnvidia-ml.so.1 in a temp dir, against go-nvml's nvml.h.
-func buildStubLibrary(t *testing.T) string {
-	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Skip("gcc not found: the stub NVML library cannot be built")
-	}
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/NVIDIA/go-nvml").Output()
-	if err != nil {
-		t.Fatalf("locating go-nvml's nvml.h: %v", err)
-	}
-	include := filepath.Join(strings.TrimSpace(string(out)), "pkg", "nvml")
-	lib := filepath.Join(t.TempDir(), "libnvidia-ml.so.1")
-	cmd := exec.Command(gcc, "-Wall", "-Werror", "-Wno-deprecated-declarations", "-shared", "-fPIC",
-		"-I", include, "-o", lib, filepath.Join("testdata", "nvmlstub", "nvmlstub.c"))
-	msg, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("gcc: %s: %v", msg, err)
-	}
-	return lib
-}
 
 // TestRealBindingAgainstStubLibrary runs the receiver through go-nvml's real
 // dlopen and cgo path, with the stub standing in for the driver.
 func TestRealBindingAgainstStubLibrary(t *testing.T) {
-	lib := buildStubLibrary(t)
+	lib := nvmlstubtest.Build(t)
 	stubLog := filepath.Join(t.TempDir(), "calls.log")
 	t.Setenv("NVML_STUB_LOG", stubLog)
 	t.Setenv(procresource.EnvNodeName, testNodeName)

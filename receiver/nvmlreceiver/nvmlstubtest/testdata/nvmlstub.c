@@ -21,7 +21,8 @@
  * most STUB_MAX_PROCESSES), so that a test scripts per-process GPU memory
  * over time.
  *
- * Build: gcc -shared -fPIC -I<go-nvml>/pkg/nvml -o libnvidia-ml.so.1 nvmlstub.c
+ * Build: nvmlstubtest.Build, or
+ * gcc -shared -fPIC -I<go-nvml>/pkg/nvml -o libnvidia-ml.so.1 nvmlstub.c
  */
 #define NVML_NO_UNVERSIONED_FUNC_DEFS
 #include <stdio.h>
