@@ -1,13 +1,11 @@
 package jfrreceiver
 
 import (
-	"context"
 	"flag"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
@@ -47,25 +45,9 @@ func TestAccountsHealthy(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Repositories.Attach.Enabled = true
 	set := receivertest.NewNopSettings(metadata.Type)
-	logs, metrics := new(consumertest.LogsSink), new(consumertest.MetricsSink)
-	f := NewFactory()
-	lr, err := f.CreateLogs(context.Background(), set, cfg, logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr, err := f.CreateMetrics(context.Background(), set, cfg, metrics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lr.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	if err := mr.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
+	logs, metrics, shutdown := startBoth(t, cfg, set, componenttest.NewNopHost())
 	time.Sleep(*healthyFor)
-	_ = lr.Shutdown(context.Background())
-	_ = mr.Shutdown(context.Background())
+	shutdown()
 	for _, j := range jvms {
 		if recs := leakRecords(logs, j.PID); len(recs) > 0 {
 			t.Errorf("pid %d: leak records %v", j.PID, recs)

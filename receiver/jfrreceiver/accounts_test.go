@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -164,33 +163,7 @@ func TestAccountLeaks(t *testing.T) {
 	set := metadatatest.NewSettings(tel)
 	core, observed := observer.New(zap.InfoLevel)
 	set.Logger = zap.New(core)
-	logs, metrics := new(consumertest.LogsSink), new(consumertest.MetricsSink)
-	f := NewFactory()
-	lr, err := f.CreateLogs(context.Background(), set, cfg, logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr, err := f.CreateMetrics(context.Background(), set, cfg, metrics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := componenttest.NewNopHost()
-	for _, c := range []interface {
-		Start(context.Context, component.Host) error
-	}{lr, mr} {
-		if err := c.Start(context.Background(), host); err != nil {
-			t.Fatal(err)
-		}
-	}
-	shut := false
-	shutdown := func() {
-		if !shut {
-			shut = true
-			_ = lr.Shutdown(context.Background())
-			_ = mr.Shutdown(context.Background())
-		}
-	}
-	defer shutdown()
+	logs, metrics, shutdown := startBoth(t, cfg, set, componenttest.NewNopHost())
 
 	want := map[*leaktest.JVM][]string{
 		native:        {"jni_global_refs", "native_unaccounted"},

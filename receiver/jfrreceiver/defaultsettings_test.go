@@ -3,7 +3,6 @@ package jfrreceiver
 import (
 	"bufio"
 	"cmp"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -14,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -90,6 +87,52 @@ public class ThreadDumps {
 }
 `
 
+// threadDumps is a running threadDumpWorkload: its stdin, and its output
+// line by line (stderr with stdout).
+type threadDumps struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+}
+
+// startThreadDumps compiles threadDumpWorkload into dir and starts it with
+// j, the JVM options opts and the workload's args; it is killed when the
+// test ends.
+func startThreadDumps(t *testing.T, j jfrtest.JDK, dir string, opts []string, args ...string) *threadDumps {
+	t.Helper()
+	src := filepath.Join(dir, "ThreadDumps.java")
+	if err := os.WriteFile(src, []byte(threadDumpWorkload), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(filepath.Join(filepath.Dir(j.Java()), "javac"), "-d", dir, src).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	cmd := exec.Command(j.Java(), append(append(opts, "-cp", dir, "ThreadDumps"), args...)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		close(lines)
+	}()
+	return &threadDumps{cmd: cmd, stdin: stdin, lines: lines}
+}
+
 // TestDefaultSettingsSafepointsFromRuntimeLog checks what README.md says
 // of a JVM recording with JFR's default settings (plain
 // -XX:StartFlightRecording): its recording holds no safepoint under 10 ms,
@@ -99,13 +142,6 @@ public class ThreadDumps {
 func TestDefaultSettingsSafepointsFromRuntimeLog(t *testing.T) {
 	j := jfrtest.Find(t, 17)
 	dir := t.TempDir()
-	src := filepath.Join(dir, "ThreadDumps.java")
-	if err := os.WriteFile(src, []byte(threadDumpWorkload), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(filepath.Join(filepath.Dir(j.Java()), "javac"), "-d", dir, src).CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
 	safepointLog := filepath.Join(dir, "safepoint.log")
 
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
@@ -123,35 +159,17 @@ func TestDefaultSettingsSafepointsFromRuntimeLog(t *testing.T) {
 	}()
 
 	dump := filepath.Join(dir, "dump.jfr")
-	cmd := exec.Command(j.Java(), "-Xlog:disable", "-XX:FlightRecorderOptions:repository="+dir,
-		"-XX:StartFlightRecording:filename="+dump, "-cp", dir, "ThreadDumps", "3000")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		close(lines)
-	}()
+	w := startThreadDumps(t, j, dir, []string{"-Xlog:disable", "-XX:FlightRecorderOptions:repository=" + dir,
+		"-XX:StartFlightRecording:filename=" + dump}, "3000")
+	cmd, stdin, lines := w.cmd, w.stdin, w.lines
 
 	// The JVM takes jcmd once its attach listener runs: retried until
 	// then (each try waits for the JVM's answer).
 	jcmd := filepath.Join(filepath.Dir(j.Java()), "jcmd")
-	var out []byte
+	var (
+		out []byte
+		err error
+	)
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		out, err = exec.Command(jcmd, fmt.Sprint(cmd.Process.Pid), "VM.log", "output=file="+safepointLog,
 			"what=safepoint=info", "decorators=time,uptimenanos,timenanos,pid,level,tags").CombinedOutput()
@@ -243,38 +261,11 @@ func TestDefaultSettingsSafepointsFromRuntimeLog(t *testing.T) {
 func TestSafepointLogAddedToDefaultSettingsJVM(t *testing.T) {
 	j := jfrtest.Find(t, 17)
 	dir := t.TempDir()
-	src := filepath.Join(dir, "ThreadDumps.java")
-	if err := os.WriteFile(src, []byte(threadDumpWorkload), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(filepath.Join(filepath.Dir(j.Java()), "javac"), "-d", dir, src).CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
 	dump := filepath.Join(dir, "dump.jfr")
-	cmd := exec.Command(j.Java(), "-Xlog:disable", "-XX:-UseCountedLoopSafepoints", "-XX:StartFlightRecording:filename="+dump,
-		"-cp", dir, "ThreadDumps", "3000", "256", "spin")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	w := startThreadDumps(t, j, dir, []string{"-Xlog:disable", "-XX:-UseCountedLoopSafepoints", "-XX:StartFlightRecording:filename=" + dump},
+		"3000", "256", "spin")
+	cmd, stdin, lines := w.cmd, w.stdin, w.lines
 	pid := cmd.Process.Pid
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
 	attachOnly = func(p int) bool { return p == pid }
 	defer func() { attachOnly = nil }()
 	// What the user's recording records (every event type's settings),
@@ -304,29 +295,7 @@ func TestSafepointLogAddedToDefaultSettingsJVM(t *testing.T) {
 	set := receivertest.NewNopSettings(metadata.Type)
 	core, observed := observer.New(zap.InfoLevel)
 	set.Logger = zap.New(core)
-	logs, metrics := new(consumertest.LogsSink), new(consumertest.MetricsSink)
-	lr, err := f.CreateLogs(context.Background(), set, cfg, logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr, err := f.CreateMetrics(context.Background(), set, cfg, metrics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []component.Component{lr, mr} {
-		if err := c.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	shut := false
-	shutdown := func() {
-		if !shut {
-			shut = true
-			_ = lr.Shutdown(context.Background())
-			_ = mr.Shutdown(context.Background())
-		}
-	}
-	defer shutdown()
+	logs, metrics, shutdown := startBoth(t, cfg, set, componenttest.NewNopHost())
 
 	// The workload starts once the log runs: every dump is then after it.
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {

@@ -102,16 +102,7 @@ func TestGPULeakJoinedWithJNIReferences(t *testing.T) {
 	cfg.Accounts.JNIReferences.Interval = 2 * time.Second
 	cfg.Accounts.LeakDetection.Window = window
 	cfg.Accounts.RuntimeState = &extID
-	jf := NewFactory()
-	jset := receivertest.NewNopSettings(metadata.Type)
-	jl, err := jf.CreateLogs(ctx, jset, cfg, consumertest.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	jm, err := jf.CreateMetrics(ctx, jset, cfg, consumertest.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	startBoth(t, cfg, receivertest.NewNopSettings(metadata.Type), host)
 
 	nf := nvmlreceiver.NewFactory()
 	ncfg := nf.CreateDefaultConfig().(*nvmlreceiver.Config)
@@ -134,7 +125,7 @@ func TestGPULeakJoinedWithJNIReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	comps := []component.Component{jl, jm, nl, nm}
+	comps := []component.Component{nl, nm}
 	for _, c := range comps {
 		if err := c.Start(ctx, host); err != nil {
 			t.Fatal(err)

@@ -12,9 +12,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -459,4 +461,35 @@ func TestHostileRepositoryFilesCountedAndReported(t *testing.T) {
 		{Value: 1, Attributes: refused("xlog", "not_regular")},
 	}, metricdatatest.IgnoreTimestamp())
 	metadatatest.AssertEqualReceiverJfrRepositoryMemoryHeld(t, tel, []metricdata.DataPoint[int64]{{Value: 0}}, metricdatatest.IgnoreTimestamp())
+}
+
+// startBoth creates the receiver's logs and metrics faces with cfg and set,
+// feeding two sinks, and starts them on host; shutdown (safe to call
+// again, and called when the test ends) shuts both down.
+func startBoth(t *testing.T, cfg *Config, set receiver.Settings, host component.Host) (logs *consumertest.LogsSink, metrics *consumertest.MetricsSink, shutdown func()) {
+	t.Helper()
+	logs, metrics = new(consumertest.LogsSink), new(consumertest.MetricsSink)
+	f := NewFactory()
+	lr, err := f.CreateLogs(context.Background(), set, cfg, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr, err := f.CreateMetrics(context.Background(), set, cfg, metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []component.Component{lr, mr} {
+		if err := c.Start(context.Background(), host); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var once sync.Once
+	shutdown = func() {
+		once.Do(func() {
+			_ = lr.Shutdown(context.Background())
+			_ = mr.Shutdown(context.Background())
+		})
+	}
+	t.Cleanup(shutdown)
+	return logs, metrics, shutdown
 }
