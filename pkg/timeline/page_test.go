@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/cdptest"
@@ -204,5 +205,82 @@ func checkGeometry(t *testing.T, d timelinetest.Drawn, wantWindows, wantSpans in
 		if w := max(1, d.XOf(t1)-x0); r.W-w > 1 || r.W-w < -1 {
 			t.Errorf("%s%s %.1f wide, its duration says %.1f", r.Kind, r.Span, r.W, w)
 		}
+	}
+}
+
+// TestStaticPageDrawsJVMAccounts: the jfr receiver's account metrics of a
+// process (#29) are drawn on its lane, one line per account, each over its
+// own range, and not the metrics that are not accounts.
+func TestStaticPageDrawsJVMAccounts(t *testing.T) {
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	rec, _, _ := syntheticRecording(t, base)
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	rm.Resource().Attributes().PutStr("host.name", "node-a")
+	rm.Resource().Attributes().PutInt("process.pid", 4242)
+	ms := rm.ScopeMetrics().AppendEmpty().Metrics()
+	series := func(name, attr, value string, v func(i int) int64) {
+		m := ms.AppendEmpty()
+		m.SetName(name)
+		dps := m.SetEmptySum().DataPoints()
+		for i := range 5 {
+			dp := dps.AppendEmpty()
+			dp.SetTimestamp(pcommon.Timestamp(base + int64(i)*200*int64(time.Millisecond)))
+			dp.SetIntValue(v(i))
+			if attr != "" {
+				dp.Attributes().PutStr(attr, value)
+			}
+		}
+	}
+	series("jvm.jni.reference.count", "jvm.jni.reference.kind", "global", func(i int) int64 { return 1000 + 200*int64(i) })
+	series("jvm.native_memory.unaccounted", "", "", func(i int) int64 { return 64<<20 + int64(i)<<20 })
+	series("jvm.thread.count", "", "", func(int) int64 { return 20 })
+	rec.AddMetrics(md)
+	snap := rec.Snapshot("synthetic", 0, 0)
+	if len(snap.Accounts) != 10 {
+		t.Fatalf("%d account points, want 10 (two accounts, five readings)", len(snap.Accounts))
+	}
+	var page bytes.Buffer
+	if err := timeline.Render(&page, timeline.PageOptions{Title: "accounts", Data: snap}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "timeline.html")
+	if err := os.WriteFile(path, page.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	b := cdptest.Start(t, 1400, 900)
+	if err := b.Navigate(ctx, "file://"+path); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Until(ctx, `document.querySelectorAll("polyline.account").length > 0`); err != nil {
+		t.Fatal(err)
+	}
+	var lines []struct {
+		Account, Min, Max, Last string
+		Points                  int
+	}
+	if err := b.Eval(`Array.from(document.querySelectorAll("polyline.account")).map((p) => ({Account: p.dataset.account, Min: p.dataset.min, Max: p.dataset.max, Last: p.dataset.last, Points: p.getAttribute("points").split(" ").length}))`, &lines); err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(lines)
+	want := fmt.Sprint([]struct {
+		Account, Min, Max, Last string
+		Points                  int
+	}{{"jni_global_refs", "1000", "1800", "1800", 5}, {"native_unaccounted", "67108864", "71303168", "71303168", 5}})
+	if got != want {
+		t.Errorf("account lines %s, want %s", got, want)
+	}
+	// Unchecking the kind removes them.
+	if err := b.Eval(`(() => { const c = document.getElementById("k-accounts"); c.checked = false; c.onchange(); return true; })()`, nil); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := b.Eval(`document.querySelectorAll("polyline.account").length`, &left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d account lines with the kind unchecked", left)
 	}
 }

@@ -114,8 +114,8 @@ func ParseQuery(v url.Values, def Query) (Query, error) {
 		q.Kinds = nil
 		for _, val := range vals {
 			for k := range strings.SplitSeq(val, ",") {
-				if k != KindSpan && k != KindGPU && !window.Kind(k).Known() {
-					bad("kind", fmt.Sprintf("%q is not span, gpu or a window kind (%v)", k, window.Kinds()))
+				if k != KindSpan && k != KindGPU && k != KindAccounts && !window.Kind(k).Known() {
+					bad("kind", fmt.Sprintf("%q is not span, gpu, accounts or a window kind (%v)", k, window.Kinds()))
 					continue
 				}
 				q.Kinds = append(q.Kinds, k)

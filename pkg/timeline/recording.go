@@ -49,6 +49,7 @@ type Recording struct {
 	windows []absWindow
 	spans   []absSpan
 	gpu     []absGPU
+	accts   []absAccount
 	// Skipped counts records that were not windows of a known kind or
 	// were malformed.
 	Skipped int
@@ -71,6 +72,11 @@ type absSpan struct {
 
 type absGPU struct {
 	p GPUPoint
+	t int64
+}
+
+type absAccount struct {
+	p AccountPoint
 	t int64
 }
 
@@ -332,11 +338,16 @@ func cutLast(s string) (string, string) {
 	return s[:i], s[i+1:]
 }
 
-// AddMetrics adds md's per-process GPU memory points.
+// AddMetrics adds md's per-process GPU memory points and JVM accounts.
 func (rec *Recording) AddMetrics(md pmetric.Metrics) {
 	for _, rm := range md.ResourceMetrics().All() {
 		for _, sm := range rm.ScopeMetrics().All() {
 			for _, m := range sm.Metrics().All() {
+				AccountPoints(m, func(account string, t, v int64) {
+					if lane, ok := rec.procLane(rm.Resource()); ok {
+						rec.accts = append(rec.accts, absAccount{t: t, p: AccountPoint{Lane: lane, Account: account, Value: v}})
+					}
+				})
 				pts, ok := GPUMemoryPoints(m)
 				if !ok {
 					continue
@@ -384,7 +395,10 @@ func (rec *Recording) Snapshot(source string, maxWindows, buckets int) *Snapshot
 	for _, g := range rec.gpu {
 		see(g.t, g.t)
 	}
-	s := &Snapshot{Source: source, Lanes: rec.lanes, Windows: []Window{}, Spans: []Span{}, GPU: []GPUPoint{}}
+	for _, a := range rec.accts {
+		see(a.t, a.t)
+	}
+	s := &Snapshot{Source: source, Lanes: rec.lanes, Windows: []Window{}, Spans: []Span{}, GPU: []GPUPoint{}, Accounts: []AccountPoint{}}
 	if s.Lanes == nil {
 		s.Lanes = []Lane{}
 	}
@@ -406,6 +420,10 @@ func (rec *Recording) Snapshot(source string, maxWindows, buckets int) *Snapshot
 	for _, g := range rec.gpu {
 		g.p.T = g.t - s.Base
 		s.GPU = append(s.GPU, g.p)
+	}
+	for _, a := range rec.accts {
+		a.p.T = a.t - s.Base
+		s.Accounts = append(s.Accounts, a.p)
 	}
 	if maxWindows > 0 {
 		s.Summarize(maxWindows, buckets)

@@ -26,6 +26,9 @@ type Snapshot struct {
 	Spans []Span `json:"spans"`
 	// GPU is GPU memory per process over time, where NVML reports it.
 	GPU []GPUPoint `json:"gpu"`
+	// Accounts are JVM memory accounts per process over time (the jfr
+	// receiver's), drawn on the lane beside the GPU memory.
+	Accounts []AccountPoint `json:"accounts"`
 	// WindowsInRange counts the windows in range before summarising.
 	WindowsInRange int `json:"windowsInRange"`
 	// SpansDropped counts spans in range left out by Query.MaxSpans.

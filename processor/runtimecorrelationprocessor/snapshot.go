@@ -41,6 +41,7 @@ type timelineState struct {
 	details    map[detailKey]windowDetail
 	spans      *recent.Ring[tlSpan]
 	gpu        *recent.Ring[tlGPU]
+	accounts   *recent.Ring[tlAccount]
 }
 
 // threadKey is one thread of a scope (without the pid's incarnation).
@@ -137,6 +138,18 @@ type tlGPU struct {
 // tlGPUCost is what a GPU point costs beyond its device's name.
 const tlGPUCost = int64(unsafe.Sizeof(tlGPU{})) + 8
 
+// tlAccount is one reading of a JVM account (its name is one of the
+// timeline package's constants: nothing to charge for).
+type tlAccount struct {
+	scope scopeKey
+	t     int64
+	p     timeline.AccountPoint
+}
+
+// timelineMaxAccountPoints bounds the recorded account points (four
+// accounts a JVM, a reading per collection).
+const timelineMaxAccountPoints = 4 * timelineMaxGPUPoints
+
 func newTimelineState(cfg *Config) *timelineState {
 	return &timelineState{
 		maxDetails: cfg.Windows.MaxWindows,
@@ -146,6 +159,7 @@ func newTimelineState(cfg *Config) *timelineState {
 		details:    map[detailKey]windowDetail{},
 		spans:      recent.New[tlSpan](cfg.Timeline.MaxSpans, cfg.Timeline.MaxBytes),
 		gpu:        recent.New[tlGPU](timelineMaxGPUPoints, timelineMaxGPUPoints*(tlGPUCost+timeline.MaxText)),
+		accounts:   recent.New[tlAccount](timelineMaxAccountPoints, timelineMaxAccountPoints*int64(unsafe.Sizeof(tlAccount{}))),
 	}
 }
 
@@ -288,12 +302,19 @@ func recordSpan(key scopeKey, span ptrace.Span, start, end int64, matches []wind
 	return s
 }
 
-// noteMetrics records per-process GPU memory points, when md has any.
+// noteMetrics records per-process GPU memory points and JVM accounts, when
+// md has any.
 func (c *correlator) noteMetrics(md pmetric.Metrics) {
 	var pts []tlGPU
+	var accts []tlAccount
 	for _, rm := range md.ResourceMetrics().All() {
 		for _, sm := range rm.ScopeMetrics().All() {
 			for _, m := range sm.Metrics().All() {
+				timeline.AccountPoints(m, func(account string, t, v int64) {
+					if key, scoped := c.scopeOf(c.sourceOf(rm.Resource())); scoped {
+						accts = append(accts, tlAccount{scope: noGen(key), t: t, p: timeline.AccountPoint{Account: account, Value: v}})
+					}
+				})
 				dps, ok := timeline.GPUMemoryPoints(m)
 				if !ok {
 					continue
@@ -310,13 +331,16 @@ func (c *correlator) noteMetrics(md pmetric.Metrics) {
 			}
 		}
 	}
-	if len(pts) == 0 {
+	if len(pts) == 0 && len(accts) == 0 {
 		return
 	}
 	c.timeline.mu.Lock()
 	defer c.timeline.mu.Unlock()
 	for _, p := range pts {
 		c.timeline.gpu.Add(p, tlGPUCost+int64(len(p.p.Device)))
+	}
+	for _, a := range accts {
+		c.timeline.accounts.Add(a, int64(unsafe.Sizeof(tlAccount{})))
 	}
 }
 
@@ -412,9 +436,18 @@ func (c *correlator) Snapshot(q timeline.Query) (*timeline.Snapshot, error) {
 			return true
 		})
 	}
+	var accts []tlAccount
+	if q.WantsKind(timeline.KindAccounts) {
+		t.accounts.All(func(p *tlAccount) bool {
+			if p.t >= from && p.t <= to {
+				accts = append(accts, *p)
+			}
+			return true
+		})
+	}
 	t.mu.Unlock()
 
-	return c.buildSnapshot(q, from, to, scopes, labels, threads, details, spans, gpu), nil
+	return c.buildSnapshot(q, from, to, scopes, labels, threads, details, spans, gpu, accts), nil
 }
 
 // scopeCopy is one scope's windows in range, copied out of the index.
@@ -426,8 +459,9 @@ type scopeCopy struct {
 // buildSnapshot turns the copies into the page's snapshot: one lane per
 // scope with anything in range, times relative to a base at from.
 func (c *correlator) buildSnapshot(q timeline.Query, from, to int64, scopes []scopeCopy, labels map[scopeKey]timeline.Lane,
-	threads map[threadKey]string, details map[detailKey]windowDetail, spans []tlSpan, gpu []tlGPU) *timeline.Snapshot {
+	threads map[threadKey]string, details map[detailKey]windowDetail, spans []tlSpan, gpu []tlGPU, accts []tlAccount) *timeline.Snapshot {
 	s := &timeline.Snapshot{Lanes: []timeline.Lane{}, Windows: []timeline.Window{}, Spans: []timeline.Span{}, GPU: []timeline.GPUPoint{},
+		Accounts:  []timeline.AccountPoint{},
 		Recording: true}
 	s.SetBase(from)
 	s.From, s.To = from-s.Base, to-s.Base
@@ -525,6 +559,15 @@ func (c *correlator) buildSnapshot(q timeline.Query, from, to int64, scopes []sc
 		p := g.p
 		p.Lane, p.T = id, g.t-s.Base
 		s.GPU = append(s.GPU, p)
+	}
+	for _, a := range accts {
+		id, ok := laneFor(a.scope)
+		if !ok {
+			continue
+		}
+		p := a.p
+		p.Lane, p.T = id, a.t-s.Base
+		s.Accounts = append(s.Accounts, p)
 	}
 	s.Summarize(q.MaxWindows, q.Buckets)
 	s.Source = c.name

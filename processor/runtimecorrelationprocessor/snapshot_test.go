@@ -208,6 +208,63 @@ func TestSnapshotGPUMemoryFromTheMetricsPipeline(t *testing.T) {
 	}
 }
 
+// TestSnapshotJVMAccountsFromTheMetricsPipeline: the jfr receiver's
+// account metrics seen in the metrics pipeline join their process's lane as
+// account points (#29: unaccounted native memory, global JNI references -
+// not weak ones -, direct buffers - not mapped ones -, metaspace), and no
+// other metric does.
+func TestSnapshotJVMAccountsFromTheMetricsPipeline(t *testing.T) {
+	h := newHarness(t, nil)
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	proc.put(rm.Resource().Attributes())
+	metrics := rm.ScopeMetrics().AppendEmpty().Metrics()
+	add := func(name, attr, value string, v int64) {
+		m := metrics.AppendEmpty()
+		m.SetName(name)
+		dp := m.SetEmptySum().DataPoints().AppendEmpty()
+		dp.SetTimestamp(pcommonTS(t0 + 100*ms))
+		dp.SetIntValue(v)
+		if attr != "" {
+			dp.Attributes().PutStr(attr, value)
+		}
+	}
+	add("jvm.native_memory.unaccounted", "", "", 64<<20)
+	add("jvm.jni.reference.count", "jvm.jni.reference.kind", "global", 18025)
+	add("jvm.jni.reference.count", "jvm.jni.reference.kind", "weak_global", 7)
+	add("jvm.buffer.memory.used", "jvm.buffer.pool.name", "direct", 8<<20)
+	add("jvm.buffer.memory.used", "jvm.buffer.pool.name", "mapped", 1<<20)
+	add("jvm.memory.used", "jvm.memory.pool.name", "Metaspace", 30<<20)
+	add("jvm.memory.used", "jvm.memory.pool.name", "G1 Eden Space", 5<<20)
+	add("jvm.thread.count", "", "", 20)
+	mp := newMetricsProcessor(mustAcquire(t, h), nil)
+	if _, err := mp.processMetrics(context.Background(), md); err != nil {
+		t.Fatal(err)
+	}
+	mp.ref.Release()
+	s, err := h.c.Snapshot(allOfIt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, a := range s.Accounts {
+		if s.Lanes[a.Lane].PID != proc.pid || s.Base+a.T != t0+100*ms {
+			t.Errorf("account point %+v on lane %+v", a, s.Lanes[a.Lane])
+		}
+		got[a.Account] = a.Value
+	}
+	want := map[string]int64{"native_unaccounted": 64 << 20, "jni_global_refs": 18025, "direct_buffers": 8 << 20, "metaspace": 30 << 20}
+	if fmt.Sprint(got) != fmt.Sprint(want) || len(s.Accounts) != 4 {
+		t.Errorf("accounts %v (%d points), want %v", got, len(s.Accounts), want)
+	}
+	// A query for other kinds leaves them out.
+	q := allOfIt
+	q.Kinds = []string{timeline.KindGPU}
+	if s, _ := h.c.Snapshot(q); len(s.Accounts) != 0 {
+		t.Errorf("%d account points for a gpu-only query", len(s.Accounts))
+	}
+}
+
 // TestSnapshotOfManyWindowsIsASummary: with the index holding 200000
 // windows, a snapshot of the whole range returns bucketed counts whose
 // total is every window, not the windows. (pkg/timeline's

@@ -31,6 +31,7 @@
       summary: (s.summary || []).map((b2) => ({ ...b2, t0: ms(b2.s), t1: ms(b2.s + b2.d) })),
       spans: (s.spans || []).map((p) => ({ ...p, t0: ms(p.s), t1: ms(p.s + p.d) })),
       gpu: (s.gpu || []).map((g) => ({ ...g, t: ms(g.t) })),
+      accounts: (s.accounts || []).map((a) => ({ ...a, t: ms(a.t) })),
       inRange: s.windowsInRange || 0,
       recording: s.recording,
     };
@@ -44,6 +45,7 @@
     const kinds = KINDS.filter((k) => $("k-" + k).checked);
     if ($("k-span").checked) kinds.push("span");
     if ($("k-gpu").checked) kinds.push("gpu");
+    if ($("k-accounts").checked) kinds.push("accounts");
     return { pod: $("pod").value, pid: $("pid").value, kinds };
   }
 
@@ -94,6 +96,7 @@
       raw: all.raw, from: view.from, to: view.to, lanes: all.lanes, recording: true,
       spans: f.kinds.includes("span") ? all.spans.filter(inView) : [],
       gpu: f.kinds.includes("gpu") ? all.gpu.filter((g) => keep.has(g.lane)) : [],
+      accounts: f.kinds.includes("accounts") ? all.accounts.filter((a) => keep.has(a.lane)) : [],
       windows, summary: [], inRange: windows.length,
     };
     if (windows.length > cfg.maxWindows) {
@@ -192,13 +195,14 @@
 
     const byLane = new Map();
     const group = (id) => {
-      if (!byLane.has(id)) byLane.set(id, { windows: [], summary: [], spans: [], gpu: [] });
+      if (!byLane.has(id)) byLane.set(id, { windows: [], summary: [], spans: [], gpu: [], accounts: [] });
       return byLane.get(id);
     };
     snap.windows.forEach((w, i) => { w.i = i; group(w.lane).windows.push(w); });
     snap.summary.forEach((b, i) => { b.i = i; group(b.lane).summary.push(b); });
     snap.spans.forEach((p, i) => { p.i = i; group(p.lane).spans.push(p); });
     snap.gpu.forEach((g, i) => { g.i = i; group(g.lane).gpu.push(g); });
+    (snap.accounts || []).forEach((a, i) => { a.i = i; group(a.lane).accounts.push(a); });
 
     // axis
     let y = 0;
@@ -289,6 +293,21 @@
           pts.sort((a, b) => a.t - b.t);
           const d = pts.map((p) => x(p.t).toFixed(1) + "," + (y + 2 * ROW_H - 2 - (p.bytes / maxB) * (2 * ROW_H - 4)).toFixed(1)).join(" ");
           el("polyline", { class: "gpu", points: d, "data-device": dev, "data-max": maxB, "data-last": pts[pts.length - 1].bytes }, plot);
+        }
+        y += 2 * ROW_H;
+      }
+      // JVM memory accounts, one line each, each scaled to its own range
+      // (bytes and references side by side: the shape is what tells).
+      if (g.accounts.length) {
+        rowLabel("JVM accounts", y);
+        const accts = new Map();
+        g.accounts.forEach((p) => { if (!accts.has(p.account)) accts.set(p.account, []); accts.get(p.account).push(p); });
+        for (const [name, pts] of accts) {
+          pts.sort((a, b) => a.t - b.t);
+          const lo = Math.min(...pts.map((p) => p.value)), hi = Math.max(...pts.map((p) => p.value));
+          const span = Math.max(hi - lo, 1);
+          const d = pts.map((p) => x(p.t).toFixed(1) + "," + (y + 2 * ROW_H - 2 - ((p.value - lo) / span) * (2 * ROW_H - 4)).toFixed(1)).join(" ");
+          el("polyline", { class: "account account-" + name, points: d, "data-account": name, "data-min": lo, "data-max": hi, "data-last": pts[pts.length - 1].value }, plot);
         }
         y += 2 * ROW_H;
       }
@@ -433,7 +452,7 @@
   };
   $("follow").onchange = (e) => { view.follow = e.target.checked && cfg.live; refresh(); };
   for (const id of ["pod", "pid"]) $(id).onchange = refresh;
-  for (const k of KINDS.concat(["span", "gpu"])) $("k-" + k).onchange = refresh;
+  for (const k of KINDS.concat(["span", "gpu", "accounts"])) $("k-" + k).onchange = refresh;
   window.addEventListener("resize", () => draw());
 
   function setStatus(text, isError) {
