@@ -257,8 +257,8 @@ func parseStringTable(d *decoder) ([]string, error) {
 	strs := make([]string, n)
 	// UTF-8 and ASCII strings become slices of one string made of the
 	// whole table: one allocation instead of one per string.
-	type span struct{ i, off, n int }
-	var spans []span
+	type span struct{ i, off, n int32 }
+	spans := make([]span, 0, min(n, 8192)) // a JDK's table has 2-3 thousand
 	start := d.pos
 	for i := range strs {
 		// UTF-16 units that are all below 0x80 are one byte each when
@@ -268,7 +268,7 @@ func parseStringTable(d *decoder) ([]string, error) {
 			k := d.count(len(d.buf))
 			if k > 0 && d.need(k) {
 				if b := d.buf[d.pos : d.pos+k]; d.buf[p] == strUTF8 && utf8.Valid(b) || isASCII(b) {
-					spans = append(spans, span{i, d.pos - start, k})
+					spans = append(spans, span{int32(i), int32(d.pos - start), int32(k)})
 					d.pos += k
 					continue
 				}
