@@ -168,23 +168,7 @@ func TestReceiverFollowsLiveJVM(t *testing.T) {
 	cfg.PollInterval = 200 * time.Millisecond
 	cfg.CollectionInterval = 300 * time.Millisecond
 	cfg.Repositories.DiscoveryInterval = 200 * time.Millisecond
-	set := receivertest.NewNopSettings(metadata.Type)
-	logs, metrics := new(consumertest.LogsSink), new(consumertest.MetricsSink)
-	lr, err := f.CreateLogs(context.Background(), set, cfg, logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mr, err := f.CreateMetrics(context.Background(), set, cfg, metrics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := componenttest.NewNopHost()
-	if err := lr.Start(context.Background(), host); err != nil {
-		t.Fatal(err)
-	}
-	if err := mr.Start(context.Background(), host); err != nil {
-		t.Fatal(err)
-	}
+	logs, metrics, shutdown := startBoth(t, cfg, receivertest.NewNopSettings(metadata.Type), componenttest.NewNopHost())
 
 	pid, exited, out := startJVM(t, j, dir, 3000)
 	waitExit(t, exited, out)
@@ -216,12 +200,7 @@ func TestReceiverFollowsLiveJVM(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err := lr.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := mr.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	shutdown()
 
 	// Windows.
 	counts := map[string]int{}
@@ -465,7 +444,8 @@ func TestHostileRepositoryFilesCountedAndReported(t *testing.T) {
 
 // startBoth creates the receiver's logs and metrics faces with cfg and set,
 // feeding two sinks, and starts them on host; shutdown (safe to call
-// again, and called when the test ends) shuts both down.
+// again, and called when the test ends) shuts both down, failing the test
+// on an error.
 func startBoth(t *testing.T, cfg *Config, set receiver.Settings, host component.Host) (logs *consumertest.LogsSink, metrics *consumertest.MetricsSink, shutdown func()) {
 	t.Helper()
 	logs, metrics = new(consumertest.LogsSink), new(consumertest.MetricsSink)
@@ -486,8 +466,11 @@ func startBoth(t *testing.T, cfg *Config, set receiver.Settings, host component.
 	var once sync.Once
 	shutdown = func() {
 		once.Do(func() {
-			_ = lr.Shutdown(context.Background())
-			_ = mr.Shutdown(context.Background())
+			for _, c := range []component.Component{lr, mr} {
+				if err := c.Shutdown(context.Background()); err != nil {
+					t.Errorf("shutdown: %v", err)
+				}
+			}
 		})
 	}
 	t.Cleanup(shutdown)
