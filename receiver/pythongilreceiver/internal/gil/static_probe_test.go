@@ -86,7 +86,10 @@ func (g gilFigures) waitOfWanted() float64 {
 // workload makes. Two unstripped copies side by side (on 2 CPUs at load
 // 10-12, 15 and 10 runs) measured waitOfWanted 0.95-1.05 apart with 40
 // and 0.96-1.05 with 120 (wait per second: 0.90-1.21 and 0.92-1.04); a
-// stripped copy 0.93-1.10 and 0.99-1.04 from an unstripped one.
+// stripped copy 0.93-1.10 and 0.97-1.05 from an unstripped one, and 1.12
+// once at load 16, where the workload ran 4 times slower: a spinner forced
+// off counts as waiting until the other is scheduled to take the GIL, and
+// a sleeper woken stands runnable before it asks, both longer under load.
 const contendSleeps = 120
 
 // gcShare is the share of gc.collect(2)'s time reported as GC pauses.
@@ -284,12 +287,13 @@ func TestDecodedProbesMeasureAsSymbolProbes(t *testing.T) {
 // TestStrippedLibPythonMeasuresAsUnstripped: a --strip-all copy of each
 // installed CPython's libpython and an unstripped copy, run side by side
 // on the same workloads, each probed where its own file says: the
-// stripped one reports every GC pause (none before decoding), its GIL
-// wait time is the unstripped one's within 10% as a share of what the
-// workload's threads wanted (waitOfWanted; the wait per second itself
-// depends on how the scheduler ran each process), and its GC pause time
-// within a fifth as a share of gc.collect's own timing. The precise
-// comparison is TestDecodedProbesMeasureAsSymbolProbes, in one process.
+// stripped one reports every GC pause (none before decoding), and its GIL
+// wait time, as a share of what the workload's threads wanted
+// (waitOfWanted; the wait per second itself depends on how the scheduler
+// ran each process), and its GC pause time, as a share of gc.collect's own
+// timing, are the unstripped one's within a fifth: side by side, what is
+// left is the scheduler's (see contendSleeps). The precise comparison, to
+// 10%, is TestDecodedProbesMeasureAsSymbolProbes, in one process.
 func TestStrippedLibPythonMeasuresAsUnstripped(t *testing.T) {
 	for version, lib := range pyenvLibPythons(t) {
 		t.Run(version, func(t *testing.T) {
@@ -306,8 +310,8 @@ func TestStrippedLibPythonMeasuresAsUnstripped(t *testing.T) {
 			if full.gcs != full.collects || stripped.gcs != stripped.collects {
 				t.Errorf("GC pauses %d unstripped, %d stripped, want %d each", full.gcs, stripped.gcs, full.collects)
 			}
-			if full.inSpan == 0 || !within10(stripped.waitOfWanted(), full.waitOfWanted()) {
-				t.Errorf("GIL wait %.3f of what was wanted stripped, %.3f unstripped: not within 10%%", stripped.waitOfWanted(), full.waitOfWanted())
+			if r := stripped.waitOfWanted() / full.waitOfWanted(); full.inSpan == 0 || r < 0.8 || r > 1.25 {
+				t.Errorf("GIL wait %.3f of what was wanted stripped, %.3f unstripped: not within a fifth", stripped.waitOfWanted(), full.waitOfWanted())
 			}
 			if r := stripped.gcShare() / full.gcShare(); full.gcTime == 0 || r < 0.8 || r > 1.25 {
 				t.Errorf("GC pauses %.3f of gc.collect's time stripped, %.3f unstripped: not within a fifth", stripped.gcShare(), full.gcShare())
