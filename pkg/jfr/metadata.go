@@ -1,6 +1,7 @@
 package jfr
 
 import (
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -146,7 +147,8 @@ type Metadata struct {
 	dense  []*Type // by ID when IDs are small
 	sparse map[int64]*Type
 	byName map[string]*Type
-	slab   *typeSlab // while building
+	slab   *typeSlab    // while building
+	tree   *elementTree // while building
 }
 
 // TypeByID returns the type with the given ID, or nil.
@@ -160,17 +162,45 @@ func (m *Metadata) TypeByID(id int64) *Type {
 // TypeByName returns the type with the given name, or nil.
 func (m *Metadata) TypeByName(name string) *Type { return m.byName[name] }
 
-// element is a node of the metadata element tree.
-type element struct {
-	name     string
-	attrs    []Attribute
-	children []*element
+// elementTree is the metadata event's element tree, flat and without
+// pointers, so that the collector need not scan it: elements in the order
+// read (the root first), their attributes as pairs of string-table
+// indexes, their children as element indexes. A JDK's metadata has
+// thousands of elements and more attributes; as structs of strings and
+// slices they were most of what parsing it allocated.
+type elementTree struct {
+	strs  []string
+	els   []element
+	attrs []uint32 // key and value string indexes, in pairs
+	kids  []int32
 }
 
-func (e *element) attr(k string) string {
-	for _, a := range e.attrs {
-		if a.Key == k {
-			return a.Value
+// element is a node of the tree: its name's string index, and where its
+// attribute pairs and children are in the tree's arrays.
+type element struct {
+	name          uint32
+	attrs, nattrs int32
+	kids, nkids   int32
+}
+
+func (t *elementTree) name(e int32) string { return t.strs[t.els[e].name] }
+
+func (t *elementTree) children(e int32) []int32 {
+	el := &t.els[e]
+	return t.kids[el.kids : el.kids+el.nkids]
+}
+
+// pairs returns e's attributes: key and value string indexes, in pairs.
+func (t *elementTree) pairs(e int32) []uint32 {
+	el := &t.els[e]
+	return t.attrs[2*el.attrs : 2*(el.attrs+el.nattrs)]
+}
+
+func (t *elementTree) attr(e int32, k string) string {
+	p := t.pairs(e)
+	for i := 0; i+1 < len(p); i += 2 {
+		if t.strs[p[i]] == k {
+			return t.strs[p[i+1]]
 		}
 	}
 	return ""
@@ -241,11 +271,16 @@ func parseMetadataBody(body []byte, compressed bool) (*Metadata, error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := parseElement(d, strs, 0, &elementSlab{})
-	if err != nil {
+	t := &elementTree{
+		strs:  strs,
+		els:   make([]element, 0, len(body)/16),
+		attrs: make([]uint32, 0, len(body)/4),
+		kids:  make([]int32, 0, len(body)/16),
+	}
+	if _, err := parseElement(d, t, 0); err != nil {
 		return nil, err
 	}
-	return buildMetadata(root)
+	return buildMetadata(t)
 }
 
 // parseStringTable decodes the strings that metadata elements name by index.
@@ -300,97 +335,60 @@ func decodeErr(d *decoder, what string) error {
 	return detail(ErrCorrupt, "%s", what)
 }
 
-// elementSlab hands out the elements of one metadata tree, and their
-// attribute and child slices, from shared blocks: a JDK's metadata has
-// thousands of elements, and one allocation each was most of the cost of
-// opening a small recording.
-type elementSlab struct {
-	els   []element
-	attrs []Attribute
-	kids  []*element
-}
-
-const slabBlock = 512
-
-func (s *elementSlab) element() *element {
-	if len(s.els) == 0 {
-		s.els = make([]element, slabBlock)
-	}
-	e := &s.els[0]
-	s.els = s.els[1:]
-	return e
-}
-
-func (s *elementSlab) attributes(n int) []Attribute {
-	if n > len(s.attrs) {
-		s.attrs = make([]Attribute, max(n, slabBlock))
-	}
-	a := s.attrs[:n:n]
-	s.attrs = s.attrs[n:]
-	return a
-}
-
-func (s *elementSlab) children(n int) []*element {
-	if n > len(s.kids) {
-		s.kids = make([]*element, max(n, slabBlock))
-	}
-	c := s.kids[:n:n]
-	s.kids = s.kids[n:]
-	return c
-}
-
-func parseElement(d *decoder, strs []string, depth int, slab *elementSlab) (*element, error) {
+// parseElement reads one element and its children into t and returns its
+// index.
+func parseElement(d *decoder, t *elementTree, depth int) (int32, error) {
 	if depth > maxElementDepth {
-		return nil, detail(ErrCorrupt, "metadata elements nested deeper than %d", maxElementDepth)
+		return 0, detail(ErrCorrupt, "metadata elements nested deeper than %d", maxElementDepth)
 	}
-	str := func() string {
+	str := func() uint32 {
 		i := d.u32()
-		if i >= uint64(len(strs)) {
+		if i >= uint64(len(t.strs)) {
 			d.bad = true
-			return ""
+			return 0
 		}
-		return strs[i]
+		return uint32(i)
 	}
-	e := slab.element()
-	e.name = str()
+	idx := int32(len(t.els))
+	t.els = append(t.els, element{})
+	name := str()
 	// Each attribute takes at least 2 bytes, each child at least 3.
 	na := d.count((len(d.buf) - d.pos) / 2)
-	if na > 0 {
-		e.attrs = slab.attributes(na)
-		for i := range e.attrs {
-			e.attrs[i] = Attribute{Key: str(), Value: str()}
-		}
+	first := int32(len(t.attrs) / 2)
+	for i := 0; i < na; i++ {
+		k := str()
+		t.attrs = append(t.attrs, k, str())
 	}
 	nc := d.count((len(d.buf) - d.pos) / 3)
 	if d.failed() {
-		return nil, decodeErr(d, "metadata element")
+		return 0, decodeErr(d, "metadata element")
 	}
-	if nc > 0 {
-		e.children = slab.children(nc)
-		for i := range e.children {
-			c, err := parseElement(d, strs, depth+1, slab)
-			if err != nil {
-				return nil, err
-			}
-			e.children[i] = c
+	kids := int32(len(t.kids))
+	t.kids = slices.Grow(t.kids, nc)[:len(t.kids)+nc]
+	t.els[idx] = element{name: name, attrs: first, nattrs: int32(na), kids: kids, nkids: int32(nc)}
+	for i := range int32(nc) {
+		c, err := parseElement(d, t, depth+1)
+		if err != nil {
+			return 0, err
 		}
+		t.kids[kids+i] = c
 	}
-	return e, nil
+	return idx, nil
 }
 
 // buildMetadata turns the element tree into a Metadata in four steps: find
 // the classes and the region, declare a Type per class (so that members can
 // reference classes declared after them), resolve each class's members, and
 // size the types.
-func buildMetadata(root *element) (*Metadata, error) {
-	m := &Metadata{}
-	classes := m.readRoot(root)
+func buildMetadata(t *elementTree) (*Metadata, error) {
+	m := &Metadata{tree: t}
+	classes := m.readRoot()
 	if len(classes) > maxClasses {
 		return nil, detail(ErrTooLarge, "metadata declares %d classes, limit is %d", len(classes), maxClasses)
 	}
 	m.sparse = make(map[int64]*Type, len(classes))
 	m.byName = make(map[string]*Type, len(classes))
-	m.slab = newTypeSlab(classes)
+	m.slab = newTypeSlab(t, classes)
 	if err := m.declare(classes); err != nil {
 		return nil, err
 	}
@@ -402,26 +400,27 @@ func buildMetadata(root *element) (*Metadata, error) {
 	if err := sizeTypes(m); err != nil {
 		return nil, err
 	}
-	m.slab = nil
+	m.slab, m.tree = nil, nil
 	return m, nil
 }
 
 // readRoot returns the class elements under the root's "metadata" element,
 // and reads the "region" element into m.
-func (m *Metadata) readRoot(root *element) []*element {
-	var classes []*element
-	for _, c := range root.children {
-		switch c.name {
+func (m *Metadata) readRoot() []int32 {
+	t := m.tree
+	var classes []int32
+	for _, c := range t.children(0) {
+		switch t.name(c) {
 		case "metadata":
-			for _, cl := range c.children {
-				if cl.name == "class" {
+			for _, cl := range t.children(c) {
+				if t.name(cl) == "class" {
 					classes = append(classes, cl)
 				}
 			}
 		case "region":
-			m.Locale = c.attr("locale")
-			m.GMTOffset, _ = strconv.ParseInt(c.attr("gmtOffset"), 10, 64)
-			m.DST, _ = strconv.ParseInt(c.attr("dst"), 10, 64)
+			m.Locale = t.attr(c, "locale")
+			m.GMTOffset, _ = strconv.ParseInt(t.attr(c, "gmtOffset"), 10, 64)
+			m.DST, _ = strconv.ParseInt(t.attr(c, "dst"), 10, 64)
 		}
 	}
 	return classes
@@ -429,15 +428,16 @@ func (m *Metadata) readRoot(root *element) []*element {
 
 // declare adds a Type, without members, for every class and indexes them by
 // ID and name (the first of a name wins).
-func (m *Metadata) declare(classes []*element) error {
+func (m *Metadata) declare(classes []int32) error {
 	var maxID int64
+	tr := m.tree
 	for _, cl := range classes {
-		id, err := strconv.ParseInt(cl.attr("id"), 10, 64)
+		id, err := strconv.ParseInt(tr.attr(cl, "id"), 10, 64)
 		if err != nil {
-			return detail(ErrCorrupt, "class %q has id %q", cl.attr("name"), cl.attr("id"))
+			return detail(ErrCorrupt, "class %q has id %q", tr.attr(cl, "name"), tr.attr(cl, "id"))
 		}
 		t := m.slab.typ()
-		*t = Type{ID: id, Name: cl.attr("name"), SuperType: cl.attr("superType"), SimpleType: cl.attr("simpleType") == "true"}
+		*t = Type{ID: id, Name: tr.attr(cl, "name"), SuperType: tr.attr(cl, "superType"), SimpleType: tr.attr(cl, "simpleType") == "true"}
 		if k, ok := primitiveKinds[t.Name]; ok {
 			t.Kind = k
 		}
@@ -461,20 +461,15 @@ func (m *Metadata) declare(classes []*element) error {
 
 // resolve fills in t's annotations, fields and settings from its class
 // element cl.
-func (m *Metadata) resolve(t *Type, cl *element) error {
+func (m *Metadata) resolve(t *Type, cl int32) error {
 	var err error
-	if t.Annotations, err = m.annotations(t.Name, cl.children); err != nil {
+	kids := m.tree.children(cl)
+	if t.Annotations, err = m.annotations(t.Name, kids); err != nil {
 		return err
 	}
-	nf := 0
-	for _, c := range cl.children {
-		if c.name == "field" {
-			nf++
-		}
-	}
-	t.Fields = m.slab.fieldList(nf)
-	for _, c := range cl.children {
-		switch c.name {
+	t.Fields = m.slab.fieldList(m.tree.countNamed(kids, "field"))
+	for _, c := range kids {
+		switch m.tree.name(c) {
 		case "field":
 			f, err := m.field(t.Name, c)
 			if err != nil {
@@ -487,7 +482,7 @@ func (m *Metadata) resolve(t *Type, cl *element) error {
 				return err
 			}
 			if t.Settings == nil {
-				t.Settings = m.slab.settingList(countNamed(cl.children, "setting"))
+				t.Settings = m.slab.settingList(m.tree.countNamed(kids, "setting"))
 			}
 			t.Settings = append(t.Settings, s)
 		}
@@ -503,13 +498,14 @@ func (m *Metadata) resolve(t *Type, cl *element) error {
 
 // field builds the field that element c of class owner declares, with the
 // units its well-known annotations give.
-func (m *Metadata) field(owner string, c *element) (Field, error) {
-	ft, err := m.ref(owner, "field", c.attr("name"), c.attr("class"))
+func (m *Metadata) field(owner string, c int32) (Field, error) {
+	tr := m.tree
+	ft, err := m.ref(owner, "field", tr.attr(c, "name"), tr.attr(c, "class"))
 	if err != nil {
 		return Field{}, err
 	}
-	f := Field{Name: c.attr("name"), Type: ft, ConstantPool: c.attr("constantPool") == "true", Array: c.attr("dimension") == "1"}
-	if f.Annotations, err = m.annotations(owner, c.children); err != nil {
+	f := Field{Name: tr.attr(c, "name"), Type: ft, ConstantPool: tr.attr(c, "constantPool") == "true", Array: tr.attr(c, "dimension") == "1"}
+	if f.Annotations, err = m.annotations(owner, tr.children(c)); err != nil {
 		return Field{}, err
 	}
 	for _, a := range f.Annotations {
@@ -528,13 +524,14 @@ func (m *Metadata) field(owner string, c *element) (Field, error) {
 }
 
 // setting builds the setting that element c of class owner declares.
-func (m *Metadata) setting(owner string, c *element) (Setting, error) {
-	st, err := m.ref(owner, "setting", c.attr("name"), c.attr("class"))
+func (m *Metadata) setting(owner string, c int32) (Setting, error) {
+	tr := m.tree
+	st, err := m.ref(owner, "setting", tr.attr(c, "name"), tr.attr(c, "class"))
 	if err != nil {
 		return Setting{}, err
 	}
-	s := Setting{Name: c.attr("name"), Type: st, DefaultValue: c.attr("defaultValue")}
-	if s.Annotations, err = m.annotations(owner, c.children); err != nil {
+	s := Setting{Name: tr.attr(c, "name"), Type: st, DefaultValue: tr.attr(c, "defaultValue")}
+	if s.Annotations, err = m.annotations(owner, tr.children(c)); err != nil {
 		return Setting{}, err
 	}
 	return s, nil
@@ -542,47 +539,47 @@ func (m *Metadata) setting(owner string, c *element) (Setting, error) {
 
 // annotations builds the annotations among els, children of an element of
 // class owner.
-func (m *Metadata) annotations(owner string, els []*element) ([]Annotation, error) {
-	n := 0
-	for _, a := range els {
-		if a.name == "annotation" {
-			n++
-		}
-	}
+func (m *Metadata) annotations(owner string, els []int32) ([]Annotation, error) {
+	tr := m.tree
+	n := tr.countNamed(els, "annotation")
 	if n == 0 {
 		return nil, nil
 	}
 	as := m.slab.annotationList(n)
 	for _, a := range els {
-		if a.name != "annotation" {
+		if tr.name(a) != "annotation" {
 			continue
 		}
-		at, err := m.ref(owner, "annotation", "", a.attr("class"))
+		at, err := m.ref(owner, "annotation", "", tr.attr(a, "class"))
 		if err != nil {
 			return nil, err
 		}
 		an := Annotation{Type: at}
-		// The element's attributes less "class", usually none or one:
-		// shared with the element when "class" comes first.
-		if len(a.attrs) > 1 && a.attrs[0].Key == "class" {
-			an.Values = a.attrs[1:]
-			for _, kv := range an.Values {
-				if kv.Key == "class" {
-					an.Values = nil
-					break
-				}
-			}
-		}
-		if an.Values == nil {
-			for _, kv := range a.attrs {
-				if kv.Key != "class" {
-					an.Values = append(an.Values, kv)
+		// The element's attributes less "class", usually none or one.
+		if nv := tr.annotationValues(a); nv > 0 {
+			an.Values = m.slab.attributeList(nv)
+			p := tr.pairs(a)
+			for i := 0; i+1 < len(p); i += 2 {
+				if k := tr.strs[p[i]]; k != "class" {
+					an.Values = append(an.Values, Attribute{Key: k, Value: tr.strs[p[i+1]]})
 				}
 			}
 		}
 		as = append(as, an)
 	}
 	return as, nil
+}
+
+// annotationValues counts the attributes of annotation element a other
+// than "class".
+func (t *elementTree) annotationValues(a int32) int {
+	p, n := t.pairs(a), 0
+	for i := 0; i+1 < len(p); i += 2 {
+		if t.strs[p[i]] != "class" {
+			n++
+		}
+	}
+	return n
 }
 
 // typeSlab holds a metadata's types and their fields, settings and
@@ -597,21 +594,30 @@ type typeSlab struct {
 	fields      []Field
 	settings    []Setting
 	annotations []Annotation
+	attributes  []Attribute // annotations' values
 }
 
-func newTypeSlab(classes []*element) *typeSlab {
-	var nf, ns, na int
+func newTypeSlab(t *elementTree, classes []int32) *typeSlab {
+	var nf, ns, na, nv int
+	annotations := func(els []int32) {
+		for _, a := range els {
+			if t.name(a) == "annotation" {
+				na++
+				nv += t.annotationValues(a)
+			}
+		}
+	}
 	for _, cl := range classes {
-		for _, c := range cl.children {
-			switch c.name {
+		kids := t.children(cl)
+		annotations(kids)
+		for _, c := range kids {
+			switch t.name(c) {
 			case "field":
 				nf++
-				na += countNamed(c.children, "annotation")
+				annotations(t.children(c))
 			case "setting":
 				ns++
-				na += countNamed(c.children, "annotation")
-			case "annotation":
-				na++
+				annotations(t.children(c))
 			}
 		}
 	}
@@ -620,13 +626,14 @@ func newTypeSlab(classes []*element) *typeSlab {
 		fields:      make([]Field, nf),
 		settings:    make([]Setting, ns),
 		annotations: make([]Annotation, na),
+		attributes:  make([]Attribute, nv),
 	}
 }
 
-func countNamed(els []*element, name string) int {
+func (t *elementTree) countNamed(els []int32, name string) int {
 	n := 0
 	for _, e := range els {
-		if e.name == name {
+		if t.name(e) == name {
 			n++
 		}
 	}
@@ -658,6 +665,15 @@ func (s *typeSlab) settingList(n int) []Setting {
 	}
 	l := s.settings[:0:n]
 	s.settings = s.settings[n:]
+	return l
+}
+
+func (s *typeSlab) attributeList(n int) []Attribute {
+	if n > len(s.attributes) {
+		return make([]Attribute, 0, n)
+	}
+	l := s.attributes[:0:n]
+	s.attributes = s.attributes[n:]
 	return l
 }
 
