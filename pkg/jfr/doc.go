@@ -18,8 +18,10 @@
 //
 // A recording is a sequence of self-contained chunks. [NewReader] and [Open]
 // list the chunk headers of a file; [Reader.Chunk] loads one chunk into
-// memory, parses its metadata (the type system) and indexes its constant
-// pools. Chunks are independent, so callers may load and decode several in
+// memory, parses its metadata (the type system; chunks whose metadata is
+// byte for byte the same, in any file, share one parsed [Metadata]) and
+// checks its constant pools (a pool's entries are made when first looked
+// up). Chunks are independent, so callers may load and decode several in
 // parallel (see [Reader.ForEachChunk]); memory is bounded by the chunks held,
 // not the file.
 //

@@ -127,9 +127,10 @@ func (r *Reader) Close() error {
 // Chunks returns the chunks of the file in order.
 func (r *Reader) Chunks() []ChunkInfo { return r.chunks }
 
-// Chunk loads chunk i: it reads its bytes, parses its metadata and indexes
-// its constant pools. A chunk larger than MaxChunkSize is refused with an
-// error wrapping [ErrTooLarge].
+// Chunk loads chunk i: it reads its bytes (into a buffer of a chunk found
+// unreachable, when there is one), parses its metadata (or takes it from
+// an identical chunk's) and checks its constant pools. A chunk larger than
+// MaxChunkSize is refused with an error wrapping [ErrTooLarge].
 func (r *Reader) Chunk(i int) (*Chunk, error) {
 	if i < 0 || i >= len(r.chunks) {
 		return nil, fmt.Errorf("jfr: chunk %d out of range (file has %d)", i, len(r.chunks))
