@@ -119,6 +119,11 @@ func clusterWorkloads() []*clusterWorkload {
 		// one helm uninstall must stop.
 		name:    "idle-jvm",
 		command: feed("exec java -Xmx32m -cp '/opt/workload/classes:/opt/workload/lib/*' Service"),
+	}, {
+		// Records JFR itself on the default settings, which leave short
+		// safepoints out: the agent adds a safepoint log to it.
+		name:    "default-jfr-jvm",
+		command: feed("exec java -Xmx32m -XX:StartFlightRecording -cp '/opt/workload/classes:/opt/workload/lib/*' Service"),
 	}}
 }
 
@@ -273,6 +278,7 @@ func TestCluster(t *testing.T) {
 	checkRecordings(t, k, byName["java-service"], true)
 	checkRecordings(t, k, byName["idle-jvm"], true)
 	checkRecordings(t, k, byName["opted-out-jvm"], false)
+	checkSafepointLog(t, k, byName["default-jfr-jvm"], logs)
 	time.Sleep(20 * time.Second)
 	sent := map[string]int{}
 	for _, name := range []string{"java-service", "python-service"} {
@@ -377,6 +383,9 @@ func TestCluster(t *testing.T) {
 	checkAgentAccess(t, k)
 	checkUpgradeKeepsCheckpoints(t, k, export, byName["hybrid"])
 	checkUninstallStopsRecordings(t, k, byName["idle-jvm"])
+	if list := safepointOutputs(k, byName["default-jfr-jvm"]); strings.Contains(list, "otelcol-ai-safepoints") {
+		t.Errorf("default-jfr-jvm: the agent's safepoint log is still configured after helm uninstall: %s", list)
+	}
 	t.Logf("whole scenario: %s", time.Since(begin).Round(time.Second))
 }
 
@@ -509,6 +518,45 @@ func checkRecordings(t *testing.T, k kube, w *clusterWorkload, want bool) {
 		}
 	}
 	t.Errorf("%s (pid %d inside): a recording named otelcol-ai should be %v; JFR.check said: %s", w.name, w.vpid, want, last)
+}
+
+// safepointOutputs is a JVM's VM.log list, "" when it does not answer.
+func safepointOutputs(k kube, w *clusterWorkload) string {
+	out, err := k.cmd("kubectl", "-n", clusterAppsNS, "exec", w.podName, "--", "jcmd", strconv.Itoa(w.vpid), "VM.log", "list").CombinedOutput()
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
+// checkSafepointLog: the non-root JVM recording with JFR's default
+// settings gets the agent's safepoint log (repositories::attach::safepoint_log,
+// on in the chart), in its own /tmp; the safepoints of five jcmd
+// Thread.print (PrintThreads among them, well under 10 ms: its recording
+// leaves them out) then arrive as windows from the log, with the pod's
+// names.
+func checkSafepointLog(t *testing.T, k kube, w *clusterWorkload, logs func() []plog.Logs) {
+	t.Helper()
+	file := fmt.Sprintf("/tmp/otelcol-ai-safepoints-%d.log", w.vpid)
+	waitFor(t, 120*time.Second, w.name+"'s safepoint log", func() bool {
+		return strings.Contains(safepointOutputs(k, w), "file="+file+" all=off,safepoint=info")
+	})
+	printed := func() (n int) {
+		for _, win := range WindowsOf(logs(), int64(w.hostPID)) {
+			if win.Kind == window.KindJVMSafepoint && win.Attributes[window.AttrJVMVMOperation] == "PrintThreads" &&
+				win.Attributes["jvm.window.source"] == "xlog" {
+				n++
+			}
+		}
+		return n
+	}
+	before := printed()
+	for range 5 {
+		k.kubectl(t, "-n", clusterAppsNS, "exec", w.podName, "--", "jcmd", strconv.Itoa(w.vpid), "Thread.print")
+	}
+	waitFor(t, 60*time.Second, w.name+"'s Thread.print safepoints from its log", func() bool { return printed()-before >= 5 })
+	checkClusterNames(t, w, "window", windowResource(logs(), w.hostPID))
+	t.Logf("%s: %s written by the JVM (uid %d), %d PrintThreads safepoints from it", w.name, file, procUID(t, w.hostPID), printed())
 }
 
 // checkAgentAccess: the agent's ServiceAccount can do what the chart's RBAC
