@@ -181,6 +181,17 @@ func (r received) window() window.Window { return r.w }
 // after, then time.monotonic_ns() before and after.
 type sleepCall = [4]int64
 
+// callEdge tells a call's own window from a release after the call: the
+// receiver sends no released window shorter than min_duration (100 µs on
+// the tests' configurations), so one that ended by the call's end began at
+// least that long before it, and a release after the call begins after it.
+// Half of that leaves room for the Unix conversion (the clock offset is
+// re-measured at every discovery and drifted 1.4 µs in 5 s here). It was
+// tol before, which missed the window of a thread preempted for 5 ms
+// between time.sleep's deadline and its release (TestManyProcessesAtOnce:
+// a 152 µs window starting 5 ms into a 5.15 ms call).
+const callEdge = 50 * time.Microsecond
+
 // matchSleeps returns, for each of thread tid's time.sleep calls, the
 // released windows among items that belong to it, by the call's clock
 // readings rather than by length (a window may be shorter than the sleep:
@@ -190,13 +201,14 @@ type sleepCall = [4]int64
 // or, embedded, running its host's code between calls). A window belongs
 // to a call when, within tol (how far its Unix times may stray; tol must
 // stay under half the sleep for the calls to be told apart),
-//   - it starts no earlier than the call began, and before the call ended
-//     (at least tol before: a window that starts as the call ends is the
+//   - it starts no earlier than the call began, and at least callEdge
+//     before the call ended (a window that starts as the call ends is the
 //     thread releasing the GIL after the call);
 //   - it ends no later than the call ended, and at least the sleep after the
 //     call began (clock_nanosleep returns at the deadline, which time.sleep
 //     takes from a clock read inside the call).
 func matchSleeps[T any](items []T, win func(T) window.Window, tid int64, calls []sleepCall, sleep time.Duration, tol int64) [][]T {
+	edge := int64(callEdge)
 	out := make([][]T, len(calls))
 	for _, it := range items {
 		w := win(it)
@@ -204,12 +216,48 @@ func matchSleeps[T any](items []T, win func(T) window.Window, tid int64, calls [
 			continue
 		}
 		for j, c := range calls {
-			if w.Start >= c[0]-tol && w.Start <= c[1]-tol && w.End() <= c[1]+tol && w.End() >= c[0]+int64(sleep)-tol {
+			if w.Start >= c[0]-tol && w.Start <= c[1]-edge && w.End() <= c[1]+tol && w.End() >= c[0]+int64(sleep)-tol {
 				out[j] = append(out[j], it)
 			}
 		}
 	}
 	return out
+}
+
+// TestMatchSleepsTellsLateReleasesFromLaterOnes: the readings and windows
+// of a TestManyProcessesAtOnce run that gave up (thread 8750, three 5 ms
+// sleeps): the first call's window began 5 ms into the call, its thread
+// preempted between time.sleep's deadline and its release, and is the
+// call's; the window before the calls (starting up) is none of them, and
+// a window beginning as a call ends is not that call's.
+func TestMatchSleepsTellsLateReleasesFromLaterOnes(t *testing.T) {
+	calls := []sleepCall{
+		{1796538483007492879, 1796538483012647892, 25984938794836, 25984943946079},
+		{1796538483012673865, 1796538483034117599, 25984943974172, 25984965416659},
+		{1796538483034154954, 1796538483039420847, 25984965455259, 25984970719223},
+	}
+	released := func(start, end int64) window.Window {
+		return window.Window{Kind: window.KindPythonGILReleased, ThreadID: 8750, Start: start, Duration: time.Duration(end - start)}
+	}
+	windows := []window.Window{
+		released(1796538482971197885, 1796538482980785992),
+		released(1796538483012488723, 1796538483012640698),
+		released(1796538483012676014, 1796538483034111699),
+		released(1796538483034156588, 1796538483039411909),
+	}
+	self := func(w window.Window) window.Window { return w }
+	const sleep = 5 * time.Millisecond
+	got := matchSleeps(windows, self, 8750, calls, sleep, int64(sleep/2))
+	want := [][]window.Window{{windows[1]}, {windows[2]}, {windows[3]}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("matched %v, want %v", got, want)
+	}
+	// A release that begins 20 µs after the first call's end and lasts
+	// 200 µs belongs to no call.
+	after := released(calls[0][1]+20_000, calls[0][1]+220_000)
+	if got := matchSleeps([]window.Window{after}, self, 8750, calls, sleep, int64(sleep/2)); everyCallMatched(got[:1]) {
+		t.Errorf("a release after the first call matched it: %v", got)
+	}
 }
 
 // everyCallMatched reports whether each call of m has a window.
