@@ -108,6 +108,9 @@ func FuzzCheckpoint(f *testing.F) {
 			if p == nil {
 				continue
 			}
+			if p.pending != nil {
+				p.materialize() // pools are made into entries on first lookup
+			}
 			for i := 0; i < p.n; i++ {
 				_ = p.entry(i).value().String()
 			}
@@ -194,6 +197,9 @@ func decodeAll(t *testing.T, c *Chunk, from, to int) {
 	for _, p := range c.pools.dense {
 		if p == nil {
 			continue
+		}
+		if p.pending != nil {
+			p.materialize() // pools are made into entries on first lookup
 		}
 		for i := 0; i < p.n; i++ {
 			_ = p.entry(i).value().String()
