@@ -171,7 +171,7 @@ func TestSnapshotQueries(t *testing.T) {
 		{"last=-1s", "last: -1s is outside"},
 		{"last=soon", "last: \"soon\" is not a duration"},
 		{"pid=abc", "pid: \"abc\" is not a positive integer"},
-		{"kind=jvm.nap", "kind: \"jvm.nap\" is not span, gpu or a window kind"},
+		{"kind=jvm.nap", "kind: \"jvm.nap\" is not span, gpu, accounts or a window kind"},
 		{"max_windows=0", "max_windows: \"0\" is not an integer in [1, 100000]"},
 		{"buckets=1e9", "buckets: \"1e9\" is not an integer"},
 		{"zoom=2", "zoom: unknown parameter"},

@@ -56,7 +56,7 @@ processors:
   inference:
 %s
 service:
-  extensions: [health_check, onnxinference, file_storage, peerport]
+  extensions: [health_check, onnxinference, file_storage, peerport, runtimestate]
   pipelines:
     traces:
       processors: [memory_limiter, inference, batch]
@@ -253,7 +253,7 @@ processors:
       - output: explained_fraction
         attribute: gc.share
 service:
-  extensions: [health_check, onnxinference, file_storage, peerport]
+  extensions: [health_check, onnxinference, file_storage, peerport, runtimestate]
   pipelines:
     logs:
       processors: [memory_limiter, inference/logs, batch]
