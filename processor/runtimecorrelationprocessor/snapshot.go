@@ -308,19 +308,25 @@ func (c *correlator) noteMetrics(md pmetric.Metrics) {
 	var pts []tlGPU
 	var accts []tlAccount
 	for _, rm := range md.ResourceMetrics().All() {
+		// The resource's scope, looked up once for all its points.
+		var key scopeKey
+		scoped, looked := false, false
+		scope := func() bool {
+			if !looked {
+				key, scoped = c.scopeOf(c.sourceOf(rm.Resource()))
+				looked = true
+			}
+			return scoped
+		}
 		for _, sm := range rm.ScopeMetrics().All() {
 			for _, m := range sm.Metrics().All() {
 				timeline.AccountPoints(m, func(account string, t, v int64) {
-					if key, scoped := c.scopeOf(c.sourceOf(rm.Resource())); scoped {
+					if scope() {
 						accts = append(accts, tlAccount{scope: noGen(key), t: t, p: timeline.AccountPoint{Account: account, Value: v}})
 					}
 				})
 				dps, ok := timeline.GPUMemoryPoints(m)
-				if !ok {
-					continue
-				}
-				key, scoped := c.scopeOf(c.sourceOf(rm.Resource()))
-				if !scoped {
+				if !ok || !scope() {
 					continue
 				}
 				for _, dp := range dps.All() {

@@ -85,9 +85,10 @@ func (s *safepointSplit) fromLog(b *jvmevent.Batch) (metrics bool) {
 	})
 	b.Safepoints = slices.DeleteFunc(b.Safepoints, func(sp jvmevent.Safepoint) bool { return sp.End < since })
 	b.GCs, b.UnrecordedGCs = nil, nil
+	followed := s.repos.Followed()
 	key, known := s.keys[k]
 	if !known {
-		for _, f := range s.repos.Followed() {
+		for _, f := range followed {
 			if f.Discovered && f.JVM.PID == k.pid && f.JVM.StartTicks == k.start {
 				key, known = f.JVM, true // the newest folder last
 			}
@@ -96,14 +97,13 @@ func (s *safepointSplit) fromLog(b *jvmevent.Batch) (metrics bool) {
 			s.keys[k] = key
 		}
 	}
-	ended := b.Ended
-	if ended {
+	if b.Ended {
 		delete(s.keys, k)
 	}
 	if !known {
 		return true // no repository read (an in-memory recording): the log's own
 	}
-	for _, f := range s.repos.Followed() {
+	for _, f := range followed {
 		if f.JVM == key {
 			b.JVM, b.Ended = key, false
 			return true

@@ -25,8 +25,10 @@ import (
 // SafepointLogPath is the log file, as the JVM sees it, for a JVM whose own
 // pid is nspid: in its /tmp, which the attach protocol uses too.
 func SafepointLogPath(nspid int) string {
-	return "/tmp/otelcol-ai-safepoints-" + strconv.Itoa(nspid) + ".log"
+	return Target{PID: nspid}.safepointLog()
 }
+
+func (t Target) safepointLog() string { return "/tmp/otelcol-ai-safepoints-" + t.nspid() + ".log" }
 
 // The output's rotation: HotSpot keeps the file and up to
 // safepointLogFiles older ones of at most safepointLogSize each, so the
@@ -124,7 +126,7 @@ func (r *Recorder) startLog(e *jvmEntry) {
 	j := e.jvm
 	t := Target{ProcRoot: r.cfg.ProcRoot, PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, Timeout: r.cfg.Timeout}
 	read := r.readOptOut(j, false)
-	path := SafepointLogPath(t.NSPIDOrPID())
+	path := t.safepointLog()
 	e.log.path = path
 	e.log.call = fsdeadline.Start(func() logOutcome {
 		var x logOutcome
@@ -207,14 +209,6 @@ func (r *Recorder) logOutcome(e *jvmEntry, x logOutcome) {
 	default:
 		l.state, l.reason = logNotAdded, "no safepoint log: "+x.err.Error()
 	}
-}
-
-// NSPIDOrPID is the pid the JVM sees.
-func (t Target) NSPIDOrPID() int {
-	if t.NSPID > 0 {
-		return t.NSPID
-	}
-	return t.PID
 }
 
 // vmLogError reads VM.log's answer: HotSpot answers code 0 with an empty

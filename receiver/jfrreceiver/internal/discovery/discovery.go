@@ -192,7 +192,13 @@ func (s *Scanner) Candidate(pid int) (JVM, bool, error) {
 // is reaped: its repository is then read to the end at once, not when the
 // entry goes (which may be never, under a parent that does not wait).
 func (s *Scanner) Alive(pid int, startTicks uint64) bool {
-	st, exited, err := s.reader.Liveness(pid)
+	return Alive(s.reader, pid, startTicks)
+}
+
+// Alive reports whether pid, read through reader, still runs with the
+// start time startTicks (0: any).
+func Alive(reader *procresource.Reader, pid int, startTicks uint64) bool {
+	st, exited, err := reader.Liveness(pid)
 	return err == nil && !exited && (startTicks == 0 || st == startTicks)
 }
 

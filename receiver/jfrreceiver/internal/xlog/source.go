@@ -870,13 +870,7 @@ func (s *Source) aliveFunc(j *discovery.JVM, k rootKey) func() bool {
 		s.ids = procresource.NewReader(j.ProcRoot, 0)
 	}
 	ids := s.ids
-	return func() bool {
-		if ids == nil {
-			return true
-		}
-		st, exited, err := ids.Liveness(k.pid)
-		return err == nil && !exited && (k.start == 0 || st == k.start)
-	}
+	return func() bool { return ids == nil || discovery.Alive(ids, k.pid, k.start) }
 }
 
 // glob returns the names inside root that match pattern, as procroot's
