@@ -228,7 +228,7 @@ func localMatches(local, key []byte) bool {
 func scanTCPTable(r io.Reader, key []byte, limit int64, match func(tcpRow)) error {
 	lr := &io.LimitedReader{R: r, N: limit + 1}
 	sc := bufio.NewScanner(bufio.NewReaderSize(lr, tableReadSize))
-	sc.Buffer(make([]byte, 0, maxTableLine), maxTableLine)
+	sc.Buffer(make([]byte, 0, maxTableLine+1), maxTableLine+1) // a line of maxTableLine bytes and its newline
 	for sc.Scan() {
 		line := sc.Bytes()
 		_, rest := nextField(line)
