@@ -132,12 +132,13 @@ func TestBudgetFollowsAttention(t *testing.T) {
 		t.Errorf("marked process kept %d released windows, want at least three times the other's %d", m.windows, o.windows)
 	}
 	// The ratios say what was kept: the windows, each weighing the inverse
-	// of its ratio, stand for the releases the workload made (one per
-	// call). The ratio of a period is measured over the one before, and a
-	// loaded host's rates move the plan from one to the next: 0.7-1.5
-	// times in eight runs here. The other process is seen only in a few
+	// of its ratio (its phase's: phaseLog), stand for the releases the
+	// workload made (one per call). A loaded host starves the workload
+	// in some phases and not others: 0.69-0.97 times in five runs beside
+	// two busy loops, where weighing each by the ratio when it was read
+	// stood for up to 5 times. The other process is seen only in a few
 	// 10 ms phases, which on a loaded host it may spend off its CPU or
-	// catching up: its estimate is logged (0.28-1.9 times), not checked.
+	// catching up: its estimate is logged (0.57-1.01 times), not checked.
 	if m.estimate < calls/2 || m.estimate > 2*calls {
 		t.Errorf("marked pid %d: released windows stand for %.0f releases, want %d within a factor of 2", marked.PID, m.estimate, calls)
 	}
@@ -165,19 +166,23 @@ func TestNoAttentionNoPlan(t *testing.T) {
 		{"one of two attended", true, []dutyLibrary{{lib: a, attended: true}, {lib: b, pids: []uint32{7}}}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			d := &dutyCycle{cfg: OverheadConfig{Budget: 0.02, Period: 10 * time.Second, FollowAttention: tt.follow}, follow: tt.follow, rate: 0.2, ratio: 0.1}
-			others := d.plan(tt.libs)
+			cfg := OverheadConfig{Budget: 0.02, Period: 10 * time.Second, FollowAttention: tt.follow}
+			var plan dutyPlan
+			var others map[*gil.Library][]uint32
+			if cfg.FollowAttention {
+				plan, others = planAttention(cfg, tt.libs, 0.2, 0)
+			}
 			if got := others != nil; got != tt.tail {
 				t.Fatalf("planned a tail: %v, want %v", got, tt.tail)
 			}
 			if !tt.tail {
-				if d.attended != nil || d.ratio != 0.1 {
-					t.Errorf("no plan changed the duty cycle: attended %v, ratio %v", d.attended, d.ratio)
+				if plan.attended != nil {
+					t.Errorf("no plan favours libraries: attended %v", plan.attended)
 				}
 				return
 			}
-			if len(others) != 1 || len(others[b]) != 1 || !d.attended[a] || d.attended[b] {
-				t.Errorf("detach %v, attended %v: want b detached with its pid, a attended", others, d.attended)
+			if len(others) != 1 || len(others[b]) != 1 || !plan.attended[a] || plan.attended[b] {
+				t.Errorf("detach %v, attended %v: want b detached with its pid, a attended", others, plan.attended)
 			}
 		})
 	}
@@ -208,8 +213,7 @@ func TestPlanSplitsTheBudget(t *testing.T) {
 		{"over budget at the minimum", 5, 1, -1, -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			d := &dutyCycle{cfg: OverheadConfig{Budget: 0.02, Period: 10 * time.Second}, follow: true, rate: tt.rate, attRate: tt.attRate, ratio: 0.1}
-			others := d.plan(libs)
+			d, others := planAttention(OverheadConfig{Budget: 0.02, Period: 10 * time.Second, FollowAttention: true}, libs, tt.rate, tt.attRate)
 			if tt.lo < 0 {
 				if others != nil {
 					t.Fatalf("planned lo %v hi %v, want no tail", d.ratio, d.hi)
@@ -247,7 +251,7 @@ func TestAttendedProcessesCountsThePlan(t *testing.T) {
 		},
 		processes: map[uint32]*process{10: {pid: 10}, 11: {pid: 11}, 12: {pid: 12, exited: true}, 20: {pid: 20}, 30: {pid: 30}},
 	}
-	d := &dutyCycle{attended: map[*gil.Library]bool{a: true}, effective: 0.01, effectiveHi: 0.4}
+	d := &dutyCycle{plan: dutyPlan{attended: map[*gil.Library]bool{a: true}}, effective: 0.01, effectiveHi: 0.4}
 	if n := st.attendedProcesses(d); n != 2 {
 		t.Errorf("attended processes: got %d, want 2 (pids 10 and 11; 12 exited)", n)
 	}

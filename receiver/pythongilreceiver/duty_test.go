@@ -48,8 +48,8 @@ func TestRatioFor(t *testing.T) {
 // both credit and debt stay within one period's budget.
 func TestSpendAccountsWhatTheProbesCost(t *testing.T) {
 	cfg := OverheadConfig{Budget: 0.02, Period: 10 * time.Second, CostPerHit: time.Microsecond}
-	t0 := time.Unix(1000, 0)
-	d := &dutyCycle{cfg: cfg, tokensAt: t0}
+	t0 := 1000 * time.Second
+	d := newBudgetBucket(cfg, t0)
 	steps := []struct {
 		name      string
 		after     time.Duration
@@ -65,7 +65,7 @@ func TestSpendAccountsWhatTheProbesCost(t *testing.T) {
 	}
 	now := t0
 	for _, s := range steps {
-		now = now.Add(s.after)
+		now += s.after
 		d.spend(now, s.hits, s.processes)
 		if !(math.Abs(s.want-d.tokens) <= 1e-9) {
 			t.Errorf("%v: got %v, want %v ± %v", s.name, d.tokens, s.want, 1e-9)
@@ -169,21 +169,20 @@ func TestDetachedPhaseEndsToLearnAGIL(t *testing.T) {
 				t.Fatalf("unexpected error: %v", err)
 			}
 			defer p.Close()
-			d := newDutyCycle(cfg, p)
-			defer d.stop()
+			d := newDutyCycle(cfg, p, monotonicNow)
 			if err := p.SetActive(false); err != nil {
 				t.Fatalf("p.SetActive: %v", err)
 			}
-			now := time.Now()
-			d.on, d.since, d.ratio = false, now, 0.1
-			d.offUntil, d.nextCost = now.Add(cfg.Period), 0.005
-			d.tokens, d.tokensAt = tt.tokens, now
+			now := monotonicNow()
+			d.phase, d.since, d.plan.ratio = phaseDetached, now, 0.1
+			d.offUntil, d.nextCost = now+cfg.Period, 0.005
+			d.bucket.tokens, d.bucket.tokensAt = tt.tokens, now
 			_, err = d.step(tt.processes, nil)
 			if err != nil {
 				t.Fatalf("d.step: %v", err)
 			}
-			if d.on != tt.attached {
-				t.Errorf("attached: got %v, want %v", d.on, tt.attached)
+			if d.attached() != tt.attached {
+				t.Errorf("attached: got %v, want %v", d.attached(), tt.attached)
 			}
 			if got := p.Active(); got != tt.attached {
 				t.Errorf("uprobes attached: got %v, want %v", got, tt.attached)
@@ -197,8 +196,8 @@ func TestDetachedPhaseEndsToLearnAGIL(t *testing.T) {
 // included, not the last check's rate.
 func TestPeriodCostIsWhatTheBudgetHoldsTo(t *testing.T) {
 	cfg := OverheadConfig{Budget: 0.02, Period: 10 * time.Second, CostPerHit: time.Microsecond}
-	t0 := time.Unix(1000, 0)
-	d := &dutyCycle{cfg: cfg, tokensAt: t0}
+	t0 := 1000 * time.Second
+	d := newBudgetBucket(cfg, t0)
 	steps := []struct {
 		name string
 		at   time.Duration
@@ -211,7 +210,7 @@ func TestPeriodCostIsWhatTheBudgetHoldsTo(t *testing.T) {
 		{"a period later the burst is forgotten", 11 * time.Second, 0, 0},
 	}
 	for _, s := range steps {
-		d.spend(t0.Add(s.at), s.hits, 1)
+		d.spend(t0+s.at, s.hits, 1)
 		if got := d.periodCost(); !(math.Abs(s.want-got) <= 1e-9) {
 			t.Errorf("%s: got %v, want %v", s.name, got, s.want)
 		}
@@ -258,9 +257,8 @@ func TestBurstPaidFromTheBudgetStaysAttached(t *testing.T) {
 			if err != nil {
 				t.Fatalf("p.Attach: %v", err)
 			}
-			d := newDutyCycle(cfg, p)
-			defer d.stop()
-			d.tokens, d.tokensAt = tt.tokens, time.Now()
+			d := newDutyCycle(cfg, p, monotonicNow)
+			d.bucket.tokens, d.bucket.tokensAt = tt.tokens, monotonicNow()
 			var res churnResult
 			w.Run(&res)
 			ratio, err := d.step(1, nil)
@@ -274,8 +272,8 @@ func TestBurstPaidFromTheBudgetStaysAttached(t *testing.T) {
 			if c.Hits < 2*uint64(res.Calls) {
 				t.Fatalf("%d hits for %d calls, want at least 2 a call", c.Hits, res.Calls)
 			}
-			if d.on != tt.attached || p.Active() != tt.attached {
-				t.Errorf("attached: duty cycle %v, uprobes %v; want %v (rate %.3f of a CPU, tokens %.4f CPU-s)", d.on, p.Active(), tt.attached, d.rate, d.tokens)
+			if d.attached() != tt.attached || p.Active() != tt.attached {
+				t.Errorf("attached: duty cycle %v, uprobes %v; want %v (rate %.3f of a CPU, tokens %.4f CPU-s)", d.attached(), p.Active(), tt.attached, d.rate, d.bucket.tokens)
 			}
 			if tt.attached && ratio != 1 {
 				t.Errorf("ratio: got %v, want 1", ratio)

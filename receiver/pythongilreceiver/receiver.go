@@ -202,14 +202,25 @@ func (r *gilReceiver) serve(ctx context.Context, host component.Host, probe *gil
 	discoverT := time.NewTicker(r.cfg.DiscoveryInterval)
 	collectT := time.NewTicker(r.cfg.CollectionInterval)
 	flushT := time.NewTicker(r.cfg.FlushInterval)
-	budget := newDutyCycle(r.cfg.Overhead, probe)
+	budget := newDutyCycle(r.cfg.Overhead, probe, monotonicNow)
+	var budgetT *time.Timer
+	var budgetC <-chan time.Time
+	if budget.enabled() {
+		budgetT = time.NewTimer(budget.wait)
+		budgetC = budgetT.C
+		r.stateMu.Lock()
+		st.phases = budget.phases
+		r.stateMu.Unlock()
+	}
 	// attended is what otelcol_receiver_pythongil_attended_processes says.
 	var attended int64
 	defer func() {
 		discoverT.Stop()
 		collectT.Stop()
 		flushT.Stop()
-		budget.stop()
+		if budgetT != nil {
+			budgetT.Stop()
+		}
 		r.tel.ReceiverPythongilAttendedProcesses.Add(context.Background(), -attended)
 	}()
 	for {
@@ -241,7 +252,7 @@ func (r *gilReceiver) serve(ctx context.Context, host component.Host, probe *gil
 			r.collect(ctx)
 		case <-flushT.C:
 			r.flush(ctx)
-		case <-budget.timer():
+		case <-budgetC:
 			r.stateMu.Lock()
 			procs := st.liveProcesses()
 			libs := st.dutyLibraries(r.attention, time.Now())
@@ -250,6 +261,7 @@ func (r *gilReceiver) serve(ctx context.Context, host component.Host, probe *gil
 			if err != nil {
 				r.set.Logger.Warn("duty cycling the probes", zap.Error(err))
 			}
+			budgetT.Reset(budget.wait)
 			r.stateMu.Lock()
 			st.sampling = ratio
 			st.probeCost = budget.periodCost()

@@ -54,6 +54,9 @@ type runState struct {
 	// period (dutyCycle.periodCost, shares of a CPU per probed process);
 	// reported only while a budget is set.
 	probeCost float64
+	// phases are the duty cycle's phases, which weigh each event by the
+	// phase it was taken in (nil without a budget).
+	phases *phaseLog
 
 	// mb builds the metrics metadata.yaml declares.
 	mb *metadata.MetricsBuilder
@@ -97,8 +100,10 @@ type process struct {
 	// own), read once per thread.
 	threadNames map[uint32]string
 	// sampling is the process's library's ratio (dutyCycle.ratioOf); 0
-	// until the duty cycle sets one: the receiver's.
+	// until the duty cycle sets one: the receiver's. lib is that library,
+	// set with it.
 	sampling float64
+	lib      *gil.Library
 }
 
 type histKey struct {
@@ -444,7 +449,7 @@ func (st *runState) add(ev gil.Event) bool {
 		h = newHistogram(st.cfg.MinDuration)
 		p.hists[key] = h
 	}
-	kept := keptRatio(st.cfg, ev.Kind, st.samplingOf(p))
+	kept := keptRatio(st.cfg, ev.Kind, st.samplingAt(p, ev.Start+int64(ev.Duration)))
 	h.record(ev.Duration, kept)
 
 	kind, ok := windowKind(ev.Kind)
