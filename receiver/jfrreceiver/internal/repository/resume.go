@@ -34,6 +34,17 @@ type Position struct {
 	Sent []uint64 `json:"sent,omitempty"`
 }
 
+// resumeState is a follower's checkpoint: the chunk whose sent windows sent
+// holds, the windows to drop (sent before a restart), the position resumed
+// from until a chunk is opened, and how many were dropped.
+type resumeState struct {
+	ckChunk int64
+	sent    map[uint64]bool
+	skip    map[uint64]bool
+	resumed *Position
+	dropped int
+}
+
 // maxSent bounds the windows remembered per repository (about 1.7 MB of
 // checkpoint as JSON): a chunk with more sent is remembered for its first
 // maxSent only, and a restart in it may send the rest again.
