@@ -7,11 +7,12 @@
 // namespace. Paths are kept as the JVM sees them and resolved inside its
 // root (package procroot, through /proc/<pid>/root), so that JVMs in
 // containers are found from the host and a container's symlinks and `..`
-// never lead outside it.
+// never lead outside it. The scan, the process events and the liveness
+// rule are package procdiscovery's; this package is what makes a process a
+// JVM and what is read of one.
 package discovery // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -19,8 +20,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procdiscovery"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 )
@@ -91,115 +92,50 @@ func RepositoryPID(dir string) int {
 	return pid
 }
 
-// Caps on what is read of a process's proc files: a command line longer
-// than maxCmdline (the kernel allows about 2 MiB) is not a JVM worth reading
-// the rest of; status is a few KiB.
-const (
-	maxCmdline = 256 << 10
-	maxStatus  = 64 << 10
-)
+// maxCmdline caps the read of a process's command line: one longer (the
+// kernel allows about 2 MiB) is not a JVM worth reading the rest of.
+const maxCmdline = 256 << 10
 
 // Scanner finds JVMs under one proc root: all of them (Scan, the periodic
-// safety net) or one process a process event names (Candidate). It is
-// safe for concurrent use.
+// safety net) or one process a process event names (Candidate). It is safe
+// for concurrent use.
 type Scanner struct {
 	reader *procresource.Reader
 	root   string
-
-	mu sync.Mutex
-	// refused remembers the processes refused (by pid, with their start
-	// time against pid reuse), so that each is reported once.
-	refused map[int]uint64
+	scan   *procdiscovery.Scanner[JVM]
 }
 
 // NewScanner returns a Scanner for the proc filesystem at procRoot.
 func NewScanner(procRoot string) *Scanner {
 	r := procresource.NewReader(procRoot, 0)
-	return &Scanner{reader: r, root: r.Root(), refused: map[int]uint64{}}
+	s := &Scanner{reader: r, root: r.Root()}
+	s.scan = procdiscovery.NewScanner(r, s.inspect)
+	return s
 }
 
 // Refusal is a process that could not be inspected safely.
-type Refusal struct {
-	PID int
-	Err error
-}
+type Refusal = procdiscovery.Refusal
 
 // Scan returns the running JVMs, and the processes this scan refused
 // (each once). Processes that vanish while being read are left out; only
 // an unreadable proc root is an error.
-func (s *Scanner) Scan() ([]JVM, []Refusal, error) {
-	entries, err := os.ReadDir(s.root)
-	if err != nil {
-		return nil, nil, fmt.Errorf("discovery: list %s: %w", s.root, err)
-	}
-	var (
-		out     []JVM
-		refused []Refusal
-	)
-	seen := map[int]bool{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
-			continue
-		}
-		seen[pid] = true
-		j, ok, err := s.Candidate(pid)
-		if err != nil {
-			refused = append(refused, Refusal{PID: pid, Err: err})
-		}
-		if ok {
-			out = append(out, j)
-		}
-	}
-	s.mu.Lock()
-	for pid := range s.refused {
-		if !seen[pid] {
-			delete(s.refused, pid)
-		}
-	}
-	s.mu.Unlock()
-	return out, refused, nil
-}
+func (s *Scanner) Scan() ([]JVM, []Refusal, error) { return s.scan.Scan() }
 
 // Candidate reports whether pid is a JVM, and which: the path for a
 // process event (exec) or an announcement (Watch). A process refused (its
 // command line past the cap) gives an error the first time, nothing after.
-func (s *Scanner) Candidate(pid int) (JVM, bool, error) {
-	s.mu.Lock()
-	start, refused := s.refused[pid]
-	s.mu.Unlock()
-	if refused {
-		if now, err := s.reader.StartTicks(pid); err == nil && now == start {
-			return JVM{}, false, nil
-		}
-		s.mu.Lock()
-		delete(s.refused, pid)
-		s.mu.Unlock()
-	}
-	j, ok, err := s.inspect(pid)
-	if err != nil {
-		if start, serr := s.reader.StartTicks(pid); serr == nil {
-			s.mu.Lock()
-			s.refused[pid] = start
-			s.mu.Unlock()
-		}
-	}
-	return j, ok, err
-}
+func (s *Scanner) Candidate(pid int) (JVM, bool, error) { return s.scan.Candidate(pid) }
 
 // Alive reports whether the process pid with the given start time still
 // runs. One that has exited is not, though its /proc entry stays until it
 // is reaped: its repository is then read to the end at once, not when the
 // entry goes (which may be never, under a parent that does not wait).
-func (s *Scanner) Alive(pid int, startTicks uint64) bool {
-	return Alive(s.reader, pid, startTicks)
-}
+func (s *Scanner) Alive(pid int, startTicks uint64) bool { return s.scan.Alive(pid, startTicks) }
 
 // Alive reports whether pid, read through reader, still runs with the
-// start time startTicks (0: any).
+// start time startTicks (0: any): procdiscovery's liveness rule.
 func Alive(reader *procresource.Reader, pid int, startTicks uint64) bool {
-	st, exited, err := reader.Liveness(pid)
-	return err == nil && !exited && (startTicks == 0 || st == startTicks)
+	return procdiscovery.Alive(reader, pid, startTicks)
 }
 
 func (s *Scanner) inspect(pid int) (JVM, bool, error) {
@@ -207,7 +143,7 @@ func (s *Scanner) inspect(pid int) (JVM, bool, error) {
 	if !s.isJava(dir) {
 		return JVM{}, false, nil
 	}
-	start, err := s.reader.StartTicks(pid)
+	id, err := s.reader.Identity(pid)
 	if err != nil {
 		return JVM{}, false, nil
 	}
@@ -229,10 +165,14 @@ func (s *Scanner) inspect(pid int) (JVM, bool, error) {
 	opts = append(opts, args...)
 	j := JVM{
 		PID:            pid,
-		StartTicks:     start,
-		NSPID:          nsPID(dir, pid),
+		StartTicks:     id.StartTicks,
+		NSPID:          id.VPID,
 		ProcRoot:       s.root,
 		RepositoryBase: RepositoryBase(opts),
+	}
+	if j.NSPID == 0 {
+		// No NSpid line (kernels before 4.1): no pid namespaces to tell.
+		j.NSPID = pid
 	}
 	for _, a := range opts {
 		if strings.HasPrefix(a, "-XX:StartFlightRecording") {
@@ -266,26 +206,6 @@ func (s *Scanner) isJava(dir string) bool {
 	// tenant's bind mount, so the read is capped all the same.
 	comm, err := procroot.ReadProcFile(filepath.Join(dir, "comm"), maxComm)
 	return err == nil && procresource.RuntimeOf(strings.TrimSpace(string(comm))) == procresource.RuntimeJava
-}
-
-// nsPID reads the innermost pid of /proc/<pid>/status's NSpid line; the pid
-// itself when there is none (kernels before 4.1, or no namespaces).
-func nsPID(dir string, pid int) int {
-	data, err := procroot.ReadProcFile(filepath.Join(dir, "status"), maxStatus)
-	if err != nil {
-		return pid
-	}
-	for line := range bytes.Lines(data) {
-		if rest, ok := bytes.CutPrefix(line, []byte("NSpid:")); ok {
-			fields := strings.Fields(string(rest))
-			if len(fields) > 0 {
-				if n, err := strconv.Atoi(fields[len(fields)-1]); err == nil {
-					return n
-				}
-			}
-		}
-	}
-	return pid
 }
 
 // RepositoryBase returns where a JVM started with these options puts its

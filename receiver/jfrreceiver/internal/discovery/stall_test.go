@@ -1,10 +1,11 @@
 package discovery
 
 import (
-	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,25 +13,37 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/fsdeadline"
+	"github.com/otelcol-ai/otelcol-ai/internal/procdiscovery/procdiscoverytest"
 	"github.com/otelcol-ai/otelcol-ai/internal/procevents"
 	"github.com/otelcol-ai/otelcol-ai/internal/stallfs"
 )
 
-// processGuarded hands e one batch of process events and fails the test if
-// it has not returned within 10 s (a call on a stalled mount on the events'
-// goroutine would never return); it returns what the batch found and how
-// long it took.
-func processGuarded(t *testing.T, e *Events, evs ...procevents.Event) (Arrivals, time.Duration) {
+// sendGuarded hands e one batch of process events and waits until e hands
+// over what it found that satisfies want, failing the test after 10 s (a
+// call on a stalled mount on the events' goroutine would hold it for
+// ever); it returns that and how long it took.
+func sendGuarded(t *testing.T, e *Events, feed *procdiscoverytest.Feed, want func(Arrivals) bool, evs ...procevents.Event) (Arrivals, time.Duration) {
 	t.Helper()
 	start := time.Now()
-	done := make(chan Arrivals, 1)
-	go func() { done <- e.processEvents(context.Background(), procevents.Batch{Events: evs}) }()
-	select {
-	case a := <-done:
-		return a, time.Since(start)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("a batch of process events (%v) did not return within 10 s: a call on a JVM's folders holds discovery", evs)
-		return Arrivals{}, 0
+	feed.Send(false, evs...)
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case <-e.Ready():
+			if a := e.Take(); want(a) {
+				return a, time.Since(start)
+			}
+		case <-deadline:
+			t.Fatalf("a batch of process events (%v) was not handled within 10 s: a call on a JVM's folders holds discovery", evs)
+			return Arrivals{}, 0
+		}
+	}
+}
+
+// jvmIn reports whether a holds pid among its JVMs.
+func jvmIn(pid int) func(Arrivals) bool {
+	return func(a Arrivals) bool {
+		return slices.ContainsFunc(a.JVMs, func(j JVM) bool { return j.PID == pid })
 	}
 }
 
@@ -82,55 +95,55 @@ func TestStalledWatchHoldsOnlyItsJVM(t *testing.T) {
 		t.Skipf("no inotify: %v", err)
 	}
 	core, logs := observer.New(zap.WarnLevel)
-	stalls := 0
-	e := &Events{scanner: NewScanner(proc), watch: w, logger: zap.New(core), stalled: func() { stalls++ }, unwatched: map[int]unwatchedJVM{}}
+	var stalls atomic.Int32
+	feed := procdiscoverytest.NewFeed()
+	e := newEvents(NewScanner(proc), feed, w, zap.New(core), func() { stalls.Add(1) })
 
 	mount.Stall()
-	a, took := processGuarded(t, e, procevents.Event{Kind: procevents.Exec, PID: 4321})
+	a, took := sendGuarded(t, e, feed, jvmIn(4321), procevents.Event{Kind: procevents.Exec, PID: 4321})
 	t.Logf("the batch with the exec of the JVM whose /tmp hangs: %v", took)
 	if took < fsdeadline.Timeout-100*time.Millisecond || took > fsdeadline.Timeout+time.Second {
 		t.Errorf("the batch took %v, want about fsdeadline.Timeout (%v)", took, fsdeadline.Timeout)
 	}
-	if len(a.JVMs) != 1 || a.JVMs[0].PID != 4321 {
+	if len(a.JVMs) != 1 {
 		t.Errorf("the batch found %v, want pid 4321", a.JVMs)
 	}
-	if _, ok := e.unwatched[4321]; !ok || w.watched(4321) {
-		t.Error("the JVM whose /tmp hangs is not looked at again as an unwatched JVM")
+	if w.watched(4321) {
+		t.Error("the JVM whose /tmp hangs is watched")
 	}
-	if stalls != 1 || logs.FilterMessageSnippet("has not returned").Len() != 1 {
-		t.Errorf("%d stalls counted, %d logged; want 1 and 1", stalls, logs.FilterMessageSnippet("has not returned").Len())
+	// Looked at again as a JVM no watch follows is: announced anew.
+	sendGuarded(t, e, feed, jvmIn(4321))
+	if n := stalls.Load(); n != 1 || logs.FilterMessageSnippet("has not returned").Len() != 1 {
+		t.Errorf("%d stalls counted, %d logged; want 1 and 1", n, logs.FilterMessageSnippet("has not returned").Len())
 	}
 	if mount.Blocked() == 0 {
 		t.Fatal("no call blocked on the stalled mount: the test stalls nothing")
 	}
 
-	a, took = processGuarded(t, e, procevents.Event{Kind: procevents.Exec, PID: 4400})
+	_, took = sendGuarded(t, e, feed, jvmIn(4400), procevents.Event{Kind: procevents.Exec, PID: 4400})
 	t.Logf("the next batch, another JVM's exec, during the stall: %v", took)
 	if took > fsdeadline.Timeout/2 || !w.watched(4400) {
 		t.Errorf("the other JVM: watched %v after %v, want watched at once", w.watched(4400), took)
 	}
 	must(t, os.Mkdir(filepath.Join(otherRoot, "tmp", "hsperfdata_app"), 0o755))
-	select {
-	case <-w.Ready():
-		if got := w.Take(); len(got) != 1 || got[0].PID != 4400 {
-			t.Errorf("announced %v, want pid 4400", got)
-		}
-	case <-time.After(5 * time.Second):
-		t.Error("the other JVM's hsperfdata folder did not announce it")
-	}
-	a, _ = processGuarded(t, e, procevents.Event{Kind: procevents.Exit, PID: 4321})
+	// Only its watch announces 4400 again (a watched JVM is not rechecked).
+	sendGuarded(t, e, feed, jvmIn(4400))
+	a, _ = sendGuarded(t, e, feed, func(a Arrivals) bool { return len(a.Exited) > 0 }, procevents.Event{Kind: procevents.Exit, PID: 4321})
 	if len(a.Exited) != 1 || a.Exited[0] != 4321 {
 		t.Errorf("the exit of the JVM whose /tmp hangs: exited %v, want [4321]", a.Exited)
 	}
-	if stalls != 1 {
-		t.Errorf("%d stalls counted after the other JVM, want still 1", stalls)
+	if n := stalls.Load(); n != 1 {
+		t.Errorf("%d stalls counted after the other JVM, want still 1", n)
 	}
 
 	start := time.Now()
-	w.Close()
-	t.Logf("closing the watch with the call still hanging: %v", time.Since(start))
+	e.Close()
+	t.Logf("closing the events and the watch with the call still hanging: %v", time.Since(start))
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("Close took %v with a call hanging, want no wait for it", took)
+	}
+	if !feed.Closed() {
+		t.Error("Close did not close the events' source")
 	}
 	mount.Release()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {

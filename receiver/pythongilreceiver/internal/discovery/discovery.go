@@ -1,7 +1,10 @@
 // Package discovery finds the CPython interpreters running on a host: every
 // process that maps a libpython3.*.so* (plain python built shared, or any
 // host embedding it, such as a JVM running Jep) or runs a python executable
-// whose symbol table has the GIL functions (python built static).
+// whose symbol table has the GIL functions (python built static). The scan,
+// the process events and the liveness rule are package procdiscovery's;
+// this package is what makes a process an interpreter and what is read of
+// one, and where each stands with the receiver (Statuses).
 package discovery // import "github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/discovery"
 
 import (
@@ -12,16 +15,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procdiscovery"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
@@ -41,19 +43,17 @@ var (
 	// ErrPanic is wrapped by the error for a source whose decoding
 	// panicked: the panic is recovered and the source refused, so that one
 	// bad file cannot stop the others.
-	ErrPanic = errors.New("panic while decoding")
+	ErrPanic = procdiscovery.ErrPanic
 	// ErrStalled: reading the process's maps or files has not returned
-	// within InspectTimeout (a process stuck holding its memory map lock,
-	// a library on a hung FUSE or NFS mount); the scan goes on without it
-	// and it is looked at again once that read returns.
-	ErrStalled = errors.New("reading the process stalled")
+	// within procdiscovery.InspectTimeout (a process stuck holding its
+	// memory map lock, a library on a hung FUSE or NFS mount); the scan
+	// goes on without it and it is looked at again once that read returns.
+	ErrStalled = procdiscovery.ErrStalled
 )
 
 // Recovered turns a value recovered from a panic while handling what
 // names into an error wrapping ErrPanic, with the stack, for the log.
-func Recovered(what string, p any) error {
-	return fmt.Errorf("%s: %w: %v\n%s", what, ErrPanic, p, debug.Stack())
-}
+func Recovered(what string, p any) error { return procdiscovery.Recovered(what, p) }
 
 // FileID identifies an ELF file across mount namespaces: the device and
 // inode that /proc/<pid>/maps reports (on overlayfs, those of the file
@@ -117,151 +117,46 @@ func (f Filter) match(res procresource.Resource) bool {
 	return false
 }
 
-// InspectTimeout bounds how long the inspection of one process may hold a
-// scan: past it, the inspection goes on in its own goroutine and the scan
-// moves on to the other processes.
-var InspectTimeout = 2 * time.Second
-
 // Scanner finds interpreters under one proc root: all of them (Scan, the
 // periodic safety net) or one process a process event names (Candidate).
-// Scan is not safe for concurrent use; Candidate may run beside it (an
-// inspection that outlives InspectTimeout does too; mu guards what they
-// share).
+// It is safe for concurrent use.
 type Scanner struct {
-	mu     sync.Mutex
 	root   string
 	reader *procresource.Reader
 	filter Filter
-	self   int
+	scan   *procdiscovery.Scanner[Interpreter]
+
+	mu sync.Mutex
 	// exeHasGIL caches the symbol check of python executables.
 	exeHasGIL map[FileID]bool
-	// refused remembers the processes refused (by pid, with their start
-	// time against pid reuse), so that each is reported once.
-	refused map[int]uint64
-	// stalled are the inspections still running after InspectTimeout, by
-	// pid; their pids are skipped until they return.
-	stalled map[int]chan struct{}
-	// decode is inspect; tests replace it to exercise the recovery.
-	decode func(pid int) (Interpreter, bool, error)
 }
 
 // NewScanner returns a scanner over the proc root of reader.
 func NewScanner(reader *procresource.Reader, filter Filter) *Scanner {
-	s := &Scanner{root: reader.Root(), reader: reader, filter: filter, self: os.Getpid(),
-		exeHasGIL: map[FileID]bool{}, refused: map[int]uint64{}, stalled: map[int]chan struct{}{}}
-	s.decode = s.inspect
+	s := &Scanner{root: reader.Root(), reader: reader, filter: filter, exeHasGIL: map[FileID]bool{}}
+	s.scan = procdiscovery.NewScanner(reader, s.inspect)
 	return s
 }
 
 // Refusal is a process that could not be inspected safely.
-type Refusal struct {
-	PID int
-	Err error
-}
+type Refusal = procdiscovery.Refusal
 
 // Scan returns every selected interpreter now running, and the processes
 // refused by this scan (each once). Processes that vanish while being read
 // are skipped; only an unreadable proc root is an error.
-func (s *Scanner) Scan() ([]Interpreter, []Refusal, error) {
-	ents, err := os.ReadDir(s.root)
-	if err != nil {
-		return nil, nil, fmt.Errorf("discovery: read %s: %w", s.root, err)
-	}
-	var (
-		out     []Interpreter
-		refused []Refusal
-	)
-	seen := map[int]bool{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == s.self {
-			continue
-		}
-		seen[pid] = true
-		in, ok, err := s.inspectBounded(pid)
-		if err != nil {
-			refused = append(refused, Refusal{PID: pid, Err: err})
-		}
-		if ok {
-			out = append(out, in)
-		}
-	}
-	s.mu.Lock()
-	for pid := range s.refused {
-		if !seen[pid] {
-			delete(s.refused, pid)
-		}
-	}
-	s.mu.Unlock()
-	return out, refused, nil
-}
-
-// inspectBounded is Candidate, waited for at most InspectTimeout: a process
-// whose inspection hangs is reported once (ErrStalled) and skipped while
-// the read goes on, so that it never holds the scan of the others.
-func (s *Scanner) inspectBounded(pid int) (Interpreter, bool, error) {
-	if done, ok := s.stalled[pid]; ok {
-		select {
-		case <-done:
-			delete(s.stalled, pid)
-		default:
-			return Interpreter{}, false, nil
-		}
-	}
-	type result struct {
-		in  Interpreter
-		ok  bool
-		err error
-	}
-	ch := make(chan result, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		in, ok, err := s.Candidate(pid)
-		ch <- result{in, ok, err}
-	}()
-	t := time.NewTimer(InspectTimeout)
-	defer t.Stop()
-	select {
-	case r := <-ch:
-		return r.in, r.ok, r.err
-	case <-t.C:
-		s.stalled[pid] = done
-		return Interpreter{}, false, fmt.Errorf("discovery: pid %d: %w after %v; skipped until the read returns", pid, ErrStalled, InspectTimeout)
-	}
-}
+func (s *Scanner) Scan() ([]Interpreter, []Refusal, error) { return s.scan.Scan() }
 
 // Candidate reports whether pid runs a selected interpreter, and which:
 // the path for a process event (Events) and for each process a Scan lists.
 // A process refused (its maps past MaxMapsSize, a python executable that
 // cannot be read safely, a panic while decoding) gives an error the first
-// time and is skipped afterwards. Safe beside Scan.
-func (s *Scanner) Candidate(pid int) (in Interpreter, ok bool, err error) {
-	s.mu.Lock()
-	start, refused := s.refused[pid]
-	s.mu.Unlock()
-	if refused {
-		if now, err := s.reader.StartTicks(pid); err == nil && now == start {
-			return Interpreter{}, false, nil
-		}
-		s.mu.Lock()
-		delete(s.refused, pid)
-		s.mu.Unlock()
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			in, ok, err = Interpreter{}, false, Recovered(fmt.Sprintf("discovery: pid %d", pid), p)
-		}
-		if err != nil {
-			if start, serr := s.reader.StartTicks(pid); serr == nil {
-				s.mu.Lock()
-				s.refused[pid] = start
-				s.mu.Unlock()
-			}
-		}
-	}()
-	return s.decode(pid)
-}
+// time and is skipped afterwards.
+func (s *Scanner) Candidate(pid int) (Interpreter, bool, error) { return s.scan.Candidate(pid) }
+
+// Alive reports whether pid still runs (procdiscovery.Alive: an exited
+// process does not, though its entry stays until reaped), whatever its
+// start time: Statuses, which asks, knows processes by pid only.
+func (s *Scanner) Alive(pid int) bool { return s.scan.Alive(pid, 0) }
 
 func (s *Scanner) inspect(pid int) (Interpreter, bool, error) {
 	maps, err := procroot.ReadProcFile(filepath.Join(s.root, strconv.Itoa(pid), "maps"), MaxMapsSize)
@@ -482,10 +377,4 @@ func versionOf(name string) (version string, freeThreaded bool) {
 		return "", false
 	}
 	return m[1], m[2] == "t"
-}
-
-// Alive reports whether pid still has an entry in the proc root.
-func (s *Scanner) Alive(pid int) bool {
-	_, err := os.Stat(filepath.Join(s.root, strconv.Itoa(pid)))
-	return err == nil
 }

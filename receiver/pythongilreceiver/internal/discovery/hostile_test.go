@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -256,108 +255,5 @@ func TestMapsPastTheCapIsRefusedOnce(t *testing.T) {
 	}
 	if _, refused, _ := s.Scan(); len(refused) != 0 {
 		t.Fatalf("second scan refused %+v again", refused)
-	}
-}
-
-// TestPanicInOneProcessIsRecovered: a panic while inspecting one process
-// is an error wrapping ErrPanic for that pid, reported once; the others
-// are found.
-func TestPanicInOneProcessIsRecovered(t *testing.T) {
-	fp := newFakeProc(t)
-	fp.add(100, "/usr/local/bin/python3.11", "python3.11\x00app.py\x00", sharedPython)
-	fp.add(200, "/usr/lib/jvm/java-17/bin/java", "java\x00", javaWithJep)
-	s := NewScanner(procresource.NewReader(fp.root, 0), Filter{})
-	decode := s.decode
-	s.decode = func(pid int) (Interpreter, bool, error) {
-		if pid == 200 {
-			var decoded []byte
-			_ = decoded[pid] // a decoder bug: index out of range
-		}
-		return decode(pid)
-	}
-	got, refused, err := s.Scan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(refused) != 1 || refused[0].PID != 200 || !errors.Is(refused[0].Err, ErrPanic) {
-		t.Fatalf("refused %+v, want pid 200 with ErrPanic", refused)
-	}
-	if len(got) != 1 || got[0].Resource.PID != 100 {
-		t.Fatalf("found %+v, want pid 100", got)
-	}
-	if _, refused, _ := s.Scan(); len(refused) != 0 {
-		t.Fatalf("second scan refused %+v again", refused)
-	}
-}
-
-// TestStalledInspectionDoesNotHoldTheScan: reading one process hangs (its
-// maps behind a stuck memory-map lock, its library on a hung mount): the
-// scan finds the others after InspectTimeout, reports the stall once, skips
-// the process while the read hangs, and finds it once the read returns.
-func TestStalledInspectionDoesNotHoldTheScan(t *testing.T) {
-	old := InspectTimeout
-	InspectTimeout = 100 * time.Millisecond
-	defer func() { InspectTimeout = old }()
-	fp := newFakeProc(t)
-	fp.add(100, "/usr/local/bin/python3.11", "python3.11\x00app.py\x00", sharedPython)
-	fp.add(200, "/usr/lib/jvm/java-17/bin/java", "java\x00", javaWithJep)
-	s := NewScanner(procresource.NewReader(fp.root, 0), Filter{})
-	decode := s.decode
-	release := make(chan struct{})
-	var once sync.Once
-	s.decode = func(pid int) (Interpreter, bool, error) {
-		if pid == 200 {
-			once.Do(func() { <-release })
-		}
-		return decode(pid)
-	}
-	scan := func() ([]Interpreter, []Refusal) {
-		t.Helper()
-		done := make(chan struct{})
-		var (
-			got     []Interpreter
-			refused []Refusal
-			err     error
-		)
-		go func() {
-			defer close(done)
-			got, refused, err = s.Scan()
-		}()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatal("a scan did not return within 10 s: a stalled process holds it")
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got, refused
-	}
-	got, refused := scan()
-	if len(refused) != 1 || refused[0].PID != 200 || !errors.Is(refused[0].Err, ErrStalled) {
-		t.Fatalf("refused %+v, want pid 200 with ErrStalled", refused)
-	}
-	if len(got) != 1 || got[0].Resource.PID != 100 {
-		t.Fatalf("found %+v, want pid 100", got)
-	}
-	if got, refused := scan(); len(refused) != 0 || len(got) != 1 {
-		t.Fatalf("second scan, still stalled: found %+v, refused %+v; want pid 100 only, nothing refused again", got, refused)
-	}
-	close(release)
-	// The stalled inspection ends (its result is dropped: the process is
-	// looked at afresh).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, refused := scan()
-		if len(refused) != 0 {
-			t.Fatalf("refused %+v after the read returned", refused)
-		}
-		if len(got) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("found %+v after the read returned, want both", got)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
