@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
 )
 
 // MatchScope says which windows and spans are compared with each other.
@@ -90,11 +91,14 @@ type SpansConfig struct {
 	MaxPlacements int `mapstructure:"max_placements"`
 }
 
-// MetricsConfig says how often overlap metrics are emitted.
+// MetricsConfig says how often overlap metrics are emitted, and which.
 type MetricsConfig struct {
 	// Interval is the time between two emissions of the cumulative
 	// overlap metrics into the metrics pipelines the processor is in.
 	Interval time.Duration `mapstructure:"interval"`
+	// MetricsConfig switches each overlap metric
+	// (metrics::<name>::enabled), as metadata.yaml declares them.
+	metadata.MetricsConfig `mapstructure:",squash"`
 }
 
 // TimelineConfig bounds the recent spans kept for the timeline page

@@ -37,7 +37,7 @@ func TestLoadConfig(t *testing.T) {
 				},
 				Windows:  WindowsConfig{Retention: 30 * time.Second, MaxWindows: 5000, MaxPerScope: 1000, MaxClockSkew: time.Second},
 				Spans:    SpansConfig{Delay: 1500 * time.Millisecond, MaxWaiting: 2000, Events: true, ChildSpans: true, MaxPlacements: 8},
-				Metrics:  MetricsConfig{Interval: 30 * time.Second},
+				Metrics:  MetricsConfig{Interval: 30 * time.Second, MetricsConfig: metadata.DefaultMetricsConfig()},
 				Identity: IdentityConfig{ProcRoot: "/host/proc", CacheTTL: 500 * time.Millisecond, MaxProcesses: 100},
 				Timeline: TimelineConfig{MaxSpans: 500, MaxBytes: 1 << 20},
 			},

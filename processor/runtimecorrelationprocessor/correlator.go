@@ -101,6 +101,8 @@ type correlator struct {
 	released *windowindex.Coverage[scopeKey]
 	procs    *processes
 	totals   map[pairKey]*pairTotal
+	// settings build the overlap metrics (metadata.NewMetricsBuilder).
+	settings processor.Settings
 }
 
 // pairKey names one overlap metric series.
@@ -137,6 +139,7 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 		procs:    newProcesses(cfg.Identity.MaxProcesses),
 		totals:   map[pairKey]*pairTotal{},
 		name:     set.ID.String(),
+		settings: set,
 		timeline: newTimelineState(cfg),
 		names:    newScopeNames(),
 	}

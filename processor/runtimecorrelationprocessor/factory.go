@@ -53,7 +53,7 @@ func createDefaultConfig() component.Config {
 			MaxWaiting:    100_000,
 			MaxPlacements: 32,
 		},
-		Metrics: MetricsConfig{Interval: 10 * time.Second},
+		Metrics: MetricsConfig{Interval: 10 * time.Second, MetricsConfig: metadata.DefaultMetricsConfig()},
 		Identity: IdentityConfig{
 			ProcRoot:     procresource.DefaultProcRoot,
 			Connection:   true,

@@ -17,12 +17,6 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
 )
 
-// Overlap metric names.
-const (
-	metricOverlapCount    = "runtime.overlap.count"
-	metricOverlapDuration = "runtime.overlap.duration"
-)
-
 // metricsProcessor passes a metrics pipeline's data on unchanged and adds,
 // every metrics::interval and at shutdown, the cumulative overlap counts
 // and durations per scope and kind pair.
@@ -110,7 +104,6 @@ func (p *metricsProcessor) shutdown(ctx context.Context) error {
 // scope, and forgets the series of scopes that no longer hold any window
 // (a process gone for longer than the retention).
 func (c *correlator) overlapMetrics() pmetric.Metrics {
-	md := pmetric.NewMetrics()
 	now := pcommon.NewTimestampFromTime(c.now())
 	c.mu.Lock()
 	keys := make([]pairKey, 0, len(c.totals))
@@ -131,40 +124,23 @@ func (c *correlator) overlapMetrics() pmetric.Metrics {
 	}
 	c.mu.Unlock()
 
-	var count, duration pmetric.NumberDataPointSlice
+	// A builder per emission: each metrics pipeline's processor emits on
+	// its own ticker.
+	mb := metadata.NewMetricsBuilder(metadata.MetricsBuilderConfig{Metrics: c.cfg.Metrics.MetricsConfig}, c.settings)
+	scope := string(c.cfg.MatchScope)
+	first := 0 // the scope's first series, whose process names the resource
 	for i, k := range keys {
-		if i == 0 || k.scope != keys[i-1].scope {
-			rm := md.ResourceMetrics().AppendEmpty()
-			c.putScope(rm.Resource().Attributes(), k.scope, totals[i].proc)
-			sm := rm.ScopeMetrics().AppendEmpty()
-			sm.Scope().SetName(metadata.ScopeName)
-			count = newCumulativeSum(sm.Metrics(), metricOverlapCount, "{overlap}",
-				"Overlaps of two runtime windows of the kinds named, in the scope of the resource.")
-			duration = newCumulativeSum(sm.Metrics(), metricOverlapDuration, "s",
-				"Total time two runtime windows of the kinds named overlapped, in the scope of the resource.")
-		}
 		t := totals[i]
-		for _, dp := range []pmetric.NumberDataPoint{count.AppendEmpty(), duration.AppendEmpty()} {
-			dp.SetStartTimestamp(pcommon.NewTimestampFromTime(t.start))
-			dp.SetTimestamp(now)
-			attrs := dp.Attributes()
-			attrs.PutStr(attrOverlapFirstKind, string(kinds[k.first]))
-			attrs.PutStr(attrOverlapSecondKind, string(kinds[k.second]))
-			attrs.PutStr(attrOverlapScope, string(c.cfg.MatchScope))
+		start := pcommon.NewTimestampFromTime(t.start)
+		a, b := string(kinds[k.first]), string(kinds[k.second])
+		mb.RecordRuntimeOverlapCountSince(start, now, t.count, a, b, scope)
+		mb.RecordRuntimeOverlapDurationSince(start, now, time.Duration(t.duration).Seconds(), a, b, scope)
+		if i+1 == len(keys) || keys[i+1].scope != k.scope {
+			res := pcommon.NewResource()
+			c.putScope(res.Attributes(), k.scope, totals[first].proc)
+			mb.EmitForResource(metadata.WithResource(res))
+			first = i + 1
 		}
-		count.At(count.Len() - 1).SetIntValue(t.count)
-		duration.At(duration.Len() - 1).SetDoubleValue(time.Duration(t.duration).Seconds())
 	}
-	return md
-}
-
-func newCumulativeSum(ms pmetric.MetricSlice, name, unit, description string) pmetric.NumberDataPointSlice {
-	m := ms.AppendEmpty()
-	m.SetName(name)
-	m.SetUnit(unit)
-	m.SetDescription(description)
-	sum := m.SetEmptySum()
-	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-	sum.SetIsMonotonic(true)
-	return sum.DataPoints()
+	return mb.Emit()
 }

@@ -157,3 +157,18 @@ func TestMetricsPipelinePassesThroughAndEmitsAtShutdown(t *testing.T) {
 		t.Errorf("got[1].value: got %v, want %v", got2, 1e-3)
 	}
 }
+
+// TestOverlapMetricSwitchedOff: metrics::<name>::enabled false leaves that
+// metric out and keeps the other.
+func TestOverlapMetricSwitchedOff(t *testing.T) {
+	h := newHarness(t, func(cfg *Config) { cfg.Metrics.RuntimeOverlapDuration.Enabled = false })
+	h.sendWindows(proc, win(safepoint, 0, 1*ms, 0))
+	h.sendWindows(proc, win(gilWait, 500*us, 1*ms, 1))
+	var names []string
+	for _, p := range points(h.c.overlapMetrics()) {
+		names = append(names, p.metric)
+	}
+	if want := []string{"runtime.overlap.count"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("metrics: got %v, want %v", names, want)
+	}
+}
