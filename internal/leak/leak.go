@@ -12,10 +12,19 @@
 //     exceeds the lowest reading in the oldest quarter by at least MinGrowth
 //     units, and
 //   - it rose steadily and still rises: the floor of each quarter is above
-//     the previous one's in at least two of the three steps, the last step
-//     (into the newest quarter) among them, and never falls by more than
-//     MinGrowth/16 (jitter). One step up (a second model loaded) is not a
-//     leak, nor is a warm-up that has levelled off for the newest quarter.
+//     the previous one's in at least two of the three steps (MinRises), the
+//     last step (into the newest quarter) among them, and never falls by
+//     more than MinGrowth/16 (jitter). One step up (a second model loaded)
+//     is not a leak, nor is a warm-up that has levelled off for the newest
+//     quarter.
+//
+// A series is assessed once its readings in the window span half of it
+// (MinSpan). A short window with high thresholds (a fast tier, for leaks
+// that kill a process in minutes) can ask for all three steps over most
+// of the window instead, so that a rise counts once it has gone on for
+// about three quarters of the window rather than half: a JVM's start-up
+// that rises for a reading or two and levels off does not. Alarms merges
+// the verdicts of such tiers into one alarm per leak.
 //
 // The slope alone would flag a caching allocator caught on a rising edge; the
 // floor rule does not, as long as the allocator releases memory at least once
@@ -41,6 +50,12 @@ type Config struct {
 	// MinSamples is the fewest readings a series needs before it is
 	// assessed at all.
 	MinSamples int
+	// MinSpan is the least time the readings in the window must cover
+	// before the series is assessed; zero means half the window.
+	MinSpan time.Duration
+	// MinRises is how many of the three quarter-to-quarter steps of the
+	// floor must rise, the newest among them: 2 or 3; zero means 2.
+	MinRises int
 }
 
 // Validate reports the first threshold that cannot work.
@@ -54,14 +69,33 @@ func (c Config) Validate() error {
 		return fmt.Errorf("min_growth must be positive, got %d", c.MinGrowth)
 	case c.MinSamples < 3:
 		return fmt.Errorf("min_samples must be at least 3, got %d", c.MinSamples)
+	case c.MinSpan < 0 || c.MinSpan > c.Window:
+		return fmt.Errorf("min_span must be between 0 and the window (%s), got %s", c.Window, c.MinSpan)
+	case c.MinRises != 0 && c.MinRises != 2 && c.MinRises != 3:
+		return fmt.Errorf("min_rises must be 2 or 3 (0: 2), got %d", c.MinRises)
 	}
 	return nil
+}
+
+func (c Config) minSpan() time.Duration {
+	if c.MinSpan == 0 {
+		return c.Window / 2
+	}
+	return c.MinSpan
+}
+
+func (c Config) minRises() int {
+	if c.MinRises == 0 {
+		return 2
+	}
+	return c.MinRises
 }
 
 // Assessment is the state of one series after a reading.
 type Assessment struct {
 	// Ready is true once the series has MinSamples readings spanning at
-	// least half the window; the other fields are zero until then.
+	// least MinSpan (half the window); the other fields are zero until
+	// then.
 	Ready bool
 	// GrowthRate is the least-squares slope over the window, units/s.
 	GrowthRate float64
@@ -171,7 +205,7 @@ func (d *Detector[K]) assess(s *series, now time.Time) Assessment {
 	first, last := s.samples[0].at, s.samples[n-1].at
 	span := last.Sub(first)
 	a := Assessment{Span: span, Samples: n}
-	if n < d.cfg.MinSamples || span < d.cfg.Window/2 {
+	if n < d.cfg.MinSamples || span < d.cfg.minSpan() {
 		s.suspected = false
 		return a
 	}
@@ -182,7 +216,7 @@ func (d *Detector[K]) assess(s *series, now time.Time) Assessment {
 	a.FloorGrowth = floors[3] - floors[0]
 	a.Suspected = a.GrowthRate >= d.cfg.MinGrowthRate &&
 		a.FloorGrowth >= d.cfg.MinGrowth &&
-		risesSteadily(floors, d.cfg.MinGrowth/16)
+		risesSteadily(floors, d.cfg.minRises(), d.cfg.MinGrowth/16)
 	switch {
 	case a.Suspected && !s.suspected:
 		a.Report = true
@@ -220,11 +254,11 @@ func quarterFloors(ps []sample, span time.Duration) [4]int64 {
 	return floors
 }
 
-// risesSteadily reports whether the floor rose in at least two of the three
-// quarter-to-quarter steps, the newest among them, and never fell by more
-// than jitter: growth spread over the window and still going, not one step
-// up (a second model loaded) nor a warm-up that has levelled off.
-func risesSteadily(floors [4]int64, jitter int64) bool {
+// risesSteadily reports whether the floor rose in at least minRises of the
+// three quarter-to-quarter steps, the newest among them, and never fell by
+// more than jitter: growth spread over the window and still going, not one
+// step up (a second model loaded) nor a warm-up that has levelled off.
+func risesSteadily(floors [4]int64, minRises int, jitter int64) bool {
 	if floors[3] <= floors[2] {
 		return false
 	}
@@ -237,7 +271,7 @@ func risesSteadily(floors [4]int64, jitter int64) bool {
 			return false
 		}
 	}
-	return rises >= 2
+	return rises >= minRises
 }
 
 // slope is the least-squares slope of the values over time, per second.

@@ -277,6 +277,11 @@ func TestConfigValidate(t *testing.T) {
 		{"rate", func(c *Config) { c.MinGrowthRate = -1 }, "min_growth_rate"},
 		{"growth", func(c *Config) { c.MinGrowth = 0 }, "min_growth"},
 		{"samples", func(c *Config) { c.MinSamples = 2 }, "min_samples"},
+		{"span and rises", func(c *Config) { c.MinSpan, c.MinRises = c.Window, 3 }, ""},
+		{"span negative", func(c *Config) { c.MinSpan = -time.Second }, "min_span"},
+		{"span beyond the window", func(c *Config) { c.MinSpan = c.Window + time.Second }, "min_span"},
+		{"one rise", func(c *Config) { c.MinRises = 1 }, "min_rises"},
+		{"four rises", func(c *Config) { c.MinRises = 4 }, "min_rises"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,5 +298,36 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("c.Validate: got error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestMinSpanAndMinRises: a fast-tier config (1 min window, assessed from
+// 45 s, all three quarter steps rising) waits for 45 s of readings, and
+// names a rise once it has lasted three quarters of the window (the floor
+// of the second quarter above the first's), where two rising steps name it
+// once it has lasted half the window.
+func TestMinSpanAndMinRises(t *testing.T) {
+	two := Config{Window: time.Minute, MinGrowthRate: 1, MinGrowth: 16 * mib, MinSamples: 4}
+	three := two
+	three.MinSpan, three.MinRises = 45*time.Second, 3
+	// A reading every 5 s; flat to 40 s, then 8 MiB a reading from 45 s.
+	values := script(24, func(i int) int64 { return int64(max(i-8, 0)) * 8 * mib })
+	first := func(cfg Config) (ready, suspected int) {
+		ready, suspected = -1, -1
+		for i, a := range run(New[Key](cfg), Key{PID: 1}, 5*time.Second, values) {
+			if a.Ready && ready < 0 {
+				ready = i
+			}
+			if a.Suspected && suspected < 0 {
+				suspected = i
+			}
+		}
+		return ready, suspected
+	}
+	if ready, suspected := first(two); ready != 6 || suspected != 15 {
+		t.Errorf("two rises: ready at reading %d, suspected at %d; want 6 (30 s) and 15 (75 s: the third quarter [45 s, 60 s) all risen)", ready, suspected)
+	}
+	if ready, suspected := first(three); ready != 9 || suspected != 18 {
+		t.Errorf("three rises from 45 s: ready at reading %d, suspected at %d; want 9 (45 s) and 18 (90 s: the second quarter [45 s, 60 s) all risen)", ready, suspected)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/consumer"
@@ -67,6 +68,43 @@ type AccountLeakConfig struct {
 	Bytes LeakThresholds `mapstructure:"bytes"`
 	// References are those of jni_global_refs.
 	References LeakThresholds `mapstructure:"references"`
+	// Fast is a second tier for the byte accounts a fast leak is
+	// unambiguous in (native_unaccounted, direct_buffers): a short window
+	// with high thresholds, so that such a leak is named within about a
+	// minute and a half rather than after half the window above.
+	Fast FastLeakConfig `mapstructure:"fast"`
+}
+
+// FastLeakConfig configures the fast tier of the leak detection. One leak
+// gives one alarm whichever tier names it (leak.Alarms).
+type FastLeakConfig struct {
+	// Enabled turns the fast tier on (with leak_detection::enabled).
+	Enabled bool `mapstructure:"enabled"`
+	// Window is the fast tier's sliding window; shorter than the slow
+	// tier's.
+	Window time.Duration `mapstructure:"window"`
+	// MinSamples is the fewest readings in its window before it assesses.
+	MinSamples int `mapstructure:"min_samples"`
+	// Bytes are its thresholds, in bytes.
+	Bytes LeakThresholds `mapstructure:"bytes"`
+}
+
+// thresholds: the fast tier assesses from three quarters of its window on
+// and asks the floor to rise in all three quarter steps, so that a rise
+// counts once it has gone on for about three quarters of the window (a
+// JVM's start-up that rises for a reading or two and levels off does not).
+func (f FastLeakConfig) thresholds() leak.Config {
+	return leak.Config{Window: f.Window, MinSamples: f.MinSamples, MinGrowthRate: f.Bytes.MinGrowthRate, MinGrowth: f.Bytes.MinGrowth,
+		MinSpan: f.Window * 3 / 4, MinRises: 3}
+}
+
+// fastSources are the accounts the fast tier assesses. Heap and metaspace
+// grow fast while a JVM starts and warms up (caches, class loading) and a
+// heap leak ends in OutOfMemoryError at -Xmx; JNI references are read once
+// a minute. README (Accounts and leaks) has the measurements.
+var fastSources = []metadata.AttributeJvmMemoryLeakSource{
+	metadata.AttributeJvmMemoryLeakSourceNativeUnaccounted,
+	metadata.AttributeJvmMemoryLeakSourceDirectBuffers,
 }
 
 // LeakThresholds are one unit's thresholds.
@@ -103,6 +141,14 @@ func (c AccountsConfig) validate() []error {
 		if err := l.thresholds(l.References).Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("accounts::leak_detection (references): %w", err))
 		}
+		if f := l.Fast; f.Enabled {
+			if err := f.thresholds().Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("accounts::leak_detection::fast: %w", err))
+			}
+			if f.Window >= l.Window {
+				errs = append(errs, fmt.Errorf("accounts::leak_detection::fast::window (%s) must be shorter than accounts::leak_detection::window (%s)", f.Window, l.Window))
+			}
+		}
 	}
 	return errs
 }
@@ -131,16 +177,45 @@ type accounts struct {
 	jni   *jvmaccounts.Reader // nil when off
 	bytes *leak.Detector[accountKey]
 	refs  *leak.Detector[accountKey]
-	lb    *metadata.LogsBuilder
-	procs *procresource.Reader
+	fast  *leak.Detector[accountKey] // nil when off
+	// alarms merges the tiers' verdicts: one record per leak.
+	alarms *leak.Alarms[accountKey]
+	lb     *metadata.LogsBuilder
+	procs  *procresource.Reader
+	// runtime is the receiver's runtimestate store (nil: none), logger
+	// its logger.
+	runtime *runtimestate.Store
+	logger  *zap.Logger
 }
+
+// The tiers, as leak.Alarms numbers them.
+const (
+	tierSlow = iota
+	tierFast
+	tiers
+)
+
+var tierNames = [tiers]metadata.AttributeJvmMemoryLeakTier{metadata.AttributeJvmMemoryLeakTierSlow, metadata.AttributeJvmMemoryLeakTierFast}
 
 func (r *jfrReceiver) newAccounts() *accounts {
 	cfg := r.cfg.Accounts
-	a := &accounts{agg: r.agg, procs: procresource.NewReader(r.cfg.ProcRoot, 0)}
-	if cfg.LeakDetection.Enabled {
-		a.bytes = leak.New[accountKey](cfg.LeakDetection.thresholds(cfg.LeakDetection.Bytes))
-		a.refs = leak.New[accountKey](cfg.LeakDetection.thresholds(cfg.LeakDetection.References))
+	a := &accounts{agg: r.agg, procs: procresource.NewReader(r.cfg.ProcRoot, 0), runtime: r.runtime, logger: r.set.Logger}
+	if l := cfg.LeakDetection; l.Enabled {
+		a.bytes = leak.New[accountKey](l.thresholds(l.Bytes))
+		a.refs = leak.New[accountKey](l.thresholds(l.References))
+		if l.Fast.Enabled {
+			a.fast = leak.New[accountKey](l.Fast.thresholds())
+			if readings := int(l.Fast.Window/r.cfg.CollectionInterval) + 1; readings < l.Fast.MinSamples {
+				r.set.Logger.Warn("the fast leak tier never assesses: its window holds fewer readings than min_samples at collection_interval",
+					zap.Duration("window", l.Fast.Window), zap.Int("readings", readings), zap.Int("min_samples", l.Fast.MinSamples),
+					zap.Duration("collection_interval", r.cfg.CollectionInterval))
+			}
+		}
+		// A reminder once per slow window while a leak lasts, and a new
+		// alarm only after a slow window without any suspicion: a leak
+		// that pauses, or whose rate wavers about the fast tier's
+		// threshold, stays one alarm.
+		a.alarms = leak.NewAlarms[accountKey](tiers, l.Window, l.Window)
 		a.lb = metadata.NewLogsBuilder(metadata.LogsBuilderConfig{Events: r.cfg.Events, ResourceAttributes: r.cfg.ResourceAttributes}, r.set)
 	}
 	if j := cfg.JNIReferences; j.Enabled && r.cfg.Repositories.Enabled && r.cfg.Repositories.Attach.Enabled {
@@ -229,29 +304,10 @@ func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
 			continue // the pid names another process now
 		}
 		found := 0
-		observe := func(src metadata.AttributeJvmMemoryLeakSource, det *leak.Detector[accountKey], at time.Time, v int64) {
-			if r.runtime != nil {
-				r.runtime.Record(runtimestate.Process{PID: jvm.PID, StartTicks: jvm.StartTicks}, src.String(), at, v)
+		observe := func(src metadata.AttributeJvmMemoryLeakSource, at time.Time, v int64) {
+			if a.observe(ctx, ts, jvm, src, at, v) {
+				found++
 			}
-			if det == nil {
-				return
-			}
-			as := det.Observe(accountKey{jvm, src}, at, v)
-			if as.Ready {
-				r.agg.SetLeakSuspected(jvm, src, at, as.Suspected)
-				if r.runtime != nil {
-					r.runtime.Assess(runtimestate.Process{PID: jvm.PID, StartTicks: jvm.StartTicks}, src.String(), as.Suspected)
-				}
-			}
-			if !as.Report {
-				return
-			}
-			found++
-			a.lb.RecordJvmMemoryLeakSuspectedEvent(ctx, ts, src, as.GrowthRate, as.FloorGrowth, as.Span.Seconds(), v)
-			r.set.Logger.Warn("JVM memory leak suspected",
-				zap.Int("pid", jvm.PID), zap.String("source", src.String()),
-				zap.Float64("growth_per_second", as.GrowthRate), zap.Int64("floor_growth", as.FloorGrowth),
-				zap.Duration("window", as.Span), zap.Int64("value", v))
 		}
 		// JFR samples NMT and direct buffers every few seconds (5 s in the
 		// receiver's settings and JFR's own): an older one is not set
@@ -264,7 +320,7 @@ func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
 		}
 		if u, ok := jvmaccounts.Unaccounted(st.RSSAnon, acct.Accounted); ok {
 			r.agg.SetUnaccounted(jvm, now, u)
-			observe(metadata.AttributeJvmMemoryLeakSourceNativeUnaccounted, a.bytes, now, u)
+			observe(metadata.AttributeJvmMemoryLeakSourceNativeUnaccounted, now, u)
 		}
 		if a.jni != nil {
 			vpid := jvm.PID
@@ -273,7 +329,7 @@ func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
 			}
 			if rd, ok := a.jni.Poll(jvmaccounts.Target{PID: jvm.PID, NSPID: vpid, StartTicks: jvm.StartTicks}, st.Threads, now); ok {
 				r.agg.SetJNIRefs(jvm, rd.At, rd.Refs)
-				observe(metadata.AttributeJvmMemoryLeakSourceJniGlobalRefs, a.refs, rd.At, rd.Refs.Global)
+				observe(metadata.AttributeJvmMemoryLeakSourceJniGlobalRefs, rd.At, rd.Refs.Global)
 			}
 		}
 		// JFR's readings, at the time each was measured: a series sees
@@ -287,7 +343,7 @@ func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
 			{metadata.AttributeJvmMemoryLeakSourceMetaspace, acct.Metaspace},
 		} {
 			if s.rd.T > 0 {
-				observe(s.src, a.bytes, time.Unix(0, s.rd.T), s.rd.Value)
+				observe(s.src, time.Unix(0, s.rd.T), s.rd.Value)
 			}
 		}
 		if found > 0 {
@@ -298,9 +354,13 @@ func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
 	if a.jni != nil {
 		a.jni.Sweep()
 	}
-	if a.bytes != nil {
+	if a.alarms != nil {
 		a.bytes.Sweep()
 		a.refs.Sweep()
+		if a.fast != nil {
+			a.fast.Sweep()
+		}
+		a.alarms.Sweep()
 	}
 	if reported == 0 {
 		return
@@ -311,4 +371,56 @@ func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
 			r.set.Logger.Warn("sending JVM memory leak records", zap.Int("records", reported), zap.Error(err))
 		}
 	})
+}
+
+// observe shares a reading of one of a JVM's accounts through the runtime
+// state, runs it through each tier that assesses it (the slow one first,
+// so that it reports what both see at once), sets the merged verdict on
+// the metric and the runtime state, and adds a leak record to the builder
+// when the alarm says so; true when it did.
+func (a *accounts) observe(ctx context.Context, ts pcommon.Timestamp, jvm jvmevent.JVM, src metadata.AttributeJvmMemoryLeakSource, at time.Time, v int64) bool {
+	proc := runtimestate.Process{PID: jvm.PID, StartTicks: jvm.StartTicks}
+	if a.runtime != nil {
+		a.runtime.Record(proc, src.String(), at, v)
+	}
+	if a.alarms == nil {
+		return false
+	}
+	key := accountKey{jvm, src}
+	var dets [tiers]*leak.Detector[accountKey]
+	dets[tierSlow] = a.bytes
+	if src == metadata.AttributeJvmMemoryLeakSourceJniGlobalRefs {
+		dets[tierSlow] = a.refs
+	}
+	if a.fast != nil && slices.Contains(fastSources, src) {
+		dets[tierFast] = a.fast
+	}
+	var verdict leak.Verdict
+	var report leak.Assessment
+	tier := -1
+	for t, det := range dets {
+		if det == nil {
+			continue
+		}
+		as := det.Observe(key, at, v)
+		verdict = a.alarms.Assessed(key, t, at, as)
+		if verdict.Report {
+			report, tier = as, t
+		}
+	}
+	if verdict.Ready {
+		a.agg.SetLeakSuspected(jvm, src, at, verdict.Suspected)
+		if a.runtime != nil {
+			a.runtime.Assess(proc, src.String(), verdict.Suspected)
+		}
+	}
+	if tier < 0 {
+		return false
+	}
+	a.lb.RecordJvmMemoryLeakSuspectedEvent(ctx, ts, src, tierNames[tier], report.GrowthRate, report.FloorGrowth, report.Span.Seconds(), v)
+	a.logger.Warn("JVM memory leak suspected",
+		zap.Int("pid", jvm.PID), zap.String("source", src.String()), zap.String("tier", tierNames[tier].String()),
+		zap.Float64("growth_per_second", report.GrowthRate), zap.Int64("floor_growth", report.FloorGrowth),
+		zap.Duration("window", report.Span), zap.Int64("value", v))
+	return true
 }

@@ -39,7 +39,10 @@ const (
 // JVM above 500 threads (its pause grows with the threads; see README for
 // the measured cost); the leak thresholds and window of the nvml
 // receiver's GPU memory (16 KiB/s, 32 MiB over 15 minutes), and for JNI
-// references 0.2/s (720 an hour) and 200.
+// references 0.2/s (720 an hour) and 200. The fast tier: a minute, four
+// readings (a collection every 10 s), and thresholds above what the JVM
+// start-ups measured here reached over a minute (README, Accounts and
+// leaks): 4 MiB/s and 128 MiB.
 func defaultAccountsConfig() AccountsConfig {
 	return AccountsConfig{
 		JNIReferences: JNIReferencesConfig{Enabled: true, Interval: time.Minute, MaxThreads: 500, Timeout: defaultAttachTimeout},
@@ -47,6 +50,10 @@ func defaultAccountsConfig() AccountsConfig {
 			Enabled: true, Window: 15 * time.Minute, MinSamples: 5,
 			Bytes:      LeakThresholds{MinGrowthRate: 16 << 10, MinGrowth: 32 << 20},
 			References: LeakThresholds{MinGrowthRate: 0.2, MinGrowth: 200},
+			Fast: FastLeakConfig{
+				Enabled: true, Window: time.Minute, MinSamples: 4,
+				Bytes: LeakThresholds{MinGrowthRate: 4 << 20, MinGrowth: 128 << 20},
+			},
 		},
 	}
 }

@@ -17,7 +17,7 @@ type eventJvmMemoryLeakSuspected struct {
 	config EventConfig         // event config provided by user.
 }
 
-func (e *eventJvmMemoryLeakSuspected) recordEvent(ctx context.Context, timestamp pcommon.Timestamp, jvmMemoryLeakSourceAttributeValue string, jvmMemoryLeakGrowthRateAttributeValue float64, jvmMemoryLeakFloorGrowthAttributeValue int64, jvmMemoryLeakWindowAttributeValue float64, jvmMemoryLeakValueAttributeValue int64) {
+func (e *eventJvmMemoryLeakSuspected) recordEvent(ctx context.Context, timestamp pcommon.Timestamp, jvmMemoryLeakSourceAttributeValue string, jvmMemoryLeakTierAttributeValue string, jvmMemoryLeakGrowthRateAttributeValue float64, jvmMemoryLeakFloorGrowthAttributeValue int64, jvmMemoryLeakWindowAttributeValue float64, jvmMemoryLeakValueAttributeValue int64) {
 	if !e.config.Enabled {
 		return
 	}
@@ -30,6 +30,7 @@ func (e *eventJvmMemoryLeakSuspected) recordEvent(ctx context.Context, timestamp
 		dp.SetSpanID(pcommon.SpanID(span.SpanID()))
 	}
 	dp.Attributes().PutStr("jvm.memory.leak.source", jvmMemoryLeakSourceAttributeValue)
+	dp.Attributes().PutStr("jvm.memory.leak.tier", jvmMemoryLeakTierAttributeValue)
 	dp.Attributes().PutDouble("jvm.memory.leak.growth_rate", jvmMemoryLeakGrowthRateAttributeValue)
 	dp.Attributes().PutInt("jvm.memory.leak.floor_growth", jvmMemoryLeakFloorGrowthAttributeValue)
 	dp.Attributes().PutDouble("jvm.memory.leak.window", jvmMemoryLeakWindowAttributeValue)
@@ -214,6 +215,6 @@ func (lb *LogsBuilder) Emit(options ...ResourceLogsOption) plog.Logs {
 }
 
 // RecordJvmMemoryLeakSuspectedEvent adds a log record of jvm.memory.leak_suspected event.
-func (lb *LogsBuilder) RecordJvmMemoryLeakSuspectedEvent(ctx context.Context, timestamp pcommon.Timestamp, jvmMemoryLeakSourceAttributeValue AttributeJvmMemoryLeakSource, jvmMemoryLeakGrowthRateAttributeValue float64, jvmMemoryLeakFloorGrowthAttributeValue int64, jvmMemoryLeakWindowAttributeValue float64, jvmMemoryLeakValueAttributeValue int64) {
-	lb.eventJvmMemoryLeakSuspected.recordEvent(ctx, timestamp, jvmMemoryLeakSourceAttributeValue.String(), jvmMemoryLeakGrowthRateAttributeValue, jvmMemoryLeakFloorGrowthAttributeValue, jvmMemoryLeakWindowAttributeValue, jvmMemoryLeakValueAttributeValue)
+func (lb *LogsBuilder) RecordJvmMemoryLeakSuspectedEvent(ctx context.Context, timestamp pcommon.Timestamp, jvmMemoryLeakSourceAttributeValue AttributeJvmMemoryLeakSource, jvmMemoryLeakTierAttributeValue AttributeJvmMemoryLeakTier, jvmMemoryLeakGrowthRateAttributeValue float64, jvmMemoryLeakFloorGrowthAttributeValue int64, jvmMemoryLeakWindowAttributeValue float64, jvmMemoryLeakValueAttributeValue int64) {
+	lb.eventJvmMemoryLeakSuspected.recordEvent(ctx, timestamp, jvmMemoryLeakSourceAttributeValue.String(), jvmMemoryLeakTierAttributeValue.String(), jvmMemoryLeakGrowthRateAttributeValue, jvmMemoryLeakFloorGrowthAttributeValue, jvmMemoryLeakWindowAttributeValue, jvmMemoryLeakValueAttributeValue)
 }

@@ -136,7 +136,7 @@ func TestLogsBuilder(t *testing.T) {
 			allEventsCount := 0
 			defaultEventsCount++
 			allEventsCount++
-			lb.RecordJvmMemoryLeakSuspectedEvent(ctx, timestamp, AttributeJvmMemoryLeakSourceHeap, 27.100000, 28, 22.100000, 21)
+			lb.RecordJvmMemoryLeakSuspectedEvent(ctx, timestamp, AttributeJvmMemoryLeakSourceHeap, AttributeJvmMemoryLeakTierFast, 27.100000, 28, 22.100000, 21)
 
 			rb := lb.NewResourceBuilder()
 			rb.SetContainerID("container.id-val")
@@ -180,6 +180,9 @@ func TestLogsBuilder(t *testing.T) {
 					attrVal, ok := lr.Attributes().Get("jvm.memory.leak.source")
 					assert.True(t, ok)
 					assert.Equal(t, "heap", attrVal.Str())
+					attrVal, ok = lr.Attributes().Get("jvm.memory.leak.tier")
+					assert.True(t, ok)
+					assert.Equal(t, "fast", attrVal.Str())
 					attrVal, ok = lr.Attributes().Get("jvm.memory.leak.growth_rate")
 					assert.True(t, ok)
 					assert.Equal(t, 27.100000, attrVal.Double())

@@ -83,6 +83,32 @@ var MapAttributeJvmMemoryLeakSource = map[string]AttributeJvmMemoryLeakSource{
 	"metaspace":          AttributeJvmMemoryLeakSourceMetaspace,
 }
 
+// AttributeJvmMemoryLeakTier specifies the value jvm.memory.leak.tier attribute.
+type AttributeJvmMemoryLeakTier int
+
+const (
+	_ AttributeJvmMemoryLeakTier = iota
+	AttributeJvmMemoryLeakTierFast
+	AttributeJvmMemoryLeakTierSlow
+)
+
+// String returns the string representation of the AttributeJvmMemoryLeakTier.
+func (av AttributeJvmMemoryLeakTier) String() string {
+	switch av {
+	case AttributeJvmMemoryLeakTierFast:
+		return "fast"
+	case AttributeJvmMemoryLeakTierSlow:
+		return "slow"
+	}
+	return ""
+}
+
+// MapAttributeJvmMemoryLeakTier is a helper map of string to AttributeJvmMemoryLeakTier attribute value.
+var MapAttributeJvmMemoryLeakTier = map[string]AttributeJvmMemoryLeakTier{
+	"fast": AttributeJvmMemoryLeakTierFast,
+	"slow": AttributeJvmMemoryLeakTierSlow,
+}
+
 var MetricsInfo = metricsInfo{
 	JvmBufferCount: metricInfo{
 		Name:       "jvm.buffer.count",
@@ -987,7 +1013,7 @@ type metricJvmMemoryLeakSuspected struct {
 // init fills jvm.memory.leak.suspected metric with initial data.
 func (m *metricJvmMemoryLeakSuspected) init() {
 	m.data.SetName("jvm.memory.leak.suspected")
-	m.data.SetDescription("1 while the account is suspected of leaking (accounts::leak_detection, the rule of jvm.memory.leak_suspected records), 0 while it has been assessed and is not; absent before a series spans half the window (project namespace).")
+	m.data.SetDescription("1 while the account is suspected of leaking (accounts::leak_detection, the rule of jvm.memory.leak_suspected records), 0 while it has been assessed and is not; absent before a series spans half the shortest window that assesses it (project namespace).")
 	m.data.SetUnit("{account}")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(false)

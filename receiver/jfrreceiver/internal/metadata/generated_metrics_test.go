@@ -547,7 +547,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["jvm.memory.leak.suspected"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "1 while the account is suspected of leaking (accounts::leak_detection, the rule of jvm.memory.leak_suspected records), 0 while it has been assessed and is not; absent before a series spans half the window (project namespace).", mi.Description())
+						assert.Equal(t, "1 while the account is suspected of leaking (accounts::leak_detection, the rule of jvm.memory.leak_suspected records), 0 while it has been assessed and is not; absent before a series spans half the shortest window that assesses it (project namespace).", mi.Description())
 						assert.Equal(t, "{account}", mi.Unit())
 						assert.False(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
@@ -564,7 +564,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["jvm.memory.leak.suspected"] = true
 						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "1 while the account is suspected of leaking (accounts::leak_detection, the rule of jvm.memory.leak_suspected records), 0 while it has been assessed and is not; absent before a series spans half the window (project namespace).", mi.Description())
+						assert.Equal(t, "1 while the account is suspected of leaking (accounts::leak_detection, the rule of jvm.memory.leak_suspected records), 0 while it has been assessed and is not; absent before a series spans half the shortest window that assesses it (project namespace).", mi.Description())
 						assert.Equal(t, "{account}", mi.Unit())
 						assert.False(t, mi.Sum().IsMonotonic())
 						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
