@@ -6,12 +6,11 @@ import (
 )
 
 // Two tiers as the jfr receiver runs them on its defaults: a slow one
-// (15 min, 16 KiB/s, 32 MiB) and a fast one (1 min, 4 MiB/s, 128 MiB,
-// assessed from 45 s, all three quarter steps rising), a reading every
-// 10 s.
+// (15 min, 16 KiB/s, 32 MiB) and a fast one (1 min, 4 MiB/s, 128 MiB, all
+// three quarter steps rising by more than 16 MiB), a reading every 10 s.
 var (
 	slowConfig = Config{Window: 15 * time.Minute, MinGrowthRate: 16 << 10, MinGrowth: 32 * mib, MinSamples: 5}
-	fastConfig = Config{Window: time.Minute, MinGrowthRate: 4 * mib, MinGrowth: 128 * mib, MinSamples: 4, MinSpan: 45 * time.Second, MinRises: 3}
+	fastConfig = Config{Window: time.Minute, MinGrowthRate: 4 * mib, MinGrowth: 128 * mib, MinSamples: 4, MinRises: 3, MinStep: 16 * mib}
 )
 
 // report is one record the alarms asked for: when (seconds from the
@@ -157,12 +156,12 @@ func TestAlarmsOneRecordPerLeak(t *testing.T) {
 }
 
 // TestAlarmsReadyFromTheFirstReadyTier: the merged verdict is ready as
-// soon as one tier is (the fast tier, from 45 s of readings), and a tier
+// soon as one tier is (the fast tier, from 30 s of readings), and a tier
 // that is not ready never suspects.
 func TestAlarmsReadyFromTheFirstReadyTier(t *testing.T) {
 	_, verdicts := runTiers(leakFrom(60, 0, 0, 0, 0))
 	for i, v := range verdicts {
-		if want := i >= 5; v.Ready != want {
+		if want := i >= 3; v.Ready != want {
 			t.Errorf("reading %d (%d s): ready %v, want %v", i, i*10, v.Ready, want)
 		}
 	}

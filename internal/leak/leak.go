@@ -20,11 +20,12 @@
 //
 // A series is assessed once its readings in the window span half of it
 // (MinSpan). A short window with high thresholds (a fast tier, for leaks
-// that kill a process in minutes) can ask for all three steps over most
-// of the window instead, so that a rise counts once it has gone on for
-// about three quarters of the window rather than half: a JVM's start-up
-// that rises for a reading or two and levels off does not. Alarms merges
-// the verdicts of such tiers into one alarm per leak.
+// that kill a process in minutes) can ask for all three steps (MinRises),
+// each by more than MinStep, so that a rise counts once it has gone on for
+// three quarters of the span assessed rather than half: a JVM's start-up
+// that rises for a reading or two and levels off does not, whatever it
+// drifts after. Alarms merges the verdicts of
+// such tiers into one alarm per leak.
 //
 // The slope alone would flag a caching allocator caught on a rising edge; the
 // floor rule does not, as long as the allocator releases memory at least once
@@ -56,6 +57,10 @@ type Config struct {
 	// MinRises is how many of the three quarter-to-quarter steps of the
 	// floor must rise, the newest among them: 2 or 3; zero means 2.
 	MinRises int
+	// MinStep is the least rise of a quarter's floor over the previous
+	// quarter's that counts as a rise; zero counts any rise. With it, one
+	// step up followed by a drift of a few KiB is one rise, not three.
+	MinStep int64
 }
 
 // Validate reports the first threshold that cannot work.
@@ -73,6 +78,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("min_span must be between 0 and the window (%s), got %s", c.Window, c.MinSpan)
 	case c.MinRises != 0 && c.MinRises != 2 && c.MinRises != 3:
 		return fmt.Errorf("min_rises must be 2 or 3 (0: 2), got %d", c.MinRises)
+	case c.MinStep < 0 || c.MinStep > c.MinGrowth:
+		return fmt.Errorf("min_step must be between 0 and min_growth (%d), got %d", c.MinGrowth, c.MinStep)
 	}
 	return nil
 }
@@ -216,7 +223,7 @@ func (d *Detector[K]) assess(s *series, now time.Time) Assessment {
 	a.FloorGrowth = floors[3] - floors[0]
 	a.Suspected = a.GrowthRate >= d.cfg.MinGrowthRate &&
 		a.FloorGrowth >= d.cfg.MinGrowth &&
-		risesSteadily(floors, d.cfg.minRises(), d.cfg.MinGrowth/16)
+		risesSteadily(floors, d.cfg.minRises(), d.cfg.MinStep, d.cfg.MinGrowth/16)
 	switch {
 	case a.Suspected && !s.suspected:
 		a.Report = true
@@ -255,17 +262,18 @@ func quarterFloors(ps []sample, span time.Duration) [4]int64 {
 }
 
 // risesSteadily reports whether the floor rose in at least minRises of the
-// three quarter-to-quarter steps, the newest among them, and never fell by
-// more than jitter: growth spread over the window and still going, not one
-// step up (a second model loaded) nor a warm-up that has levelled off.
-func risesSteadily(floors [4]int64, minRises int, jitter int64) bool {
-	if floors[3] <= floors[2] {
+// three quarter-to-quarter steps, the newest among them, each rise more
+// than minStep, and never fell by more than jitter: growth spread over the
+// window and still going, not one step up (a second model loaded) nor a
+// warm-up that has levelled off.
+func risesSteadily(floors [4]int64, minRises int, minStep, jitter int64) bool {
+	if floors[3]-floors[2] <= minStep {
 		return false
 	}
 	rises := 0
 	for q := 1; q < 4; q++ {
 		switch {
-		case floors[q] > floors[q-1]:
+		case floors[q]-floors[q-1] > minStep:
 			rises++
 		case floors[q-1]-floors[q] > jitter:
 			return false

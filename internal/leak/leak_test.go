@@ -282,6 +282,9 @@ func TestConfigValidate(t *testing.T) {
 		{"span beyond the window", func(c *Config) { c.MinSpan = c.Window + time.Second }, "min_span"},
 		{"one rise", func(c *Config) { c.MinRises = 1 }, "min_rises"},
 		{"four rises", func(c *Config) { c.MinRises = 4 }, "min_rises"},
+		{"step", func(c *Config) { c.MinStep = c.MinGrowth }, ""},
+		{"step negative", func(c *Config) { c.MinStep = -1 }, "min_step"},
+		{"step beyond min_growth", func(c *Config) { c.MinStep = c.MinGrowth + 1 }, "min_step"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -329,5 +332,24 @@ func TestMinSpanAndMinRises(t *testing.T) {
 	}
 	if ready, suspected := first(three); ready != 9 || suspected != 18 {
 		t.Errorf("three rises from 45 s: ready at reading %d, suspected at %d; want 9 (45 s) and 18 (90 s: the second quarter [45 s, 60 s) all risen)", ready, suspected)
+	}
+}
+
+// TestMinStep: one step up followed by a slow drift rises in every quarter
+// step, and counts as three rises unless a rise must exceed MinStep.
+func TestMinStep(t *testing.T) {
+	cfg := Config{Window: time.Minute, MinGrowthRate: mib, MinGrowth: 128 * mib, MinSamples: 4, MinRises: 3}
+	// A reading every 10 s: 400 MiB in the second, then 64 KiB a reading.
+	values := script(4, func(i int) int64 { return int64(min(i, 1))*400*mib + int64(i)*64<<10 })
+	last := func(cfg Config) Assessment {
+		as := run(New[Key](cfg), Key{PID: 1}, 10*time.Second, values)
+		return as[len(as)-1]
+	}
+	if a := last(cfg); !a.Suspected {
+		t.Errorf("any rise counting: not suspected (%+v)", a)
+	}
+	cfg.MinStep = 16 * mib
+	if a := last(cfg); a.Suspected {
+		t.Errorf("rises above 16 MiB counting: suspected (%+v)", a)
 	}
 }

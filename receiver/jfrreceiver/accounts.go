@@ -89,13 +89,15 @@ type FastLeakConfig struct {
 	Bytes LeakThresholds `mapstructure:"bytes"`
 }
 
-// thresholds: the fast tier assesses from three quarters of its window on
-// and asks the floor to rise in all three quarter steps, so that a rise
-// counts once it has gone on for about three quarters of the window (a
-// JVM's start-up that rises for a reading or two and levels off does not).
+// thresholds: the fast tier asks the floor to rise in all three quarter
+// steps, each by more than an eighth of min_growth, so that a rise counts
+// once it has gone on for three quarters of the span assessed (30 s at the
+// first assessment, 45 s once the window is full): a JVM's start-up that
+// rises for a reading or two and levels off does not, whatever it drifts
+// after. A leak at min_growth_rate rises about four times that a quarter.
 func (f FastLeakConfig) thresholds() leak.Config {
 	return leak.Config{Window: f.Window, MinSamples: f.MinSamples, MinGrowthRate: f.Bytes.MinGrowthRate, MinGrowth: f.Bytes.MinGrowth,
-		MinSpan: f.Window * 3 / 4, MinRises: 3}
+		MinRises: 3, MinStep: f.Bytes.MinGrowth / 8}
 }
 
 // fastSources are the accounts the fast tier assesses. Heap and metaspace
