@@ -29,7 +29,8 @@ type fakeProc struct {
 func newFakeProc(t *testing.T) *fakeProc { return &fakeProc{t: t, root: t.TempDir()} }
 
 // add writes process pid, started at start, in state (R, Z), of kind
-// ("found", "refused", anything else: not the receiver's).
+// ("found", "refused", "vanishing": it exits while inspected; anything
+// else: not the receiver's).
 func (f *fakeProc) add(pid int, start uint64, state, kind string) {
 	f.t.Helper()
 	f.write(pid, "stat", strconv.Itoa(pid)+" (x) "+state+" 1 1 1 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 "+strconv.FormatUint(start, 10)+" 0 0\n")
@@ -68,6 +69,11 @@ func (f *fakeProc) scanner() (*Scanner[int], func() []int) {
 		calls = append(calls, pid)
 		mu.Unlock()
 		kind, err := os.ReadFile(filepath.Join(f.root, strconv.Itoa(pid), "kind"))
+		if err == nil && string(kind) == "vanishing" {
+			// It exits while inspected: its entry goes, reads fail.
+			f.remove(pid)
+			_, err = os.ReadFile(filepath.Join(f.root, strconv.Itoa(pid), "kind"))
+		}
 		switch {
 		case err != nil:
 			return 0, false, nil // vanished
@@ -202,16 +208,8 @@ func TestScanMissingRoot(t *testing.T) {
 func TestProcessVanishingMidScan(t *testing.T) {
 	fp := newFakeProc(t)
 	fp.add(10, 100, "S", "found")
-	fp.add(20, 200, "S", "found")
-	s := NewScanner(procresource.NewReader(fp.root, 0), func(pid int) (int, bool, error) {
-		if pid == 20 {
-			fp.remove(20)
-			if _, err := os.ReadFile(filepath.Join(fp.root, "20", "kind")); err != nil {
-				return 0, false, nil
-			}
-		}
-		return pid, true, nil
-	})
+	fp.add(20, 200, "S", "vanishing")
+	s, _ := fp.scanner()
 	found, refused, err := s.Scan()
 	if err != nil || len(refused) != 0 || !slices.Equal(found, []int{10}) {
 		t.Fatalf("found %v, refused %+v, %v; want [10]", found, refused, err)

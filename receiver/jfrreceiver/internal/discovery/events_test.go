@@ -8,11 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procdiscovery/procdiscoverytest"
 	"github.com/otelcol-ai/otelcol-ai/internal/procevents"
+	"github.com/otelcol-ai/otelcol-ai/internal/procevents/proceventstest"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 )
+
+func TestMain(m *testing.M) {
+	proceventstest.RunIfStorm()
+	goleak.VerifyTestMain(m)
+}
 
 // TestEventsWithoutInotify: where no inotify instance can be had (a
 // node's fs.inotify.max_user_instances, shared by every container of a
@@ -75,4 +83,17 @@ func TestEventsWithoutInotify(t *testing.T) {
 		t.Fatalf("pid %d announced %d times (%v), want its exec and a recheck every 250 ms", pid, len(announced), announced)
 	}
 	t.Logf("pid %d announced %d times, the first %v after its start; exit reported", pid, len(announced), announced[0].Round(time.Millisecond))
+}
+
+// BenchmarkEventsExecStorm is the CPU JVM discovery costs the collector
+// under a storm of 200 short-lived processes a second for 10 s: the
+// process events, each exec's command name checked, against the storm's
+// own CPU (x-storm-cpu). It runs once, whatever b.N.
+func BenchmarkEventsExecStorm(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("process events need root")
+	}
+	e := NewEvents("/proc", zap.NewNop(), nil)
+	defer e.Close()
+	procdiscoverytest.Storm(b, e.Mechanism(), e.Ready(), func() int { return len(e.Take().Exited) })
 }

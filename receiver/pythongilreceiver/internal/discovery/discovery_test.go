@@ -4,14 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/procdiscovery/procdiscoverytest"
-	"github.com/otelcol-ai/otelcol-ai/internal/procevents"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 )
 
@@ -203,36 +199,4 @@ func fileID(t *testing.T, path string) FileID {
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	return FileID{Dev: devName(st.Dev), Inode: st.Ino}
-}
-
-// TestEventsFindAtExecAndReportEveryExit: an interpreter is found at its
-// exec (its exit comes in the same batch: a short-lived one is still
-// probed), a process that is not one is left to the scans, and every
-// exit is reported, the receiver's own or not.
-func TestEventsFindAtExecAndReportEveryExit(t *testing.T) {
-	fp := newFakeProc(t)
-	fp.add(100, "/usr/local/bin/python3.11", "python3.11\x00app.py\x00", sharedPython)
-	fp.add(400, "/usr/bin/bash", "bash\x00", plainC)
-	feed := procdiscoverytest.NewFeed()
-	e := newEvents(NewScanner(procresource.NewReader(fp.root, 0), Filter{}), feed)
-	defer e.Close()
-	feed.Send(false, procevents.Event{Kind: procevents.Exec, PID: 100}, procevents.Event{Kind: procevents.Exec, PID: 400},
-		procevents.Event{Kind: procevents.Exit, PID: 100}, procevents.Event{Kind: procevents.Exit, PID: 999})
-	var got Arrivals
-	for deadline := time.After(10 * time.Second); len(got.Exited) < 2; {
-		select {
-		case <-e.Ready():
-			a := e.Take()
-			got.Interpreters = append(got.Interpreters, a.Interpreters...)
-			got.Exited = append(got.Exited, a.Exited...)
-		case <-deadline:
-			t.Fatalf("after 10 s: %+v", got)
-		}
-	}
-	if len(got.Interpreters) != 1 || got.Interpreters[0].Resource.PID != 100 || got.Interpreters[0].Version != "3.11" {
-		t.Errorf("found %+v, want pid 100's CPython 3.11", got.Interpreters)
-	}
-	if !slices.Equal(got.Exited, []int{100, 999}) {
-		t.Errorf("exited %v, want [100 999]", got.Exited)
-	}
 }
