@@ -147,9 +147,6 @@ func (c AccountsConfig) validate() []error {
 			if err := f.thresholds().Validate(); err != nil {
 				errs = append(errs, fmt.Errorf("accounts::leak_detection::fast: %w", err))
 			}
-			if f.Window >= l.Window {
-				errs = append(errs, fmt.Errorf("accounts::leak_detection::fast::window (%s) must be shorter than accounts::leak_detection::window (%s)", f.Window, l.Window))
-			}
 		}
 	}
 	return errs
@@ -205,12 +202,19 @@ func (r *jfrReceiver) newAccounts() *accounts {
 	if l := cfg.LeakDetection; l.Enabled {
 		a.bytes = leak.New[accountKey](l.thresholds(l.Bytes))
 		a.refs = leak.New[accountKey](l.thresholds(l.References))
-		if l.Fast.Enabled {
-			a.fast = leak.New[accountKey](l.Fast.thresholds())
-			if readings := int(l.Fast.Window/r.cfg.CollectionInterval) + 1; readings < l.Fast.MinSamples {
+		if f := l.Fast; f.Enabled {
+			a.fast = leak.New[accountKey](f.thresholds())
+			// Neither is an error: a test or a node may shorten the slow
+			// window, or lengthen collection_interval, for reasons of
+			// its own; the fast tier then adds little or nothing.
+			if readings := int(f.Window/r.cfg.CollectionInterval) + 1; readings < f.MinSamples {
 				r.set.Logger.Warn("the fast leak tier never assesses: its window holds fewer readings than min_samples at collection_interval",
-					zap.Duration("window", l.Fast.Window), zap.Int("readings", readings), zap.Int("min_samples", l.Fast.MinSamples),
+					zap.Duration("window", f.Window), zap.Int("readings", readings), zap.Int("min_samples", f.MinSamples),
 					zap.Duration("collection_interval", r.cfg.CollectionInterval))
+			}
+			if f.Window >= l.Window {
+				r.set.Logger.Warn("the fast leak tier's window is not shorter than accounts::leak_detection::window: it names no leak sooner",
+					zap.Duration("fast_window", f.Window), zap.Duration("window", l.Window))
 			}
 		}
 		// A reminder once per slow window while a leak lasts, and a new

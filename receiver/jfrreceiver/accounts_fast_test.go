@@ -203,24 +203,24 @@ func TestAccountFastLeaksNamedStartupNot(t *testing.T) {
 func TestAccountFastTierConfig(t *testing.T) {
 	tests := []struct {
 		name string
-		set  func(*FastLeakConfig)
+		set  func(*AccountLeakConfig)
 		want []string
 	}{
-		{"defaults", func(*FastLeakConfig) {}, nil},
-		{"window", func(f *FastLeakConfig) { f.Window = 0 }, []string{"accounts::leak_detection::fast: window must be positive"}},
-		{"as long as the slow window", func(f *FastLeakConfig) { f.Window = 15 * time.Minute },
-			[]string{"accounts::leak_detection::fast::window (15m0s) must be shorter than accounts::leak_detection::window (15m0s)"}},
-		{"min_samples", func(f *FastLeakConfig) { f.MinSamples = 2 }, []string{"accounts::leak_detection::fast: min_samples must be at least 3"}},
-		{"rate", func(f *FastLeakConfig) { f.Bytes.MinGrowthRate = 0 }, []string{"accounts::leak_detection::fast: min_growth_rate must be positive"}},
-		{"growth", func(f *FastLeakConfig) { f.Bytes.MinGrowth = -1 }, []string{"accounts::leak_detection::fast: min_growth must be positive"}},
-		{"window and growth at once", func(f *FastLeakConfig) { f.Window, f.Bytes.MinGrowth = time.Hour, 0 },
-			[]string{"accounts::leak_detection::fast: min_growth must be positive", "accounts::leak_detection::fast::window (1h0m0s) must be shorter"}},
-		{"off: not checked", func(f *FastLeakConfig) { f.Enabled, f.Window = false, 0 }, nil},
+		{"defaults", func(*AccountLeakConfig) {}, nil},
+		{"window", func(l *AccountLeakConfig) { l.Fast.Window = 0 }, []string{"accounts::leak_detection::fast: window must be positive"}},
+		{"min_samples", func(l *AccountLeakConfig) { l.Fast.MinSamples = 2 }, []string{"accounts::leak_detection::fast: min_samples must be at least 3"}},
+		{"rate", func(l *AccountLeakConfig) { l.Fast.Bytes.MinGrowthRate = 0 }, []string{"accounts::leak_detection::fast: min_growth_rate must be positive"}},
+		{"growth", func(l *AccountLeakConfig) { l.Fast.Bytes.MinGrowth = -1 }, []string{"accounts::leak_detection::fast: min_growth must be positive"}},
+		{"with the slow tier's errors", func(l *AccountLeakConfig) { l.Fast.Bytes.MinGrowth, l.Bytes.MinGrowthRate = 0, 0 },
+			[]string{"accounts::leak_detection::fast: min_growth must be positive", "accounts::leak_detection (bytes): min_growth_rate must be positive"}},
+		{"a fast window as long as the slow one: allowed", func(l *AccountLeakConfig) { l.Fast.Window = l.Window }, nil},
+		{"fast tier off: not checked", func(l *AccountLeakConfig) { l.Fast.Enabled, l.Fast.Window = false, 0 }, nil},
+		{"leak detection off: not checked", func(l *AccountLeakConfig) { l.Enabled, l.Fast.Window = false, 0 }, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
-			tt.set(&cfg.Accounts.LeakDetection.Fast)
+			tt.set(&cfg.Accounts.LeakDetection)
 			err := cfg.Validate()
 			if len(tt.want) == 0 {
 				if err != nil {
@@ -237,11 +237,5 @@ func TestAccountFastTierConfig(t *testing.T) {
 				}
 			}
 		})
-	}
-	cfg := createDefaultConfig().(*Config)
-	cfg.Accounts.LeakDetection.Enabled = false
-	cfg.Accounts.LeakDetection.Fast.Window = 0
-	if err := cfg.Validate(); err != nil {
-		t.Errorf("leak detection off: %v", err)
 	}
 }
