@@ -56,7 +56,7 @@ FUZZTIME ?= 200000x
 # and 2 s of minimizing each made FuzzLiveChunk alone take minutes.
 FUZZMINIMIZE ?= 500x
 
-.PHONY: build run test test-deps generate fuzz bench lint fmt clean distclean tools onnxruntime gpu-check version FORCE
+.PHONY: build run test test-deps generate fuzz bench lint fmt clean distclean tools onnxruntime gpu-check gpu-join gpu-join-dry-run version FORCE
 
 MODELS      := $(shell find models -type f)
 
@@ -239,6 +239,12 @@ gpu-check: ## On a machine with NVIDIA GPUs: compare the nvml receiver with nvid
 	mkdir -p $(CACHE)
 	$(GO) build -o $(CACHE)/gpucheck ./cmd/gpucheck
 	cmd/gpucheck/gpu-check.sh $(CACHE)/gpucheck $(CURDIR)/out/gpu-check
+
+gpu-join: $(BIN) ## On a machine with an NVIDIA GPU: a JVM's GPU leak joined to its JNI references, end to end (a few minutes).
+	cmd/gpucheck/gpu-join.sh $(BIN) $(CURDIR)/out/gpu-join
+
+gpu-join-dry-run: $(BIN) ## gpu-join's plumbing without a GPU: fake CUDA, stub NVML (checks the script, not the GPU).
+	GPU_JOIN_DRY_RUN=1 cmd/gpucheck/gpu-join.sh $(BIN) $(CURDIR)/out/gpu-join-dry-run
 
 lint: $(GOLANGCI) ## gofmt, go vet and golangci-lint.
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './dist/*' -not -path './.*')); \
