@@ -114,7 +114,7 @@ func (s mapSetter) SetK8sPodUID(v string)   { s.m.PutStr(window.ResourceK8sPodUI
 // that cannot be read or parsed leaves VPID, or the container and pod,
 // unknown.
 func (r *Reader) Identity(pid int) (Identity, error) {
-	var s scratch
+	s := newScratch()
 	p, err := r.readProcess(unix.AT_FDCWD, filepath.Join(r.root, strconv.Itoa(pid)), pid, &s, nil)
 	if err != nil {
 		return Identity{}, err
@@ -131,6 +131,13 @@ const (
 
 // scratch holds the buffers one goroutine reuses to read many processes.
 type scratch struct{ stat, status, cgroup []byte }
+
+// newScratch returns buffers sized for the usual files (a stat line of a
+// few hundred bytes, a status of about 1.5 KiB); a longer file grows its
+// buffer, up to the file's cap.
+func newScratch() scratch {
+	return scratch{stat: make([]byte, 0, 1024), status: make([]byte, 0, 4096), cgroup: make([]byte, 0, 1024)}
+}
 
 // processRead is what one read of a /proc/<pid> directory says.
 type processRead struct {
@@ -153,25 +160,26 @@ type processRead struct {
 func (r *Reader) readProcess(dirfd int, name string, pid int, s *scratch, known *Identity) (processRead, error) {
 	// Followed if a link, as a path would be: a test's proc root may link
 	// a pid to the real /proc entry.
-	dir, err := openatRetry(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
+	dir, err := procroot.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return processRead{}, r.processError(pid, "open", err)
 	}
 	defer unix.Close(dir)
 
-	s.stat, err = readAt(dir, "stat", s.stat, 1024, maxStat)
+	s.stat, err = procroot.ReadProcFileAt(dir, "stat", s.stat, maxStat)
 	if err != nil {
 		return processRead{}, r.processError(pid, "stat", err)
 	}
-	comm, start, err := parseStat(s.stat)
+	st, err := ParseStat(s.stat)
 	if err != nil {
 		return processRead{}, fmt.Errorf("procresource: pid %d stat: %w", pid, err)
 	}
-	p := processRead{id: Identity{PID: pid, StartTicks: start}, pause: string(comm) == "pause"}
+	start := st.StartTicks
+	p := processRead{id: Identity{PID: pid, StartTicks: start}, pause: string(st.Comm) == "pause"}
 
 	if known != nil && known.StartTicks == start && known.VPID > 0 {
 		p.id.VPID = known.VPID
-	} else if s.status, err = readAt(dir, "status", s.status, 4096, maxStatus); err != nil {
+	} else if s.status, err = procroot.ReadProcFileAt(dir, "status", s.status, maxStatus); err != nil {
 		if gone(err) && exited(dir) {
 			return processRead{}, r.processError(pid, "status", err)
 		}
@@ -182,7 +190,7 @@ func (r *Reader) readProcess(dirfd int, name string, pid int, s *scratch, known 
 		p.statusErr = fmt.Errorf("procresource: pid %d status: no NSpid line", pid)
 	}
 
-	if s.cgroup, err = readAt(dir, "cgroup", s.cgroup, 1024, maxCgroup); err != nil {
+	if s.cgroup, err = procroot.ReadProcFileAt(dir, "cgroup", s.cgroup, maxCgroup); err != nil {
 		if gone(err) && exited(dir) {
 			return processRead{}, r.processError(pid, "cgroup", err)
 		}
@@ -215,63 +223,6 @@ func (r *Reader) processError(pid int, what string, err error) error {
 	return fmt.Errorf("procresource: pid %d %s: %w", pid, what, err)
 }
 
-// errTooLarge is wrapped when a proc file is longer than its cap.
-var errTooLarge = errors.New("longer than its cap")
-
-// readAt reads the regular file name under dir into buf (grown from
-// initial bytes as needed), failing past limit bytes. The open never
-// blocks, even on a FIFO in a fake tree.
-func readAt(dir int, name string, buf []byte, initial, limit int) ([]byte, error) {
-	fd, err := openatRetry(dir, name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: name, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: procroot.ErrNotRegular}
-	}
-	if cap(buf) < initial {
-		buf = make([]byte, 0, initial)
-	}
-	buf = buf[:0]
-	for {
-		if len(buf) == cap(buf) {
-			if len(buf) > limit {
-				return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w of %d bytes", errTooLarge, limit)}
-			}
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
-		}
-		if n == 0 {
-			break
-		}
-		buf = buf[:len(buf)+n]
-	}
-	if len(buf) > limit {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w of %d bytes", errTooLarge, limit)}
-	}
-	return buf, nil
-}
-
-func openatRetry(dir int, name string, flags int) (int, error) {
-	for {
-		fd, err := unix.Openat(dir, name, flags, 0)
-		if !errors.Is(err, unix.EINTR) {
-			return fd, err
-		}
-	}
-}
-
 // parseNSpid returns the last pid of the status file's NSpid line: the
 // process's pid in its own (innermost) pid namespace.
 func parseNSpid(status []byte) (int, bool) {
@@ -294,19 +245,4 @@ func parseNSpid(status []byte) (int, bool) {
 		return 0, false
 	}
 	return int(v), true
-}
-
-// parseDecimal parses an unsigned decimal without allocating.
-func parseDecimal(b []byte) (uint64, bool) {
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + uint64(c-'0')
-	}
-	return v, true
 }

@@ -282,7 +282,7 @@ func (x *Index) scan(prev *indexState, now int64) (*indexState, error) {
 
 	st := newIndexState(len(prev.byPID))
 	intern := map[string]string{}
-	var s scratch
+	s := newScratch()
 	for _, name := range names {
 		pid64, ok := parseDecimal([]byte(name))
 		if !ok || pid64 == 0 || pid64 > 1<<31-1 {

@@ -19,14 +19,11 @@ package procresource // import "github.com/otelcol-ai/otelcol-ai/internal/procre
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
@@ -106,7 +103,7 @@ func (r *Reader) path(pid int, name string) string {
 // command line) leaves its fields empty. The identity fields (PID, VPID,
 // StartTicks, Container) are read as Identity reads them.
 func (r *Reader) Resolve(pid int) (Resource, error) {
-	var s scratch
+	s := newScratch()
 	p, err := r.readProcess(unix.AT_FDCWD, filepath.Join(r.root, strconv.Itoa(pid)), pid, &s, nil)
 	if err != nil {
 		return Resource{}, err
@@ -139,8 +136,6 @@ const (
 	maxCommandLineRead = 64 << 10
 	// maxCgroup: one line per hierarchy, each a path.
 	maxCgroup = 64 << 10
-	// maxStat: the stat line is a few hundred bytes.
-	maxStat = 64 << 10
 	// maxEnviron: the kernel lets arguments and environment together
 	// fill a quarter of the stack limit, 2 MiB by default.
 	maxEnviron = 4 << 20
@@ -149,78 +144,12 @@ const (
 // readPrefix reads at most n bytes of the proc file at path: a command
 // line longer than what is kept is truncated, not refused.
 func readPrefix(path string, n int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_NOCTTY, 0)
+	f, err := procroot.OpenProcFile(unix.AT_FDCWD, path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: procroot.ErrNotRegular}
-	}
 	return io.ReadAll(io.LimitReader(f, n))
-}
-
-// StartTicks returns the start time of pid in clock ticks since boot, read
-// from /proc/<pid>/stat. It is the cheap call a cache uses to tell a live
-// process from a new one that reused its pid: three system calls and no
-// allocation for the usual stat line.
-func (r *Reader) StartTicks(pid int) (uint64, error) {
-	start, _, err := r.Liveness(pid)
-	return start, err
-}
-
-// Liveness returns the start time of process pid, as StartTicks does, and
-// whether it has exited: a process that has exited keeps its /proc entry,
-// start time included, until its parent reaps it, which may be never (a
-// container's pid 1 that does not wait, a parent stopped in a debugger).
-func (r *Reader) Liveness(pid int) (start uint64, exited bool, err error) {
-	var buf [1024]byte
-	path := r.path(pid, "stat")
-	data, err := readSmall(path, buf[:])
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
-			return 0, false, fmt.Errorf("procresource: pid %d under %s: %w", pid, r.root, ErrNoProcess)
-		}
-		return 0, false, fmt.Errorf("procresource: pid %d: %w", pid, err)
-	}
-	f, err := parseStatFields(data)
-	if err != nil {
-		return 0, false, fmt.Errorf("procresource: pid %d stat: %w", pid, err)
-	}
-	return f.start, f.exited(), nil
-}
-
-// readSmall reads a small file into buf with plain system calls, falling
-// back to a capped read when it does not fit.
-func readSmall(path string, buf []byte) ([]byte, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-	}
-	n := 0
-	for n < len(buf) {
-		m, err := syscall.Read(fd, buf[n:])
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		if err != nil {
-			_ = syscall.Close(fd)
-			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	_ = syscall.Close(fd)
-	if n == len(buf) {
-		return procroot.ReadProcFile(path, maxStat)
-	}
-	return buf[:n], nil
 }
 
 // Getenv returns the value of one variable from the process's initial
@@ -268,86 +197,6 @@ func RuntimeOf(executableName string) string {
 		}
 	}
 	return RuntimeCPython
-}
-
-// parseStartTicks extracts field 22 (starttime) of /proc/<pid>/stat.
-func parseStartTicks(stat []byte) (uint64, error) {
-	_, start, err := parseStat(stat)
-	return start, err
-}
-
-// parseStat extracts the command name (field 2) and field 22 (starttime) of
-// /proc/<pid>/stat.
-func parseStat(stat []byte) (comm []byte, start uint64, err error) {
-	f, err := parseStatFields(stat)
-	return f.comm, f.start, err
-}
-
-// statFields are the fields of a /proc/<pid>/stat line the project reads.
-type statFields struct {
-	comm    []byte // field 2, without its parentheses
-	state   byte   // field 3: R, S, D, Z, X, ...
-	threads uint64 // field 20, num_threads
-	start   uint64 // field 22, starttime in clock ticks since boot
-}
-
-// parseStatFields reads a /proc/<pid>/stat line. comm is in parentheses
-// and may itself contain spaces and parentheses, so fields are counted
-// from the last ')'.
-func parseStatFields(stat []byte) (statFields, error) {
-	var f statFields
-	open := bytes.IndexByte(stat, '(')
-	end := bytes.LastIndexByte(stat, ')')
-	if open < 0 || end < open {
-		return statFields{}, errors.New("no command name in stat line")
-	}
-	f.comm = stat[open+1 : end]
-	// After ") " come fields 3 (state) onwards; starttime is field 22.
-	const threadsField, startField = 20, 22
-	field := 2
-	rest := stat[end+1:]
-	for {
-		rest = bytes.TrimLeft(rest, " ")
-		if len(rest) == 0 {
-			return statFields{}, fmt.Errorf("stat line has %d fields, want at least %d", field, startField)
-		}
-		field++
-		word := rest
-		if i := bytes.IndexAny(rest, " \n"); i >= 0 {
-			word, rest = rest[:i], rest[i:]
-		} else {
-			rest = nil
-		}
-		switch field {
-		case 3:
-			if len(word) != 1 {
-				return statFields{}, fmt.Errorf("state %q is not one letter", word)
-			}
-			f.state = word[0]
-		case threadsField:
-			v, ok := parseDecimal(word)
-			if !ok {
-				return statFields{}, fmt.Errorf("num_threads %q is not a number", word)
-			}
-			f.threads = v
-		case startField:
-			v, ok := parseDecimal(word)
-			if !ok {
-				return statFields{}, fmt.Errorf("starttime %q is not a number", word)
-			}
-			f.start = v
-			return f, nil
-		}
-		rest = bytes.TrimLeft(rest, "\n")
-	}
-}
-
-// exited reports whether the stat line is that of a process that has
-// exited and waits to be reaped: a zombie (or dying) thread-group leader
-// with no other thread left. A leader that called pthread_exit while its
-// other threads run is a zombie too, but its process still runs.
-func (f statFields) exited() bool {
-	return (f.state == 'Z' || f.state == 'X') && f.threads <= 1
 }
 
 // formatCommandLine joins NUL-separated arguments with spaces and truncates

@@ -168,7 +168,7 @@ func (r *Root) walk(name string, flags int, mode uint32) (int, error) {
 		last := len(parts) == 0
 		fd, err := unix.Openat(dir, part, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if last && flags&unix.O_CREAT != 0 && errors.Is(err, unix.ENOENT) {
-			return openatRetry(dir, part, flags|unix.O_NOFOLLOW, mode)
+			return Openat(dir, part, flags|unix.O_NOFOLLOW, mode)
 		}
 		if err != nil {
 			return -1, err
@@ -182,7 +182,7 @@ func (r *Root) walk(name string, flags int, mode uint32) (int, error) {
 			unix.Close(fd)
 			if last && flags&unix.O_NOFOLLOW != 0 {
 				if flags&unix.O_PATH != 0 {
-					return openatRetry(dir, part, flags, 0)
+					return Openat(dir, part, flags, 0)
 				}
 				return -1, unix.ELOOP
 			}
@@ -208,7 +208,7 @@ func (r *Root) walk(name string, flags int, mode uint32) (int, error) {
 			if flags&unix.O_CREAT != 0 && flags&unix.O_EXCL != 0 {
 				return -1, unix.EEXIST
 			}
-			return openatRetry(dir, part, flags|unix.O_NOFOLLOW, mode)
+			return Openat(dir, part, flags|unix.O_NOFOLLOW, mode)
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			unix.Close(fd)
@@ -218,10 +218,11 @@ func (r *Root) walk(name string, flags int, mode uint32) (int, error) {
 	}
 	// The name resolved to a directory already on the stack (the root,
 	// or one reached through `..` or a symlink).
-	return openatRetry(stack[len(stack)-1], ".", flags&^(unix.O_CREAT|unix.O_EXCL), 0)
+	return Openat(stack[len(stack)-1], ".", flags&^(unix.O_CREAT|unix.O_EXCL), 0)
 }
 
-func openatRetry(dir int, name string, flags int, mode uint32) (int, error) {
+// Openat is openat(2) retried while a signal interrupts it (EINTR).
+func Openat(dir int, name string, flags int, mode uint32) (int, error) {
 	for {
 		fd, err := unix.Openat(dir, name, flags, mode)
 		if err != unix.EINTR {
@@ -334,22 +335,82 @@ func ReadCapped(rd io.Reader, limit int64) ([]byte, error) {
 
 // ReadProcFile reads a file of the proc filesystem itself (/proc/<pid>/
 // cmdline, maps, status, …: the kernel's, not the process's root) with a
-// cap, refusing anything but a regular file.
+// cap, refusing anything but a regular file (ReadProcFileAt with a path).
 func ReadProcFile(path string, limit int64) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NOFOLLOW, 0)
+	return ReadProcFileAt(unix.AT_FDCWD, path, nil, limit)
+}
+
+// OpenProcFile opens name, relative to the directory descriptor dir
+// (unix.AT_FDCWD: a path), as a file of the proc filesystem is read:
+// read-only, without blocking (a FIFO in a proc root that is a tenant's
+// bind mount is refused, not waited on), without following a final
+// symlink, and only a regular file (ErrNotRegular). For files read as a
+// stream (/proc/net/tcp, smaps); small ones are read whole with
+// ReadProcFileAt.
+func OpenProcFile(dir int, name string) (*os.File, error) {
+	fd, err := openProcFile(dir, name)
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
+	return os.NewFile(uintptr(fd), name), nil
+}
+
+func openProcFile(dir int, name string) (int, error) {
+	fd, err := Openat(dir, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
 	if err := checkType(fd, unix.S_IFREG); err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		unix.Close(fd)
+		return -1, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	data, err := ReadCapped(f, limit)
+	return fd, nil
+}
+
+// ReadProcFileAt reads the proc file name under dir (as OpenProcFile opens
+// it) whole into buf's storage, grown as needed, and fails with
+// ErrTooLarge past limit bytes: memory follows what is read, never more
+// than the cap, whatever the file claims. Reading into a buffer kept
+// between calls costs no allocation, so a scan of every process's stat,
+// status and cgroup allocates only where a file outgrows its buffer. A
+// read interrupted by a signal (EINTR) is retried.
+func ReadProcFileAt(dir int, name string, buf []byte, limit int64) ([]byte, error) {
+	fd, err := openProcFile(dir, name)
 	if err != nil {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		return nil, err
 	}
-	return data, nil
+	defer unix.Close(fd)
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, max(1, min(512, limit+1)))
+	}
+	buf = buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > limit {
+				return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("procroot: more than %d bytes: %w", limit, ErrTooLarge)}
+			}
+			// Doubled, and never past the cap: what a read allocates
+			// in all is at most about twice the file, or the cap.
+			grown := make([]byte, len(buf), min(2*int64(cap(buf)), limit+1))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		if n == 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+	}
+	if int64(len(buf)) > limit {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("procroot: more than %d bytes: %w", limit, ErrTooLarge)}
+	}
+	return buf, nil
 }
 
 // Create makes the file name exclusively (it must not exist; a symlink in

@@ -212,6 +212,75 @@ func TestReadFileIsCapped(t *testing.T) {
 	}
 }
 
+// ReadProcFileAt is the one reader of small proc files: it reads through a
+// held directory, reuses the caller's buffer, refuses what is not a
+// regular file (a FIFO is not waited on) and a final symlink, and caps the
+// read whatever the file claims.
+func TestReadProcFileAt(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatalf("os.WriteFile: %v", err)
+		}
+	}
+	write("stat", "42 (java) S 1")
+	write("big", strings.Repeat("x", 5000))
+	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
+		t.Fatalf("unix.Mkfifo: %v", err)
+	}
+	if err := os.Symlink("stat", filepath.Join(dir, "link")); err != nil {
+		t.Fatalf("os.Symlink: %v", err)
+	}
+	d, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("unix.Open: %v", err)
+	}
+	defer unix.Close(d)
+
+	buf := make([]byte, 0, 64)
+	got, err := ReadProcFileAt(d, "stat", buf, 64)
+	if err != nil || string(got) != "42 (java) S 1" {
+		t.Fatalf("ReadProcFileAt(stat) = %q, %v", got, err)
+	}
+	if &got[:1][0] != &buf[:1][0] {
+		t.Error("ReadProcFileAt did not read into the buffer it was given")
+	}
+	// Grown past the buffer, up to the cap and not past it.
+	if got, err := ReadProcFileAt(d, "big", buf, 5000); err != nil || len(got) != 5000 {
+		t.Errorf("ReadProcFileAt(big, 5000) = %d bytes, %v", len(got), err)
+	}
+	if _, err := ReadProcFileAt(d, "big", buf, 4999); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("ReadProcFileAt(big, 4999): got %v, want ErrTooLarge", err)
+	}
+	if got, err := ReadProcFileAt(d, "stat", nil, 13); err != nil || string(got) != "42 (java) S 1" {
+		t.Errorf("ReadProcFileAt(stat, nil buffer, exact cap) = %q, %v", got, err)
+	}
+	if _, err := ReadProcFileAt(d, "fifo", buf, 64); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("ReadProcFileAt(fifo): got %v, want ErrNotRegular", err)
+	}
+	if _, err := ReadProcFileAt(d, "link", buf, 64); !errors.Is(err, unix.ELOOP) {
+		t.Errorf("ReadProcFileAt(link): got %v, want ELOOP (a final symlink is not followed)", err)
+	}
+	if _, err := ReadProcFileAt(d, "missing", buf, 64); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ReadProcFileAt(missing): got %v, want ErrNotExist", err)
+	}
+	// A path, as ReadProcFile takes it.
+	if got, err := ReadProcFileAt(unix.AT_FDCWD, filepath.Join(dir, "stat"), nil, 64); err != nil || string(got) != "42 (java) S 1" {
+		t.Errorf("ReadProcFileAt(AT_FDCWD, path) = %q, %v", got, err)
+	}
+	if f, err := OpenProcFile(d, "fifo"); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("OpenProcFile(fifo) = %v, %v; want ErrNotRegular", f, err)
+	}
+	f, err := OpenProcFile(d, "stat")
+	if err != nil {
+		t.Fatalf("OpenProcFile(stat): %v", err)
+	}
+	defer f.Close()
+	if data, err := io.ReadAll(f); err != nil || string(data) != "42 (java) S 1" {
+		t.Errorf("reading OpenProcFile(stat): %q, %v", data, err)
+	}
+}
+
 func TestCreateNeverWritesThroughALink(t *testing.T) {
 	c := newFakeContainer(t)
 	bothResolvers(t, func(t *testing.T) {
