@@ -138,18 +138,6 @@ func ticks(n uint64) time.Duration {
 // maxStat caps a stat read: the line is a few hundred bytes.
 const maxStat = 64 << 10
 
-// ReadStatAt reads and parses the stat file of the process directory held
-// open as dir (a descriptor of /proc/<pid>): once that process has exited
-// the read fails, even when a new process has its pid. buf is the storage
-// to read into (nil: allocated); Comm points into it.
-func ReadStatAt(dir int, buf []byte) (Stat, error) {
-	data, err := procroot.ReadProcFileAt(dir, "stat", buf, maxStat)
-	if err != nil {
-		return Stat{}, err
-	}
-	return ParseStat(data)
-}
-
 // Stat reads pid's stat line, a capped read of a file the process's name
 // (comm, its own choice) is part of. It fails with ErrNoProcess (wrapped)
 // when the process is gone.

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 func TestParseStat(t *testing.T) {
@@ -81,24 +79,6 @@ func TestStatExited(t *testing.T) {
 				t.Errorf("Exited() of %q: got %v, want %v", tt.line, got, tt.want)
 			}
 		})
-	}
-}
-
-// ReadStatAt reads through a held /proc/<pid> directory: the attach
-// exchange's way to know the process it pinned is still the one running.
-func TestReadStatAt(t *testing.T) {
-	dir, err := unix.Open("/proc/self", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(dir)
-	s, err := ReadStatAt(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := NewReader("", 0).StartTicks(os.Getpid())
-	if err != nil || s.StartTicks != want || s.State == 0 {
-		t.Errorf("ReadStatAt(/proc/self) = %+v; StartTicks says %d, %v", s, want, err)
 	}
 }
 

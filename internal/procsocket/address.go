@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/netip"
 	"strconv"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 )
 
 // maxAddressTableBytes caps fib_trie and if_inet6: a host namespace with a
@@ -27,7 +29,7 @@ func hasLocalAddress(proc int, addr netip.Addr) (has, known bool) {
 	if !addr.Is4() {
 		name, parse = "net/if_inet6", parseIfInet6
 	}
-	f, err := openProcFile(proc, name)
+	f, err := procroot.OpenProcFile(proc, name)
 	if err != nil {
 		return false, false
 	}

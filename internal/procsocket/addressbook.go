@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 )
 
 // addressBookTTL is how long the addresses of the proc root's network
@@ -101,7 +103,7 @@ func addAddresses(proc int, ns uint64, book map[netip.Addr]uint64) (ok bool) {
 		{"net/fib_trie", eachFIBTrieAddress},
 		{"net/if_inet6", eachIfInet6},
 	} {
-		f, err := openProcFile(proc, t.name)
+		f, err := procroot.OpenProcFile(proc, t.name)
 		if err != nil {
 			continue
 		}

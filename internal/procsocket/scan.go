@@ -194,7 +194,7 @@ func (r *Resolver) readTablesIn(proc int, addr netip.Addr, tcp4Key, tcp6Key []by
 
 // readTable streams the socket table name under the process directory dirfd.
 func (r *Resolver) readTable(dirfd int, name string, key []byte, match func(tcpRow)) error {
-	f, err := openProcFile(dirfd, name)
+	f, err := procroot.OpenProcFile(dirfd, name)
 	if err != nil {
 		return err
 	}
@@ -330,25 +330,6 @@ func (r *Resolver) openPID(pid int, ns uint64) (int, error) {
 
 func (r *Resolver) pidPath(pid int, name string) string {
 	return filepath.Join(r.procRoot, strconv.Itoa(pid), name)
-}
-
-// openProcFile opens name under dirfd read-only, non-blocking and without
-// following a final symlink, and only if it is a regular file.
-func openProcFile(dirfd int, name string) (*os.File, error) {
-	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NOCTTY, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: name, Err: err}
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, &os.PathError{Op: "open", Path: name, Err: procroot.ErrNotRegular}
-	}
-	return os.NewFile(uintptr(fd), name), nil
 }
 
 // socketInode parses a descriptor link "socket:[12345]" without

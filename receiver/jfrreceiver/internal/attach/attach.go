@@ -34,6 +34,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 )
 
@@ -50,9 +51,11 @@ var (
 	ErrNoListener = errors.New("no attach listener")
 )
 
-// Caps on what is read from the process: its status is a few KiB, an
-// answer to a diagnostic command a few KiB too.
+// Caps on what is read from the process: its stat line is a few hundred
+// bytes, its status a few KiB, an answer to a diagnostic command a few KiB
+// too.
 const (
+	maxStat   = 4 << 10
 	maxStatus = 64 << 10
 	maxAnswer = 1 << 20
 )
@@ -192,28 +195,16 @@ func (x *exchange) close() {
 // startTicks reads the process's start time through its held directory:
 // an error once that process has exited, even if its pid is in use again.
 func (x *exchange) startTicks() (uint64, error) {
-	fd, err := unix.Openat(x.proc, "stat", unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	var buf [512]byte
+	data, err := procroot.ReadProcFileAt(x.proc, "stat", buf[:0], maxStat)
 	if err != nil {
 		return 0, fmt.Errorf("attach: pid %d: %w: %w", x.t.PID, ErrGone, err)
 	}
-	f := os.NewFile(uintptr(fd), "stat")
-	defer f.Close()
-	data, err := procroot.ReadCapped(f, 4<<10)
+	st, err := procresource.ParseStat(data)
 	if err != nil {
-		return 0, fmt.Errorf("attach: pid %d: %w: %w", x.t.PID, ErrGone, err)
+		return 0, fmt.Errorf("attach: pid %d: stat %q: %w", x.t.PID, data, err)
 	}
-	// Fields after the command name, which is in parentheses and may hold
-	// anything; starttime is the 22nd field, the 20th after it.
-	i := bytes.LastIndexByte(data, ')')
-	fields := strings.Fields(string(data[i+1:]))
-	if i < 0 || len(fields) < 20 {
-		return 0, fmt.Errorf("attach: pid %d: stat %q has no start time", x.t.PID, data)
-	}
-	v, err := strconv.ParseUint(fields[19], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("attach: pid %d: stat start time: %w", x.t.PID, err)
-	}
-	return v, nil
+	return st.StartTicks, nil
 }
 
 // alive fails unless the pinned process still runs.
