@@ -172,8 +172,10 @@ type accountKey struct {
 // loop goroutine. A restart of the receiver builds a new aggregator, and
 // with it new accounts (agg tells).
 type accounts struct {
-	agg   *jvmmetrics.Aggregator
-	jni   *jvmaccounts.Reader // nil when off
+	agg *jvmmetrics.Aggregator
+	// reads asks the JVMs where their heap lies and for thread dumps
+	// (JNI counts); nil when attach is off.
+	reads *jvmaccounts.Reader
 	bytes *leak.Detector[accountKey]
 	refs  *leak.Detector[accountKey]
 	fast  *leak.Detector[accountKey] // nil when off
@@ -185,6 +187,9 @@ type accounts struct {
 	// its logger.
 	runtime *runtimestate.Store
 	logger  *zap.Logger
+	// heapErrs holds the JVMs whose smaps could not be read, with why
+	// (logged when it changes).
+	heapErrs map[jvmaccounts.Target]string
 }
 
 // The tiers, as leak.Alarms numbers them.
@@ -198,7 +203,8 @@ var tierNames = [tiers]metadata.AttributeJvmMemoryLeakTier{metadata.AttributeJvm
 
 func (r *jfrReceiver) newAccounts() *accounts {
 	cfg := r.cfg.Accounts
-	a := &accounts{agg: r.agg, procs: procresource.NewReader(r.cfg.ProcRoot, 0), runtime: r.runtime, logger: r.set.Logger}
+	a := &accounts{agg: r.agg, procs: procresource.NewReader(r.cfg.ProcRoot, 0), runtime: r.runtime, logger: r.set.Logger,
+		heapErrs: map[jvmaccounts.Target]string{}}
 	if l := cfg.LeakDetection; l.Enabled {
 		a.bytes = leak.New[accountKey](l.thresholds(l.Bytes))
 		a.refs = leak.New[accountKey](l.thresholds(l.References))
@@ -224,11 +230,16 @@ func (r *jfrReceiver) newAccounts() *accounts {
 		a.alarms = leak.NewAlarms[accountKey](tiers, l.Window, l.Window)
 		a.lb = metadata.NewLogsBuilder(metadata.LogsBuilderConfig{Events: r.cfg.Events, ResourceAttributes: r.cfg.ResourceAttributes}, r.set)
 	}
-	if j := cfg.JNIReferences; j.Enabled && r.cfg.Repositories.Enabled && r.cfg.Repositories.Attach.Enabled {
+	if r.cfg.Repositories.Enabled && r.cfg.Repositories.Attach.Enabled {
+		j := cfg.JNIReferences
+		timeout := r.cfg.Repositories.Attach.Timeout
+		if j.Enabled {
+			timeout = j.Timeout
+		}
 		pods := r.podPolicy()
 		optOuts := procresource.NewReader(r.cfg.ProcRoot, 0)
-		a.jni = jvmaccounts.NewReader(jvmaccounts.ReaderConfig{
-			ProcRoot: r.cfg.ProcRoot, Interval: j.Interval, MaxThreads: j.MaxThreads, Timeout: j.Timeout,
+		a.reads = jvmaccounts.NewReader(jvmaccounts.ReaderConfig{
+			ProcRoot: r.cfg.ProcRoot, ThreadDumps: j.Enabled, Interval: j.Interval, MaxThreads: j.MaxThreads, Timeout: timeout,
 			OptOut: func(t jvmaccounts.Target) string { return jniOptOut(optOuts, pods, t) },
 			Done: func(t jvmaccounts.Target, outcome string, err error, changed bool) {
 				r.telemetry.ReceiverJfrJniReads.Add(context.Background(), 1, otelmetric.WithAttributeSet(attribute.NewSet(attribute.String("result", outcome))))
@@ -236,9 +247,44 @@ func (r *jfrReceiver) newAccounts() *accounts {
 					r.set.Logger.Info("JNI reference count not read", zap.Int("pid", t.PID), zap.String("result", outcome), zap.Error(err))
 				}
 			},
+			HeapDone: func(t jvmaccounts.Target, err error) {
+				if err != nil {
+					r.set.Logger.Info("JVM heap place not read: its unaccounted native memory sets the committed heap against the resident memory",
+						zap.Int("pid", t.PID), zap.Error(err))
+				}
+			},
 		})
 	}
 	return a
+}
+
+// heapResident returns the resident part of a JVM's heap, for its
+// unaccounted native memory: -1 when the heap's place is not known (the
+// JVM may not be attached to, or did not say; the committed heap stands
+// for it), false while it is not to be computed this collection (the
+// place is being asked for, or smaps could not be read): one JVM's series
+// is computed one way throughout.
+func (a *accounts) heapResident(procRoot string, t jvmaccounts.Target) (int64, bool) {
+	if a.reads == nil {
+		return -1, true
+	}
+	place, state := a.reads.Heap(t)
+	switch state {
+	case jvmaccounts.HeapPending:
+		return 0, false
+	case jvmaccounts.HeapUnknown:
+		return -1, true
+	}
+	rss, err := jvmaccounts.HeapResident(procRoot, t.PID, place)
+	if err != nil {
+		if a.heapErrs[t] != err.Error() {
+			a.logger.Info("JVM heap residency not read", zap.Int("pid", t.PID), zap.Error(err))
+		}
+		a.heapErrs[t] = err.Error()
+		return 0, false
+	}
+	delete(a.heapErrs, t)
+	return rss, true
 }
 
 // jniOptOut says why a JVM must not be attached to for a thread dump: the
@@ -276,10 +322,10 @@ func jniOptOut(procs *procresource.Reader, pods attach.PodPolicy, t jvmaccounts.
 // when it stops, before its last collection, which then takes what they
 // read. A restart's new aggregator makes new accounts.
 func (r *jfrReceiver) closeAccounts() {
-	if r.acc != nil && r.acc.jni != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Accounts.JNIReferences.Timeout+time.Second)
+	if r.acc != nil && r.acc.reads != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), max(r.cfg.Accounts.JNIReferences.Timeout, r.cfg.Repositories.Attach.Timeout)+time.Second)
 		defer cancel()
-		r.acc.jni.Close(ctx)
+		r.acc.reads.Close(ctx)
 	}
 }
 
@@ -294,6 +340,7 @@ func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
 	a := r.acc
 	ts := pcommon.NewTimestampFromTime(now)
 	reported := 0
+	assessed := map[jvmaccounts.Target]bool{}
 	for jvm, info := range r.jvms {
 		if jvm.PID <= 0 || jvm.StartTicks == 0 {
 			continue // not a live process of the proc root
@@ -324,18 +371,22 @@ func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
 		if !fresh(acct.DirectBuffers, now) {
 			acct.Accounted.DirectBuffers = -1
 		}
-		if u, ok := jvmaccounts.Unaccounted(st.RSSAnon, acct.Accounted); ok {
-			r.agg.SetUnaccounted(jvm, now, u)
-			observe(metadata.AttributeJvmMemoryLeakSourceNativeUnaccounted, now, u)
+		vpid := jvm.PID
+		if v, ok := info.resource.Attributes().Get(window.ResourceVPID); ok && v.Int() > 0 {
+			vpid = int(v.Int())
 		}
-		if a.jni != nil {
-			vpid := jvm.PID
-			if v, ok := info.resource.Attributes().Get(window.ResourceVPID); ok && v.Int() > 0 {
-				vpid = int(v.Int())
-			}
-			if rd, ok := a.jni.Poll(jvmaccounts.Target{PID: jvm.PID, NSPID: vpid, StartTicks: jvm.StartTicks}, st.Threads, now); ok {
+		target := jvmaccounts.Target{PID: jvm.PID, NSPID: vpid, StartTicks: jvm.StartTicks}
+		assessed[target] = true
+		if a.reads != nil {
+			if rd, ok := a.reads.Poll(target, st.Threads, now); ok {
 				r.agg.SetJNIRefs(jvm, rd.At, rd.Refs)
 				observe(metadata.AttributeJvmMemoryLeakSourceJniGlobalRefs, rd.At, rd.Refs.Global)
+			}
+		}
+		if heap, ok := a.heapResident(r.cfg.ProcRoot, target); ok {
+			if u, ok := jvmaccounts.Unaccounted(st.RSSAnon, acct.Accounted, heap); ok {
+				r.agg.SetUnaccounted(jvm, now, u)
+				observe(metadata.AttributeJvmMemoryLeakSourceNativeUnaccounted, now, u)
 			}
 		}
 		// JFR's readings, at the time each was measured: a series sees
@@ -357,8 +408,13 @@ func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
 			a.lb.EmitForResource(metadata.WithLogsResource(info.resource))
 		}
 	}
-	if a.jni != nil {
-		a.jni.Sweep()
+	if a.reads != nil {
+		a.reads.Sweep()
+	}
+	for t := range a.heapErrs {
+		if !assessed[t] {
+			delete(a.heapErrs, t)
+		}
 	}
 	if a.alarms != nil {
 		a.bytes.Sweep()

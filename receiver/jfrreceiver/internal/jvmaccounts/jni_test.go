@@ -74,23 +74,34 @@ func TestUnaccounted(t *testing.T) {
 		name string
 		rss  int64
 		a    Accounted
+		// heap is the heap's resident part, -1 when its place is not
+		// known.
+		heap int64
 		want int64
 		ok   bool
 	}{
 		{"without NMT: heap, metaspace, code cache, direct buffers", 500 * mib,
-			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: 10 * mib, DirectBuffers: 64 * mib, NMTCommitted: -1}, 150 * mib, true},
+			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: 10 * mib, DirectBuffers: 64 * mib, NMTCommitted: -1}, -1, 150 * mib, true},
 		{"with NMT: its total, which covers the direct buffers", 500 * mib,
-			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: 10 * mib, DirectBuffers: 64 * mib, NMTCommitted: 400 * mib}, 100 * mib, true},
+			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: 10 * mib, DirectBuffers: 64 * mib, NMTCommitted: 400 * mib}, -1, 100 * mib, true},
 		{"an untouched heap makes it negative", 100 * mib,
-			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: -1, DirectBuffers: 0, NMTCommitted: -1}, -176 * mib, true},
+			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: -1, DirectBuffers: 0, NMTCommitted: -1}, -1, -176 * mib, true},
 		{"direct buffers not known (or stale): a direct leak would read as native", 500 * mib,
-			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: 10 * mib, DirectBuffers: -1, NMTCommitted: -1}, 0, false},
-		{"heap not reported yet", 500 * mib, Accounted{HeapCommitted: -1, Metaspace: 20 * mib, NMTCommitted: -1}, 0, false},
-		{"metaspace not reported yet", 500 * mib, Accounted{HeapCommitted: 256 * mib, Metaspace: -1, NMTCommitted: -1}, 0, false},
+			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: 10 * mib, DirectBuffers: -1, NMTCommitted: -1}, -1, 0, false},
+		{"heap not reported yet", 500 * mib, Accounted{HeapCommitted: -1, Metaspace: 20 * mib, NMTCommitted: -1}, -1, 0, false},
+		{"metaspace not reported yet", 500 * mib, Accounted{HeapCommitted: 256 * mib, Metaspace: -1, NMTCommitted: -1}, -1, 0, false},
+		{"the heap's resident part for its committed size", 300 * mib,
+			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: 10 * mib, DirectBuffers: 64 * mib, NMTCommitted: -1}, 56 * mib, 150 * mib, true},
+		{"with NMT, the resident part for the committed heap in its total", 300 * mib,
+			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: 10 * mib, DirectBuffers: 64 * mib, NMTCommitted: 400 * mib}, 56 * mib, 100 * mib, true},
+		{"a heap in shared memory (ZGC): none of it in RssAnon", 150 * mib,
+			Accounted{HeapCommitted: 256 * mib, Metaspace: 20 * mib, CodeCache: 10 * mib, DirectBuffers: 64 * mib, NMTCommitted: -1}, 0, 56 * mib, true},
+		{"with NMT and the heap not reported yet: NMT's total", 500 * mib, Accounted{HeapCommitted: -1, Metaspace: -1, NMTCommitted: 400 * mib}, -1, 100 * mib, true},
+		{"with NMT, a resident heap and the committed heap not reported yet", 500 * mib, Accounted{HeapCommitted: -1, NMTCommitted: 400 * mib}, 56 * mib, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := Unaccounted(tt.rss, tt.a)
+			got, ok := Unaccounted(tt.rss, tt.a, tt.heap)
 			if got != tt.want || ok != tt.ok {
 				t.Errorf("Unaccounted: got %d %v, want %d %v", got, ok, tt.want, tt.ok)
 			}
@@ -103,7 +114,7 @@ func TestUnaccounted(t *testing.T) {
 // Reader starts nothing.
 func TestReaderSkipsManyThreads(t *testing.T) {
 	var outcomes []string
-	r := NewReader(ReaderConfig{ProcRoot: "/proc", Interval: time.Minute, MaxThreads: 10, Timeout: time.Second,
+	r := NewReader(ReaderConfig{ProcRoot: "/proc", ThreadDumps: true, Interval: time.Minute, MaxThreads: 10, Timeout: time.Second,
 		Done: func(_ Target, outcome string, err error, changed bool) {
 			outcomes = append(outcomes, fmt.Sprintf("%s %v", outcome, changed))
 		}})

@@ -82,23 +82,37 @@ type Accounted struct {
 // Unaccounted returns the resident anonymous memory that no JVM account
 // covers: rssAnon minus NMT's committed total where NMT is on (it counts
 // the heap, metaspace, code cache, thread stacks, GC structures and the
-// memory behind direct buffers), else minus heap committed, metaspace
-// committed, code cache used and direct buffers used. False when a term
-// it needs is not known: the direct buffers' above all, since a direct
-// buffer leak left out would read as a native one. Committed memory that
-// was never touched is not resident, so the result can be below the
-// leaked memory, even negative; its growth is what counts.
-func Unaccounted(rssAnon int64, a Accounted) (int64, bool) {
+// memory behind direct buffers), else minus the heap, metaspace committed,
+// code cache used and direct buffers used. The heap's term is
+// heapResident, the part of it that is resident (HeapResident), where its
+// place is known (heapResident >= 0; in NMT's total it stands for the
+// committed heap), else the committed heap: committed memory that was
+// never touched is not resident, so the committed heap makes the result
+// low until the heap has been touched, even negative, and makes it climb
+// as the heap is touched. False when a term it needs is not known: the
+// direct buffers' above all, since a direct buffer leak left out would
+// read as a native one.
+func Unaccounted(rssAnon int64, a Accounted, heapResident int64) (int64, bool) {
 	if rssAnon < 0 {
 		return 0, false
 	}
-	if a.NMTCommitted >= 0 {
+	if a.NMTCommitted >= 0 && heapResident < 0 {
 		return rssAnon - a.NMTCommitted, true
 	}
-	if a.HeapCommitted < 0 || a.Metaspace < 0 || a.DirectBuffers < 0 {
+	if a.HeapCommitted < 0 {
 		return 0, false
 	}
-	u := rssAnon - a.HeapCommitted - a.Metaspace - a.DirectBuffers
+	heap := a.HeapCommitted
+	if heapResident >= 0 {
+		heap = heapResident
+	}
+	if a.NMTCommitted >= 0 {
+		return rssAnon - (a.NMTCommitted - a.HeapCommitted + heap), true
+	}
+	if a.Metaspace < 0 || a.DirectBuffers < 0 {
+		return 0, false
+	}
+	u := rssAnon - heap - a.Metaspace - a.DirectBuffers
 	if a.CodeCache > 0 {
 		u -= a.CodeCache
 	}
