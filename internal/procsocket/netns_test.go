@@ -128,7 +128,7 @@ func TestLookupPodNamespace(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Lookup(%v): %v", tt.peer, err)
 		}
-		want := Owner{PID: tt.h.pid, VPID: vpidtest(t, tt.h.pid), StartTicks: startTickstest(t, tt.h.pid), NetNS: podNS}
+		want := ownerOftest(t, tt.h.pid, vpidtest(t, tt.h.pid), podNS)
 		if got != want {
 			t.Fatalf("Lookup(%v) = %+v, want %+v", tt.peer, got, want)
 		}
@@ -243,7 +243,7 @@ func TestStormFromOnePodLeavesOthersTheirScans(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Lookup(victim %v) during the storm: %v", v.peer, err)
 		}
-		if want := (Owner{PID: v.h.pid, VPID: v.h.pid, StartTicks: startTickstest(t, v.h.pid), NetNS: victimPod.podNS}); got != want {
+		if want := ownerOftest(t, v.h.pid, v.h.pid, victimPod.podNS); got != want {
 			t.Fatalf("Lookup(victim %v) = %+v, want %+v", v.peer, got, want)
 		}
 	}

@@ -13,13 +13,22 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 )
 
-// ownerOftest is what OwnersFrom should say of the helper with host pid
-// pid in this process's network namespace.
+// ownerOftest is what Lookup and OwnersFrom should say of the helper with
+// host pid pid, which sees itself as vpid, in the network namespace netNS:
+// its start time read independently of the code under test, and the
+// container and pod of its cgroup.
 func ownerOftest(t testing.TB, pid, vpid int, netNS uint64) Owner {
 	t.Helper()
-	return Owner{PID: pid, VPID: vpid, StartTicks: startTickstest(t, pid), NetNS: netNS}
+	cgroup, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := procresource.ParseCgroup(cgroup)
+	return Owner{Identity: procresource.Identity{PID: pid, VPID: vpid, StartTicks: startTickstest(t, pid), ContainerID: c.ID, PodUID: c.PodUID}, NetNS: netNS}
 }
 
 // wantOwnersFromtest checks that r finds exactly want from ip, in any order.

@@ -28,10 +28,11 @@
 // Each process is reached through a descriptor of its /proc/<pid>
 // directory, so its namespace, descriptors and start time are read from
 // one process even if its pid is reused during the scan. Owner carries the
-// start time (/proc/<pid>/stat field 22) for the same reason: a caller that
-// keeps an Owner can tell it from a later process with the same pid. It
-// also carries the pid the process sees itself as (VPID, the innermost
-// NSpid of /proc/<pid>/status), the process.pid its SDK reports.
+// process's identity as procresource reads it, for the same reason: with
+// its start time (/proc/<pid>/stat field 22) a caller that keeps an Owner
+// can tell it from a later process with the same pid. Its VPID (the
+// innermost NSpid of /proc/<pid>/status) is the process.pid its SDK
+// reports.
 //
 // # Owners of an address
 //
@@ -198,15 +199,12 @@ const listenersTTL = 3 * time.Second
 
 // Owner names the process that holds a socket.
 type Owner struct {
-	// PID is the process id as the proc root's pid namespace sees it.
-	PID int
-	// VPID is the process id as the process sees itself: the innermost
-	// pid of NSpid in /proc/<pid>/status, PID outside a pid namespace, 0
-	// when unknown. An SDK's process.pid is this one.
-	VPID int
-	// StartTicks is the process's start time in clock ticks since boot
-	// (/proc/<pid>/stat field 22): with PID, it names one process.
-	StartTicks uint64
+	// Identity is the process as procresource.Reader.Identity read it
+	// when the socket was found: PID as the proc root's pid namespace
+	// sees it, VPID as the process sees itself (0 when unknown: an SDK's
+	// process.pid is this one), StartTicks, and the container and pod of
+	// its cgroup.
+	procresource.Identity
 	// NetNS is the inode of the network namespace the socket was found in
 	// (/proc/<pid>/ns/net is "net:[NetNS]").
 	NetNS uint64

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 )
 
 func requireRoottest(t testing.TB) {
@@ -44,7 +46,7 @@ func wantOwnertest(t *testing.T, peer netip.AddrPort, h *helperProcess) {
 	if err != nil {
 		t.Fatalf("Lookup(%v): %v", peer, err)
 	}
-	want := Owner{PID: h.pid, VPID: vpidtest(t, h.pid), StartTicks: startTickstest(t, h.pid), NetNS: netNStest(t, os.Getpid())}
+	want := ownerOftest(t, h.pid, vpidtest(t, h.pid), netNStest(t, os.Getpid()))
 	if got != want {
 		t.Fatalf("Lookup(%v) = %+v, want %+v", peer, got, want)
 	}
@@ -228,7 +230,7 @@ func TestCacheEviction(t *testing.T) {
 	now := time.Unix(1e9, 0)
 	peer := func(i int) netip.AddrPort { return netip.AddrPortFrom(netip.MustParseAddr("198.18.0.1"), uint16(i)) }
 	for i := 1; i <= 3; i++ {
-		c.put(peer(i), cacheEntry{owner: Owner{PID: i}, expires: now.Add(time.Minute)})
+		c.put(peer(i), cacheEntry{owner: Owner{Identity: procresource.Identity{PID: i}}, expires: now.Add(time.Minute)})
 		if i == 2 {
 			c.get(peer(1), now) // 1 is now more recent than 2
 		}
@@ -355,7 +357,7 @@ func TestFakeProcRoot(t *testing.T) {
 	write("4/stat", "4 (x) S"+strings.Repeat(" 0", 18)+" 99 0 0\n")
 
 	got, err := NewResolver(root).Lookup(netip.MustParseAddrPort("10.250.0.2:40000"))
-	if want := (Owner{PID: 1, StartTicks: 4242, NetNS: 123}); err != nil || got != want {
+	if want := (Owner{Identity: procresource.Identity{PID: 1, StartTicks: 4242}, NetNS: 123}); err != nil || got != want {
 		t.Fatalf("Lookup = %+v, %v; want %+v", got, err, want)
 	}
 	for _, peer := range []string{"10.250.0.2:40001", "10.250.0.3:40000"} {
@@ -367,7 +369,7 @@ func TestFakeProcRoot(t *testing.T) {
 	// With the address on pid 4's namespace, its socket is found.
 	write("4/net/fib_trie", strings.Replace(fibTrie, "|-- 10.250.0.2", "|-- 10.250.0.3", 1))
 	got, err = NewResolver(root).Lookup(netip.MustParseAddrPort("10.250.0.3:40000"))
-	if want := (Owner{PID: 4, StartTicks: 99, NetNS: 124}); err != nil || got != want {
+	if want := (Owner{Identity: procresource.Identity{PID: 4, StartTicks: 99}, NetNS: 124}); err != nil || got != want {
 		t.Fatalf("Lookup = %+v, %v; want %+v", got, err, want)
 	}
 	_, err = NewResolver(filepath.Join(root, "missing")).Lookup(netip.MustParseAddrPort("198.18.0.1:1"))

@@ -273,9 +273,9 @@ func (r *Resolver) holder(pid int, ns uint64, held func(inode uint64) bool) (fou
 	}
 }
 
-// owner completes a holder with its start time and VPID, read by pid, and
-// checks the process behind proc was alive after that read, so that they
-// are its own and not a successor's.
+// owner completes a holder with its identity (start time, VPID, container
+// and pod), read by pid, and checks the process behind proc was alive
+// after that read, so that they are its own and not a successor's.
 func (r *Resolver) owner(proc, pid int, ns uint64, fd int, inode uint64) (found, bool) {
 	id, err := r.stat.Identity(pid)
 	if err != nil {
@@ -285,7 +285,7 @@ func (r *Resolver) owner(proc, pid int, ns uint64, fd int, inode uint64) (found,
 	if err := unix.Fstatat(proc, "stat", &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return found{}, false
 	}
-	owner := Owner{PID: pid, VPID: id.VPID, StartTicks: id.StartTicks, NetNS: ns}
+	owner := Owner{Identity: id, NetNS: ns}
 	return found{owner: owner, fd: fd, inode: inode}, true
 }
 

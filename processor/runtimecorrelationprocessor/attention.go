@@ -39,10 +39,10 @@ func (c *correlator) markPaused(s source) {
 	switch c.cfg.MatchScope {
 	case ScopeProcess:
 		if s.hasPID && c.isLocal(s.node) {
-			c.attention.Load().MarkProcess(int(s.proc.pid), s.proc.startTicks, c.now())
+			c.attention.Load().MarkProcess(s.proc.PID, s.proc.StartTicks, c.now())
 		}
 	case ScopePod:
-		c.attention.Load().MarkPod(s.proc.podUID, c.now())
+		c.attention.Load().MarkPod(s.proc.PodUID, c.now())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/attention"
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procsocket"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 )
@@ -18,8 +19,8 @@ func withAttention(h *harness) *attention.Registry {
 	return r
 }
 
-func attended(h *harness, r *attention.Registry, p process) bool {
-	return r.Attended(attention.Process{PID: int(p.pid), StartTicks: p.startTicks, PodUID: p.podUID}, h.clock.Now())
+func attended(h *harness, r *attention.Registry, p procresource.Identity) bool {
+	return r.Attended(attention.Process{PID: p.PID, StartTicks: p.StartTicks, PodUID: p.PodUID}, h.clock.Now())
 }
 
 func TestMatchedSpansMarkTheirProcess(t *testing.T) {
@@ -27,14 +28,14 @@ func TestMatchedSpansMarkTheirProcess(t *testing.T) {
 	tests := []struct {
 		name string
 		send func(h *harness)
-		want []process
+		want []procresource.Identity
 	}{
 		{
 			name: "container and in-container pid",
 			send: func(h *harness) {
 				h.sendSpans(spanTraces(resource{host: "pod-a", pid: 1, container: containerA}, spanAt{"req", 0, 5 * ms}))
 			},
-			want: []process{inA},
+			want: []procresource.Identity{inA},
 		},
 		{
 			// A Python SDK's spans carry no process.pid: the connection names the process.
@@ -42,14 +43,14 @@ func TestMatchedSpansMarkTheirProcess(t *testing.T) {
 			send: func(h *harness) {
 				h.sendSpansCtx(withPeer(peer), spanTraces(resource{host: "pod-q"}, spanAt{"req", 0, 5 * ms}))
 			},
-			want: []process{inB},
+			want: []procresource.Identity{inB},
 		},
 		{
 			name: "bare host process",
 			send: func(h *harness) {
-				h.sendSpans(spanTraces(resource{host: node, pid: onHost.pid}, spanAt{"req", 0, 5 * ms}))
+				h.sendSpans(spanTraces(resource{host: node, pid: int64(onHost.PID)}, spanAt{"req", 0, 5 * ms}))
 			},
-			want: []process{onHost},
+			want: []procresource.Identity{onHost},
 		},
 		{
 			name: "ambiguous span marks nothing",
@@ -67,19 +68,19 @@ func TestMatchedSpansMarkTheirProcess(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h, _, sockets := newIdentityHarness(t, nil, inA, inB, inC, onHost)
-			sockets.owners[peer] = procsocket.Owner{PID: int(inB.pid), VPID: int(inB.vpid), StartTicks: inB.startTicks}
+			sockets.owners[peer] = procsocket.Owner{Identity: procresource.Identity{PID: inB.PID, VPID: inB.VPID, StartTicks: inB.StartTicks}}
 			r := withAttention(h)
 			tt.send(h)
 			if n := len(h.traceSink.AllTraces()); n != 1 {
 				t.Fatalf("%d batches forwarded, want 1", n)
 			}
-			for _, p := range []process{inA, inB, inC, onHost} {
+			for _, p := range []procresource.Identity{inA, inB, inC, onHost} {
 				want := false
 				for _, w := range tt.want {
 					want = want || w == p
 				}
 				if got := attended(h, r, p); got != want {
-					t.Errorf("pid %d attended %v, want %v", p.pid, got, want)
+					t.Errorf("pid %d attended %v, want %v", p.PID, got, want)
 				}
 			}
 			if s := r.Stats(); s.Processes != len(tt.want) || s.Pods != 0 {
@@ -97,9 +98,9 @@ func TestJVMPausesMarkTheirProcess(t *testing.T) {
 	// Windows that are not JVM pauses mark nothing.
 	h.sendWindows(windowsOf(inB), win(gilWait, 1*ms, 1*ms, 7), win(window.KindPythonGCPause, 3*ms, 1*ms, 7))
 	// Another node's pause is not this collector's to aim at.
-	h.sendWindows(resource{host: "node-2", pid: inC.pid}, win(safepoint, 1*ms, 1*ms, 0))
+	h.sendWindows(resource{host: "node-2", pid: int64(inC.PID)}, win(safepoint, 1*ms, 1*ms, 0))
 	for _, tc := range []struct {
-		p    process
+		p    procresource.Identity
 		want bool
 	}{
 		{onHost, true},
@@ -108,10 +109,10 @@ func TestJVMPausesMarkTheirProcess(t *testing.T) {
 		{inC, false},
 		// The pause's process was told by its start ticks: a later
 		// process under the same pid is not attended.
-		{process{pid: onHost.pid, startTicks: onHost.startTicks + 1}, false},
+		{procresource.Identity{PID: onHost.PID, StartTicks: onHost.StartTicks + 1}, false},
 	} {
 		if got := attended(h, r, tc.p); got != tc.want {
-			t.Errorf("pid %d (start %d) attended %v, want %v", tc.p.pid, tc.p.startTicks, got, tc.want)
+			t.Errorf("pid %d (start %d) attended %v, want %v", tc.p.PID, tc.p.StartTicks, got, tc.want)
 		}
 	}
 	// Marks last the registry's TTL.
@@ -129,11 +130,11 @@ func TestAttentionFollowsTheMatchScope(t *testing.T) {
 		h.sendWindows(windowsOf(inA), win(safepoint, 1*ms, 1*ms, 0))
 		h.sendSpans(spanTraces(resource{host: "pod-q", pid: 1, pod: podQ}, spanAt{"req", 0, 5 * ms}))
 		for _, tc := range []struct {
-			p    process
+			p    procresource.Identity
 			want bool
 		}{{inA, true}, {inC, true}, {inB, true}, {onHost, false}} {
 			if got := attended(h, r, tc.p); got != tc.want {
-				t.Errorf("pid %d (pod %q) attended %v, want %v", tc.p.pid, tc.p.podUID, got, tc.want)
+				t.Errorf("pid %d (pod %q) attended %v, want %v", tc.p.PID, tc.p.PodUID, got, tc.want)
 			}
 		}
 		if s := r.Stats(); s.Processes != 0 || s.Pods != 2 {
@@ -144,7 +145,7 @@ func TestAttentionFollowsTheMatchScope(t *testing.T) {
 		h, _, _ := newIdentityHarness(t, func(c *Config) { c.MatchScope = ScopeHost }, inA, inB, inC, onHost)
 		r := withAttention(h)
 		h.sendWindows(windowsOf(inA), win(safepoint, 1*ms, 1*ms, 0))
-		h.sendSpans(spanTraces(resource{host: node, pid: onHost.pid}, spanAt{"req", 0, 5 * ms}))
+		h.sendSpans(spanTraces(resource{host: node, pid: int64(onHost.PID)}, spanAt{"req", 0, 5 * ms}))
 		if s := r.Stats(); s.Processes != 0 || s.Pods != 0 {
 			t.Errorf("registry %+v: on host scope every window overlaps everything, nothing to mark", s)
 		}

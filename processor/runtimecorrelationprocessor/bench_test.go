@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/windowindex"
@@ -149,7 +150,7 @@ func BenchmarkIndex100k(b *testing.B) {
 			}
 			sources := make([]source, 4)
 			for i := range sources {
-				sources[i] = source{node: "node-1", proc: process{pid: int64(1000 + i)}, hasPID: true, maxStart: t0}
+				sources[i] = source{node: "node-1", proc: procresource.Identity{PID: 1000 + i}, hasPID: true, maxStart: t0}
 			}
 			ctx := context.Background()
 			b.ResetTimer()

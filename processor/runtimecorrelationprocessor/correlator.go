@@ -114,7 +114,7 @@ type pairKey struct {
 // pairTotal is one series' cumulative figures.
 type pairTotal struct {
 	start    time.Time
-	proc     process
+	proc     procresource.Identity
 	count    int64
 	duration int64
 }
@@ -151,7 +151,7 @@ func newCorrelator(set processor.Settings, cfg *Config) (*correlator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtimecorrelation: %w", err)
 	}
-	c.ids = newIdentities(c, newIndexTable(cfg.Identity.ProcRoot), sockets, cfg.Identity.CacheTTL, trusted)
+	c.ids = newIdentities(c, newProcessTable(cfg.Identity.ProcRoot), sockets, cfg.Identity.CacheTTL, trusted)
 	if err := c.timeline.observe(tel); err != nil {
 		return nil, fmt.Errorf("runtimecorrelation: telemetry: %w", err)
 	}
@@ -210,7 +210,7 @@ func (c *correlator) isNode(host string) bool {
 // source is the process of a batch of windows, from their resource.
 type source struct {
 	node   string
-	proc   process
+	proc   procresource.Identity
 	hasPID bool
 	// maxStart is the latest start among the source's windows.
 	maxStart int64
@@ -226,12 +226,12 @@ func (c *correlator) sourceOf(res pcommon.Resource) source {
 	s := source{
 		node:   strOf(attrs, window.ResourceHostName),
 		hasPID: hasPID && pid > 0,
-		proc: process{pid: pid, vpid: vpid,
-			containerID: strOf(attrs, window.ResourceContainerID), podUID: strOf(attrs, window.ResourceK8sPodUID)},
+		proc: procresource.Identity{PID: int(pid), VPID: int(vpid),
+			ContainerID: strOf(attrs, window.ResourceContainerID), PodUID: strOf(attrs, window.ResourceK8sPodUID)},
 	}
 	if s.hasPID && s.node == c.node.HostName && c.ids.table != nil {
-		if p, ok := c.ids.table.byHostPID(pid); ok && p.sameAs(s.proc) {
-			s.proc.startTicks = p.startTicks
+		if p, ok := c.ids.table.ByHostPID(int(pid)); ok && sameAs(p, s.proc) {
+			s.proc.StartTicks = p.StartTicks
 		}
 	}
 	return s
@@ -239,9 +239,9 @@ func (c *correlator) sourceOf(res pcommon.Resource) source {
 
 // sameAs reports whether p may be the process a resource describes as q:
 // what q says about it agrees.
-func (p process) sameAs(q process) bool {
-	return (q.vpid == 0 || p.vpid == q.vpid) && (q.containerID == "" || p.containerID == q.containerID) &&
-		(q.podUID == "" || p.podUID == q.podUID)
+func sameAs(p, q procresource.Identity) bool {
+	return (q.VPID == 0 || p.VPID == q.VPID) && (q.ContainerID == "" || p.ContainerID == q.ContainerID) &&
+		(q.PodUID == "" || p.PodUID == q.PodUID)
 }
 
 // scopeOf returns the match scope of a window source, false when it lacks
@@ -250,37 +250,37 @@ func (p process) sameAs(q process) bool {
 func (c *correlator) scopeOf(s source) (scopeKey, bool) {
 	switch c.cfg.MatchScope {
 	case ScopePod:
-		if s.proc.podUID == "" {
+		if s.proc.PodUID == "" {
 			return scopeKey{}, false
 		}
-		return scopeKey{pod: s.proc.podUID}, true
+		return scopeKey{pod: s.proc.PodUID}, true
 	case ScopeHost:
 		return scopeKey{host: s.node}, true
 	default:
 		if !s.hasPID {
 			return scopeKey{}, false
 		}
-		return scopeKey{host: s.node, pid: s.proc.pid}, true
+		return scopeKey{host: s.node, pid: int64(s.proc.PID)}, true
 	}
 }
 
 // putScope writes the scope's identifying attributes onto a resource: for
 // a process its node, both pids, container and pod.
-func (c *correlator) putScope(attrs pcommon.Map, k scopeKey, p process) {
+func (c *correlator) putScope(attrs pcommon.Map, k scopeKey, p procresource.Identity) {
 	if k.host != "" {
 		attrs.PutStr(window.ResourceHostName, k.host)
 	}
 	switch c.cfg.MatchScope {
 	case ScopeProcess:
 		attrs.PutInt(window.ResourcePID, k.pid)
-		if p.vpid != 0 {
-			attrs.PutInt(window.ResourceVPID, p.vpid)
+		if p.VPID != 0 {
+			attrs.PutInt(window.ResourceVPID, int64(p.VPID))
 		}
-		if p.containerID != "" {
-			attrs.PutStr(window.ResourceContainerID, p.containerID)
+		if p.ContainerID != "" {
+			attrs.PutStr(window.ResourceContainerID, p.ContainerID)
 		}
-		if p.podUID != "" {
-			attrs.PutStr(window.ResourceK8sPodUID, p.podUID)
+		if p.PodUID != "" {
+			attrs.PutStr(window.ResourceK8sPodUID, p.PodUID)
 		}
 	case ScopePod:
 		attrs.PutStr(window.ResourceK8sPodUID, k.pod)
@@ -291,7 +291,7 @@ func (c *correlator) putScope(attrs pcommon.Map, k scopeKey, p process) {
 // overlap is one pair of windows that overlapped.
 type overlap struct {
 	scope         scopeKey
-	proc          process
+	proc          procresource.Identity
 	first, second windowindex.Entry
 	start, end    int64
 }
@@ -361,9 +361,9 @@ func (c *correlator) ingestLogs(ctx context.Context, ld plog.Logs) []overlap {
 				}
 				src.maxStart = max(src.maxStart, w.Start)
 				paused = paused || isPause(w.Kind)
-				notes = append(notes, noteWindow(key, src.proc.pid, kind, w))
+				notes = append(notes, noteWindow(key, int64(src.proc.PID), kind, w))
 				batch = append(batch, pending{scope: key, src: srcIndex, entry: windowindex.Entry{
-					Start: w.Start, End: end, ThreadID: w.ThreadID, PID: src.proc.pid, Kind: kind,
+					Start: w.Start, End: end, ThreadID: w.ThreadID, PID: int64(src.proc.PID), Kind: kind,
 				}})
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procsocket"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 )
@@ -62,7 +63,7 @@ type spanIdentity struct {
 // found is a span resource's process, resolved to where its windows are.
 type found struct {
 	node string
-	proc process
+	proc procresource.Identity
 	gen  uint32
 	how  string
 	// checked: proc's container and pod are the process table's (the
@@ -225,7 +226,7 @@ func (ids *identities) resolveByPeer(peer netip.AddrPort, rk resourceKey) spanId
 	if reason == "" {
 		if claim := ids.disagreement(f, rk); claim != "" {
 			ids.c.logger.Debug("runtimecorrelation: span's resource names another process than its connection's",
-				zap.String("attribute", claim), zap.Int64("owner.pid", f.proc.pid), zap.Int64("owner.vpid", f.proc.vpid),
+				zap.String("attribute", claim), zap.Int("owner.pid", f.proc.PID), zap.Int("owner.vpid", f.proc.VPID),
 				zap.String("peer", peer.String()))
 			reason = unmatchedMismatch
 		}
@@ -244,24 +245,24 @@ func (ids *identities) resolveByPeer(peer netip.AddrPort, rk resourceKey) spanId
 // which the process table resolves to f.
 func (ids *identities) disagreement(f found, rk resourceKey) string {
 	p := f.proc
-	if rk.hasPID && rk.pid != p.pid && rk.pid != p.vpid {
+	if rk.hasPID && rk.pid != int64(p.PID) && rk.pid != int64(p.VPID) {
 		return window.ResourcePID
 	}
-	vpid := p.vpid
+	vpid := p.VPID
 	if vpid == 0 {
-		vpid = p.pid
+		vpid = p.PID
 	}
-	if rk.container != "" && rk.container != p.containerID {
+	if rk.container != "" && rk.container != p.ContainerID {
 		same := false
 		if ids.table != nil {
-			q, ok := ids.table.byContainer(rk.container, vpid)
-			same = ok && q.pid == p.pid
+			q, ok := ids.table.ByContainer(rk.container, vpid)
+			same = ok && q.PID == p.PID
 		}
-		if !same && (f.checked || p.containerID != "" || ids.namesOther(rk.container, vpid, p.pid)) {
+		if !same && (f.checked || p.ContainerID != "" || ids.namesOther(rk.container, int64(vpid), int64(p.PID))) {
 			return window.ResourceContainerID
 		}
 	}
-	if rk.pod != "" && rk.pod != p.podUID && (f.checked || p.podUID != "") {
+	if rk.pod != "" && rk.pod != p.PodUID && (f.checked || p.PodUID != "") {
 		return window.ResourceK8sPodUID
 	}
 	return ""
@@ -281,7 +282,7 @@ func (ids *identities) namesOther(container string, vpid, pid int64) bool {
 func (ids *identities) scopeOf(f found) spanIdentity {
 	switch ids.c.cfg.MatchScope {
 	case ScopePod:
-		pod := f.proc.podUID
+		pod := f.proc.PodUID
 		if pod == "" {
 			return spanIdentity{unmatched: unmatchedNoIdentity}
 		}
@@ -289,7 +290,7 @@ func (ids *identities) scopeOf(f found) spanIdentity {
 	case ScopeHost:
 		return spanIdentity{scope: scopeKey{host: f.node}, how: f.how}
 	}
-	return spanIdentity{scope: scopeKey{host: f.node, pid: f.proc.pid, gen: f.gen}, how: f.how}
+	return spanIdentity{scope: scopeKey{host: f.node, pid: int64(f.proc.PID), gen: f.gen}, how: f.how}
 }
 
 // byResource resolves a resource by its attributes, strongest identity
@@ -304,16 +305,16 @@ func (ids *identities) byResource(rk resourceKey) (found, string) {
 	if rk.container != "" {
 		c.mu.RLock()
 		k, ok := c.procs.byContainer[namePID{rk.container, rk.pid}]
-		var p process
+		var p procresource.Identity
 		if ok {
-			p = c.procs.byHost[k].process(k.pid)
+			p = c.procs.byHost[k].id
 		}
 		c.mu.RUnlock()
 		if ok {
 			return ids.at(k.node, p, identityContainer), ""
 		}
 		if ids.table != nil {
-			if p, ok := ids.table.byContainer(rk.container, rk.pid); ok {
+			if p, ok := ids.table.ByContainer(rk.container, int(rk.pid)); ok {
 				return ids.at(local, p, identityContainer), ""
 			}
 		}
@@ -323,11 +324,11 @@ func (ids *identities) byResource(rk resourceKey) (found, string) {
 		var cands []found
 		c.mu.RLock()
 		for _, k := range c.procs.byPod[namePID{rk.pod, rk.pid}] {
-			cands = append(cands, found{node: k.node, proc: c.procs.byHost[k].process(k.pid)})
+			cands = append(cands, found{node: k.node, proc: c.procs.byHost[k].id})
 		}
 		c.mu.RUnlock()
 		if ids.table != nil {
-			for _, p := range ids.table.byPod(rk.pod, rk.pid) {
+			for _, p := range ids.table.ByPod(rk.pod, int(rk.pid)) {
 				cands = addCandidate(cands, found{node: local, proc: p})
 			}
 		}
@@ -352,23 +353,23 @@ func (ids *identities) byResource(rk resourceKey) (found, string) {
 // and its in-container pid), which makes the span ambiguous.
 func (ids *identities) byHost(rk resourceKey) (found, string) {
 	c := ids.c
-	var host process
+	var host procresource.Identity
 	hostOK, other := false, false
 	c.mu.RLock()
-	if r, ok := c.procs.byHost[nodePID{rk.host, rk.pid}]; ok && (r.vpid == 0 || r.vpid == rk.pid) {
-		host, hostOK = r.process(rk.pid), true
+	if r, ok := c.procs.byHost[nodePID{rk.host, rk.pid}]; ok && (r.id.VPID == 0 || int64(r.id.VPID) == rk.pid) {
+		host, hostOK = r.id, true
 	}
 	other = len(c.procs.byVPID[nodePID{rk.host, rk.pid}]) > 0
 	c.mu.RUnlock()
 	if ids.table != nil && rk.host == c.node.HostName {
-		if p, ok := ids.table.byHostPID(rk.pid); ok {
-			if p.vpid == 0 || p.vpid == rk.pid {
+		if p, ok := ids.table.ByHostPID(int(rk.pid)); ok {
+			if p.VPID == 0 || int64(p.VPID) == rk.pid {
 				host, hostOK = p, true
 			} else {
 				hostOK = false // the pid's learned process is gone: reused by a container's
 			}
 		}
-		other = other || ids.table.seenAs(rk.pid)
+		other = other || ids.table.SeenAs(int(rk.pid))
 	}
 	switch {
 	case other:
@@ -458,16 +459,16 @@ func (ids *identities) oneTenant(owners []procsocket.Owner) bool {
 	}
 	var tenant string
 	for i, o := range owners {
-		p, ok := ids.table.byHostPID(int64(o.PID))
-		if !ok || (p.startTicks != 0 && o.StartTicks != 0 && p.startTicks != o.StartTicks) {
+		p, ok := ids.table.ByHostPID(o.PID)
+		if !ok || (p.StartTicks != 0 && o.StartTicks != 0 && p.StartTicks != o.StartTicks) {
 			return false
 		}
 		t := ""
 		switch {
-		case p.podUID != "":
-			t = "pod " + p.podUID
-		case p.containerID != "":
-			t = "container " + p.containerID
+		case p.PodUID != "":
+			t = "pod " + p.PodUID
+		case p.ContainerID != "":
+			t = "container " + p.ContainerID
 		default:
 			return false
 		}
@@ -482,11 +483,11 @@ func (ids *identities) oneTenant(owners []procsocket.Owner) bool {
 // ownerFound places a connection's owning process, unless its pid was
 // reused since the windows were indexed.
 func (ids *identities) ownerFound(owner procsocket.Owner, peer string) (found, string) {
-	p := process{pid: int64(owner.PID), vpid: int64(owner.VPID), startTicks: owner.StartTicks}
+	p := owner.Identity
 	checked := false
 	if ids.table != nil {
-		if known, ok := ids.table.byHostPID(p.pid); ok {
-			if known.startTicks != 0 && known.startTicks != owner.StartTicks {
+		if known, ok := ids.table.ByHostPID(p.PID); ok {
+			if known.StartTicks != 0 && known.StartTicks != owner.StartTicks {
 				ids.c.logger.Debug("runtimecorrelation: connection's process exited and its pid was reused",
 					zap.String("peer", peer), zap.Int("pid", owner.PID))
 				return found{}, unmatchedUnknownProcess
@@ -495,6 +496,11 @@ func (ids *identities) ownerFound(owner procsocket.Owner, peer string) (found, s
 			checked = true
 		}
 	}
+	if !checked {
+		// Placed by pid and start time alone: only the table's container
+		// and pod are checked ones; else they are what its windows said.
+		p.ContainerID, p.PodUID = "", ""
+	}
 	f := ids.at(ids.c.node.HostName, p, identityConnection)
 	f.checked = checked
 	return f, ""
@@ -502,26 +508,21 @@ func (ids *identities) ownerFound(owner procsocket.Owner, peer string) (found, s
 
 // at places p on node: the incarnation its windows are indexed under, and
 // its pod from what the windows said when p itself does not say.
-func (ids *identities) at(node string, p process, how string) found {
+func (ids *identities) at(node string, p procresource.Identity, how string) found {
 	c := ids.c
 	c.mu.RLock()
 	gen := c.procs.genFor(node, p)
-	if r, ok := c.procs.byHost[nodePID{node, p.pid}]; ok && gen == r.gen && p.podUID == "" {
-		p.podUID = r.podUID
+	if r, ok := c.procs.byHost[nodePID{node, int64(p.PID)}]; ok && gen == r.gen && p.PodUID == "" {
+		p.PodUID = r.id.PodUID
 	}
 	c.mu.RUnlock()
 	return found{node: node, proc: p, gen: gen, how: how}
 }
 
-// process returns the recorded process under pid.
-func (r *procRecord) process(pid int64) process {
-	return process{pid: pid, vpid: r.vpid, startTicks: r.startTicks, containerID: r.containerID, podUID: r.podUID}
-}
-
 // addCandidate adds f unless a candidate names the same process.
 func addCandidate(cands []found, f found) []found {
 	for _, c := range cands {
-		if c.node == f.node && c.proc.pid == f.proc.pid {
+		if c.node == f.node && c.proc.PID == f.proc.PID {
 			return cands
 		}
 	}

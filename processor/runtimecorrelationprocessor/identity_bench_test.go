@@ -21,14 +21,14 @@ func benchIdentities(b *testing.B, n int) (*correlator, []pcommon.Resource) {
 	c := benchCorrelator(b, 100_000)
 	c.node = procresource.Node{HostName: node}
 	table := &fakeTable{}
-	var procs []process
+	var procs []procresource.Identity
 	var spans []pcommon.Resource
 	for i := range n {
-		p := process{pid: int64(1000 + i), vpid: 1, startTicks: uint64(i + 1),
-			containerID: fmt.Sprintf("%064x", i), podUID: fmt.Sprintf("%08x-0000-0000-0000-000000000000", i)}
+		p := procresource.Identity{PID: 1000 + i, VPID: 1, StartTicks: uint64(i + 1),
+			ContainerID: fmt.Sprintf("%064x", i), PodUID: fmt.Sprintf("%08x-0000-0000-0000-000000000000", i)}
 		procs = append(procs, p)
 		res := pcommon.NewResource()
-		res.Attributes().PutStr(window.ResourceContainerID, p.containerID)
+		res.Attributes().PutStr(window.ResourceContainerID, p.ContainerID)
 		res.Attributes().PutInt(window.ResourcePID, 1)
 		res.Attributes().PutStr(window.ResourceHostName, "pod")
 		spans = append(spans, res)
@@ -63,7 +63,7 @@ func BenchmarkResolveSpanResource(b *testing.B) {
 	})
 	b.Run("connection-hit", func(b *testing.B) {
 		peer := netip.MustParseAddrPort("127.0.0.1:40000")
-		c.ids.sockets = &fakeSockets{owners: map[netip.AddrPort]procsocket.Owner{peer: {PID: 1000, StartTicks: 1}}}
+		c.ids.sockets = &fakeSockets{owners: map[netip.AddrPort]procsocket.Owner{peer: {Identity: procresource.Identity{PID: 1000, StartTicks: 1}}}}
 		ctx := withPeer(peer)
 		res := pcommon.NewResource()
 		res.Attributes().PutStr("service.name", "svc")
@@ -77,7 +77,7 @@ func BenchmarkResolveSpanResource(b *testing.B) {
 	// container and pid: the claims are checked against the owner.
 	b.Run("connection-claims-checked", func(b *testing.B) {
 		peer := netip.MustParseAddrPort("127.0.0.1:40001")
-		c.ids.sockets = &fakeSockets{owners: map[netip.AddrPort]procsocket.Owner{peer: {PID: 1000, VPID: 1, StartTicks: 1}}}
+		c.ids.sockets = &fakeSockets{owners: map[netip.AddrPort]procsocket.Owner{peer: {Identity: procresource.Identity{PID: 1000, VPID: 1, StartTicks: 1}}}}
 		ctx := withPeer(peer)
 		res := spans[0]
 		for range b.N {
@@ -95,7 +95,7 @@ func BenchmarkWindowIdentity(b *testing.B) {
 	c, _ := benchIdentities(b, 1000)
 	lds := make([]plog.Logs, 1000)
 	for i := range lds {
-		p, _ := c.ids.table.byHostPID(int64(1000 + i))
+		p, _ := c.ids.table.ByHostPID(1000 + i)
 		lds[i] = windowLogs(b, windowsOf(p))
 	}
 	b.ResetTimer()
@@ -118,8 +118,8 @@ func BenchmarkMemoryPerProcess(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		ps := newProcesses(n)
 		for i := range n {
-			ps.learn(node, process{pid: int64(100_000 + i), vpid: 1, startTicks: uint64(i + 1),
-				containerID: fmt.Sprintf("%064x", i), podUID: fmt.Sprintf("%08x-0000-0000-0000-000000000000", i)}, t0, 0)
+			ps.learn(node, procresource.Identity{PID: 100_000 + i, VPID: 1, StartTicks: uint64(i + 1),
+				ContainerID: fmt.Sprintf("%064x", i), PodUID: fmt.Sprintf("%08x-0000-0000-0000-000000000000", i)}, t0, 0)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)

@@ -23,58 +23,58 @@ import (
 // fakeTable is a processTable over a fixed list of live processes.
 type fakeTable struct {
 	mu    sync.Mutex
-	procs []process
-	byPID map[int64]process
+	procs []procresource.Identity
+	byPID map[int]procresource.Identity
 	// containerVPIDs are vpids of processes in other pid namespaces that
 	// have no entry of their own.
-	containerVPIDs []int64
+	containerVPIDs []int
 }
 
-func (f *fakeTable) set(procs ...process) {
+func (f *fakeTable) set(procs ...procresource.Identity) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.procs = procs
-	f.byPID = map[int64]process{}
+	f.byPID = map[int]procresource.Identity{}
 	for _, p := range procs {
-		f.byPID[p.pid] = p
+		f.byPID[p.PID] = p
 	}
 }
 
-func (f *fakeTable) byHostPID(pid int64) (process, bool) {
+func (f *fakeTable) ByHostPID(pid int) (procresource.Identity, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p, ok := f.byPID[pid]
 	return p, ok
 }
 
-func (f *fakeTable) byContainer(id string, vpid int64) (process, bool) {
+func (f *fakeTable) ByContainer(id string, vpid int) (procresource.Identity, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, p := range f.procs {
-		if p.containerID == id && p.vpid == vpid {
+		if p.ContainerID == id && p.VPID == vpid {
 			return p, true
 		}
 	}
-	return process{}, false
+	return procresource.Identity{}, false
 }
 
-func (f *fakeTable) byPod(uid string, vpid int64) []process {
+func (f *fakeTable) ByPod(uid string, vpid int) []procresource.Identity {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []process
+	var out []procresource.Identity
 	for _, p := range f.procs {
-		if p.podUID == uid && p.vpid == vpid {
+		if p.PodUID == uid && p.VPID == vpid {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-func (f *fakeTable) seenAs(vpid int64) bool {
+func (f *fakeTable) SeenAs(vpid int) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, p := range f.procs {
-		if p.vpid == vpid && p.vpid != p.pid {
+		if p.VPID == vpid && p.VPID != p.PID {
 			return true
 		}
 	}
@@ -127,22 +127,22 @@ const (
 
 var (
 	// Two containers of two pods, each process pid 1 inside.
-	inA = process{pid: 101, vpid: 1, startTicks: 5000, containerID: containerA, podUID: podP}
-	inB = process{pid: 202, vpid: 1, startTicks: 6000, containerID: containerB, podUID: podQ}
+	inA = procresource.Identity{PID: 101, VPID: 1, StartTicks: 5000, ContainerID: containerA, PodUID: podP}
+	inB = procresource.Identity{PID: 202, VPID: 1, StartTicks: 6000, ContainerID: containerB, PodUID: podQ}
 	// A second container of pod P, also pid 1 inside.
-	inC = process{pid: 303, vpid: 1, startTicks: 7000, containerID: containerC, podUID: podP}
+	inC = procresource.Identity{PID: 303, VPID: 1, StartTicks: 7000, ContainerID: containerC, PodUID: podP}
 	// A process on the bare host.
-	onHost = process{pid: 4242, vpid: 4242, startTicks: 8000}
+	onHost = procresource.Identity{PID: 4242, VPID: 4242, StartTicks: 8000}
 )
 
 // windowsOf is the resource the receivers give p's windows.
-func windowsOf(p process) resource {
-	return resource{host: node, pid: p.pid, vpid: p.vpid, container: p.containerID, pod: p.podUID}
+func windowsOf(p procresource.Identity) resource {
+	return resource{host: node, pid: int64(p.PID), vpid: int64(p.VPID), container: p.ContainerID, pod: p.PodUID}
 }
 
 // newIdentityHarness is a harness on node with a fake process table and
 // fake socket owners.
-func newIdentityHarness(t *testing.T, configure func(*Config), procs ...process) (*harness, *fakeTable, *fakeSockets) {
+func newIdentityHarness(t *testing.T, configure func(*Config), procs ...procresource.Identity) (*harness, *fakeTable, *fakeSockets) {
 	h := newHarness(t, configure)
 	table := &fakeTable{}
 	table.set(procs...)
@@ -206,13 +206,13 @@ func TestSpansMatchTheirOwnProcess(t *testing.T) {
 		{name: "container known from windows only (process exited)", span: resource{host: "pod-a", pid: 1, container: containerA}, want: waitTotals, how: "container", learned: true},
 		{name: "pod whose only pid 1 is B", span: resource{pid: 1, pod: podQ}, want: safepointTotals, how: "pod"},
 		{name: "live container without windows: nothing overlapped", span: resource{pid: 1, container: containerC}, want: map[string]any{}, how: "container"},
-		{name: "bare host: node and host pid", span: resource{host: node, pid: onHost.pid}, want: map[string]any{}, how: "host"},
+		{name: "bare host: node and host pid", span: resource{host: node, pid: int64(onHost.PID)}, want: map[string]any{}, how: "host"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			procs := []process{inA, inB, inC, onHost}
+			procs := []procresource.Identity{inA, inB, inC, onHost}
 			if tt.learned {
-				procs = []process{inB, inC, onHost}
+				procs = []procresource.Identity{inB, inC, onHost}
 			}
 			h, _, _ := newIdentityHarness(t, nil, procs...)
 			h.sendWindows(windowsOf(inA), win(gilWait, 1*ms, 1*ms, 7))
@@ -233,39 +233,39 @@ func TestUnmatchedSpansAreMarkedAndCounted(t *testing.T) {
 	tests := []struct {
 		name   string
 		span   resource
-		procs  []process
-		vpids  []int64 // container processes' vpids beyond procs
+		procs  []procresource.Identity
+		vpids  []int // container processes' vpids beyond procs
 		reason string
 	}{
 		{
 			name:   "two containers of the pod are pid 1",
 			span:   resource{host: "pod-p", pid: 1, pod: podP},
-			procs:  []process{inA, inC},
+			procs:  []procresource.Identity{inA, inC},
 			reason: "ambiguous",
 		},
 		{
 			name:   "hostNetwork-like: node's hostname, a pid that a container's process also sees itself as",
-			span:   resource{host: node, pid: onHost.pid},
-			procs:  []process{onHost},
-			vpids:  []int64{onHost.pid},
+			span:   resource{host: node, pid: int64(onHost.PID)},
+			procs:  []procresource.Identity{onHost},
+			vpids:  []int{onHost.PID},
 			reason: "ambiguous",
 		},
 		{
 			name:   "a container id no local process has",
 			span:   resource{host: "pod-x", pid: 1, container: "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"},
-			procs:  []process{inA},
+			procs:  []procresource.Identity{inA},
 			reason: "unknown_process",
 		},
 		{
 			name:   "a host pid no local process has",
 			span:   resource{host: node, pid: 31337},
-			procs:  []process{onHost},
+			procs:  []procresource.Identity{onHost},
 			reason: "unknown_process",
 		},
 		{
 			name:   "the node's pid names a container's process, not a host one",
-			span:   resource{host: node, pid: inA.pid},
-			procs:  []process{inA},
+			span:   resource{host: node, pid: int64(inA.PID)},
+			procs:  []procresource.Identity{inA},
 			reason: "unknown_process",
 		},
 		{
@@ -276,7 +276,7 @@ func TestUnmatchedSpansAreMarkedAndCounted(t *testing.T) {
 		{
 			name:   "a pod's hostname and a pid, nothing else",
 			span:   resource{host: "pod-a", pid: 1},
-			procs:  []process{inA},
+			procs:  []procresource.Identity{inA},
 			reason: "no_identity",
 		},
 	}
@@ -308,11 +308,11 @@ func TestReusedPidDoesNotInheritTheOldProcessWindows(t *testing.T) {
 	h.sendWindows(windowsOf(inA), win(gilWait, 1*ms, 1*ms, 7))
 
 	// inA exits; a new container's pid 1 gets host pid 101.
-	successor := process{pid: inA.pid, vpid: 1, startTicks: inA.startTicks + 100, containerID: containerB, podUID: podQ}
+	successor := procresource.Identity{PID: inA.PID, VPID: 1, StartTicks: inA.StartTicks + 100, ContainerID: containerB, PodUID: podQ}
 	table.set(successor)
 	h.sendSpans(spanTraces(resource{pid: 1, container: containerB}, spanAt{"new", 0, 5 * ms}))
 	// The host path names the successor too, which is no host process.
-	h.sendSpans(spanTraces(resource{host: node, pid: inA.pid}, spanAt{"by-host-pid", 0, 5 * ms}))
+	h.sendSpans(spanTraces(resource{host: node, pid: int64(inA.PID)}, spanAt{"by-host-pid", 0, 5 * ms}))
 	got := spansByName(h.traceSink.AllTraces())
 	if got2 := attrsOf(got["new"]); !reflect.DeepEqual(got2, map[string]any{}) {
 		t.Errorf("matched, and nothing of the old process overlapped it: got %v, want %v", got2, map[string]any{})
@@ -329,8 +329,8 @@ func TestReusedPidDoesNotInheritTheOldProcessWindows(t *testing.T) {
 		t.Errorf("attrsOf(spansByName(h.traceSink.AllTraces())[\"new-2\"]): got %v, want %v", got, safepointTotals)
 	}
 	h.c.mu.RLock()
-	if got := h.c.procs.byHost[nodePID{node, inA.pid}].gen; got != uint32(1) {
-		t.Errorf("h.c.procs.byHost[nodePID{node, inA.pid}].gen: got %v, want %v", got, uint32(1))
+	if got := h.c.procs.byHost[nodePID{node, int64(inA.PID)}].gen; got != uint32(1) {
+		t.Errorf("h.c.procs.byHost[nodePID{node, inA.PID}].gen: got %v, want %v", got, uint32(1))
 	}
 	h.c.mu.RUnlock()
 }
@@ -351,10 +351,10 @@ func TestSpansWithoutProcessAreMatchedByTheirConnection(t *testing.T) {
 		how    string
 		reason string
 	}{
-		{name: "no identity: the connection's process", span: resource{}, owner: &procsocket.Owner{PID: int(onHost.pid), StartTicks: onHost.startTicks}, want: waitTotals, how: "connection"},
-		{name: "a pod's hostname and its in-container pid", span: resource{host: "pod-a", pid: 1}, owner: &procsocket.Owner{PID: int(inA.pid), StartTicks: inA.startTicks}, want: safepointTotals, how: "connection"},
-		{name: "a pid that is not the connection's process", span: resource{pid: 77}, owner: &procsocket.Owner{PID: int(onHost.pid), StartTicks: onHost.startTicks}, reason: "mismatch"},
-		{name: "the owner's pid was reused", span: resource{}, owner: &procsocket.Owner{PID: int(onHost.pid), StartTicks: 1}, reason: "unknown_process"},
+		{name: "no identity: the connection's process", span: resource{}, owner: &procsocket.Owner{Identity: procresource.Identity{PID: onHost.PID, StartTicks: onHost.StartTicks}}, want: waitTotals, how: "connection"},
+		{name: "a pod's hostname and its in-container pid", span: resource{host: "pod-a", pid: 1}, owner: &procsocket.Owner{Identity: procresource.Identity{PID: inA.PID, StartTicks: inA.StartTicks}}, want: safepointTotals, how: "connection"},
+		{name: "a pid that is not the connection's process", span: resource{pid: 77}, owner: &procsocket.Owner{Identity: procresource.Identity{PID: onHost.PID, StartTicks: onHost.StartTicks}}, reason: "mismatch"},
+		{name: "the owner's pid was reused", span: resource{}, owner: &procsocket.Owner{Identity: procresource.Identity{PID: onHost.PID, StartTicks: 1}}, reason: "unknown_process"},
 		{name: "a socket shared by two processes", span: resource{}, err: procsocket.ErrAmbiguous, reason: "ambiguous"},
 		{name: "no local socket", span: resource{}, err: procsocket.ErrNotFound, reason: "unknown_process"},
 	}
@@ -408,12 +408,12 @@ func withAddress(ip netip.Addr) context.Context {
 // processes of several tenants, are ambiguous, never guessed.
 func TestSpansOverHTTPAreMatchedByTheirAddress(t *testing.T) {
 	podIP := netip.MustParseAddr("10.1.2.3")
-	ownerA := procsocket.Owner{PID: int(inA.pid), VPID: 1, StartTicks: inA.startTicks}
-	ownerB := procsocket.Owner{PID: int(inB.pid), VPID: 1, StartTicks: inB.startTicks}
-	ownerHost := procsocket.Owner{PID: int(onHost.pid), VPID: int(onHost.pid), StartTicks: onHost.startTicks}
+	ownerA := procsocket.Owner{Identity: procresource.Identity{PID: inA.PID, VPID: 1, StartTicks: inA.StartTicks}}
+	ownerB := procsocket.Owner{Identity: procresource.Identity{PID: inB.PID, VPID: 1, StartTicks: inB.StartTicks}}
+	ownerHost := procsocket.Owner{Identity: procresource.Identity{PID: onHost.PID, VPID: onHost.PID, StartTicks: onHost.StartTicks}}
 	// A second process of A's container (pod P).
-	sibling := process{pid: 111, vpid: 7, startTicks: 5100, containerID: containerA, podUID: podP}
-	ownerSibling := procsocket.Owner{PID: int(sibling.pid), VPID: 7, StartTicks: sibling.startTicks}
+	sibling := procresource.Identity{PID: 111, VPID: 7, StartTicks: 5100, ContainerID: containerA, PodUID: podP}
+	ownerSibling := procsocket.Owner{Identity: procresource.Identity{PID: sibling.PID, VPID: 7, StartTicks: sibling.StartTicks}}
 	tests := []struct {
 		name   string
 		span   resource
@@ -468,7 +468,7 @@ func TestConnectionResolvesBeforeSpansWait(t *testing.T) {
 	// longer names the connection: the identity is taken on arrival.
 	peer := netip.MustParseAddrPort("[::1]:40002")
 	h, _, sockets := newIdentityHarness(t, func(cfg *Config) { cfg.Spans.Delay = 2e9 }, onHost)
-	sockets.owners[peer] = procsocket.Owner{PID: int(onHost.pid), StartTicks: onHost.startTicks}
+	sockets.owners[peer] = procsocket.Owner{Identity: procresource.Identity{PID: onHost.PID, StartTicks: onHost.StartTicks}}
 	h.sendSpansCtx(withPeer(peer), spanTraces(resource{}, spanAt{"req", 0, 5 * ms}))
 	h.sendWindows(windowsOf(onHost), win(gilWait, 1*ms, 1*ms, 7))
 	if got := h.traces.releaseDue(endOfTime); got != 1 {
@@ -488,7 +488,7 @@ func TestOverlapRecordsNameTheContainer(t *testing.T) {
 		t.Fatalf("inB's safepoint is another process's: got %d, want %d", got, 1)
 	}
 	if got, want := recs[0]["resource"], map[string]any{
-		"host.name": node, "process.pid": inA.pid, "process.vpid": int64(1),
+		"host.name": node, "process.pid": int64(inA.PID), "process.vpid": int64(1),
 		"container.id": containerA, "k8s.pod.uid": podP,
 	}; !reflect.DeepEqual(got, want) {
 		t.Errorf("recs[0][\"resource\"]: got %v, want %v", got, want)

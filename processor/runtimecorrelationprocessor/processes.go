@@ -1,30 +1,36 @@
 package runtimecorrelationprocessor // import "github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor"
 
-// process is one local process as the node sees it (pid, start ticks) and
-// as it sees itself (vpid), with its container and pod.
-type process struct {
-	pid, vpid   int64
-	startTicks  uint64 // 0 when unknown
-	containerID string
-	podUID      string
-}
+import (
+	"time"
 
-// processTable finds the node's live processes (procresource.Index; tests
-// use a fake).
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+)
+
+// processTable finds the node's live processes, each as procresource
+// reads its identity: *procresource.Index (tests use a fake). A process's
+// StartTicks is 0 when unknown.
 type processTable interface {
-	// byHostPID returns the process with this pid in the node's pid
+	// ByHostPID returns the process with this pid in the node's pid
 	// namespace.
-	byHostPID(pid int64) (process, bool)
-	// byContainer returns the process of the container that sees itself
+	ByHostPID(pid int) (procresource.Identity, bool)
+	// ByContainer returns the process of the container that sees itself
 	// as vpid; a pod's sandbox id names its pod's process when only one
 	// of the pod's processes is vpid.
-	byContainer(containerID string, vpid int64) (process, bool)
-	// byPod returns every process of the pod that sees itself as vpid.
-	byPod(podUID string, vpid int64) []process
-	// seenAs reports whether some process in a pid namespace other than
+	ByContainer(containerID string, vpid int) (procresource.Identity, bool)
+	// ByPod returns every process of the pod that sees itself as vpid.
+	ByPod(podUID string, vpid int) []procresource.Identity
+	// SeenAs reports whether some process in a pid namespace other than
 	// the node's sees itself as vpid (a container's process, which a
 	// hostNetwork pod's SDK reports with the node's hostname).
-	seenAs(vpid int64) bool
+	SeenAs(vpid int) bool
+}
+
+// minRescan bounds the process table's scans of the proc root on misses.
+const minRescan = time.Second
+
+// newProcessTable returns the process table of the proc root procRoot.
+func newProcessTable(procRoot string) *procresource.Index {
+	return procresource.NewIndex(procresource.NewReader(procRoot, 0), minRescan)
 }
 
 // nodePID is a process as its windows name it: the node and the host pid.
@@ -45,12 +51,11 @@ type procRecord struct {
 	// changes when the pid turns out to be reused (new start ticks, or a
 	// new container, pod or vpid), so the windows of a dead process are
 	// never matched to its successor's spans.
-	gen         uint32
-	startTicks  uint64 // from the process table at ingest; 0 unknown
-	vpid        int64  // 0 unknown
-	containerID string
-	podUID      string
-	lastStart   int64 // newest window start: the record expires with it
+	gen uint32
+	// id is the process as its windows' resources said (its StartTicks
+	// from the process table at ingest, 0 unknown; VPID 0 unknown).
+	id        procresource.Identity
+	lastStart int64 // newest window start: the record expires with it
 }
 
 // goneGen names an incarnation that holds no windows: a span of an older
@@ -95,8 +100,8 @@ func newProcesses(max int) *processes {
 // learn records that a window of p, on node, started at start, and
 // returns the incarnation its windows are indexed under. horizon is the
 // window index's retention horizon: records older than it are swept.
-func (ps *processes) learn(node string, p process, start, horizon int64) uint32 {
-	k := nodePID{node, p.pid}
+func (ps *processes) learn(node string, p procresource.Identity, start, horizon int64) uint32 {
+	k := nodePID{node, int64(p.PID)}
 	r, ok := ps.byHost[k]
 	if !ok {
 		if len(ps.byHost) >= ps.max {
@@ -106,10 +111,9 @@ func (ps *processes) learn(node string, p process, start, horizon int64) uint32 
 			ps.refused++
 			return 0
 		}
-		r = &procRecord{}
+		r = &procRecord{id: p}
 		ps.byHost[k] = r
 		ps.nodes[node]++
-		r.set(p)
 		ps.link(k, r)
 	} else if r.reused(p) {
 		ps.unlink(k, r)
@@ -117,66 +121,64 @@ func (ps *processes) learn(node string, p process, start, horizon int64) uint32 
 		if r.gen == goneGen {
 			r.gen = 0
 		}
-		r.set(p)
+		r.id = p
 		ps.link(k, r)
-	} else if r.startTicks == 0 && p.startTicks != 0 {
-		r.startTicks = p.startTicks
+	} else if r.id.StartTicks == 0 && p.StartTicks != 0 {
+		r.id.StartTicks = p.StartTicks
 	}
 	r.lastStart = max(r.lastStart, start)
 	return r.gen
 }
 
-func (r *procRecord) set(p process) {
-	r.startTicks, r.vpid, r.containerID, r.podUID = p.startTicks, p.vpid, p.containerID, p.podUID
-}
-
 // reused reports whether p, seen now with the record's pid, is another
 // process than the one recorded: different start ticks, or (when ticks are
 // unknown) a different container, pod or vpid.
-func (r *procRecord) reused(p process) bool {
-	if r.startTicks != 0 && p.startTicks != 0 {
-		return r.startTicks != p.startTicks
+func (r *procRecord) reused(p procresource.Identity) bool {
+	if r.id.StartTicks != 0 && p.StartTicks != 0 {
+		return r.id.StartTicks != p.StartTicks
 	}
-	return p.containerID != r.containerID || p.podUID != r.podUID || (p.vpid != 0 && r.vpid != 0 && p.vpid != r.vpid)
+	return p.ContainerID != r.id.ContainerID || p.PodUID != r.id.PodUID || (p.VPID != 0 && r.id.VPID != 0 && p.VPID != r.id.VPID)
 }
 
 func (ps *processes) link(k nodePID, r *procRecord) {
-	if r.vpid == 0 {
+	vpid := int64(r.id.VPID)
+	if vpid == 0 {
 		return
 	}
-	if r.containerID != "" {
-		ps.byContainer[namePID{r.containerID, r.vpid}] = k
+	if r.id.ContainerID != "" {
+		ps.byContainer[namePID{r.id.ContainerID, vpid}] = k
 	}
-	if r.podUID != "" {
-		pk := namePID{r.podUID, r.vpid}
+	if r.id.PodUID != "" {
+		pk := namePID{r.id.PodUID, vpid}
 		ps.byPod[pk] = append(ps.byPod[pk], k)
 	}
-	if r.vpid != k.pid {
-		vk := nodePID{k.node, r.vpid}
+	if vpid != k.pid {
+		vk := nodePID{k.node, vpid}
 		ps.byVPID[vk] = append(ps.byVPID[vk], k)
 	}
 }
 
 func (ps *processes) unlink(k nodePID, r *procRecord) {
-	if r.vpid == 0 {
+	vpid := int64(r.id.VPID)
+	if vpid == 0 {
 		return
 	}
-	if r.containerID != "" {
-		ck := namePID{r.containerID, r.vpid}
+	if r.id.ContainerID != "" {
+		ck := namePID{r.id.ContainerID, vpid}
 		if ps.byContainer[ck] == k {
 			delete(ps.byContainer, ck)
 		}
 	}
-	if r.podUID != "" {
-		pk := namePID{r.podUID, r.vpid}
+	if r.id.PodUID != "" {
+		pk := namePID{r.id.PodUID, vpid}
 		if rest := without(ps.byPod[pk], k); len(rest) > 0 {
 			ps.byPod[pk] = rest
 		} else {
 			delete(ps.byPod, pk)
 		}
 	}
-	if r.vpid != k.pid {
-		vk := nodePID{k.node, r.vpid}
+	if vpid != k.pid {
+		vk := nodePID{k.node, vpid}
 		if rest := without(ps.byVPID[vk], k); len(rest) > 0 {
 			ps.byVPID[vk] = rest
 		} else {
@@ -224,15 +226,15 @@ func (ps *processes) maybeSweep(horizon, retention int64) {
 // told from it), the next one when p is younger (its windows, when they
 // come, start a new incarnation), goneGen when p is older (its windows are
 // gone).
-func (ps *processes) genFor(node string, p process) uint32 {
-	r, ok := ps.byHost[nodePID{node, p.pid}]
+func (ps *processes) genFor(node string, p procresource.Identity) uint32 {
+	r, ok := ps.byHost[nodePID{node, int64(p.PID)}]
 	if !ok {
 		return 0
 	}
-	if r.startTicks == 0 || p.startTicks == 0 || r.startTicks == p.startTicks {
+	if r.id.StartTicks == 0 || p.StartTicks == 0 || r.id.StartTicks == p.StartTicks {
 		return r.gen
 	}
-	if p.startTicks > r.startTicks {
+	if p.StartTicks > r.id.StartTicks {
 		if next := r.gen + 1; next != goneGen {
 			return next
 		}

@@ -376,7 +376,7 @@ func (c *correlator) scopesLocked() []laneScope {
 	default:
 		for k, r := range c.procs.byHost {
 			out = append(out, laneScope{key: scopeKey{host: k.node, pid: k.pid, gen: r.gen}, lane: timeline.Lane{
-				Node: k.node, PID: k.pid, VPID: r.vpid, ContainerID: r.containerID, PodUID: r.podUID,
+				Node: k.node, PID: k.pid, VPID: int64(r.id.VPID), ContainerID: r.id.ContainerID, PodUID: r.id.PodUID,
 			}})
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procsocket"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadatatest"
@@ -26,7 +27,7 @@ var (
 	attackerPeer = netip.MustParseAddrPort("10.9.9.9:41000")
 	victimPeer   = netip.MustParseAddrPort("10.1.1.1:42000")
 	hostPeer     = netip.MustParseAddrPort("127.0.0.1:43000")
-	hostVictim   = process{pid: 5151, vpid: 5151, startTicks: 9000}
+	hostVictim   = procresource.Identity{PID: 5151, VPID: 5151, StartTicks: 9000}
 )
 
 // newTrustHarness is a node with victim inA (pod P), attacker inB (pod Q)
@@ -35,9 +36,9 @@ var (
 // windows are indexed by the jfr receiver.
 func newTrustHarness(t *testing.T, configure func(*Config)) (*harness, *fakeSockets) {
 	h, _, sockets := newIdentityHarness(t, configure, inA, inB, onHost, hostVictim)
-	sockets.owners[victimPeer] = procsocket.Owner{PID: int(inA.pid), VPID: 1, StartTicks: inA.startTicks}
-	sockets.owners[attackerPeer] = procsocket.Owner{PID: int(inB.pid), VPID: 1, StartTicks: inB.startTicks}
-	sockets.owners[hostPeer] = procsocket.Owner{PID: int(onHost.pid), VPID: int(onHost.pid), StartTicks: onHost.startTicks}
+	sockets.owners[victimPeer] = procsocket.Owner{Identity: procresource.Identity{PID: inA.PID, VPID: 1, StartTicks: inA.StartTicks}}
+	sockets.owners[attackerPeer] = procsocket.Owner{Identity: procresource.Identity{PID: inB.PID, VPID: 1, StartTicks: inB.StartTicks}}
+	sockets.owners[hostPeer] = procsocket.Owner{Identity: procresource.Identity{PID: onHost.PID, VPID: onHost.PID, StartTicks: onHost.StartTicks}}
 	h.sendWindows(windowsOf(inA), win(safepoint, 1*ms, 1*ms, 0))
 	h.sendWindows(windowsOf(hostVictim), win(safepoint, 1*ms, 1*ms, 0))
 	return h, sockets
@@ -59,9 +60,9 @@ func TestClaimedIdentityIsNotBelievedOverTheConnection(t *testing.T) {
 		{name: "a pod claims the victim's pod and pid", peer: attackerPeer,
 			claim: resource{host: "pod-q", pid: 1, pod: podP}, reason: unmatchedMismatch},
 		{name: "a host process claims the victim host process's pid", peer: hostPeer,
-			claim: resource{host: node, pid: hostVictim.pid}, reason: unmatchedMismatch},
+			claim: resource{host: node, pid: int64(hostVictim.PID)}, reason: unmatchedMismatch},
 		{name: "a host process claims the victim's container", peer: hostPeer,
-			claim: resource{pid: onHost.pid, container: containerA}, reason: unmatchedMismatch},
+			claim: resource{pid: int64(onHost.PID), container: containerA}, reason: unmatchedMismatch},
 		{name: "pod scope: a pod claims the victim's pod", scope: ScopePod, peer: attackerPeer,
 			claim: resource{host: "pod-q", pod: podP}, reason: unmatchedMismatch},
 		{name: "an unknown peer claims the victim's container", peer: netip.MustParseAddrPort("10.7.7.7:1234"),
@@ -98,7 +99,7 @@ func TestConnectionClaimsThatAgreeAreMatched(t *testing.T) {
 		{name: "nothing claimed", peer: victimPeer},
 		{name: "its own container and pid", peer: victimPeer, claim: resource{host: "pod-p", pid: 1, container: containerA}},
 		{name: "its own pod and pid", peer: victimPeer, claim: resource{host: "pod-p", pid: 1, pod: podP}},
-		{name: "its host pid", peer: victimPeer, claim: resource{pid: inA.pid}},
+		{name: "its host pid", peer: victimPeer, claim: resource{pid: int64(inA.PID)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,7 +127,7 @@ func TestRetryAfterWaitingKeepsTheConnection(t *testing.T) {
 	if id.unmatched != unmatchedUnknownProcess || !id.hasPeer {
 		t.Fatalf("on arrival: got %+v, want unknown_process through the connection", id)
 	}
-	sockets.owners[attackerPeer] = procsocket.Owner{PID: int(inB.pid), VPID: 1, StartTicks: inB.startTicks}
+	sockets.owners[attackerPeer] = procsocket.Owner{Identity: procresource.Identity{PID: inB.PID, VPID: 1, StartTicks: inB.StartTicks}}
 	h.clock.Advance(2 * h.cfg.Identity.CacheTTL)
 	again := h.c.ids.retry(id, spanTraces(resource{pid: 1, container: containerA}).ResourceSpans().At(0).Resource())
 	if again.unmatched != unmatchedMismatch {
