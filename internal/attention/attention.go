@@ -11,6 +11,8 @@ package attention
 import (
 	"sync"
 	"time"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 )
 
 // DefaultTTL is how long a mark lasts: a service that handles a request or
@@ -21,7 +23,8 @@ const DefaultTTL = time.Minute
 // runtimestate extension holds (each): far more than a node runs.
 const DefaultMax = 4096
 
-// Process is a local process as the node sees it.
+// Process is a local process as the node sees it: the part of its
+// identity that marks are kept by (ProcessOf).
 type Process struct {
 	// PID is the process id in the node's pid namespace.
 	PID int
@@ -30,6 +33,11 @@ type Process struct {
 	StartTicks uint64
 	// PodUID is the process's Kubernetes pod, "" when none or unknown.
 	PodUID string
+}
+
+// ProcessOf is the process procresource identifies as id.
+func ProcessOf(id procresource.Identity) Process {
+	return Process{PID: id.PID, StartTicks: id.StartTicks, PodUID: id.PodUID}
 }
 
 // Registry holds marks, each with when it was last made; a mark older than

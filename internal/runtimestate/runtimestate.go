@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/attention"
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
 )
 
@@ -30,6 +31,11 @@ import (
 type Process struct {
 	PID        int
 	StartTicks uint64
+}
+
+// ProcessOf is the process procresource identifies as id.
+func ProcessOf(id procresource.Identity) Process {
+	return Process{PID: id.PID, StartTicks: id.StartTicks}
 }
 
 // Reading is one reading of an account.

@@ -20,7 +20,7 @@ func withAttention(h *harness) *attention.Registry {
 }
 
 func attended(h *harness, r *attention.Registry, p procresource.Identity) bool {
-	return r.Attended(attention.Process{PID: p.PID, StartTicks: p.StartTicks, PodUID: p.PodUID}, h.clock.Now())
+	return r.Attended(attention.ProcessOf(p), h.clock.Now())
 }
 
 func TestMatchedSpansMarkTheirProcess(t *testing.T) {

@@ -34,7 +34,7 @@ func (r *nvmlReceiver) jvmJoin(pid uint32, key leakKey) (metadata.AttributeJvmJo
 	if len(gpu) == 0 {
 		return none()
 	}
-	p := runtimestate.Process{PID: int(pid), StartTicks: proc.StartTicks}
+	p := runtimestate.ProcessOf(proc.Identity())
 	accounts, verdicts := st.runtime.Accounts(p, gpu[0].At), st.runtime.Verdicts(p)
 	growing, correlations, assessed := []any{}, map[string]any{}, false
 	for _, j := range runtimestate.Correlate(gpu, accounts) {
