@@ -290,7 +290,7 @@ func (r *jfrReceiver) newSources() []jvmevent.Source {
 		}
 		var added func() []xlog.Added
 		if r.split != nil {
-			added = r.split.added(r.cfg.ProcRoot)
+			added = r.split.added()
 		}
 		r.xlogs = xlog.NewSource(xlog.Config{
 			Include: xc.Include, FromStart: xc.StartAt == "beginning",

@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
-	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/repository"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/xlog"
@@ -38,15 +37,12 @@ func newSafepointSplit(repos *repository.Source) *safepointSplit {
 }
 
 // added returns the logs the -Xlog source follows.
-func (s *safepointSplit) added(procRoot string) func() []xlog.Added {
+func (s *safepointSplit) added() func() []xlog.Added {
 	return func() []xlog.Added {
 		logs := s.repos.SafepointLogs()
 		out := make([]xlog.Added, 0, len(logs))
 		for _, l := range logs {
-			out = append(out, xlog.Added{
-				JVM:  discovery.JVM{PID: l.PID, NSPID: l.NSPID, StartTicks: l.StartTicks, ProcRoot: procRoot},
-				Name: l.Path,
-			})
+			out = append(out, xlog.Added{JVM: l.JVM, Name: l.Path})
 		}
 		return out
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach/kubetest"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 )
 
 // TestPodWatcherOptOuts runs the real client-go informer against an API
@@ -184,11 +185,11 @@ func TestUnreadableOptOutMeansNoAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	syncedtest(t, w)
-	j := JVM{PID: fakePID, NSPID: 1, StartTicks: 4242}
+	j := discovery.JVM{PID: fakePID, NSPID: 1, StartTicks: 4242}
 	recorder := func(c fakeContainer) (*Recorder, *observer.ObservedLogs) {
 		core, logs := observer.New(zap.InfoLevel)
 		r := NewRecorder(RecorderConfig{ProcRoot: c.proc, Enabled: true, Timeout: 2 * time.Second, Pods: w, Logger: zap.New(core),
-			Settings: func(JVM) (string, func(), error) { return "profile", func() {}, nil }})
+			Settings: func(discovery.JVM) (string, func(), error) { return "profile", func() {}, nil }})
 		t.Cleanup(r.StopAll)
 		return r, logs
 	}

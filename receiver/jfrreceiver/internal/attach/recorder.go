@@ -12,6 +12,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/fsdeadline"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 )
 
 // RecordingName names the recordings the receiver starts; JFR.stop names
@@ -37,17 +38,6 @@ const (
 	maxReason = 4 << 10
 )
 
-// JVM is a discovered JVM as the recorder sees it.
-type JVM struct {
-	// PID is its pid in the proc root's namespace, NSPID its own.
-	PID, NSPID int
-	// StartTicks, with PID, names the process (pid reuse).
-	StartTicks uint64
-	// StartsRecording: its command line starts a recording
-	// (-XX:StartFlightRecording), whose repository may not exist yet.
-	StartsRecording bool
-}
-
 // PodPolicy tells whether a pod (by UID, as its processes' cgroups name
 // it) opted out of attaching. It is asked from the goroutines that read
 // JVMs' opt-outs, several at once.
@@ -72,7 +62,7 @@ type RecorderConfig struct {
 	SafepointLog bool
 	// Settings puts the .jfc to record with where the JVM reads it and
 	// returns its path as the JVM sees it and a cleanup.
-	Settings func(JVM) (path string, cleanup func(), err error)
+	Settings func(discovery.JVM) (path string, cleanup func(), err error)
 	// Pods, when set, is asked about JVMs in a pod (k8s.pod.uid from
 	// their cgroup).
 	Pods PodPolicy
@@ -111,7 +101,7 @@ type jvmKey struct {
 }
 
 type jvmEntry struct {
-	jvm    JVM
+	jvm    discovery.JVM
 	status Status
 	tries  int
 	first  time.Time // the first try
@@ -154,6 +144,12 @@ func NewRecorder(cfg RecorderConfig) *Recorder {
 	return &Recorder{cfg: cfg, reader: procresource.NewReader(cfg.ProcRoot, 0), jvms: map[jvmKey]*jvmEntry{}}
 }
 
+// target is the attach exchange with j: the one place a Target is made
+// from a discovered JVM, in the recorder's proc root, within its timeout.
+func (r *Recorder) target(j discovery.JVM) Target {
+	return Target{ProcRoot: r.cfg.ProcRoot, PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, Timeout: r.cfg.Timeout}
+}
+
 // Consider looks at one discovered JVM, hasRepository telling whether its
 // JFR repository was found: a JVM that records JFR is read, never given a
 // second recording; one whose owner opted out is left alone; any other gets
@@ -161,7 +157,7 @@ func NewRecorder(cfg RecorderConfig) *Recorder {
 // long: its opt-out is read (mayAttach) and its recording started (start)
 // in goroutines of their own. It returns an error only for a failure worth
 // reporting (once per JVM).
-func (r *Recorder) Consider(j JVM, hasRepository bool) error {
+func (r *Recorder) Consider(j discovery.JVM, hasRepository bool) error {
 	k := jvmKey{j.PID, j.StartTicks}
 	e := r.jvms[k]
 	if e == nil {
@@ -268,7 +264,7 @@ type optOutRead struct {
 // readOptOut returns the read of j's opt-out, for a goroutine of its own:
 // its owner's switches unless checked already (they do not change), then
 // its pod's. An opt-out that cannot be read means no attach until it can.
-func (r *Recorder) readOptOut(j JVM, checked bool) func() optOutRead {
+func (r *Recorder) readOptOut(j discovery.JVM, checked bool) func() optOutRead {
 	return func() optOutRead {
 		var res optOutRead
 		if !checked {
@@ -284,7 +280,7 @@ func (r *Recorder) readOptOut(j JVM, checked bool) func() optOutRead {
 
 // podOptOut returns the state that the JVM's pod or namespace keeps it in,
 // and why: opted out, or its opt-out cannot be read; "" when nothing does.
-func (r *Recorder) podOptOut(j JVM) (State, string) {
+func (r *Recorder) podOptOut(j discovery.JVM) (State, string) {
 	if r.cfg.Pods == nil {
 		return "", ""
 	}
@@ -331,7 +327,7 @@ type tryOutcome struct {
 // other JVM go on meanwhile, and a later Consider takes the outcome.
 func (r *Recorder) start(e *jvmEntry) error {
 	j := e.jvm
-	t := Target{ProcRoot: r.cfg.ProcRoot, PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, Timeout: r.cfg.Timeout}
+	t := r.target(j)
 	if e.status.State == "" {
 		r.set(e, StateFound, "attaching (readiness, JFR.check, then JFR.start)")
 	}
@@ -345,7 +341,7 @@ func (r *Recorder) start(e *jvmEntry) error {
 		if x.checkErr == nil {
 			if _, running := runningRecording(x.check); !running {
 				x.started = true
-				x.startErr = r.startRecording(t)
+				x.startErr = r.startRecording(j, t)
 			}
 		}
 		return x
@@ -412,8 +408,8 @@ func (r *Recorder) outcome(e *jvmEntry, x tryOutcome) error {
 	return fmt.Errorf("attach: starting a recording in pid %d: %w", j.PID, err)
 }
 
-func (r *Recorder) startRecording(t Target) error {
-	settings, cleanup, err := r.cfg.Settings(JVM{PID: t.PID, NSPID: t.NSPID, StartTicks: t.StartTicks})
+func (r *Recorder) startRecording(j discovery.JVM, t Target) error {
+	settings, cleanup, err := r.cfg.Settings(j)
 	if err != nil {
 		return err
 	}
@@ -514,12 +510,9 @@ func (r *Recorder) StopAll() {
 	}
 	done := make(chan stopped, 2*len(r.jvms))
 	running := 0
-	target := func(e *jvmEntry) Target {
-		return Target{ProcRoot: r.cfg.ProcRoot, PID: e.jvm.PID, NSPID: e.jvm.NSPID, StartTicks: e.jvm.StartTicks, Timeout: r.cfg.Timeout}
-	}
 	stop := func(k jvmKey, e *jvmEntry) {
 		delete(r.jvms, k)
-		t := target(e)
+		t := r.target(e.jvm)
 		running++
 		go func() {
 			_, err := t.Jcmd("JFR.stop name=" + RecordingName)
@@ -527,7 +520,7 @@ func (r *Recorder) StopAll() {
 		}()
 	}
 	unlog := func(e *jvmEntry) {
-		t, path := target(e), e.log.path
+		t, path := r.target(e.jvm), e.log.path
 		e.log.state = logNotAdded
 		running++
 		go func() { done <- stopped{pid: t.PID, log: true, err: removeLog(t, path)} }()

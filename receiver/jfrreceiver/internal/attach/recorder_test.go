@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 )
 
 // output is a JVM's stdout and stderr, in a file the test reads while
@@ -51,7 +52,7 @@ func startJVM(t *testing.T, env []string, args ...string) (*exec.Cmd, output) {
 // considerUntil runs discoveries of the JVM (as the receiver does, every
 // 100 ms here) until its status is settled in a state other than found, or
 // 60 s pass.
-func considerUntil(t *testing.T, r *Recorder, j JVM) Status {
+func considerUntil(t *testing.T, r *Recorder, j discovery.JVM) Status {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -99,11 +100,11 @@ func TestAttachOffInTheJVM(t *testing.T) {
 			cmd, out := startJVM(t, tc.env, tc.args...)
 			settingsAsked := false
 			r := NewRecorder(RecorderConfig{ProcRoot: "/proc", Enabled: true, Timeout: 10 * time.Second,
-				Settings: func(JVM) (string, func(), error) {
+				Settings: func(discovery.JVM) (string, func(), error) {
 					settingsAsked = true
 					return "profile", func() {}, nil
 				}})
-			j := JVM{PID: cmd.Process.Pid, NSPID: cmd.Process.Pid, StartTicks: startTicksOf(t, cmd.Process.Pid)}
+			j := discovery.JVM{PID: cmd.Process.Pid, NSPID: cmd.Process.Pid, StartTicks: startTicksOf(t, cmd.Process.Pid)}
 			// Let the JVM come far enough that a SIGQUIT would be seen.
 			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 				if ok, _ := (Target{ProcRoot: "/proc", PID: j.PID}).Ready(); ok {

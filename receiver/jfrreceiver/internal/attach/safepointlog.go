@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/fsdeadline"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 )
 
 // A JVM that records JFR itself with settings that leave short safepoints
@@ -48,11 +49,9 @@ const safepointDecorators = "time,uptimenanos,timenanos,pid,level,tags"
 // when the JVM had taken it (Unix ns; the log holds the safepoints that
 // ended after Since, the JVM's own recording those before).
 type SafepointLog struct {
-	PID        int
-	NSPID      int
-	StartTicks uint64
-	Path       string
-	Since      int64
+	JVM   discovery.JVM
+	Path  string
+	Since int64
 }
 
 // logState is where a JVM stands with the safepoint log.
@@ -124,7 +123,7 @@ func (r *Recorder) considerLog(e *jvmEntry) string {
 // startLog starts the exchange that decides and adds the log.
 func (r *Recorder) startLog(e *jvmEntry) {
 	j := e.jvm
-	t := Target{ProcRoot: r.cfg.ProcRoot, PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, Timeout: r.cfg.Timeout}
+	t := r.target(j)
 	read := r.readOptOut(j, false)
 	path := t.safepointLog()
 	e.log.path = path
@@ -304,7 +303,7 @@ func (r *Recorder) SafepointLogs() []SafepointLog {
 	var out []SafepointLog
 	for _, e := range r.jvms {
 		if e.log.state == logAdded {
-			out = append(out, SafepointLog{PID: e.jvm.PID, NSPID: e.jvm.NSPID, StartTicks: e.jvm.StartTicks, Path: e.log.path, Since: e.log.since})
+			out = append(out, SafepointLog{JVM: e.jvm, Path: e.log.path, Since: e.log.since})
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/stallfs"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/discovery"
 )
 
 // readyProcesstest adds to the fake proc root of c a second containerised
@@ -35,7 +36,7 @@ func readyProcesstest(t *testing.T, c fakeContainer, pid int) *atomic.Int32 {
 // considerGuarded runs r.Consider(j) and fails the test if it has not
 // returned within 5 s (a call on a stalled mount on the caller's goroutine
 // would never return); it returns how long it took.
-func considerGuarded(t *testing.T, r *Recorder, j JVM) time.Duration {
+func considerGuarded(t *testing.T, r *Recorder, j discovery.JVM) time.Duration {
 	t.Helper()
 	start := time.Now()
 	done := make(chan error, 1)
@@ -70,8 +71,8 @@ func TestStalledTmpHoldsOnlyItsJVM(t *testing.T) {
 	conns := readyProcesstest(t, c, 4400)
 	var stalls atomic.Int32
 	r := NewRecorder(RecorderConfig{ProcRoot: c.proc, Enabled: true, Timeout: time.Second, Stalled: func() { stalls.Add(1) },
-		Settings: func(JVM) (string, func(), error) { return "profile", func() {}, nil }})
-	stalled, other := JVM{PID: fakePID, NSPID: 1, StartTicks: 4242}, JVM{PID: 4400, NSPID: 1, StartTicks: 4242}
+		Settings: func(discovery.JVM) (string, func(), error) { return "profile", func() {}, nil }})
+	stalled, other := discovery.JVM{PID: fakePID, NSPID: 1, StartTicks: 4242}, discovery.JVM{PID: 4400, NSPID: 1, StartTicks: 4242}
 
 	mount.Stall()
 	took := considerGuarded(t, r, stalled)
@@ -142,8 +143,8 @@ func TestStalledOptOutHoldsOnlyItsJVM(t *testing.T) {
 	mount.WriteFile("environ", []byte("PATH=/usr/bin\x00"))
 	var stalls atomic.Int32
 	r := NewRecorder(RecorderConfig{ProcRoot: c.proc, Enabled: true, Timeout: time.Second, Stalled: func() { stalls.Add(1) },
-		Settings: func(JVM) (string, func(), error) { return "profile", func() {}, nil }})
-	stalled, other := JVM{PID: pid, NSPID: 1, StartTicks: 4242}, JVM{PID: 4400, NSPID: 1, StartTicks: 4242}
+		Settings: func(discovery.JVM) (string, func(), error) { return "profile", func() {}, nil }})
+	stalled, other := discovery.JVM{PID: pid, NSPID: 1, StartTicks: 4242}, discovery.JVM{PID: 4400, NSPID: 1, StartTicks: 4242}
 
 	mount.Stall()
 	begun := time.Now()
@@ -204,7 +205,7 @@ func TestStalledOptOutHoldsOnlyItsJVM(t *testing.T) {
 	// Answering again, the read returns and is taken at the next
 	// discovery: the JVM (no opt-out) goes on to its attach exchange.
 	r = NewRecorder(RecorderConfig{ProcRoot: c.proc, Enabled: true, Timeout: time.Second,
-		Settings: func(JVM) (string, func(), error) { return "profile", func() {}, nil }})
+		Settings: func(discovery.JVM) (string, func(), error) { return "profile", func() {}, nil }})
 	mount.Stall()
 	considerGuarded(t, r, stalled)
 	mount.Release()

@@ -71,9 +71,7 @@ func newStarter(cfg AttachConfig, procRoot string, logger *zap.Logger, stalled f
 	s := &starter{cfg: cfg, procs: procRoot}
 	s.recorder = attach.NewRecorder(attach.RecorderConfig{
 		ProcRoot: procRoot, Enabled: cfg.Enabled, Timeout: cfg.Timeout, SafepointLog: cfg.SafepointLog, Pods: cfg.Pods, Logger: logger, Stalled: stalled,
-		Settings: func(j attach.JVM) (string, func(), error) {
-			return s.settingsFor(discovery.JVM{PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, ProcRoot: procRoot})
-		},
+		Settings: s.settingsFor,
 	})
 	return s
 }
@@ -85,7 +83,7 @@ func (s *starter) consider(j discovery.JVM, hasRepository bool) error {
 	if (s.only != nil && !s.only(j)) || (s.cfg.Only != nil && !s.cfg.Only(j.PID)) {
 		return nil
 	}
-	return s.recorder.Consider(attach.JVM{PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, StartsRecording: j.StartsRecording}, hasRepository)
+	return s.recorder.Consider(j, hasRepository)
 }
 
 // JVMStates returns how many discovered JVMs are in each attach.State
