@@ -259,7 +259,7 @@ func (e *Events[T]) exit(a *Arrivals[T], pid int, report bool) {
 func (e *Events[T]) inspect(b *Batch, a *Arrivals[T], pid int, tr *tracked[T], now time.Time) {
 	t, ok, err := e.scanner.Candidate(pid)
 	if err != nil {
-		a.Refused = append(a.Refused, Refusal{PID: pid, Err: err})
+		a.Refused = append(a.Refused, e.scanner.refusal(pid, err))
 	}
 	if ok {
 		a.Found = append(a.Found, t)

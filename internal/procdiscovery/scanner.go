@@ -51,7 +51,10 @@ func Recovered(what string, p any) error {
 // Refusal is a process that could not be inspected safely.
 type Refusal struct {
 	PID int
-	Err error
+	// StartTicks is the refused process's start time (with PID, its
+	// identity); 0 when it could not be read, or the inspection stalled.
+	StartTicks uint64
+	Err        error
 }
 
 // Inspect tells whether process pid is one of the receiver's, and what it
@@ -142,7 +145,7 @@ func (s *Scanner[T]) Scan() ([]T, []Refusal, error) {
 		seen[pid] = true
 		t, ok, err := s.bounded(pid)
 		if err != nil {
-			refused = append(refused, Refusal{PID: pid, Err: err})
+			refused = append(refused, s.refusal(pid, err))
 		}
 		if ok {
 			out = append(out, t)
@@ -232,6 +235,15 @@ func (s *Scanner[T]) Candidate(pid int) (t T, ok bool, err error) {
 		}
 	}()
 	return s.inspect(pid)
+}
+
+// refusal is the Refusal of pid for err, with the start time Candidate
+// remembered it by.
+func (s *Scanner[T]) refusal(pid int, err error) Refusal {
+	s.mu.Lock()
+	start := s.refused[pid]
+	s.mu.Unlock()
+	return Refusal{PID: pid, StartTicks: start, Err: err}
 }
 
 // Alive reports whether the process pid started at startTicks still runs

@@ -113,8 +113,8 @@ func TestScanReportsARefusalOncePerProcess(t *testing.T) {
 	s, calls := fp.scanner()
 
 	found, refused, err := s.Scan()
-	if err != nil || !slices.Equal(found, []int{10}) || !slices.Equal(refusedPIDs(refused), []int{20}) || !errors.Is(refused[0].Err, errRefused) {
-		t.Fatalf("first scan: found %v, refused %+v, %v; want [10], pid 20 with the inspection's error", found, refused, err)
+	if err != nil || !slices.Equal(found, []int{10}) || !slices.Equal(refusedPIDs(refused), []int{20}) || !errors.Is(refused[0].Err, errRefused) || refused[0].StartTicks != 200 {
+		t.Fatalf("first scan: found %v, refused %+v, %v; want [10], pid 20 (start 200) with the inspection's error", found, refused, err)
 	}
 	if got := calls(); !slices.Equal(got, []int{10, 20, 30}) {
 		t.Errorf("first scan inspected %v", got)
@@ -127,8 +127,8 @@ func TestScanReportsARefusalOncePerProcess(t *testing.T) {
 	}
 
 	fp.add(20, 201, "S", "refused") // pid 20 reused
-	if _, refused, _ := s.Scan(); !slices.Equal(refusedPIDs(refused), []int{20}) {
-		t.Errorf("a new process on the refused pid: refused %+v, want it reported", refused)
+	if _, refused, _ := s.Scan(); !slices.Equal(refusedPIDs(refused), []int{20}) || refused[0].StartTicks != 201 {
+		t.Errorf("a new process on the refused pid: refused %+v, want it reported with its start 201", refused)
 	}
 	fp.remove(20)
 	if _, refused, _ := s.Scan(); len(refused) != 0 {

@@ -215,9 +215,9 @@ func (st *runState) discover() {
 			p.exited = true
 		}
 	}
-	st.statuses.Prune(func(pid int) bool {
+	st.statuses.Prune(func(pid int, start uint64) bool {
 		_, ok := live[uint32(pid)]
-		return ok || st.scanner.Alive(pid)
+		return ok || st.scanner.Alive(pid, start)
 	})
 	for id, l := range st.libraries {
 		for pid := range l.pids {
@@ -270,7 +270,7 @@ func (st *runState) detach(id discovery.FileID, l *library) {
 func (st *runState) refuse(r discovery.Refusal) {
 	st.refusals.refuse(r.Err, zap.Int("pid", r.PID))
 	reason, _ := refusalReason(r.Err)
-	st.statuses.Set(r.PID, discovery.StateRefused, reason)
+	st.statuses.Set(r.PID, r.StartTicks, discovery.StateRefused, reason)
 }
 
 // Why a Python process is refused besides the refusal reasons (refusal.go):
@@ -308,16 +308,16 @@ func (st *runState) consider(in discovery.Interpreter) bool {
 			st.logger.Info("free-threaded CPython build: it has no GIL, nothing to probe",
 				zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.String("version", in.Version))
 		}
-		st.statuses.Set(in.Resource.PID, discovery.StateRefused, reasonFreeThreaded)
+		st.statuses.Set(in.Resource.PID, in.Resource.StartTicks, discovery.StateRefused, reasonFreeThreaded)
 		return false
 	}
 	lib, ok := st.libraries[in.FileID]
 	if !ok {
 		if reason, skip := st.skipped[in.FileID]; skip {
-			st.statuses.Set(in.Resource.PID, discovery.StateRefused, reason)
+			st.statuses.Set(in.Resource.PID, in.Resource.StartTicks, discovery.StateRefused, reason)
 			return false
 		}
-		st.statuses.Set(in.Resource.PID, discovery.StateFound, "")
+		st.statuses.Set(in.Resource.PID, in.Resource.StartTicks, discovery.StateFound, "")
 		l, err := st.attach(in)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
@@ -339,7 +339,7 @@ func (st *runState) consider(in discovery.Interpreter) bool {
 				st.logger.Warn("cannot probe CPython", zap.Int("pid", in.Resource.PID), zap.String("file", in.Path), zap.Error(err))
 			}
 			st.skipped[in.FileID] = reason
-			st.statuses.Set(in.Resource.PID, discovery.StateRefused, reason)
+			st.statuses.Set(in.Resource.PID, in.Resource.StartTicks, discovery.StateRefused, reason)
 			return false
 		}
 		lib = &library{lib: l, pids: map[uint32]struct{}{}}
@@ -371,7 +371,7 @@ func (st *runState) consider(in discovery.Interpreter) bool {
 	}
 	p := st.process(pid)
 	p.res, p.version, p.exited = in.Resource, in.Version, false
-	st.statuses.Set(in.Resource.PID, discovery.StateProbed, "")
+	st.statuses.Set(in.Resource.PID, in.Resource.StartTicks, discovery.StateProbed, "")
 	return true
 }
 

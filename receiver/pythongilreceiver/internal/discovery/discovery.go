@@ -153,10 +153,10 @@ func (s *Scanner) Scan() ([]Interpreter, []Refusal, error) { return s.scan.Scan(
 // time and is skipped afterwards.
 func (s *Scanner) Candidate(pid int) (Interpreter, bool, error) { return s.scan.Candidate(pid) }
 
-// Alive reports whether pid still runs (procdiscovery.Alive: an exited
-// process does not, though its entry stays until reaped), whatever its
-// start time: Statuses, which asks, knows processes by pid only.
-func (s *Scanner) Alive(pid int) bool { return s.scan.Alive(pid, 0) }
+// Alive reports whether the process pid started at startTicks (0: any)
+// still runs (procdiscovery.Alive: an exited process does not, though its
+// entry stays until reaped, and a later process under its pid is not it).
+func (s *Scanner) Alive(pid int, startTicks uint64) bool { return s.scan.Alive(pid, startTicks) }
 
 func (s *Scanner) inspect(pid int) (Interpreter, bool, error) {
 	maps, err := procroot.ReadProcFile(filepath.Join(s.root, strconv.Itoa(pid), "maps"), MaxMapsSize)

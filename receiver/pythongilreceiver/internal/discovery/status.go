@@ -33,13 +33,21 @@ type Status struct {
 }
 
 // Statuses keeps each discovered process's Status, logs every change on
-// one line, and counts the processes per state. Use it from one goroutine.
+// one line, and counts the processes per state. A process is its pid and
+// start time: a status set for another process under a reused pid
+// replaces the old process's. Use it from one goroutine.
 type Statuses struct {
 	logger *zap.Logger
-	byPID  map[int]Status
+	byPID  map[int]known
 	// changed, when set, is called with the state a process left (""
 	// for a new one) and the one it entered ("" when forgotten).
 	changed func(from, to State)
+}
+
+// known is one process's status and its start time (0 when unknown).
+type known struct {
+	status     Status
+	startTicks uint64
 }
 
 // NewStatuses returns an empty set; changed may be nil.
@@ -47,32 +55,42 @@ func NewStatuses(logger *zap.Logger, changed func(from, to State)) *Statuses {
 	if changed == nil {
 		changed = func(State, State) {}
 	}
-	return &Statuses{logger: logger, byPID: map[int]Status{}, changed: changed}
+	return &Statuses{logger: logger, byPID: map[int]known{}, changed: changed}
 }
 
-// Set records pid's status, logging it when it changed.
-func (s *Statuses) Set(pid int, state State, reason string) {
-	old, known := s.byPID[pid]
+// Set records the status of the process pid started at startTicks (0:
+// not known, then the pid's process as recorded), logging it when it
+// changed. Another start time than the recorded one is another process:
+// the old one is forgotten.
+func (s *Statuses) Set(pid int, startTicks uint64, state State, reason string) {
+	old, ok := s.byPID[pid]
+	if ok && old.startTicks != 0 && startTicks != 0 && old.startTicks != startTicks {
+		s.Forget(pid)
+		old, ok = known{}, false
+	}
+	if startTicks == 0 {
+		startTicks = old.startTicks
+	}
 	st := Status{State: state, Reason: reason}
-	if known && old == st {
+	s.byPID[pid] = known{status: st, startTicks: startTicks}
+	if ok && old.status == st {
 		return
 	}
-	s.byPID[pid] = st
-	s.changed(old.State, state)
+	s.changed(old.status.State, state)
 	s.logger.Info("Python process status", zap.Int("pid", pid), zap.String("state", string(state)), zap.String("reason", reason))
 }
 
 // Get returns pid's status (false when it is not known).
 func (s *Statuses) Get(pid int) (Status, bool) {
-	st, ok := s.byPID[pid]
-	return st, ok
+	k, ok := s.byPID[pid]
+	return k.status, ok
 }
 
 // Forget drops an exited process.
 func (s *Statuses) Forget(pid int) {
 	if old, ok := s.byPID[pid]; ok {
 		delete(s.byPID, pid)
-		s.changed(old.State, "")
+		s.changed(old.status.State, "")
 	}
 }
 
@@ -83,16 +101,17 @@ func (s *Statuses) Counts() map[State]int64 {
 	for _, st := range States {
 		out[st] = 0
 	}
-	for _, st := range s.byPID {
-		out[st.State]++
+	for _, k := range s.byPID {
+		out[k.status.State]++
 	}
 	return out
 }
 
-// Prune forgets the processes for which alive is false.
-func (s *Statuses) Prune(alive func(pid int) bool) {
-	for pid := range s.byPID {
-		if !alive(pid) {
+// Prune forgets the processes for which alive, given a process's pid and
+// recorded start time (0 when unknown), is false.
+func (s *Statuses) Prune(alive func(pid int, startTicks uint64) bool) {
+	for pid, k := range s.byPID {
+		if !alive(pid, k.startTicks) {
 			s.Forget(pid)
 		}
 	}
