@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 )
 
 // HeapPlace says where a JVM's Java heap lies in its memory, as the JVM's
@@ -113,16 +114,11 @@ func HeapResident(procRoot string, pid int, h HeapPlace) (int64, error) {
 		return 0, nil
 	}
 	path := filepath.Join(procRoot, strconv.Itoa(pid), "smaps")
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	f, err := procroot.OpenProcFile(unix.AT_FDCWD, path)
 	if err != nil {
-		return 0, fmt.Errorf("jvmaccounts: pid %d: %w", pid, &os.PathError{Op: "open", Path: path, Err: err})
+		return 0, fmt.Errorf("jvmaccounts: pid %d: %w", pid, err)
 	}
-	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return 0, fmt.Errorf("jvmaccounts: pid %d: %s is not a regular file", pid, path)
-	}
 	rss, err := heapRSS(io.LimitReader(f, maxSmaps+1), h)
 	if err != nil {
 		return 0, fmt.Errorf("jvmaccounts: pid %d: %s: %w", pid, path, err)
