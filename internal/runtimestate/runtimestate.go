@@ -61,6 +61,9 @@ type Store struct {
 	cfg   Config
 	mu    sync.Mutex
 	procs map[Process]map[string][]Reading
+	// gpu is each process's GPU memory by device (RecordGPU), bounded as
+	// procs is.
+	gpu map[Process]map[string][]Reading
 	// verdicts are the writer's own leak verdict per account (Assess).
 	verdicts  map[Process]map[string]bool
 	timelines *timeline.Registry
@@ -71,7 +74,7 @@ type Store struct {
 
 // New returns an empty store.
 func New(cfg Config) *Store {
-	return &Store{cfg: cfg, procs: map[Process]map[string][]Reading{}, verdicts: map[Process]map[string]bool{}, timelines: timeline.NewRegistry(),
+	return &Store{cfg: cfg, procs: map[Process]map[string][]Reading{}, gpu: map[Process]map[string][]Reading{}, verdicts: map[Process]map[string]bool{}, timelines: timeline.NewRegistry(),
 		attention: attention.New(attention.DefaultMax, attention.DefaultTTL), now: time.Now}
 }
 
@@ -80,26 +83,41 @@ func New(cfg Config) *Store {
 func (s *Store) Record(p Process, account string, at time.Time, value int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	accts := s.procs[p]
-	if accts == nil {
-		if len(s.procs) >= s.cfg.MaxProcesses {
+	s.addLocked(s.procs, p, account, at, value)
+}
+
+// RecordGPU adds a reading of p's memory on one GPU (the nvml receiver's
+// per-process memory, by device id), which the timeline draws beside the
+// process's windows. A reading not newer than the device's last is
+// ignored.
+func (s *Store) RecordGPU(p Process, device string, at time.Time, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addLocked(s.gpu, p, device, at, bytes)
+}
+
+// addLocked adds one reading to a series of p in m, within the bounds.
+func (s *Store) addLocked(m map[Process]map[string][]Reading, p Process, name string, at time.Time, value int64) {
+	series := m[p]
+	if series == nil {
+		if len(m) >= s.cfg.MaxProcesses {
 			s.sweepLocked()
-			if len(s.procs) >= s.cfg.MaxProcesses {
+			if len(m) >= s.cfg.MaxProcesses {
 				s.dropped++
 				return
 			}
 		}
-		accts = map[string][]Reading{}
-		s.procs[p] = accts
+		series = map[string][]Reading{}
+		m[p] = series
 	}
-	rs := accts[account]
+	rs := series[name]
 	if n := len(rs); n > 0 && !at.After(rs[n-1].At) {
 		return
 	}
 	if len(rs) >= s.cfg.MaxReadings {
 		rs = slices.Delete(rs, 0, len(rs)-s.cfg.MaxReadings+1)
 	}
-	accts[account] = append(rs, Reading{At: at, Value: value})
+	series[name] = append(rs, Reading{At: at, Value: value})
 }
 
 // Attention is where the runtimecorrelation processor marks the processes
@@ -143,11 +161,39 @@ func (s *Store) Verdicts(p Process) map[string]bool {
 func (s *Store) Accounts(p Process, from time.Time) map[string][]Reading {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return since(s.procs[p], from)
+}
+
+// GPU returns p's GPU memory readings from from on, by device (copies).
+func (s *Store) GPU(p Process, from time.Time) map[string][]Reading {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return since(s.gpu[p], from)
+}
+
+// since copies the readings of each series from from on.
+func since(series map[string][]Reading, from time.Time) map[string][]Reading {
 	out := map[string][]Reading{}
-	for name, rs := range s.procs[p] {
+	for name, rs := range series {
 		i, _ := slices.BinarySearchFunc(rs, from, func(r Reading, t time.Time) int { return r.At.Compare(t) })
 		if i < len(rs) {
 			out[name] = slices.Clone(rs[i:])
+		}
+	}
+	return out
+}
+
+// Processes lists the processes with account or GPU readings.
+func (s *Store) Processes() []Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Process, 0, len(s.procs)+len(s.gpu))
+	for p := range s.procs {
+		out = append(out, p)
+	}
+	for p := range s.gpu {
+		if s.procs[p] == nil {
+			out = append(out, p)
 		}
 	}
 	return out
@@ -158,6 +204,7 @@ func (s *Store) Forget(p Process) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.procs, p)
+	delete(s.gpu, p)
 	delete(s.verdicts, p)
 }
 
@@ -171,17 +218,23 @@ func (s *Store) Sweep() {
 
 func (s *Store) sweepLocked() {
 	cut := s.now().Add(-s.cfg.Retention)
-	for p, accts := range s.procs {
-		for name, rs := range accts {
-			i, _ := slices.BinarySearchFunc(rs, cut, func(r Reading, t time.Time) int { return r.At.Compare(t) })
-			if i == len(rs) {
-				delete(accts, name)
-				continue
+	for _, m := range []map[Process]map[string][]Reading{s.procs, s.gpu} {
+		for p, series := range m {
+			for name, rs := range series {
+				i, _ := slices.BinarySearchFunc(rs, cut, func(r Reading, t time.Time) int { return r.At.Compare(t) })
+				if i == len(rs) {
+					delete(series, name)
+					continue
+				}
+				series[name] = slices.Delete(rs, 0, i)
 			}
-			accts[name] = slices.Delete(rs, 0, i)
+			if len(series) == 0 {
+				delete(m, p)
+			}
 		}
-		if len(accts) == 0 {
-			delete(s.procs, p)
+	}
+	for p := range s.verdicts {
+		if s.procs[p] == nil {
 			delete(s.verdicts, p)
 		}
 	}
@@ -199,6 +252,7 @@ func (s *Store) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.procs)
+	clear(s.gpu)
 	clear(s.verdicts)
 	s.dropped = 0
 }

@@ -88,3 +88,42 @@ func TestCorrelate(t *testing.T) {
 		t.Errorf("joins not one per account in name order: %+v", joins)
 	}
 }
+
+// TestGPUReadingsApartFromAccounts: GPU memory is kept per process and
+// device beside the accounts, never among them (the nvml join correlates
+// every account with the GPU memory), bounded, swept and forgotten alike,
+// and Processes lists a process with either.
+func TestGPUReadingsApartFromAccounts(t *testing.T) {
+	s := New(Config{Retention: time.Minute, MaxProcesses: 2, MaxReadings: 3})
+	t0 := time.Unix(1000, 0)
+	s.now = func() time.Time { return t0.Add(30 * time.Second) }
+	jvm, other, third := Process{1, 10}, Process{2, 20}, Process{3, 30}
+	s.Record(jvm, "heap", t0, 1)
+	for i := range 4 {
+		s.RecordGPU(jvm, "GPU-a", t0.Add(time.Duration(i)*time.Second), int64(i)<<20)
+	}
+	s.RecordGPU(other, "GPU-b", t0, 5<<20)
+	s.RecordGPU(third, "GPU-b", t0, 5<<20) // a third process: the bound
+	if got := s.GPU(jvm, time.Time{})["GPU-a"]; len(got) != 3 || got[0].Value != 1<<20 {
+		t.Errorf("GPU readings %v, want the newest 3", got)
+	}
+	if accts := s.Accounts(jvm, time.Time{}); len(accts) != 1 || accts["GPU-a"] != nil {
+		t.Errorf("accounts %v: GPU memory among them", accts)
+	}
+	if got := s.GPU(third, time.Time{}); len(got) != 0 {
+		t.Errorf("the process past the bound was recorded: %v", got)
+	}
+	procs := s.Processes()
+	if len(procs) != 2 {
+		t.Errorf("processes %v, want the JVM and the other", procs)
+	}
+	s.Forget(other)
+	if len(s.GPU(other, time.Time{})) != 0 {
+		t.Error("a forgotten process's GPU readings stayed")
+	}
+	s.now = func() time.Time { return t0.Add(10 * time.Minute) }
+	s.Sweep()
+	if len(s.Processes()) != 0 {
+		t.Errorf("after the retention: %v", s.Processes())
+	}
+}

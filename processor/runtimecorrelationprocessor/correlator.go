@@ -80,6 +80,9 @@ type correlator struct {
 	// marked for the pythongil receiver (attention.go): the runtimestate
 	// extension's, set by bind; nil (no marks) without runtime_state.
 	attention atomic.Pointer[attention.Registry]
+	// store is the runtimestate extension's, the timeline's GPU memory
+	// and JVM accounts (snapshot_store.go); nil before bind.
+	store atomic.Pointer[runtimestate.Store]
 	// name is the component ID the timeline page finds this state by;
 	// timeline is what it records for the page (snapshot.go).
 	name     string
@@ -182,6 +185,7 @@ func (c *correlator) bind(host component.Host) error {
 	}
 	c.unregister = store.Timelines().Register(c.name, c)
 	c.attention.Store(store.Attention())
+	c.store.Store(store)
 	c.bound = true
 	return nil
 }

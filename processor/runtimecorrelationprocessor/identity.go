@@ -159,13 +159,6 @@ func (ids *identities) workloadPeer(ctx context.Context) (netip.AddrPort, bool) 
 	return peer, true
 }
 
-// fromWorkload reports whether ctx names a connection from a sender that
-// is not trusted: what it sends about processes is a claim.
-func (ids *identities) fromWorkload(ctx context.Context) bool {
-	peer, ok := peerOf(ctx)
-	return ok && !ids.isTrusted(peer.Addr())
-}
-
 // fromTrustedPeer reports whether ctx names a connection from a sender in
 // identity::trusted_peers.
 func (ids *identities) fromTrustedPeer(ctx context.Context) bool {

@@ -17,7 +17,9 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
 )
 
-// metricsProcessor passes a metrics pipeline's data on unchanged and adds,
+// metricsProcessor passes a metrics pipeline's data on unchanged (the
+// timeline's GPU memory and JVM accounts come from the runtimestate
+// extension, not from this pipeline) and adds,
 // every metrics::interval and at shutdown, the cumulative overlap counts
 // and durations per scope and kind pair.
 type metricsProcessor struct {
@@ -35,12 +37,7 @@ func newMetricsProcessor(ref *sharedcomponent.Ref[*correlator], next consumer.Me
 	return &metricsProcessor{ref: ref, c: ref.Value(), next: next, stop: make(chan struct{})}
 }
 
-func (p *metricsProcessor) processMetrics(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
-	// A workload's metrics about processes are claims: the timeline draws
-	// the node's own receivers' figures only.
-	if !p.c.ids.fromWorkload(ctx) {
-		p.c.noteMetrics(md)
-	}
+func (p *metricsProcessor) processMetrics(_ context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
 	return md, nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/metric"
 
@@ -27,10 +26,6 @@ import (
 // does not keep, so it is recorded beside it, always: one opens the page
 // after something happened.
 
-// timelineMaxGPUPoints bounds the recorded GPU memory points (the oldest
-// go first); a point costs about 100 bytes.
-const timelineMaxGPUPoints = 10_000
-
 // timelineState is what the correlator records for the timeline page.
 type timelineState struct {
 	mu         sync.Mutex
@@ -40,8 +35,6 @@ type timelineState struct {
 	threads    map[threadKey]string
 	details    map[detailKey]windowDetail
 	spans      *recent.Ring[tlSpan]
-	gpu        *recent.Ring[tlGPU]
-	accounts   *recent.Ring[tlAccount]
 }
 
 // threadKey is one thread of a scope (without the pid's incarnation).
@@ -135,9 +128,6 @@ type tlGPU struct {
 	p     timeline.GPUPoint
 }
 
-// tlGPUCost is what a GPU point costs beyond its device's name.
-const tlGPUCost = int64(unsafe.Sizeof(tlGPU{})) + 8
-
 // tlAccount is one reading of a JVM account (its name is one of the
 // timeline package's constants: nothing to charge for).
 type tlAccount struct {
@@ -145,10 +135,6 @@ type tlAccount struct {
 	t     int64
 	p     timeline.AccountPoint
 }
-
-// timelineMaxAccountPoints bounds the recorded account points (four
-// accounts a JVM, a reading per collection).
-const timelineMaxAccountPoints = 4 * timelineMaxGPUPoints
 
 func newTimelineState(cfg *Config) *timelineState {
 	return &timelineState{
@@ -158,8 +144,6 @@ func newTimelineState(cfg *Config) *timelineState {
 		threads:    map[threadKey]string{},
 		details:    map[detailKey]windowDetail{},
 		spans:      recent.New[tlSpan](cfg.Timeline.MaxSpans, cfg.Timeline.MaxBytes),
-		gpu:        recent.New[tlGPU](timelineMaxGPUPoints, timelineMaxGPUPoints*(tlGPUCost+timeline.MaxText)),
-		accounts:   recent.New[tlAccount](timelineMaxAccountPoints, timelineMaxAccountPoints*int64(unsafe.Sizeof(tlAccount{}))),
 	}
 }
 
@@ -302,54 +286,6 @@ func recordSpan(key scopeKey, span ptrace.Span, start, end int64, matches []wind
 	return s
 }
 
-// noteMetrics records per-process GPU memory points and JVM accounts, when
-// md has any.
-func (c *correlator) noteMetrics(md pmetric.Metrics) {
-	var pts []tlGPU
-	var accts []tlAccount
-	for _, rm := range md.ResourceMetrics().All() {
-		// The resource's scope, looked up once for all its points.
-		var key scopeKey
-		scoped, looked := false, false
-		scope := func() bool {
-			if !looked {
-				key, scoped = c.scopeOf(c.sourceOf(rm.Resource()))
-				looked = true
-			}
-			return scoped
-		}
-		for _, sm := range rm.ScopeMetrics().All() {
-			for _, m := range sm.Metrics().All() {
-				timeline.AccountPoints(m, func(account string, t, v int64) {
-					if scope() {
-						accts = append(accts, tlAccount{scope: noGen(key), t: t, p: timeline.AccountPoint{Account: account, Value: v}})
-					}
-				})
-				dps, ok := timeline.GPUMemoryPoints(m)
-				if !ok || !scope() {
-					continue
-				}
-				for _, dp := range dps.All() {
-					device := timeline.Clip(timeline.StrAttr(dp.Attributes(), timeline.AttrGPUDevice))
-					pts = append(pts, tlGPU{scope: noGen(key), t: int64(dp.Timestamp()),
-						p: timeline.GPUPoint{Device: device, Bytes: dp.IntValue()}})
-				}
-			}
-		}
-	}
-	if len(pts) == 0 && len(accts) == 0 {
-		return
-	}
-	c.timeline.mu.Lock()
-	defer c.timeline.mu.Unlock()
-	for _, p := range pts {
-		c.timeline.gpu.Add(p, tlGPUCost+int64(len(p.p.Device)))
-	}
-	for _, a := range accts {
-		c.timeline.accounts.Add(a, int64(unsafe.Sizeof(tlAccount{})))
-	}
-}
-
 // laneScope is one scope the snapshot draws and the lane it becomes.
 type laneScope struct {
 	key  scopeKey
@@ -433,26 +369,9 @@ func (c *correlator) Snapshot(q timeline.Query) (*timeline.Snapshot, error) {
 			return true
 		})
 	}
-	var gpu []tlGPU
-	if q.WantsKind(timeline.KindGPU) {
-		t.gpu.All(func(p *tlGPU) bool {
-			if p.t >= from && p.t <= to {
-				gpu = append(gpu, *p)
-			}
-			return true
-		})
-	}
-	var accts []tlAccount
-	if q.WantsKind(timeline.KindAccounts) {
-		t.accounts.All(func(p *tlAccount) bool {
-			if p.t >= from && p.t <= to {
-				accts = append(accts, *p)
-			}
-			return true
-		})
-	}
 	t.mu.Unlock()
 
+	gpu, accts := c.storePoints(q, from, to)
 	return c.buildSnapshot(q, from, to, scopes, labels, threads, details, spans, gpu, accts), nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
 	"github.com/otelcol-ai/otelcol-ai/extension/runtimestateextension/runtimestatetest"
+	"github.com/otelcol-ai/otelcol-ai/internal/runtimestate"
 	"github.com/otelcol-ai/otelcol-ai/internal/sharedcomponent"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/timeline"
@@ -175,30 +176,45 @@ func TestSnapshotSpansAreBoundedInCountAndBytes(t *testing.T) {
 	}
 }
 
-// TestSnapshotGPUMemoryFromTheMetricsPipeline: gpu.process.memory.usage
-// points seen in the metrics pipeline join their process's lane, with the
-// device nvml names (hw.id), or none where a point names none.
-func TestSnapshotGPUMemoryFromTheMetricsPipeline(t *testing.T) {
-	h := newHarness(t, nil)
+// storeHarness is a harness whose correlator is bound to a runtimestate
+// extension, on node-1 (where the test resources live).
+func storeHarness(t *testing.T) (*harness, *runtimestate.Store) {
+	t.Helper()
+	host, store := runtimestatetest.Start(t)
+	extID := runtimestatetest.ID
+	h := newHarness(t, func(c *Config) { c.RuntimeState = &extID })
+	h.c.node.HostName = proc.host
+	if err := h.logs.Start(context.Background(), host); err != nil {
+		t.Fatal(err)
+	}
+	return h, store
+}
+
+// TestSnapshotGPUMemoryFromTheRuntimeState: the GPU memory the nvml
+// receiver shares through the runtimestate extension joins its process's
+// lane, with its device (or none), in range; what comes down the metrics
+// pipeline does not (a workload may send anything there).
+func TestSnapshotGPUMemoryFromTheRuntimeState(t *testing.T) {
+	h, store := storeHarness(t)
+	p := runtimestate.Process{PID: int(proc.pid)}
+	store.RecordGPU(p, "GPU-0", time.Unix(0, t0+100*ms), 1<<30)
+	store.RecordGPU(p, "", time.Unix(0, t0+200*ms), 3<<29)
+	store.RecordGPU(p, "", time.Unix(0, t0+5*int64(time.Second)), 1) // out of range
+
 	md := pmetric.NewMetrics()
 	rm := md.ResourceMetrics().AppendEmpty()
 	proc.put(rm.Resource().Attributes())
 	m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
 	m.SetName(timeline.MetricGPUProcessMemory)
-	dps := m.SetEmptySum().DataPoints()
-	for i, v := range []int64{1 << 30, 3 << 29} {
-		dp := dps.AppendEmpty()
-		dp.SetTimestamp(pcommonTS(t0 + int64(i+1)*100*ms))
-		dp.SetIntValue(v)
-		if i == 0 {
-			dp.Attributes().PutStr("hw.id", "GPU-0")
-		}
-	}
+	dp := m.SetEmptySum().DataPoints().AppendEmpty()
+	dp.SetTimestamp(pcommonTS(t0 + 300*ms))
+	dp.SetIntValue(7)
 	mp := newMetricsProcessor(mustAcquire(t, h), nil)
 	if _, err := mp.processMetrics(context.Background(), md); err != nil {
 		t.Fatal(err)
 	}
 	mp.ref.Release()
+
 	s, err := h.c.Snapshot(allOfIt)
 	if err != nil {
 		t.Fatal(err)
@@ -208,40 +224,17 @@ func TestSnapshotGPUMemoryFromTheMetricsPipeline(t *testing.T) {
 	}
 }
 
-// TestSnapshotJVMAccountsFromTheMetricsPipeline: the jfr receiver's
-// account metrics seen in the metrics pipeline join their process's lane as
-// account points (#29: unaccounted native memory, global JNI references -
-// not weak ones -, direct buffers - not mapped ones -, metaspace), and no
-// other metric does.
-func TestSnapshotJVMAccountsFromTheMetricsPipeline(t *testing.T) {
-	h := newHarness(t, nil)
-	md := pmetric.NewMetrics()
-	rm := md.ResourceMetrics().AppendEmpty()
-	proc.put(rm.Resource().Attributes())
-	metrics := rm.ScopeMetrics().AppendEmpty().Metrics()
-	add := func(name, attr, value string, v int64) {
-		m := metrics.AppendEmpty()
-		m.SetName(name)
-		dp := m.SetEmptySum().DataPoints().AppendEmpty()
-		dp.SetTimestamp(pcommonTS(t0 + 100*ms))
-		dp.SetIntValue(v)
-		if attr != "" {
-			dp.Attributes().PutStr(attr, value)
-		}
+// TestSnapshotJVMAccountsFromTheRuntimeState: the accounts the jfr
+// receiver shares through the runtimestate extension join their process's
+// lane as account points (#29: unaccounted native memory, global JNI
+// references, direct buffers, metaspace), and the heap does not.
+func TestSnapshotJVMAccountsFromTheRuntimeState(t *testing.T) {
+	h, store := storeHarness(t)
+	p := runtimestate.Process{PID: int(proc.pid)}
+	at := time.Unix(0, t0+100*ms)
+	for account, v := range map[string]int64{"native_unaccounted": 64 << 20, "jni_global_refs": 18025, "direct_buffers": 8 << 20, "metaspace": 30 << 20, "heap": 5 << 20} {
+		store.Record(p, account, at, v)
 	}
-	add("jvm.native_memory.unaccounted", "", "", 64<<20)
-	add("jvm.jni.reference.count", "jvm.jni.reference.kind", "global", 18025)
-	add("jvm.jni.reference.count", "jvm.jni.reference.kind", "weak_global", 7)
-	add("jvm.buffer.memory.used", "jvm.buffer.pool.name", "direct", 8<<20)
-	add("jvm.buffer.memory.used", "jvm.buffer.pool.name", "mapped", 1<<20)
-	add("jvm.memory.used", "jvm.memory.pool.name", "Metaspace", 30<<20)
-	add("jvm.memory.used", "jvm.memory.pool.name", "G1 Eden Space", 5<<20)
-	add("jvm.thread.count", "", "", 20)
-	mp := newMetricsProcessor(mustAcquire(t, h), nil)
-	if _, err := mp.processMetrics(context.Background(), md); err != nil {
-		t.Fatal(err)
-	}
-	mp.ref.Release()
 	s, err := h.c.Snapshot(allOfIt)
 	if err != nil {
 		t.Fatal(err)
@@ -262,6 +255,38 @@ func TestSnapshotJVMAccountsFromTheMetricsPipeline(t *testing.T) {
 	q.Kinds = []string{timeline.KindGPU}
 	if s, _ := h.c.Snapshot(q); len(s.Accounts) != 0 {
 		t.Errorf("%d account points for a gpu-only query", len(s.Accounts))
+	}
+}
+
+// TestStorePointsAreThinnedEvenly: a series with more readings in range
+// than a snapshot takes gives maxSeriesPoints of them, spread evenly from
+// its first to its newest; the total is bounded too.
+func TestStorePointsAreThinnedEvenly(t *testing.T) {
+	var rs []runtimestate.Reading
+	for i := range 2000 {
+		rs = append(rs, runtimestate.Reading{At: time.Unix(0, int64(i)), Value: int64(i)})
+	}
+	var got []int64
+	if n := eachInRange(rs, 1999, maxStorePoints, func(_, v int64) { got = append(got, v) }); n != maxSeriesPoints || len(got) != n {
+		t.Fatalf("%d points (%d called), want %d", n, len(got), maxSeriesPoints)
+	}
+	if got[0] != 0 || got[len(got)-1] != 1999 {
+		t.Errorf("first %d, last %d: want 0 and 1999", got[0], got[len(got)-1])
+	}
+	for i := 1; i < len(got); i++ {
+		if d := got[i] - got[i-1]; d < 3 || d > 5 {
+			t.Fatalf("step %d between points %d and %d: not even", d, i-1, i)
+		}
+	}
+	got = nil
+	if n := eachInRange(rs, 9, maxStorePoints, func(_, v int64) { got = append(got, v) }); n != 10 || got[9] != 9 {
+		t.Errorf("up to t=9: %v", got)
+	}
+	if n := eachInRange(rs, 1999, 3, func(int64, int64) {}); n != 3 {
+		t.Errorf("with room for 3: %d", n)
+	}
+	if n := eachInRange(rs, 1999, 0, func(int64, int64) {}); n != 0 {
+		t.Errorf("with no room: %d", n)
 	}
 }
 

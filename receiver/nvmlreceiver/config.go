@@ -78,7 +78,9 @@ type LeakDetectionConfig struct {
 	MinSamples int `mapstructure:"min_samples"`
 	// RuntimeState, when set, is the runtimestate extension the jfr
 	// receiver shares the JVMs' memory accounts through: a leak record then
-	// names the accounts of the process that grew with its GPU memory.
+	// names the accounts of the process that grew with its GPU memory. Each
+	// process's GPU memory is shared there too (leak detection on or off),
+	// for the timeline page.
 	RuntimeState *component.ID `mapstructure:"runtime_state"`
 	// JoinMinCorrelation is the least Pearson correlation between GPU
 	// memory and an account, over the window, for the account to count as

@@ -62,3 +62,19 @@ func (r *nvmlReceiver) jvmJoin(pid uint32, key leakKey) (metadata.AttributeJvmJo
 	}
 	return none()
 }
+
+// shareGPUMemory records a process's memory on one GPU in the runtimestate
+// extension (leak_detection::runtime_state), where the timeline draws it on
+// the process's lane. The process is named by pid and start time, so only
+// where NVML's pids are this proc root's (procPIDsMatchNVML).
+func (r *nvmlReceiver) shareGPUMemory(pid uint32, device string, at time.Time, bytes int64) {
+	st := &r.scr
+	if st.runtime == nil || st.procs == nil {
+		return
+	}
+	proc, err := st.procs.Get(int(pid))
+	if err != nil {
+		return
+	}
+	st.runtime.RecordGPU(runtimestate.ProcessOf(proc.Identity()), device, at, bytes)
+}

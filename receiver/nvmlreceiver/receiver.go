@@ -107,7 +107,7 @@ func (r *nvmlReceiver) start(_ context.Context, host component.Host) error {
 	defer r.mu.Unlock()
 	r.host = host
 	r.scr.runtime = nil
-	if id := r.cfg.LeakDetection.RuntimeState; id != nil && r.cfg.LeakDetection.Enabled {
+	if id := r.cfg.LeakDetection.RuntimeState; id != nil {
 		s, err := runtimestate.Lookup(host, *id)
 		if err != nil {
 			return fmt.Errorf("nvml receiver: leak_detection::runtime_state: %w", err)

@@ -242,6 +242,7 @@ func (r *nvmlReceiver) recordProcesses(ctx context.Context, now time.Time, readi
 		procLeak := false
 		for _, p := range procs {
 			st.mb.RecordGpuProcessMemoryUsageDataPoint(ts, int64(p.used), p.deviceID)
+			r.shareGPUMemory(pid, p.deviceID, now, int64(p.used))
 			if p.smOK {
 				st.mb.RecordGpuProcessUtilizationDataPoint(ts, p.smUtil, p.deviceID)
 			}
