@@ -20,7 +20,8 @@ func (st *runState) dutyLibraries(reg *attention.Registry, now time.Time) []duty
 			}
 			dl.pids = append(dl.pids, pid)
 			id := p.res.Identity()
-			dl.attended = dl.attended || reg.Attended(attention.Process{PID: int(pid), StartTicks: id.StartTicks, PodUID: id.PodUID}, now)
+			id.PID = int(pid) // also where the process could not be inspected
+			dl.attended = dl.attended || reg.Attended(attention.ProcessOf(id), now)
 		}
 		out = append(out, dl)
 	}
