@@ -1567,7 +1567,7 @@ type metricJvmNativeMemoryUnaccounted struct {
 // init fills jvm.native_memory.unaccounted metric with initial data.
 func (m *metricJvmNativeMemoryUnaccounted) init() {
 	m.data.SetName("jvm.native_memory.unaccounted")
-	m.data.SetDescription("The process's resident anonymous memory (/proc/<pid>/status RssAnon) minus what the JVM accounts for - Native Memory Tracking's committed total where NMT is on, else heap committed, metaspace committed (class space included), code cache used and direct buffers used; the memory a native library's malloc leaks into (project namespace; may be negative, see README).")
+	m.data.SetDescription("The process's resident anonymous memory (/proc/<pid>/status RssAnon) minus what the JVM accounts for - Native Memory Tracking's committed total where NMT is on, else the heap, metaspace committed (class space included), code cache used and direct buffers used, the heap counted by its resident part where the JVM said where it lies (GC.heap_info, /proc/<pid>/smaps), else by its committed size; the memory a native library's malloc leaks into (project namespace; may be negative, see README).")
 	m.data.SetUnit("By")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(false)

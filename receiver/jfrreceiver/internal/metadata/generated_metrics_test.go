@@ -819,7 +819,7 @@ func TestMetricsBuilder(t *testing.T) {
 					validatedMetrics["jvm.native_memory.unaccounted"] = true
 					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-					assert.Equal(t, "The process's resident anonymous memory (/proc/<pid>/status RssAnon) minus what the JVM accounts for - Native Memory Tracking's committed total where NMT is on, else heap committed, metaspace committed (class space included), code cache used and direct buffers used; the memory a native library's malloc leaks into (project namespace; may be negative, see README).", mi.Description())
+					assert.Equal(t, "The process's resident anonymous memory (/proc/<pid>/status RssAnon) minus what the JVM accounts for - Native Memory Tracking's committed total where NMT is on, else the heap, metaspace committed (class space included), code cache used and direct buffers used, the heap counted by its resident part where the JVM said where it lies (GC.heap_info, /proc/<pid>/smaps), else by its committed size; the memory a native library's malloc leaks into (project namespace; may be negative, see README).", mi.Description())
 					assert.Equal(t, "By", mi.Unit())
 					assert.False(t, mi.Sum().IsMonotonic())
 					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
