@@ -16,7 +16,8 @@
 //     last step (into the newest quarter) among them, and never falls by
 //     more than MinGrowth/16 (jitter). One step up (a second model loaded)
 //     is not a leak, nor is a warm-up that has levelled off for the newest
-//     quarter.
+//     quarter; but any rise counts as one (MinStep 0), so a step followed
+//     by a drift upward through the later quarters is.
 //
 // A series is assessed once its readings in the window span half of it
 // (MinSpan). A short window with high thresholds (a fast tier, for leaks
@@ -24,8 +25,8 @@
 // each by more than MinStep, so that a rise counts once it has gone on for
 // three quarters of the span assessed rather than half: a JVM's start-up
 // that rises for a reading or two and levels off does not, whatever it
-// drifts after. Alarms merges the verdicts of
-// such tiers into one alarm per leak.
+// drifts after. Alarms merges the verdicts of such tiers into one alarm
+// per leak.
 //
 // The slope alone would flag a caching allocator caught on a rising edge; the
 // floor rule does not, as long as the allocator releases memory at least once
