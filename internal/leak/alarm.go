@@ -33,8 +33,7 @@ type alarm struct {
 	open          bool
 	lastReport    time.Time
 	lastSuspected time.Time
-	seen          bool
-	missed        int
+	freshness
 }
 
 // Verdict is a series' merged state after one tier's assessment.
@@ -103,12 +102,7 @@ func (s *alarm) verdict() Verdict {
 // series that have had no assessment for keepMissed rounds.
 func (a *Alarms[K]) Sweep() {
 	for k, s := range a.alarms {
-		if s.seen {
-			s.seen, s.missed = false, 0
-			continue
-		}
-		s.missed++
-		if s.missed > keepMissed {
+		if s.stale() {
 			delete(a.alarms, k)
 		}
 	}

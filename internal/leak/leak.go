@@ -130,8 +130,27 @@ type series struct {
 	samples    []sample
 	suspected  bool
 	lastReport time.Time
-	seen       bool // a reading since the last Sweep
-	missed     int  // Sweeps in a row without a reading
+	freshness
+}
+
+// freshness is whether a series had a reading since the last Sweep, and
+// how many Sweeps in a row it had none; a Detector and an Alarms sweep
+// their series by it.
+type freshness struct {
+	seen   bool
+	missed int
+}
+
+// stale ends a Sweep round for the series: true once it has had no
+// reading for more than keepMissed rounds (its process exited or left the
+// device).
+func (f *freshness) stale() bool {
+	if f.seen {
+		f.seen, f.missed = false, 0
+		return false
+	}
+	f.missed++
+	return f.missed > keepMissed
 }
 
 // keepMissed is how many Sweeps a series survives without a reading, so that
@@ -194,12 +213,7 @@ func (d *Detector[K]) Readings(k K, f func(at time.Time, value int64)) {
 // device.
 func (d *Detector[K]) Sweep() {
 	for k, s := range d.series {
-		if s.seen {
-			s.seen, s.missed = false, 0
-			continue
-		}
-		s.missed++
-		if s.missed > keepMissed {
+		if s.stale() {
 			delete(d.series, k)
 		}
 	}

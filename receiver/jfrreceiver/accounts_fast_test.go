@@ -9,6 +9,8 @@ import (
 
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -22,26 +24,11 @@ import (
 // got, per source and tier ("direct_buffers/fast").
 func leakRecordCounts(sink *consumertest.LogsSink, pid int) map[string]int {
 	out := map[string]int{}
-	for _, ld := range sink.AllLogs() {
-		for i := range ld.ResourceLogs().Len() {
-			rl := ld.ResourceLogs().At(i)
-			if pidOf(rl.Resource()) != int64(pid) {
-				continue
-			}
-			for j := range rl.ScopeLogs().Len() {
-				recs := rl.ScopeLogs().At(j).LogRecords()
-				for k := range recs.Len() {
-					lr := recs.At(k)
-					if lr.EventName() != "jvm.memory.leak_suspected" {
-						continue
-					}
-					src, _ := lr.Attributes().Get("jvm.memory.leak.source")
-					tier, _ := lr.Attributes().Get("jvm.memory.leak.tier")
-					out[src.Str()+"/"+tier.Str()]++
-				}
-			}
-		}
-	}
+	eachLeakRecord(sink, pid, func(_ pcommon.Resource, lr plog.LogRecord) {
+		src, _ := lr.Attributes().Get("jvm.memory.leak.source")
+		tier, _ := lr.Attributes().Get("jvm.memory.leak.tier")
+		out[src.Str()+"/"+tier.Str()]++
+	})
 	return out
 }
 

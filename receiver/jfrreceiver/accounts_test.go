@@ -8,6 +8,8 @@ import (
 
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -59,36 +61,40 @@ func accountPoints(mds []pmetric.Metrics, pid int, name, key, value string) []ac
 	return out
 }
 
-// leakRecords returns, per source, the attributes of the first
-// jvm.memory.leak_suspected record of pid, with its resource's attributes
-// under "resource:<key>".
-func leakRecords(sink *consumertest.LogsSink, pid int) map[string]map[string]any {
-	out := map[string]map[string]any{}
+// eachLeakRecord calls f with each jvm.memory.leak_suspected record of pid
+// in sink, and its resource.
+func eachLeakRecord(sink *consumertest.LogsSink, pid int, f func(res pcommon.Resource, lr plog.LogRecord)) {
 	for _, ld := range sink.AllLogs() {
-		for i := range ld.ResourceLogs().Len() {
-			rl := ld.ResourceLogs().At(i)
+		for _, rl := range ld.ResourceLogs().All() {
 			if pidOf(rl.Resource()) != int64(pid) {
 				continue
 			}
-			for j := range rl.ScopeLogs().Len() {
-				recs := rl.ScopeLogs().At(j).LogRecords()
-				for k := range recs.Len() {
-					lr := recs.At(k)
-					if lr.EventName() != "jvm.memory.leak_suspected" {
-						continue
-					}
-					attrs := lr.Attributes().AsRaw()
-					for k, v := range rl.Resource().Attributes().AsRaw() {
-						attrs["resource:"+k] = v
-					}
-					src, _ := attrs["jvm.memory.leak.source"].(string)
-					if _, ok := out[src]; !ok {
-						out[src] = attrs
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					if lr.EventName() == "jvm.memory.leak_suspected" {
+						f(rl.Resource(), lr)
 					}
 				}
 			}
 		}
 	}
+}
+
+// leakRecords returns, per source, the attributes of the first
+// jvm.memory.leak_suspected record of pid, with its resource's attributes
+// under "resource:<key>".
+func leakRecords(sink *consumertest.LogsSink, pid int) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	eachLeakRecord(sink, pid, func(res pcommon.Resource, lr plog.LogRecord) {
+		attrs := lr.Attributes().AsRaw()
+		for k, v := range res.Attributes().AsRaw() {
+			attrs["resource:"+k] = v
+		}
+		src, _ := attrs["jvm.memory.leak.source"].(string)
+		if _, ok := out[src]; !ok {
+			out[src] = attrs
+		}
+	})
 	return out
 }
 

@@ -4,8 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
 )
 
@@ -407,8 +406,5 @@ func (d *dutyCycle) learning(now time.Duration, processes int) bool {
 
 // monotonicNow reads CLOCK_MONOTONIC, the clock of the probes' events.
 func monotonicNow() time.Duration {
-	var ts unix.Timespec
-	// It cannot fail on Linux with a valid clock and pointer.
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return time.Duration(ts.Nano())
+	return time.Duration(window.Monotonic())
 }

@@ -273,16 +273,8 @@ func (t *tail) next() error {
 	t.file.Close()
 	f := t.chain[0]
 	t.chain = t.chain[1:]
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fmt.Errorf("xlog: %s: %w", t.path, err)
-	}
-	t.file, t.offset = f, 0
-	t.dev, t.ino = identity(fi)
-	t.headLen = 0
-	t.skipping = false
-	return nil
+	_, err := t.adopt(f)
+	return err
 }
 
 func (t *tail) closeChain() {

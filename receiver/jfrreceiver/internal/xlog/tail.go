@@ -153,15 +153,10 @@ func (t *tail) open(fromStart bool) error {
 		return fmt.Errorf("xlog: %w", err)
 	}
 	t.refusedNow = false
-	fi, err := f.Stat()
+	fi, err := t.adopt(f)
 	if err != nil {
-		f.Close()
-		return fmt.Errorf("xlog: %s: %w", t.path, err)
+		return err
 	}
-	t.file, t.offset = f, 0
-	t.dev, t.ino = identity(fi)
-	t.headLen = 0
-	t.skipping = false
 	if !fromStart {
 		t.offset = fi.Size()
 	}
@@ -380,4 +375,19 @@ func (t *tail) when(l Line, clock *window.Clock) int64 {
 		return (t.startLow+t.startHigh)/2 + l.Uptime
 	}
 	return 0
+}
+
+// adopt makes f, an open file, the one the tail reads, from its start; it
+// closes f when it cannot be stat'ed.
+func (t *tail) adopt(f *os.File) (os.FileInfo, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("xlog: %s: %w", t.path, err)
+	}
+	t.file, t.offset = f, 0
+	t.dev, t.ino = identity(fi)
+	t.headLen = 0
+	t.skipping = false
+	return fi, nil
 }
