@@ -586,6 +586,27 @@ func (s *Stream) safepoint(id int64) *safepoint {
 	return sp
 }
 
+// OldestPending returns the earliest start (Unix ns) of the windows held
+// back for an event still to come (a pause's collection, a safepoint's
+// end); false when none is held. Such a window's events may lie in an
+// earlier chunk than the one read now: the chunk a reader would have to
+// read again to build it.
+func (s *Stream) OldestPending() (int64, bool) {
+	oldest, ok := int64(0), false
+	note := func(start int64) {
+		if start != 0 && (!ok || start < oldest) {
+			oldest, ok = start, true
+		}
+	}
+	for _, p := range s.pauses {
+		note(p.w.Start)
+	}
+	for _, sp := range s.sps {
+		note(sp.beginStart) // one without a begin is never a window
+	}
+	return oldest, ok
+}
+
 // Flush lets out windows that waited through one earlier flush (or all of
 // them when final: the recording ended) and ages the rest.
 func (s *Stream) Flush(b *jvmevent.Batch, final bool) {

@@ -237,6 +237,7 @@ func (f *follower) openNext() (bool, error) {
 	if f.from == 0 {
 		f.from = best
 	}
+	f.noteOpened(best)
 	// Held files that start no later than this one will not be read;
 	// those without a header yet stay.
 	for n, hf := range f.held {

@@ -3,8 +3,10 @@ package repository
 import (
 	"encoding/binary"
 	"hash/fnv"
+	"maps"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfrstream"
@@ -24,26 +26,43 @@ type Position struct {
 	// pattern's folder: a position is only used for the same JVM.
 	StartTicks uint64 `json:"start_ticks,omitempty"`
 	// ChunkStart is the start (Unix ns, the chunk header's) of the chunk
-	// read last.
+	// to read again: the one read last, or an earlier one holding the
+	// first events of a window not built yet (a safepoint begun before a
+	// chunk rotation and ended after it).
 	ChunkStart int64 `json:"chunk_start"`
 	// Done says the repository was read to its end (a preserved one whose
 	// JVM exited): it is not read again.
 	Done bool `json:"done,omitempty"`
-	// Sent are the hashes (windowKey) of the windows sent since that
-	// chunk was opened, sorted.
+	// Sent are the hashes (windowKey) of the windows sent that reading
+	// from that chunk on would build again, sorted.
 	Sent []uint64 `json:"sent,omitempty"`
 }
 
-// resumeState is a follower's checkpoint: the chunk whose sent windows sent
-// holds, the windows to drop (sent before a restart), the position resumed
-// from until a chunk is opened, and how many were dropped.
+// resumeState is a follower's checkpoint: the chunk to read again after a
+// restart, the windows sent that doing so would build again (hash → start),
+// the windows to drop (sent before a restart), the position resumed from
+// until a chunk is opened, how many were dropped, and the starts of the
+// chunks opened last (oldest first).
 type resumeState struct {
 	ckChunk int64
-	sent    map[uint64]bool
+	sent    map[uint64]int64
 	skip    map[uint64]bool
 	resumed *Position
 	dropped int
+	opened  []int64
 }
+
+// maxOpened bounds the chunk starts a follower remembers: a window held
+// back for longer than that many chunks is rebuilt from the oldest.
+const maxOpened = 16
+
+// sentSlack keeps a sent window remembered for this long before the
+// checkpoint's chunk starts. Reading from a chunk builds again the windows
+// whose first event is in it or later, and their start is no earlier than
+// the chunk's unless an event spans the rotation (which pauses and
+// safepoints, themselves at a safepoint as the rotation is, do not); the
+// slack covers any that does.
+const sentSlack = int64(time.Minute)
 
 // maxSent bounds the windows remembered per repository (about 1.7 MB of
 // checkpoint as JSON): a chunk with more sent is remembered for its first
@@ -105,16 +124,22 @@ func (f *follower) resume(pos Position) {
 // restart, and remembers those it lets through, for Positions. It runs
 // after each poll that ended, on the source's goroutine (as Positions).
 func (f *follower) sentOnly(b *jvmevent.Batch) {
-	if f.from != 0 && f.lastStart != f.ckChunk {
-		// A newer chunk is being read: the windows of the ones before are
-		// never read again.
-		f.ckChunk, f.sent = f.lastStart, map[uint64]bool{}
+	if f.from != 0 {
+		if ck := f.checkpointChunk(); ck != f.ckChunk {
+			// The chunks before ck are never read again: the windows
+			// begun in them are not built again.
+			f.ckChunk = ck
+			if f.sent == nil {
+				f.sent = map[uint64]int64{}
+			}
+			maps.DeleteFunc(f.sent, func(_ uint64, start int64) bool { return start < ck-sentSlack })
+		}
 	}
 	kept := b.Windows[:0]
 	for _, w := range b.Windows {
 		h := windowKey(w)
 		if len(f.sent) < maxSent && f.sent != nil {
-			f.sent[h] = true
+			f.sent[h] = w.Start
 		}
 		if f.skip[h] {
 			f.dropped++
@@ -124,6 +149,32 @@ func (f *follower) sentOnly(b *jvmevent.Batch) {
 	}
 	clear(b.Windows[len(kept):])
 	b.Windows = kept
+}
+
+// noteOpened remembers the start of a chunk just opened.
+func (f *follower) noteOpened(start int64) {
+	if len(f.opened) == maxOpened {
+		f.opened = slices.Delete(f.opened, 0, 1)
+	}
+	f.opened = append(f.opened, start)
+}
+
+// checkpointChunk is the chunk a restart reads again: the one read last,
+// or the one holding the first events of the oldest window the stream
+// holds back (its start's chunk: the latest opened that starts no later).
+// It never goes back: the windows before the last one chosen are
+// forgotten.
+func (f *follower) checkpointChunk() int64 {
+	ck := f.lastStart
+	if oldest, ok := f.stream.OldestPending(); ok && len(f.opened) > 0 {
+		ck = f.opened[0]
+		for _, start := range f.opened {
+			if start <= oldest {
+				ck = start
+			}
+		}
+	}
+	return max(ck, f.ckChunk)
 }
 
 // windowKey hashes what tells a window of one JVM from the others: its
