@@ -17,9 +17,7 @@ func TestMain(m *testing.M) {
 		writePeakRSS(peakFile)
 		os.Exit(0)
 	}
-	code := m.Run()
-	jfrtest.Cleanup()
-	os.Exit(code)
+	jfrtest.Main(m)
 }
 
 // TestPrintMatchesJDKOnSeveralChunks records with JDK 25 a file of several

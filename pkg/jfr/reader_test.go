@@ -19,11 +19,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/internal/jdktest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	jdktest.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { jdktest.Main(m) }
 
 // Fixtures: real recordings with the JDK's own summary and JSON output
 // (see testdata/make-fixtures.sh).

@@ -46,3 +46,8 @@ func Workload() (source, extraSettings string, err error) {
 // Cleanup removes what Record and Workload made; call it from TestMain
 // after m.Run.
 func Cleanup() { jdktest.Cleanup() }
+
+// Main is a TestMain for packages whose tests record with JDKs: it runs the
+// tests, removes what Record and Workload made, fails the run when a
+// goroutine outlived the tests, and exits.
+func Main(m *testing.M) { jdktest.Main(m) }

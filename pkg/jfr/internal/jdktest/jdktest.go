@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 //go:embed Workload.java
@@ -196,6 +198,21 @@ func Cleanup() {
 	if dir != "" {
 		os.RemoveAll(dir)
 	}
+}
+
+// Main is a TestMain for packages whose tests record with JDKs: it runs the
+// tests, removes what Record and Workload made, fails the run when a
+// goroutine outlived the tests, and exits.
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // Record makes the recording once per test binary (at most JFR_TEST_JVMS,

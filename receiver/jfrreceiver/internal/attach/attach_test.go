@@ -15,23 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	jfrtest.Cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { jfrtest.Main(m) }
 
 // TestStartAndStopRecording attaches to a real JVM that records nothing,
 // starts a recording with JFR.start (its disk repository appears where

@@ -1,7 +1,6 @@
 package jfrstream
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,11 +13,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	jfrtest.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { jfrtest.Main(m) }
 
 // readAll streams every chunk of a recording file through one Stream.
 func readAll(t *testing.T, path string) (jvmevent.Batch, *Stream) {

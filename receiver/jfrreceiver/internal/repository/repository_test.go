@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"math"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -14,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfroracletest"
@@ -23,17 +20,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	jfrtest.Cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { jfrtest.Main(m) }
 
 // runJVM starts the test workload with a recording whose repository is
 // under dir and which dumps itself to dir/dump.jfr at exit. options are

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
@@ -23,17 +21,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jvmevent"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	jfrtest.Cleanup()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { jfrtest.Main(m) }
 
 func appendFile(t *testing.T, path, s string) {
 	t.Helper()
