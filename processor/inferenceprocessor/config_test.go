@@ -1,31 +1,19 @@
 package inferenceprocessor
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/cfgtest"
 )
 
 func loadConfig(t *testing.T, name string) *Config {
 	t.Helper()
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := cm.Sub(component.MustNewIDWithName("inference", name).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := createDefaultConfig().(*Config)
-	if err := sub.Unmarshal(cfg); err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return cfgtest.Load(t, component.MustNewIDWithName("inference", name), createDefaultConfig().(*Config))
 }
 
 func TestConfigDefaultRunsTheDefaultModel(t *testing.T) {

@@ -1,7 +1,6 @@
 package runtimecorrelationprocessor
 
 import (
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,18 +8,13 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/cfgtest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/processor/runtimecorrelationprocessor/internal/metadata"
 )
 
 func TestLoadConfig(t *testing.T) {
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	if err != nil {
-		t.Fatalf("confmaptest.LoadConf: %v", err)
-	}
-
 	tests := []struct {
 		id      component.ID
 		want    *Config
@@ -72,15 +66,8 @@ func TestLoadConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {
-			cfg := NewFactory().CreateDefaultConfig()
-			sub, err := cm.Sub(tt.id.String())
-			if err != nil {
-				t.Fatalf("cm.Sub: %v", err)
-			}
-			if err := sub.Unmarshal(cfg); err != nil {
-				t.Fatalf("sub.Unmarshal: %v", err)
-			}
-			err = confmap.Validate(cfg)
+			cfg := cfgtest.Load(t, tt.id, NewFactory().CreateDefaultConfig())
+			err := confmap.Validate(cfg)
 			if tt.wantErr == nil {
 				if err != nil {
 					t.Fatalf("confmap.Validate: %v", err)

@@ -1,7 +1,6 @@
 package pythongilreceiver
 
 import (
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,26 +8,14 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/cfgtest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/metadata"
 )
 
 func loadConfig(t *testing.T, name string) *Config {
 	t.Helper()
-	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
-	if err != nil {
-		t.Fatalf("confmaptest.LoadConf: %v", err)
-	}
-	cfg := NewFactory().CreateDefaultConfig()
-	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
-	if err != nil {
-		t.Fatalf("cm.Sub: %v", err)
-	}
-	if err := sub.Unmarshal(cfg); err != nil {
-		t.Fatalf("sub.Unmarshal: %v", err)
-	}
-	return cfg.(*Config)
+	return cfgtest.Load(t, component.NewIDWithName(metadata.Type, name), NewFactory().CreateDefaultConfig().(*Config))
 }
 
 func TestDefaultConfig(t *testing.T) {
