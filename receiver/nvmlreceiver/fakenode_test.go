@@ -225,6 +225,33 @@ func (n *fakeNode) migDevice(m *fakeMIG) nvml.Device {
 	}
 }
 
+// createMIGInstances turns MIG mode on on d and creates n GPU instances of
+// one slice each, returning their ids.
+func createMIGInstances(t testing.TB, d *server.Device, n int) []int {
+	t.Helper()
+	_, ret := d.SetMigMode(nvml.DEVICE_MIG_ENABLE)
+	if ret != nvml.SUCCESS {
+		t.Fatalf("d.SetMigMode: got %v, want %v", ret, nvml.SUCCESS)
+	}
+	profile, ret := d.GetGpuInstanceProfileInfo(nvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	if ret != nvml.SUCCESS {
+		t.Fatalf("d.GetGpuInstanceProfileInfo: got %v, want %v", ret, nvml.SUCCESS)
+	}
+	ids := make([]int, 0, n)
+	for range n {
+		gi, ret := d.CreateGpuInstance(&profile)
+		if ret != nvml.SUCCESS {
+			t.Fatalf("d.CreateGpuInstance: got %v, want %v", ret, nvml.SUCCESS)
+		}
+		info, ret := gi.GetInfo()
+		if ret != nvml.SUCCESS {
+			t.Fatalf("gi.GetInfo: got %v, want %v", ret, nvml.SUCCESS)
+		}
+		ids = append(ids, int(info.Id))
+	}
+	return ids
+}
+
 func uintSample(ts uint64, v uint32) nvml.Sample {
 	s := nvml.Sample{TimeStamp: ts}
 	s.SampleValue[0], s.SampleValue[1], s.SampleValue[2], s.SampleValue[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)

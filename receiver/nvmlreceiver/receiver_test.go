@@ -440,23 +440,7 @@ func TestMIG(t *testing.T) {
 	srv := dgxh200.New()
 	node := newFakeNode(t, srv)
 	d := srv.Devices[7].(*server.Device)
-	_, ret := d.SetMigMode(nvml.DEVICE_MIG_ENABLE)
-	if ret != nvml.SUCCESS {
-		t.Fatalf("d.SetMigMode: got %v, want %v", ret, nvml.SUCCESS)
-	}
-	profile, ret := d.GetGpuInstanceProfileInfo(nvml.GPU_INSTANCE_PROFILE_1_SLICE)
-	if ret != nvml.SUCCESS {
-		t.Fatalf("d.GetGpuInstanceProfileInfo: got %v, want %v", ret, nvml.SUCCESS)
-	}
-	var ids []int
-	for range 2 {
-		gi, ret := d.CreateGpuInstance(&profile)
-		if ret != nvml.SUCCESS {
-			t.Fatalf("d.CreateGpuInstance: got %v, want %v", ret, nvml.SUCCESS)
-		}
-		info, _ := gi.GetInfo()
-		ids = append(ids, int(info.Id))
-	}
+	ids := createMIGInstances(t, d, 2)
 	node.migs[7] = []*fakeMIG{
 		{uuid: "MIG-aaaa", instanceID: ids[0], total: 18 * 1024 * mib, used: 4 * 1024 * mib,
 			processes: []nvml.ProcessInfo{{Pid: 700, UsedGpuMemory: 4 * 1024 * mib}}},
