@@ -360,6 +360,19 @@ func (c *Collector) Stop(timeout time.Duration) (int, error) {
 	return c.cmd.ProcessState.ExitCode(), nil
 }
 
+// StopCleanly stops the collector as Stop does and fails the test unless
+// it exits with 0 within timeout.
+func (c *Collector) StopCleanly(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	code, err := c.Stop(timeout)
+	if err != nil {
+		t.Fatalf("c.Stop: %v", err)
+	}
+	if code != 0 {
+		t.Errorf("c.Stop: got %v, want %v", code, 0)
+	}
+}
+
 // RSS returns the collector's resident set size in bytes, from /proc.
 func (c *Collector) RSS() (int64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.Pid()))
@@ -487,6 +500,42 @@ func (c *Collector) Logs(file string) ([]plog.Logs, error) {
 func (c *Collector) Metrics(file string) ([]pmetric.Metrics, error) {
 	var u pmetric.JSONUnmarshaler
 	return ReadJSONLines(filepath.Join(c.OutputDir, file), u.UnmarshalMetrics)
+}
+
+// FileExportConfig is a configuration in which the one receiver named
+// receiver, configured by settings (its YAML, indented below its name),
+// feeds a metrics and a logs pipeline whose file exporters write OTLP JSON
+// lines to metrics.jsonl and logs.jsonl in the output folder. The
+// collector's own metrics are off.
+func FileExportConfig(receiver, settings string) string {
+	return `receivers:
+  ` + receiver + `:
+` + settings + `exporters:
+  file/metrics:
+    path: ${env:` + EnvOutputDir + `}/metrics.jsonl
+    flush_interval: 100ms
+  file/logs:
+    path: ${env:` + EnvOutputDir + `}/logs.jsonl
+    flush_interval: 100ms
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    metrics:
+      receivers: [` + receiver + `]
+      exporters: [file/metrics]
+    logs:
+      receivers: [` + receiver + `]
+      exporters: [file/logs]
+`
+}
+
+// FileContains reports whether the file at path (a file exporter's
+// output) holds s; a file that cannot be read holds nothing.
+func FileContains(path, s string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && bytes.Contains(b, []byte(s))
 }
 
 // ReadJSONLines decodes one OTLP/JSON document per line of a file exporter's

@@ -1,7 +1,6 @@
 package nvmlreceiver
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,33 +19,13 @@ import (
 // nvmlOnlyConfig is an nvml-only pipeline writing the file exporter's OTLP
 // JSON into the harness's output folder.
 func nvmlOnlyConfig(library string) string {
-	return `receivers:
-  nvml:
-    collection_interval: 1s
+	return e2etest.FileExportConfig("nvml", `    collection_interval: 1s
     initial_delay: 0s
     init_retry_interval: 1s
-    library_path: ` + library + `
+    library_path: `+library+`
     pod_resources:
       endpoint: ""
-exporters:
-  file/metrics:
-    path: ${env:` + e2etest.EnvOutputDir + `}/metrics.jsonl
-    flush_interval: 100ms
-  file/logs:
-    path: ${env:` + e2etest.EnvOutputDir + `}/logs.jsonl
-    flush_interval: 100ms
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    metrics:
-      receivers: [nvml]
-      exporters: [file/metrics]
-    logs:
-      receivers: [nvml]
-      exporters: [file/logs]
-`
+`)
 }
 
 func skipWithoutBinary(t *testing.T) {
@@ -54,11 +33,6 @@ func skipWithoutBinary(t *testing.T) {
 	if os.Getenv(e2etest.EnvBinary) == "" {
 		t.Skip(e2etest.EnvBinary + " is not set: these tests run against the built distribution (make test)")
 	}
-}
-
-func fileContains(path, s string) bool {
-	b, err := os.ReadFile(path)
-	return err == nil && bytes.Contains(b, []byte(s))
 }
 
 func TestBuiltCollectorWithStubLibrary(t *testing.T) {
@@ -71,17 +45,11 @@ func TestBuiltCollectorWithStubLibrary(t *testing.T) {
 	pid := strconv.Itoa(c.Pid())
 	if err := c.Eventually(time.Minute, func() bool {
 		// The stub reports the collector itself as the GPU's process.
-		return fileContains(metrics, `"hw.gpu.memory.usage"`) && fileContains(metrics, `"intValue":"`+pid+`"`) && fileContains(logs, `"gpu.xid"`)
+		return e2etest.FileContains(metrics, `"hw.gpu.memory.usage"`) && e2etest.FileContains(metrics, `"intValue":"`+pid+`"`) && e2etest.FileContains(logs, `"gpu.xid"`)
 	}); err != nil {
 		t.Fatalf("c.Eventually: %v", err)
 	}
-	code, err := c.Stop(30 * time.Second)
-	if err != nil {
-		t.Fatalf("c.Stop: %v", err)
-	}
-	if code != 0 {
-		t.Errorf("c.Stop: got %v, want %v", code, 0)
-	}
+	c.StopCleanly(t, 30*time.Second)
 
 	m, err := os.ReadFile(metrics)
 	if err != nil {

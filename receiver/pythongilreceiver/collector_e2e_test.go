@@ -1,8 +1,6 @@
 package pythongilreceiver
 
 import (
-	"bytes"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -23,36 +21,16 @@ import (
 // pythongilConfig probes one pid and writes windows and metrics with the
 // file exporter into the harness's output folder.
 func pythongilConfig(pid int) string {
-	return `receivers:
-  pythongil:
-    discovery_interval: 100ms
+	return e2etest.FileExportConfig("pythongil", `    discovery_interval: 100ms
     flush_interval: 100ms
     collection_interval: 500ms
     include:
-      pids: [` + strconv.Itoa(pid) + `]
+      pids: [`+strconv.Itoa(pid)+`]
     # Exact counts are asserted: no duty cycling, whatever other Python
     # processes on the host (other tests) cost the shared probes.
     overhead:
       budget: 0
-exporters:
-  file/metrics:
-    path: ${env:` + e2etest.EnvOutputDir + `}/metrics.jsonl
-    flush_interval: 100ms
-  file/logs:
-    path: ${env:` + e2etest.EnvOutputDir + `}/logs.jsonl
-    flush_interval: 100ms
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    metrics:
-      receivers: [pythongil]
-      exporters: [file/metrics]
-    logs:
-      receivers: [pythongil]
-      exporters: [file/logs]
-`
+`)
 }
 
 // fileWindows decodes every window of pid in a file exporter's JSON lines.
@@ -72,7 +50,7 @@ func TestBuiltCollectorEmitsGILWindows(t *testing.T) {
 	logs, metrics := filepath.Join(c.OutputDir, "logs.jsonl"), filepath.Join(c.OutputDir, "metrics.jsonl")
 	// The receiver discovers, selects and attaches before its first
 	// collection, so once its own metrics appear the workload is probed.
-	if err := c.Eventually(time.Minute, func() bool { return fileContains(metrics, `"python.gil.probe.hits"`) }); err != nil {
+	if err := c.Eventually(time.Minute, func() bool { return e2etest.FileContains(metrics, `"python.gil.probe.hits"`) }); err != nil {
 		t.Fatalf("c.Eventually: %v", err)
 	}
 	var res struct {
@@ -95,21 +73,10 @@ func TestBuiltCollectorEmitsGILWindows(t *testing.T) {
 		t.Fatalf("c.Eventually: %v", err)
 	}
 	oneWindowPerCall(t, "sleep thread", sleeps(), self, res.Calls)
-	if err := c.Eventually(time.Minute, func() bool { return fileContains(metrics, `"python.gil.released.duration"`) }); err != nil {
+	if err := c.Eventually(time.Minute, func() bool { return e2etest.FileContains(metrics, `"python.gil.released.duration"`) }); err != nil {
 		t.Fatalf("c.Eventually: %v", err)
 	}
-	code, err := c.Stop(30 * time.Second)
-	if err != nil {
-		t.Fatalf("c.Stop: %v", err)
-	}
-	if code != 0 {
-		t.Errorf("c.Stop: got %v, want %v", code, 0)
-	}
-}
-
-func fileContains(path, s string) bool {
-	b, err := os.ReadFile(path)
-	return err == nil && bytes.Contains(b, []byte(s))
+	c.StopCleanly(t, 30*time.Second)
 }
 
 // gaugePoint is one data point of a per-host gauge the receiver reports.
@@ -164,7 +131,7 @@ func TestBuiltCollectorDefaultBudgetKeepsACheapWorkload(t *testing.T) {
 	logs, metrics := filepath.Join(c.OutputDir, "logs.jsonl"), filepath.Join(c.OutputDir, "metrics.jsonl")
 	// The receiver discovers and attaches before its first collection,
 	// which reports the cost (the budget is on).
-	if err := c.Eventually(2*time.Minute, func() bool { return fileContains(metrics, `"python.gil.probe.cost"`) }); err != nil {
+	if err := c.Eventually(2*time.Minute, func() bool { return e2etest.FileContains(metrics, `"python.gil.probe.cost"`) }); err != nil {
 		t.Fatalf("c.Eventually: %v", err)
 	}
 	var res struct {
@@ -226,7 +193,5 @@ func TestBuiltCollectorDefaultBudgetKeepsACheapWorkload(t *testing.T) {
 	if maxCost > budget {
 		t.Errorf("probe cost reported up to %.5f of a CPU, over the budget %.2f, for a workload of some 240 hits a second", maxCost, budget)
 	}
-	if code, err := c.Stop(30 * time.Second); err != nil || code != 0 {
-		t.Errorf("c.Stop: %v, exit %d", err, code)
-	}
+	c.StopCleanly(t, 30*time.Second)
 }
