@@ -18,11 +18,12 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension/internal/ortenv"
 	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension/internal/repository"
+	"github.com/otelcol-ai/otelcol-ai/internal/modelrepotest"
 	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
 )
 
 func TestLifecycleSharesOneEnvironment(t *testing.T) {
-	requireLibrary(t)
+	modelrepotest.RequireLibrary(t)
 	repo := t.TempDir()
 	place(t, repo, "sum", 1, modelDynamicAxes)
 	factory := NewFactory()
@@ -268,7 +269,7 @@ func TestHotReload(t *testing.T) {
 	}
 
 	// A corrupt newer version keeps 2 serving and reports a recoverable error.
-	write(t, repo, "m", 3, []byte("this is not an ONNX model"))
+	modelrepotest.Write(t, repo, "m", 3, []byte("this is not an ONNX model"))
 	e.scan()
 	e.scan() // an unchanged bad file is not retried
 	if v := version(); v != 2 {
@@ -426,9 +427,9 @@ func TestRepositoryBoundaries(t *testing.T) {
 }
 
 func TestStartFailsForAConfiguredModelWithoutVersions(t *testing.T) {
-	requireLibrary(t)
+	modelrepotest.RequireLibrary(t)
 	repo := t.TempDir()
-	write(t, repo, "broken", 1, []byte("garbage"))
+	modelrepotest.Write(t, repo, "broken", 1, []byte("garbage"))
 	cfg := testConfig(repo)
 	cfg.Models = map[string]ModelConfig{"broken": {}}
 	e, err := newExtension(extensiontest.NewNopSettings(NewFactory().Type()), cfg)
@@ -462,7 +463,7 @@ func TestStartFailsWithoutLibrary(t *testing.T) {
 // With a CPU-only ONNX Runtime (as the distribution ships), cuda falls back
 // to the CPU with a warning, and models still run.
 func TestCUDAFallsBackToCPU(t *testing.T) {
-	requireLibrary(t)
+	modelrepotest.RequireLibrary(t)
 	repo := t.TempDir()
 	place(t, repo, "sum", 1, modelDynamicAxes)
 	cfg := testConfig(repo)

@@ -2,9 +2,7 @@ package onnxinferenceextension
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -15,17 +13,9 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 
-	"github.com/otelcol-ai/otelcol-ai/internal/ortlib"
+	"github.com/otelcol-ai/otelcol-ai/internal/modelrepotest"
 	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
 )
-
-// requireLibrary skips the test when ONNX Runtime's library is not found.
-func requireLibrary(t testing.TB) {
-	t.Helper()
-	if _, _, err := ortlib.Locate(""); err != nil {
-		t.Skipf("ONNX Runtime library not available (set %s, as `make test` does): %v", ortlib.EnvVar, err)
-	}
-}
 
 // The real models from onnxruntime_go's test_data, in testdata/models.
 const (
@@ -38,28 +28,7 @@ const (
 // dated in the past so that it counts as settled.
 func place(t testing.TB, repo, model string, version int64, file string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "models", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return write(t, repo, model, version, data)
-}
-
-func write(t testing.TB, repo, model string, version int64, data []byte) string {
-	t.Helper()
-	dir := filepath.Join(repo, model, strconv.FormatInt(version, 10))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "model.onnx")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	old := time.Now().Add(-time.Minute)
-	if err := os.Chtimes(path, old, old); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return modelrepotest.Place(t, repo, model, version, filepath.Join("testdata", "models", file))
 }
 
 // testConfig is the default config on repo, with polling off (tests call
@@ -99,7 +68,7 @@ func start(t testing.TB, cfg *Config) *onnxExtension {
 
 func startOn(t testing.TB, cfg *Config, host component.Host) *onnxExtension {
 	t.Helper()
-	requireLibrary(t)
+	modelrepotest.RequireLibrary(t)
 	e, err := newExtension(extensiontest.NewNopSettings(NewFactory().Type()), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension/internal/memstat"
+	"github.com/otelcol-ai/otelcol-ai/internal/modelrepotest"
 	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
 )
 
@@ -76,7 +77,7 @@ func TestLoadUnloadCyclesReturnToBaseline(t *testing.T) {
 // Starting and stopping the extension (creating and destroying ONNX
 // Runtime's environment each time) does not accumulate memory either.
 func TestStartStopCyclesReturnToBaseline(t *testing.T) {
-	requireLibrary(t)
+	modelrepotest.RequireLibrary(t)
 	repo := t.TempDir()
 	place(t, repo, "m", 1, modelDynamicAxes)
 	cycle := func() {

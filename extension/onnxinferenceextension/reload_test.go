@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension/internal/metadatatest"
+	"github.com/otelcol-ai/otelcol-ai/internal/modelrepotest"
 	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
 )
 
@@ -49,7 +50,7 @@ type reloadFixture struct {
 
 func startReloadFixture(t *testing.T, settle time.Duration) *reloadFixture {
 	t.Helper()
-	requireLibrary(t)
+	modelrepotest.RequireLibrary(t)
 	repo := t.TempDir()
 	f := &reloadFixture{t: t, host: &statusHost{Host: componenttest.NewNopHost()}}
 	f.path = place(t, repo, "ro", 1, modelOverlapV1)

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
 	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension/internal/metadatatest"
+	"github.com/otelcol-ai/otelcol-ai/internal/modelrepotest"
 	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
 )
 
@@ -33,7 +34,7 @@ func TestBitset(t *testing.T) {
 // TestRunMetricsNameTheModel checks that Run's measurements carry the
 // model's attribute, and that the runs in flight go back to zero.
 func TestRunMetricsNameTheModel(t *testing.T) {
-	requireLibrary(t)
+	modelrepotest.RequireLibrary(t)
 	repo := t.TempDir()
 	place(t, repo, "sum", 1, modelDynamicAxes)
 	tel := componenttest.NewTelemetry()

@@ -16,6 +16,8 @@ import (
 	ort "github.com/yalue/onnxruntime_go"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/modelrepotest"
 )
 
 // Batch sizes the benchmarks compare at.
@@ -185,7 +187,7 @@ func BenchmarkProcessorColdSpans(b *testing.B) {
 
 func benchmarkProcessor(b *testing.B, poolSize func(batch int) int) {
 	repo := b.TempDir()
-	place(b, repo, "runtime_overlap", 1, defaultModelFile)
+	modelrepotest.Place(b, repo, "runtime_overlap", 1, defaultModelFile)
 	h := startExtension(b, repo, 0)
 	for _, n := range benchBatches {
 		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
@@ -216,7 +218,7 @@ func benchmarkProcessor(b *testing.B, poolSize func(batch int) int) {
 // stays on the processor's side.
 func BenchmarkRawRun(b *testing.B) {
 	repo := b.TempDir()
-	place(b, repo, "runtime_overlap", 1, defaultModelFile)
+	modelrepotest.Place(b, repo, "runtime_overlap", 1, defaultModelFile)
 	startExtension(b, repo, 0) // holds the ONNX Runtime environment
 	session, outputs := rawSession(b)
 	for _, n := range benchBatches {
@@ -259,7 +261,7 @@ func rawRun(b *testing.B, session *ort.DynamicAdvancedSession, in ort.Value, out
 //	go test -run '^$' -bench 'ProcessorVsRaw' -cpu 1 ./processor/inferenceprocessor/
 func BenchmarkProcessorVsRaw(b *testing.B) {
 	repo := b.TempDir()
-	place(b, repo, "runtime_overlap", 1, defaultModelFile)
+	modelrepotest.Place(b, repo, "runtime_overlap", 1, defaultModelFile)
 	h := startExtension(b, repo, 0)
 	session, outputs := rawSession(b)
 	for _, n := range benchBatches {

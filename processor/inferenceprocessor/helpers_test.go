@@ -2,9 +2,7 @@ package inferenceprocessor
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +19,7 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension"
-	"github.com/otelcol-ai/otelcol-ai/internal/ortlib"
+	"github.com/otelcol-ai/otelcol-ai/internal/modelrepotest"
 )
 
 // Models the tests load: the distribution's default model, and third-party
@@ -33,34 +31,6 @@ var (
 	dynamicAxesFile  = filepath.Join("testdata", "models", "example_dynamic_axes.onnx")
 	isolationFile    = filepath.Join("testdata", "models", "isolation_forest.onnx")
 )
-
-func requireLibrary(t testing.TB) {
-	t.Helper()
-	if _, _, err := ortlib.Locate(""); err != nil {
-		t.Skipf("ONNX Runtime library not available (set %s, as `make test` does): %v", ortlib.EnvVar, err)
-	}
-}
-
-// place copies a model file into repo as <model>/<version>/model.onnx.
-func place(t testing.TB, repo, model string, version int64, file string) {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(repo, model, strconv.FormatInt(version, 10))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "model.onnx")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	old := time.Now().Add(-time.Minute)
-	if err := os.Chtimes(path, old, old); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // host serves one onnxinference extension and records status reports.
 type host struct {
@@ -92,7 +62,7 @@ var extensionID = component.MustNewID("onnxinference")
 // polling off.
 func startExtension(t testing.TB, repo string, poll time.Duration) *host {
 	t.Helper()
-	requireLibrary(t)
+	modelrepotest.RequireLibrary(t)
 	f := onnxinferenceextension.NewFactory()
 	cfg := f.CreateDefaultConfig().(*onnxinferenceextension.Config)
 	cfg.Repository, cfg.PollInterval, cfg.SettleTime = repo, poll, 0

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/modelrepotest"
 	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
 	"github.com/otelcol-ai/otelcol-ai/processor/inferenceprocessor/internal/metadatatest"
 )
@@ -31,7 +32,7 @@ func defaultConfig() *Config { return createDefaultConfig().(*Config) }
 // deep in GC pauses are anomalous, spans without overlaps ordinary.
 func TestDefaultModelJudgesRuntimeOverlap(t *testing.T) {
 	repo := t.TempDir()
-	place(t, repo, "runtime_overlap", 1, defaultModelFile)
+	modelrepotest.Place(t, repo, "runtime_overlap", 1, defaultModelFile)
 	h := startExtension(t, repo, 0)
 	p, sink := startTraces(t, h, defaultConfig(), settings())
 
@@ -105,9 +106,9 @@ func TestDefaultModelJudgesRuntimeOverlap(t *testing.T) {
 // Third-party models run through the repository and the processor.
 func TestThirdPartyModels(t *testing.T) {
 	repo := t.TempDir()
-	place(t, repo, "forest", 2, randomForestFile)
-	place(t, repo, "isolation", 1, isolationFile)
-	place(t, repo, "sum", 1, dynamicAxesFile)
+	modelrepotest.Place(t, repo, "forest", 2, randomForestFile)
+	modelrepotest.Place(t, repo, "isolation", 1, isolationFile)
+	modelrepotest.Place(t, repo, "sum", 1, dynamicAxesFile)
 	h := startExtension(t, repo, 0)
 
 	t.Run("skl2onnx IsolationForest tells odd spans from normal ones", func(t *testing.T) {
@@ -231,7 +232,7 @@ func TestThirdPartyModels(t *testing.T) {
 
 func TestStartRefusesWhatCannotWork(t *testing.T) {
 	repo := t.TempDir()
-	place(t, repo, "runtime_overlap", 1, defaultModelFile)
+	modelrepotest.Place(t, repo, "runtime_overlap", 1, defaultModelFile)
 	h := startExtension(t, repo, 0)
 	tests := []struct {
 		name   string
@@ -280,7 +281,7 @@ func TestStartRefusesWhatCannotWork(t *testing.T) {
 // the same batch are judged.
 func TestUnjudgedItemsPassUnchanged(t *testing.T) {
 	repo := t.TempDir()
-	place(t, repo, "runtime_overlap", 1, defaultModelFile)
+	modelrepotest.Place(t, repo, "runtime_overlap", 1, defaultModelFile)
 	h := startExtension(t, repo, 0)
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
@@ -316,7 +317,7 @@ func TestUnjudgedItemsPassUnchanged(t *testing.T) {
 
 func TestAttributesPresentSelectsItems(t *testing.T) {
 	repo := t.TempDir()
-	place(t, repo, "runtime_overlap", 1, defaultModelFile)
+	modelrepotest.Place(t, repo, "runtime_overlap", 1, defaultModelFile)
 	h := startExtension(t, repo, 0)
 	cfg := defaultConfig()
 	cfg.AttributesPresent = []string{"gen_ai.request.model"}
@@ -341,7 +342,7 @@ func TestAttributesPresentSelectsItems(t *testing.T) {
 // whose input the processor cannot feed is refused and the old one stays.
 func TestNewVersionsWhileRunning(t *testing.T) {
 	repo := t.TempDir()
-	place(t, repo, "runtime_overlap", 1, defaultModelFile)
+	modelrepotest.Place(t, repo, "runtime_overlap", 1, defaultModelFile)
 	h := startExtension(t, repo, 20*ms)
 	p, sink := startTraces(t, h, defaultConfig(), settings())
 	versionNow := func() int64 {
@@ -363,11 +364,11 @@ func TestNewVersionsWhileRunning(t *testing.T) {
 	if v := versionNow(); v != 1 {
 		t.Fatalf("label %d, want 1", v)
 	}
-	place(t, repo, "runtime_overlap", 2, defaultModelFile)
+	modelrepotest.Place(t, repo, "runtime_overlap", 2, defaultModelFile)
 	waitFor(2)
 
 	// A version with four inputs columns does not fit five features.
-	place(t, repo, "runtime_overlap", 3, randomForestFile)
+	modelrepotest.Place(t, repo, "runtime_overlap", 3, randomForestFile)
 	for deadline := time.Now().Add(20 * time.Second); len(h.errors()) == 0; time.Sleep(10 * ms) {
 		if time.Now().After(deadline) {
 			t.Fatal("the unfit version 3 was never reported")
@@ -383,7 +384,7 @@ func TestNewVersionsWhileRunning(t *testing.T) {
 
 func TestLogs(t *testing.T) {
 	repo := t.TempDir()
-	place(t, repo, "sum", 1, dynamicAxesFile)
+	modelrepotest.Place(t, repo, "sum", 1, dynamicAxesFile)
 	h := startExtension(t, repo, 0)
 	cfg := defaultConfig()
 	cfg.Model = "sum"
@@ -427,7 +428,7 @@ func TestLogs(t *testing.T) {
 
 func TestBatching(t *testing.T) {
 	repo := t.TempDir()
-	place(t, repo, "runtime_overlap", 1, defaultModelFile)
+	modelrepotest.Place(t, repo, "runtime_overlap", 1, defaultModelFile)
 	h := startExtension(t, repo, 0)
 	specs := make([]spanSpec, 7)
 	for i := range specs {
@@ -482,7 +483,7 @@ func TestBatching(t *testing.T) {
 
 func TestLifecycleTwice(t *testing.T) {
 	repo := t.TempDir()
-	place(t, repo, "runtime_overlap", 1, defaultModelFile)
+	modelrepotest.Place(t, repo, "runtime_overlap", 1, defaultModelFile)
 	h := startExtension(t, repo, 0)
 	for i := 0; i < 2; i++ {
 		for _, create := range []func() (component.Component, error){
@@ -519,7 +520,7 @@ func logsConfig() *Config {
 
 func TestConditionsSelectItems(t *testing.T) {
 	repo := t.TempDir()
-	place(t, repo, "runtime_overlap", 1, defaultModelFile)
+	modelrepotest.Place(t, repo, "runtime_overlap", 1, defaultModelFile)
 	h := startExtension(t, repo, 0)
 	cfg := defaultConfig()
 	cfg.Conditions = []string{
