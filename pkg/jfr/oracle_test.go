@@ -294,18 +294,8 @@ func TestJDKOracleLiveRepository(t *testing.T) {
 	cmd := exec.Command(j.Java(), args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := jdktest.Start(t, cmd)
 	running := true
-	defer func() {
-		if running {
-			cmd.Process.Kill()
-			<-exited
-		}
-	}()
 
 	deadline := time.Now().Add(60 * time.Second)
 	var file string

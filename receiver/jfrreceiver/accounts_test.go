@@ -64,20 +64,11 @@ func accountPoints(mds []pmetric.Metrics, pid int, name, key, value string) []ac
 // eachLeakRecord calls f with each jvm.memory.leak_suspected record of pid
 // in sink, and its resource.
 func eachLeakRecord(sink *consumertest.LogsSink, pid int, f func(res pcommon.Resource, lr plog.LogRecord)) {
-	for _, ld := range sink.AllLogs() {
-		for _, rl := range ld.ResourceLogs().All() {
-			if pidOf(rl.Resource()) != int64(pid) {
-				continue
-			}
-			for _, sl := range rl.ScopeLogs().All() {
-				for _, lr := range sl.LogRecords().All() {
-					if lr.EventName() == "jvm.memory.leak_suspected" {
-						f(rl.Resource(), lr)
-					}
-				}
-			}
+	eachRecord(sink.AllLogs(), func(res pcommon.Resource, lr plog.LogRecord) {
+		if pidOf(res) == int64(pid) && lr.EventName() == "jvm.memory.leak_suspected" {
+			f(res, lr)
 		}
-	}
+	})
 }
 
 // leakRecords returns, per source, the attributes of the first

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach"
@@ -200,25 +201,12 @@ func TestDefaultSettingsSafepointsFromRuntimeLog(t *testing.T) {
 	// Every thread dump's safepoint comes from the log, with its VM
 	// operation and the JVM's pid.
 	fromLog := func() (n, short int) {
-		for _, ld := range logs.AllLogs() {
-			for i := range ld.ResourceLogs().Len() {
-				rl := ld.ResourceLogs().At(i)
-				if pidOf(rl.Resource()) != int64(cmd.Process.Pid) {
-					continue
-				}
-				recs := rl.ScopeLogs().At(0).LogRecords()
-				for k := range recs.Len() {
-					w, err := window.Decode(recs.At(k))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if w.Kind == window.KindJVMSafepoint && w.Attributes[jvmevent.AttrWindowSource] == "xlog" &&
-						w.Attributes[window.AttrJVMVMOperation] == "ThreadDump" {
-						n++
-						if w.Duration < 10*time.Millisecond {
-							short++
-						}
-					}
+		for _, w := range windowsOf(t, logs.AllLogs(), int64(cmd.Process.Pid)) {
+			if w.Kind == window.KindJVMSafepoint && w.Attributes[jvmevent.AttrWindowSource] == "xlog" &&
+				w.Attributes[window.AttrJVMVMOperation] == "ThreadDump" {
+				n++
+				if w.Duration < 10*time.Millisecond {
+					short++
 				}
 			}
 		}
@@ -329,18 +317,9 @@ func TestSafepointLogAddedToDefaultSettingsJVM(t *testing.T) {
 	// Safepoints are one at a time: windows of the JVM that overlap are one
 	// safepoint reported twice.
 	overlaps := func() (n int, stops []window.Window) {
-		for _, ld := range logs.AllLogs() {
-			for i := range ld.ResourceLogs().Len() {
-				rl := ld.ResourceLogs().At(i)
-				if pidOf(rl.Resource()) != int64(pid) {
-					continue
-				}
-				recs := rl.ScopeLogs().At(0).LogRecords()
-				for k := range recs.Len() {
-					if w, err := window.Decode(recs.At(k)); err == nil && w.Kind == window.KindJVMSafepoint {
-						stops = append(stops, w)
-					}
-				}
+		for _, w := range e2etest.WindowsOf(logs.AllLogs(), int64(pid)) {
+			if w.Kind == window.KindJVMSafepoint {
+				stops = append(stops, w)
 			}
 		}
 		slices.SortFunc(stops, func(a, b window.Window) int { return cmp.Compare(a.Start, b.Start) })
@@ -352,36 +331,23 @@ func TestSafepointLogAddedToDefaultSettingsJVM(t *testing.T) {
 		return n, stops
 	}
 	windows := func() (fromLog, fromJFR, short, full, fullPauses int) {
-		for _, ld := range logs.AllLogs() {
-			for i := range ld.ResourceLogs().Len() {
-				rl := ld.ResourceLogs().At(i)
-				if pidOf(rl.Resource()) != int64(pid) {
-					continue
-				}
-				recs := rl.ScopeLogs().At(0).LogRecords()
-				for k := range recs.Len() {
-					w, err := window.Decode(recs.At(k))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if w.Kind == window.KindJVMSafepoint && w.Attributes[window.AttrJVMVMOperation] == "G1CollectFull" {
-						full++
-					}
-					if w.Kind == window.KindJVMGCPause && w.Attributes[window.AttrJVMGCCause] == "System.gc()" {
-						fullPauses++
-					}
-					if w.Kind != window.KindJVMSafepoint || w.Attributes[window.AttrJVMVMOperation] != "ThreadDump" {
-						continue
-					}
-					if w.Attributes[jvmevent.AttrWindowSource] == "xlog" {
-						fromLog++
-					} else {
-						fromJFR++
-					}
-					if w.Duration < 10*time.Millisecond {
-						short++
-					}
-				}
+		for _, w := range windowsOf(t, logs.AllLogs(), int64(pid)) {
+			if w.Kind == window.KindJVMSafepoint && w.Attributes[window.AttrJVMVMOperation] == "G1CollectFull" {
+				full++
+			}
+			if w.Kind == window.KindJVMGCPause && w.Attributes[window.AttrJVMGCCause] == "System.gc()" {
+				fullPauses++
+			}
+			if w.Kind != window.KindJVMSafepoint || w.Attributes[window.AttrJVMVMOperation] != "ThreadDump" {
+				continue
+			}
+			if w.Attributes[jvmevent.AttrWindowSource] == "xlog" {
+				fromLog++
+			} else {
+				fromJFR++
+			}
+			if w.Duration < 10*time.Millisecond {
+				short++
 			}
 		}
 		return

@@ -56,7 +56,7 @@ receivers:
 		if err != nil {
 			t.Fatal(err)
 		}
-		kinds = windowsOf(batches, int64(pid))
+		kinds = kindsOf(batches, int64(pid))
 		metrics, err := c.Metrics("metrics.jsonl")
 		if err != nil {
 			t.Fatal(err)
@@ -80,8 +80,8 @@ receivers:
 	}
 }
 
-// windowsOf counts, per kind, the window records under pid's resource.
-func windowsOf(batches []plog.Logs, pid int64) map[window.Kind]int {
+// kindsOf counts, per kind, the window records under pid's resource.
+func kindsOf(batches []plog.Logs, pid int64) map[window.Kind]int {
 	kinds := map[window.Kind]int{}
 	for _, w := range e2etest.WindowsOf(batches, pid) {
 		kinds[w.Kind]++

@@ -87,28 +87,15 @@ func TestJFRPreferredOverXlogOfTheSameJVM(t *testing.T) {
 			}
 
 			got := map[window.Kind]map[string][]window.Window{} // kind → "jfr"/"xlog" → windows
-			for _, ld := range logs.AllLogs() {
-				for i := range ld.ResourceLogs().Len() {
-					rl := ld.ResourceLogs().At(i)
-					if pidOf(rl.Resource()) != int64(pid) {
-						continue
-					}
-					recs := rl.ScopeLogs().At(0).LogRecords()
-					for k := range recs.Len() {
-						w, err := window.Decode(recs.At(k))
-						if err != nil {
-							t.Fatal(err)
-						}
-						src := "jfr"
-						if w.Attributes[jvmevent.AttrWindowSource] == "xlog" {
-							src = "xlog"
-						}
-						if got[w.Kind] == nil {
-							got[w.Kind] = map[string][]window.Window{}
-						}
-						got[w.Kind][src] = append(got[w.Kind][src], w)
-					}
+			for _, w := range windowsOf(t, logs.AllLogs(), int64(pid)) {
+				src := "jfr"
+				if w.Attributes[jvmevent.AttrWindowSource] == "xlog" {
+					src = "xlog"
 				}
+				if got[w.Kind] == nil {
+					got[w.Kind] = map[string][]window.Window{}
+				}
+				got[w.Kind][src] = append(got[w.Kind][src], w)
 			}
 			for _, k := range []struct {
 				kind   window.Kind

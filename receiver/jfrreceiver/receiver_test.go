@@ -65,15 +65,7 @@ func startJVM(t *testing.T, j jfrtest.JDK, dir string, millis int, flags ...stri
 	cmd.Dir = dir
 	out = &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited = make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
+	exited = jfrtest.Start(t, cmd)
 	return cmd.Process.Pid, exited, out
 }
 

@@ -18,6 +18,8 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
@@ -28,19 +30,11 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/xlog"
 )
 
-// fileStorageHost is a host whose one extension is a real file_storage.
-type fileStorageHost struct {
-	component.Host
-	exts map[component.ID]component.Component
-}
-
-func (h fileStorageHost) GetExtensions() map[component.ID]component.Component { return h.exts }
-
 var fileStorageID = component.MustNewID("file_storage")
 
 // startFileStorage starts a file_storage extension keeping its files in
 // dir, as a collector process does at its start.
-func startFileStorage(t *testing.T, dir string) (extension.Extension, fileStorageHost) {
+func startFileStorage(t *testing.T, dir string) (extension.Extension, storageHost) {
 	t.Helper()
 	f := filestorage.NewFactory()
 	cfg := f.CreateDefaultConfig().(*filestorage.Config)
@@ -52,14 +46,14 @@ func startFileStorage(t *testing.T, dir string) (extension.Extension, fileStorag
 	if err := ext.Start(context.Background(), componenttest.NewNopHost()); err != nil {
 		t.Fatal(err)
 	}
-	return ext, fileStorageHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{fileStorageID: ext}}
+	return ext, storageHost{Host: componenttest.NewNopHost(), exts: map[component.ID]component.Component{fileStorageID: ext}}
 }
 
-// runCollector is one collector "process": a file_storage extension on
-// storageDir (unless storageDir is empty) and the receiver with cfg, until
-// stop is closed; then the receiver and the extension are shut down, in
-// that order, as the service does on SIGTERM.
-func runCollector(t *testing.T, cfg *Config, storageDir string, logs *consumertest.LogsSink, stop <-chan struct{}) *consumertest.LogsSink {
+// startCollector starts one collector "process": a file_storage extension
+// on storageDir (unless storageDir is empty) and the receiver with cfg,
+// sending to logs. stop shuts the receiver and the extension down, in that
+// order, as the service does on SIGTERM.
+func startCollector(t *testing.T, cfg *Config, storageDir string, logs *consumertest.LogsSink) (stop func()) {
 	t.Helper()
 	var host component.Host = componenttest.NewNopHost()
 	var ext extension.Extension
@@ -75,16 +69,68 @@ func runCollector(t *testing.T, cfg *Config, storageDir string, logs *consumerte
 	if err := r.Start(context.Background(), host); err != nil {
 		t.Fatal(err)
 	}
-	<-stop
-	if err := r.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
+	return func() {
+		t.Helper()
+		if err := r.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if ext != nil {
+			if err := ext.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	if ext != nil {
-		if err := ext.Shutdown(context.Background()); err != nil {
+}
+
+// restartDirs makes a test folder holding a folder named data (the JVM's
+// logs or repository) and, with storage, one for the file_storage
+// extension ("" without).
+func restartDirs(t *testing.T, data string, storage bool) (dir, dataDir, storageDir string) {
+	t.Helper()
+	dir = t.TempDir()
+	dataDir = filepath.Join(dir, data)
+	dirs := []string{dataDir}
+	if storage {
+		storageDir = filepath.Join(dir, "storage")
+		dirs = append(dirs, storageDir)
+	}
+	for _, d := range dirs {
+		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return logs
+	return dir, dataDir, storageDir
+}
+
+// xlogRestartConfig reads gcLog's files only, every 100 ms; with storage
+// its checkpoints go to the file_storage extension of startCollector.
+func xlogRestartConfig(gcLog string, storage bool) *Config {
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	cfg.PollInterval = 100 * time.Millisecond
+	cfg.Repositories.Enabled = false
+	cfg.XLog.Include = []string{gcLog}
+	cfg.XLog.DiscoveryInterval = 100 * time.Millisecond
+	if storage {
+		id := fileStorageID
+		cfg.Storage = &id
+	}
+	return cfg
+}
+
+// repositoryRestartConfig follows the repositories in repoDir only (found
+// by a pattern, not by discovery), every 200 ms; with storage its
+// checkpoints go to the file_storage extension of startCollector.
+func repositoryRestartConfig(repoDir string, storage bool) *Config {
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	cfg.PollInterval = 200 * time.Millisecond
+	cfg.Repositories.Discover = false
+	cfg.Repositories.Include = []string{filepath.Join(repoDir, "2*_*")}
+	cfg.Repositories.DiscoveryInterval = 200 * time.Millisecond
+	if storage {
+		id := fileStorageID
+		cfg.Storage = &id
+	}
+	return cfg
 }
 
 // waitFor waits up to 20 s for cond while the JVM runs.
@@ -163,30 +209,26 @@ func safepointKey(op string, total, end int64) string {
 func receivedPauses(t *testing.T, sinks ...*consumertest.LogsSink) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, s := range sinks {
-		for _, ld := range s.AllLogs() {
-			for i := range ld.ResourceLogs().Len() {
-				sl := ld.ResourceLogs().At(i).ScopeLogs()
-				for j := range sl.Len() {
-					recs := sl.At(j).LogRecords()
-					for k := range recs.Len() {
-						w, err := window.Decode(recs.At(k))
-						if err != nil {
-							t.Fatal(err)
-						}
-						switch w.Kind {
-						case window.KindJVMGCPause:
-							out[fmt.Sprintf("GC(%v) %v", w.Attributes[window.AttrJVMGCID], w.Attributes[jvmevent.AttrGCPhase])]++
-						case window.KindJVMSafepoint:
-							op, _ := w.Attributes[window.AttrJVMVMOperation].(string)
-							out[safepointKey(op, int64(w.Duration), w.Start+int64(w.Duration))]++
-						}
-					}
-				}
-			}
+	eachRecord(allLogs(sinks...), func(_ pcommon.Resource, lr plog.LogRecord) {
+		w, err := window.Decode(lr)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		switch w.Kind {
+		case window.KindJVMGCPause:
+			out[gcPauseKey(w)]++
+		case window.KindJVMSafepoint:
+			op, _ := w.Attributes[window.AttrJVMVMOperation].(string)
+			out[safepointKey(op, int64(w.Duration), w.Start+int64(w.Duration))]++
+		}
+	})
 	return out
+}
+
+// gcPauseKey is "GC(id) phase", the key of a pause window in
+// receivedPauses and jfrWindows.
+func gcPauseKey(w window.Window) string {
+	return fmt.Sprintf("GC(%v) %v", w.Attributes[window.AttrJVMGCID], w.Attributes[jvmevent.AttrGCPhase])
 }
 
 // compare counts what was received twice or more (duplicates) and what
@@ -228,42 +270,20 @@ func TestXlogRestartRotatedDuringDowntime(t *testing.T) {
 		storage bool
 	}{{"file_storage", true}, {"no_storage", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			logDir := filepath.Join(dir, "logs")
-			if err := os.Mkdir(logDir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			storageDir := ""
-			if tc.storage {
-				storageDir = filepath.Join(dir, "storage")
-				if err := os.Mkdir(storageDir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
+			_, logDir, storageDir := restartDirs(t, "logs", tc.storage)
 			gcLog := filepath.Join(logDir, "gc.log")
-			cfg := NewFactory().CreateDefaultConfig().(*Config)
-			cfg.PollInterval = 100 * time.Millisecond
-			cfg.Repositories.Enabled = false
-			cfg.XLog.Include = []string{gcLog}
-			cfg.XLog.DiscoveryInterval = 100 * time.Millisecond
-			if tc.storage {
-				id := fileStorageID
-				cfg.Storage = &id
-			}
+			cfg := xlogRestartConfig(gcLog, tc.storage)
 
 			// The first run is up before the JVM: gc.log appears after
 			// its first scan and is read from its start.
-			stop1 := make(chan struct{})
-			first := make(chan *consumertest.LogsSink, 1)
 			sink1 := new(consumertest.LogsSink)
-			go func() { first <- runCollector(t, cfg, storageDir, sink1, stop1) }()
+			stop1 := startCollector(t, cfg, storageDir, sink1)
 			time.Sleep(300 * time.Millisecond)
 			_, exited, out := startJVM(t, j, logDir, 7000,
 				"-Xlog:gc*,safepoint:file="+gcLog+":time,uptimenanos,timenanos,pid,level,tags:filecount=500,filesize=64k")
 			waitFor(t, exited, out, func() bool { _, err := os.Stat(gcLog); return err == nil })
 			time.Sleep(2 * time.Second)
-			close(stop1)
-			<-first
+			stop1()
 			// Down until gc.log rotated (HotSpot renames it gc.log.NNN and
 			// starts a new one) and the new one was written to.
 			before := fileID(t, gcLog)
@@ -289,13 +309,12 @@ func TestXlogRestartRotatedDuringDowntime(t *testing.T) {
 // until the JVM has exited and its last lines were read.
 func runUntilExit(t *testing.T, cfg *Config, storageDir string, exited chan error, out *bytes.Buffer) *consumertest.LogsSink {
 	t.Helper()
-	stop := make(chan struct{})
-	done := make(chan *consumertest.LogsSink, 1)
-	go func() { done <- runCollector(t, cfg, storageDir, new(consumertest.LogsSink), stop) }()
+	sink := new(consumertest.LogsSink)
+	stop := startCollector(t, cfg, storageDir, sink)
 	waitExit(t, exited, out)
 	time.Sleep(time.Second) // the last lines are read
-	close(stop)
-	return <-done
+	stop()
+	return sink
 }
 
 // checkLogOnce compares the pause and safepoint lines of gcLog's files with
@@ -323,32 +342,47 @@ func checkLogOnce(t *testing.T, name, gcLog string, minLines int, sinks ...*cons
 func jfrWindows(t *testing.T, pid int64, sinks ...*consumertest.LogsSink) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, s := range sinks {
-		for _, ld := range s.AllLogs() {
-			for i := range ld.ResourceLogs().Len() {
-				rl := ld.ResourceLogs().At(i)
-				if pidOf(rl.Resource()) != pid {
-					continue
-				}
-				for j := range rl.ScopeLogs().Len() {
-					recs := rl.ScopeLogs().At(j).LogRecords()
-					for k := range recs.Len() {
-						w, err := window.Decode(recs.At(k))
-						if err != nil {
-							t.Fatal(err)
-						}
-						switch w.Kind {
-						case window.KindJVMGCPause:
-							out[fmt.Sprintf("GC(%v) %v", w.Attributes[window.AttrJVMGCID], w.Attributes[jvmevent.AttrGCPhase])]++
-						case window.KindJVMSafepoint:
-							out[fmt.Sprintf("safepoint %v", w.Attributes[window.AttrJVMSafepointID])]++
-						}
-					}
-				}
-			}
+	for _, w := range windowsOf(t, allLogs(sinks...), pid) {
+		switch w.Kind {
+		case window.KindJVMGCPause:
+			out[gcPauseKey(w)]++
+		case window.KindJVMSafepoint:
+			out[fmt.Sprintf("safepoint %v", w.Attributes[window.AttrJVMSafepointID])]++
 		}
 	}
 	return out
+}
+
+// recordedPauses keys the jdk.GCPhasePause and jdk.SafepointBegin events
+// of the recordings in files, by jfr print, as jfrWindows keys the windows.
+func recordedPauses(t *testing.T, j jfrtest.JDK, files ...string) map[string]int {
+	t.Helper()
+	want := map[string]int{}
+	for _, f := range files {
+		for _, e := range jfroracletest.Events(t, j, f, "jdk.GCPhasePause") {
+			want[fmt.Sprintf("GC(%d) %s", e.Int("gcId"), e.Str("name"))]++
+		}
+		for _, e := range jfroracletest.Events(t, j, f, "jdk.SafepointBegin") {
+			want[fmt.Sprintf("safepoint %d", e.Int("safepointId"))]++
+		}
+	}
+	return want
+}
+
+// checkRecordingOnce compares the pauses and safepoints of a recording
+// (recordedPauses) with the windows of pid that the sinks received, the
+// first of them the run before the restart, logs the figures, and fails
+// at once when the recording holds fewer than 30 (too thin to tell).
+func checkRecordingOnce(t *testing.T, name string, want map[string]int, pid int64, first *consumertest.LogsSink, rest ...*consumertest.LogsSink) (dups, gaps, extra int, missing []string) {
+	t.Helper()
+	got := jfrWindows(t, pid, append([]*consumertest.LogsSink{first}, rest...)...)
+	dups, gaps, extra, missing = compare(want, got)
+	t.Logf("%s: recording %d pauses and safepoints, received %d (first run %d), duplicates %d, gaps %d (first: %v), not in the recording %d",
+		name, len(want), len(got), len(jfrWindows(t, pid, first)), dups, gaps, missing, extra)
+	if len(want) < 30 {
+		t.Fatalf("recording too thin: %d pauses and safepoints", len(want))
+	}
+	return dups, gaps, extra, missing
 }
 
 // waitQuiet waits until sink has received nothing new for 2 s.
@@ -383,32 +417,11 @@ func TestRepositoryRestartJVMKeepsRunning(t *testing.T) {
 		storage bool
 	}{{"file_storage", true}, {"no_storage", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			repoDir := filepath.Join(dir, "repo")
-			if err := os.Mkdir(repoDir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			storageDir := ""
-			if tc.storage {
-				storageDir = filepath.Join(dir, "storage")
-				if err := os.Mkdir(storageDir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cfg := NewFactory().CreateDefaultConfig().(*Config)
-			cfg.PollInterval = 200 * time.Millisecond
-			cfg.Repositories.Discover = false
-			cfg.Repositories.Include = []string{filepath.Join(repoDir, "2*_*")}
-			cfg.Repositories.DiscoveryInterval = 200 * time.Millisecond
-			if tc.storage {
-				id := fileStorageID
-				cfg.Storage = &id
-			}
+			_, repoDir, storageDir := restartDirs(t, "repo", tc.storage)
+			cfg := repositoryRestartConfig(repoDir, tc.storage)
 
-			stop1 := make(chan struct{})
-			first := make(chan *consumertest.LogsSink, 1)
 			sink1 := new(consumertest.LogsSink)
-			go func() { first <- runCollector(t, cfg, storageDir, sink1, stop1) }()
+			stop1 := startCollector(t, cfg, storageDir, sink1)
 			time.Sleep(300 * time.Millisecond)
 			pid, exited, out := startJVM(t, j, repoDir, 9000)
 			waitFor(t, exited, out, func() bool {
@@ -417,35 +430,19 @@ func TestRepositoryRestartJVMKeepsRunning(t *testing.T) {
 			})
 			// Down once the first run sent a good part of the chunk.
 			waitFor(t, exited, out, func() bool { return len(jfrWindows(t, int64(pid), sink1)) >= 300 })
-			close(stop1)
-			<-first
+			stop1()
 			time.Sleep(2 * time.Second) // down
 
-			stop2 := make(chan struct{})
-			second := make(chan *consumertest.LogsSink, 1)
-			go func() { second <- runCollector(t, cfg, storageDir, new(consumertest.LogsSink), stop2) }()
+			sink2 := new(consumertest.LogsSink)
+			stop2 := startCollector(t, cfg, storageDir, sink2)
 			waitExit(t, exited, out)
 			// The pattern's folder is gone with the JVM: the follower reads
 			// what it holds open to the end.
 			time.Sleep(3 * time.Second)
-			close(stop2)
-			sink2 := <-second
+			stop2()
 
-			dump := filepath.Join(repoDir, "dump.jfr")
-			want := map[string]int{}
-			for _, e := range jfroracletest.Events(t, j, dump, "jdk.GCPhasePause") {
-				want[fmt.Sprintf("GC(%d) %s", e.Int("gcId"), e.Str("name"))]++
-			}
-			for _, e := range jfroracletest.Events(t, j, dump, "jdk.SafepointBegin") {
-				want[fmt.Sprintf("safepoint %d", e.Int("safepointId"))]++
-			}
-			got := jfrWindows(t, int64(pid), sink1, sink2)
-			dups, gaps, extra, missing := compare(want, got)
-			t.Logf("%s: recording %d pauses and safepoints, received %d (first run %d), duplicates %d, gaps %d (first: %v), not in the recording %d",
-				tc.name, len(want), len(got), len(jfrWindows(t, int64(pid), sink1)), dups, gaps, missing, extra)
-			if len(want) < 30 {
-				t.Fatalf("recording too thin: %d pauses and safepoints", len(want))
-			}
+			want := recordedPauses(t, j, filepath.Join(repoDir, "dump.jfr"))
+			dups, gaps, extra, missing := checkRecordingOnce(t, tc.name, want, int64(pid), sink1, sink2)
 			if tc.storage {
 				if dups != 0 || gaps != 0 || extra != 0 {
 					t.Errorf("across the restart: %d duplicates, %d gaps (%v), %d windows not in the recording", dups, gaps, missing, extra)
@@ -483,26 +480,11 @@ func TestRepositoryRestartJVMExitsDuringDowntime(t *testing.T) {
 		preserve bool
 	}{{"preserve-repository", true}, {"repository-deleted", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			repoDir := filepath.Join(dir, "repo")
-			storageDir := filepath.Join(dir, "storage")
-			for _, d := range []string{repoDir, storageDir} {
-				if err := os.Mkdir(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
-			cfg := NewFactory().CreateDefaultConfig().(*Config)
-			cfg.PollInterval = 200 * time.Millisecond
-			cfg.Repositories.Discover = false
-			cfg.Repositories.Include = []string{filepath.Join(repoDir, "2*_*")}
-			cfg.Repositories.DiscoveryInterval = 200 * time.Millisecond
-			id := fileStorageID
-			cfg.Storage = &id
+			dir, repoDir, storageDir := restartDirs(t, "repo", true)
+			cfg := repositoryRestartConfig(repoDir, true)
 
-			stop1 := make(chan struct{})
-			first := make(chan *consumertest.LogsSink, 1)
 			sink1 := new(consumertest.LogsSink)
-			go func() { first <- runCollector(t, cfg, storageDir, sink1, stop1) }()
+			stop1 := startCollector(t, cfg, storageDir, sink1)
 			time.Sleep(300 * time.Millisecond)
 			// The JVM's own recording, for the oracle: dumped at exit
 			// (dumponexit takes the chunks out of the repository, so a
@@ -517,30 +499,18 @@ func TestRepositoryRestartJVMExitsDuringDowntime(t *testing.T) {
 			cmd.Dir = dir
 			out := &bytes.Buffer{}
 			cmd.Stdout, cmd.Stderr = out, out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			t.Cleanup(func() {
-				cmd.Process.Kill()
-				<-exited
-			})
+			exited := jfrtest.Start(t, cmd)
 			pid := int64(cmd.Process.Pid)
 			waitFor(t, exited, out, func() bool { return len(jfrWindows(t, pid, sink1)) >= 200 })
-			close(stop1)
-			<-first
+			stop1()
 			waitExit(t, exited, out) // during the downtime
 			time.Sleep(500 * time.Millisecond)
 
-			stop2 := make(chan struct{})
-			second := make(chan *consumertest.LogsSink, 1)
 			sink2 := new(consumertest.LogsSink)
-			go func() { second <- runCollector(t, cfg, storageDir, sink2, stop2) }()
+			stop2 := startCollector(t, cfg, storageDir, sink2)
 			time.Sleep(time.Second)
 			waitQuiet(t, sink2)
-			close(stop2)
-			<-second
+			stop2()
 
 			files := []string{filepath.Join(dir, "dump.jfr")}
 			if tc.preserve {
@@ -549,22 +519,7 @@ func TestRepositoryRestartJVMExitsDuringDowntime(t *testing.T) {
 					t.Fatal("preserve-repository kept no chunk file")
 				}
 			}
-			want := map[string]int{}
-			for _, f := range files {
-				for _, e := range jfroracletest.Events(t, j, f, "jdk.GCPhasePause") {
-					want[fmt.Sprintf("GC(%d) %s", e.Int("gcId"), e.Str("name"))]++
-				}
-				for _, e := range jfroracletest.Events(t, j, f, "jdk.SafepointBegin") {
-					want[fmt.Sprintf("safepoint %d", e.Int("safepointId"))]++
-				}
-			}
-			got := jfrWindows(t, pid, sink1, sink2)
-			dups, gaps, extra, missing := compare(want, got)
-			t.Logf("%s: recording %d pauses and safepoints, received %d (first run %d), duplicates %d, gaps %d (first: %v), not in the recording %d",
-				tc.name, len(want), len(got), len(jfrWindows(t, pid, sink1)), dups, gaps, missing, extra)
-			if len(want) < 30 {
-				t.Fatalf("recording too thin: %d pauses and safepoints", len(want))
-			}
+			dups, gaps, extra, missing := checkRecordingOnce(t, tc.name, recordedPauses(t, j, files...), pid, sink1, sink2)
 			if dups != 0 || extra != 0 {
 				t.Errorf("across the restart: %d duplicates, %d windows not in the recording", dups, extra)
 			}
@@ -576,13 +531,10 @@ func TestRepositoryRestartJVMExitsDuringDowntime(t *testing.T) {
 			}
 			if tc.preserve {
 				// A third start finds the preserved folder read to its end.
-				stop3 := make(chan struct{})
-				third := make(chan *consumertest.LogsSink, 1)
 				sink3 := new(consumertest.LogsSink)
-				go func() { third <- runCollector(t, cfg, storageDir, sink3, stop3) }()
+				stop3 := startCollector(t, cfg, storageDir, sink3)
 				time.Sleep(2 * time.Second)
-				close(stop3)
-				<-third
+				stop3()
 				if n := len(jfrWindows(t, pid, sink3)); n != 0 {
 					t.Errorf("a third start read the preserved repository again: %d windows", n)
 				}
@@ -602,21 +554,9 @@ func TestRepositoryRestartJVMExitsDuringDowntime(t *testing.T) {
 // them (a helm upgrade lost 8 collections so).
 func TestFirstPipelineShutdownLosesNothing(t *testing.T) {
 	j := jfrtest.Find(t, 17)
-	dir := t.TempDir()
-	logDir, storageDir := filepath.Join(dir, "logs"), filepath.Join(dir, "storage")
-	for _, d := range []string{logDir, storageDir} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, logDir, storageDir := restartDirs(t, "logs", true)
 	gcLog := filepath.Join(logDir, "gc.log")
-	cfg := NewFactory().CreateDefaultConfig().(*Config)
-	cfg.PollInterval = 100 * time.Millisecond
-	cfg.Repositories.Enabled = false
-	cfg.XLog.Include = []string{gcLog}
-	cfg.XLog.DiscoveryInterval = 100 * time.Millisecond
-	id := fileStorageID
-	cfg.Storage = &id
+	cfg := xlogRestartConfig(gcLog, true)
 
 	// The first collector: both faces of one receiver, as in a config with
 	// the receiver in a logs and a metrics pipeline.

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/e2etest"
 	"github.com/otelcol-ai/otelcol-ai/internal/procevents"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
@@ -139,20 +141,9 @@ func TestShortLivedJVMIsFollowedFromItsExec(t *testing.T) {
 // countKind counts the windows of one kind from one pid.
 func countKind(batches []plog.Logs, pid int64, kind window.Kind) int {
 	n := 0
-	for _, b := range batches {
-		for i := 0; i < b.ResourceLogs().Len(); i++ {
-			rl := b.ResourceLogs().At(i)
-			if pidOf(rl.Resource()) != pid {
-				continue
-			}
-			for k := 0; k < rl.ScopeLogs().Len(); k++ {
-				recs := rl.ScopeLogs().At(k).LogRecords()
-				for m := 0; m < recs.Len(); m++ {
-					if w, err := window.Decode(recs.At(m)); err == nil && w.Kind == kind {
-						n++
-					}
-				}
-			}
+	for _, w := range e2etest.WindowsOf(batches, pid) {
+		if w.Kind == kind {
+			n++
 		}
 	}
 	return n
@@ -161,42 +152,23 @@ func countKind(batches []plog.Logs, pid int64, kind window.Kind) int {
 // kindsByPID counts windows by pid and kind, for failure messages.
 func kindsByPID(batches []plog.Logs) map[int64]map[window.Kind]int {
 	out := map[int64]map[window.Kind]int{}
-	for _, b := range batches {
-		for i := 0; i < b.ResourceLogs().Len(); i++ {
-			rl := b.ResourceLogs().At(i)
-			pid := pidOf(rl.Resource())
-			if out[pid] == nil {
-				out[pid] = map[window.Kind]int{}
-			}
-			for k := 0; k < rl.ScopeLogs().Len(); k++ {
-				recs := rl.ScopeLogs().At(k).LogRecords()
-				for m := 0; m < recs.Len(); m++ {
-					w, _ := window.Decode(recs.At(m))
-					out[pid][w.Kind]++
-				}
-			}
+	eachRecord(batches, func(res pcommon.Resource, lr plog.LogRecord) {
+		pid := pidOf(res)
+		if out[pid] == nil {
+			out[pid] = map[window.Kind]int{}
 		}
-	}
+		w, _ := window.Decode(lr)
+		out[pid][w.Kind]++
+	})
 	return out
 }
 
 // firstStart is the earliest window start (Unix ns) from one pid.
 func firstStart(batches []plog.Logs, pid int64) int64 {
 	var first int64
-	for _, b := range batches {
-		for i := 0; i < b.ResourceLogs().Len(); i++ {
-			rl := b.ResourceLogs().At(i)
-			if pidOf(rl.Resource()) != pid {
-				continue
-			}
-			for k := 0; k < rl.ScopeLogs().Len(); k++ {
-				recs := rl.ScopeLogs().At(k).LogRecords()
-				for m := 0; m < recs.Len(); m++ {
-					if w, err := window.Decode(recs.At(m)); err == nil && (first == 0 || w.Start < first) {
-						first = w.Start
-					}
-				}
-			}
+	for _, w := range e2etest.WindowsOf(batches, pid) {
+		if first == 0 || w.Start < first {
+			first = w.Start
 		}
 	}
 	return first
@@ -212,27 +184,12 @@ func duplicates(batches []plog.Logs, pid int64) int {
 	}
 	seen := map[key]bool{}
 	n := 0
-	for _, b := range batches {
-		for i := 0; i < b.ResourceLogs().Len(); i++ {
-			rl := b.ResourceLogs().At(i)
-			if pidOf(rl.Resource()) != pid {
-				continue
-			}
-			for k := 0; k < rl.ScopeLogs().Len(); k++ {
-				recs := rl.ScopeLogs().At(k).LogRecords()
-				for m := 0; m < recs.Len(); m++ {
-					w, err := window.Decode(recs.At(m))
-					if err != nil {
-						continue
-					}
-					k := key{w.Kind, w.Start, time.Duration(w.Duration), w.ThreadID}
-					if seen[k] {
-						n++
-					}
-					seen[k] = true
-				}
-			}
+	for _, w := range e2etest.WindowsOf(batches, pid) {
+		k := key{w.Kind, w.Start, time.Duration(w.Duration), w.ThreadID}
+		if seen[k] {
+			n++
 		}
+		seen[k] = true
 	}
 	return n
 }

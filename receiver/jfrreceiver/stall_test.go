@@ -14,6 +14,8 @@ import (
 
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -24,6 +26,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/internal/procevents"
 	"github.com/otelcol-ai/otelcol-ai/internal/stallfs"
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
+	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadatatest"
 )
 
@@ -85,21 +88,16 @@ func xlogJVMtest(t *testing.T, proc string, pid int, root string) string {
 // version on their resource ("" without one).
 func windowstest(logs *consumertest.LogsSink, pid int64) map[string]int {
 	out := map[string]int{}
-	for _, ld := range logs.AllLogs() {
-		for i := range ld.ResourceLogs().Len() {
-			rl := ld.ResourceLogs().At(i)
-			if pidOf(rl.Resource()) != pid {
-				continue
-			}
-			version := ""
-			if v, ok := rl.Resource().Attributes().Get(window.ResourceRuntimeVersion); ok {
-				version = v.Str()
-			}
-			for j := range rl.ScopeLogs().Len() {
-				out[version] += rl.ScopeLogs().At(j).LogRecords().Len()
-			}
+	eachRecord(logs.AllLogs(), func(res pcommon.Resource, _ plog.LogRecord) {
+		if pidOf(res) != pid {
+			return
 		}
-	}
+		version := ""
+		if v, ok := res.Attributes().Get(window.ResourceRuntimeVersion); ok {
+			version = v.Str()
+		}
+		out[version]++
+	})
 	return out
 }
 
@@ -279,13 +277,7 @@ func startWaitingtest(t *testing.T, cmd *exec.Cmd) io.Writer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	jfrtest.Start(t, cmd)
 	return in
 }
 

@@ -2,7 +2,6 @@ package jfrreceiver
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -15,14 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
-
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach"
-	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadatatest"
 )
 
 // gcBenchResult is what bench/jfr-attach/GCBench.java prints.
@@ -69,26 +62,10 @@ func runGCBench(b *testing.B, jdk jfrtest.JDK, src string, warm, measure time.Du
 		cfg.Repositories.Attach.Enabled = true
 		cfg.Repositories.Attach.KubernetesAuth = kubernetesAuthNone
 		cfg.Repositories.DiscoveryInterval = 200 * time.Millisecond
-		tel := componenttest.NewTelemetry()
-		defer tel.Shutdown(context.Background())
-		set := metadatatest.NewSettings(tel)
-		core, observed := observer.New(zap.InfoLevel)
-		set.Logger = zap.New(core)
-		r, err := NewFactory().CreateLogs(context.Background(), set, cfg, new(consumertest.LogsSink))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-			b.Fatal(err)
-		}
-		stop = func() { _ = r.Shutdown(context.Background()) }
-		defer func() {
-			if stop != nil {
-				stop()
-			}
-		}()
+		r := startObserved(b, cfg)
+		stop = func() { _ = r.stop() }
 		for deadline := time.Now().Add(warm + 60*time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if state, reason := statusOf(observed, pid); state == string(attach.StateRecordingOurs) {
+			if state, reason := statusOf(r.observed, pid); state == string(attach.StateRecordingOurs) {
 				break
 			} else if time.Now().After(deadline) {
 				b.Fatalf("no recording started: %s (%s)", state, reason)

@@ -2,7 +2,6 @@ package jfrreceiver
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,12 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
-	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/window"
@@ -40,18 +37,7 @@ func zeroTouchJVM(t *testing.T, java string, env []string, extra ...string) (pid
 	cmd.Env = append(os.Environ(), env...)
 	out = &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
+	jfrtest.Start(t, cmd)
 	return cmd.Process.Pid, out
 }
 
@@ -74,24 +60,7 @@ func jcmd(t *testing.T, jdk jfrtest.JDK, pid int, command ...string) string {
 
 // gcPausesOf counts the jvm.gc.pause windows the sink holds for pid.
 func gcPausesOf(sink *consumertest.LogsSink, pid int) int {
-	n := 0
-	for _, ld := range sink.AllLogs() {
-		for i := range ld.ResourceLogs().Len() {
-			rl := ld.ResourceLogs().At(i)
-			if pidOf(rl.Resource()) != int64(pid) {
-				continue
-			}
-			for j := range rl.ScopeLogs().Len() {
-				recs := rl.ScopeLogs().At(j).LogRecords()
-				for k := range recs.Len() {
-					if w, err := window.Decode(recs.At(k)); err == nil && w.Kind == window.KindJVMGCPause {
-						n++
-					}
-				}
-			}
-		}
-	}
-	return n
+	return countKind(sink.AllLogs(), int64(pid), window.KindJVMGCPause)
 }
 
 // statusOf returns the last "JVM status" line logged for pid.
@@ -128,29 +97,9 @@ func TestZeroTouch(t *testing.T) {
 	attachOnly = func(pid int) bool { return ours[pid] }
 	defer func() { attachOnly = nil }()
 
-	cfg := createDefaultConfig().(*Config)
-	cfg.Repositories.Attach.Enabled = true // as distribution/config.yaml
-	cfg.PollInterval = 200 * time.Millisecond
-	cfg.Repositories.DiscoveryInterval = 200 * time.Millisecond
-	tel := componenttest.NewTelemetry()
-	defer tel.Shutdown(context.Background())
-	set := metadatatest.NewSettings(tel)
-	core, observed := observer.New(zap.InfoLevel)
-	set.Logger = zap.New(core)
-	sink := new(consumertest.LogsSink)
-	r, err := NewFactory().CreateLogs(context.Background(), set, cfg, sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	shut := false
-	defer func() {
-		if !shut {
-			_ = r.Shutdown(context.Background())
-		}
-	}()
+	cfg := attachConfig()
+	r := startObserved(t, cfg)
+	sink, observed := r.sink, r.observed
 
 	// Attach exchanges run beside the poll loop: the JVM recording in
 	// memory is decided once its JFR.check has answered.
@@ -195,14 +144,13 @@ func TestZeroTouch(t *testing.T) {
 	point := func(state attach.State, n int64) metricdata.DataPoint[int64] {
 		return metricdata.DataPoint[int64]{Value: n, Attributes: attribute.NewSet(attribute.String("state", string(state)))}
 	}
-	metadatatest.AssertEqualReceiverJfrJvms(t, tel, []metricdata.DataPoint[int64]{
+	metadatatest.AssertEqualReceiverJfrJvms(t, r.tel, []metricdata.DataPoint[int64]{
 		point(attach.StateFound, 0), point(attach.StateRecordingOurs, 2), point(attach.StateRecordingTheirs, 1),
 		point(attach.StateOptedOut, 1), point(attach.StateOptOutUnknown, 0), point(attach.StateRefused, 0),
 	}, metricdatatest.IgnoreTimestamp())
-	if err := r.Shutdown(context.Background()); err != nil {
+	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	shut = true
 
 	// After shutdown: the receiver's recordings are stopped, the other
 	// JVMs hold what they held.

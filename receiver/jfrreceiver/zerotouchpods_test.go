@@ -1,7 +1,6 @@
 package jfrreceiver
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,17 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/e2etest/containertest"
 	"github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach"
 	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/attach/kubetest"
-	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/metadatatest"
 )
 
 // TestZeroTouchPods: two pods made of real namespaces and kubelet-style
@@ -53,30 +47,10 @@ func TestZeroTouchPods(t *testing.T) {
 	attachOnly = func(pid int) bool { return pid == optedOut.PID || pid == plain.PID }
 	defer func() { attachOnly = nil }()
 
-	cfg := createDefaultConfig().(*Config)
-	cfg.Repositories.Attach.Enabled = true
+	cfg := attachConfig()
 	cfg.Repositories.Attach.KubernetesAuth = kubernetesAuthKubeConfig
-	cfg.PollInterval = 200 * time.Millisecond
-	cfg.Repositories.DiscoveryInterval = 200 * time.Millisecond
-	tel := componenttest.NewTelemetry()
-	defer tel.Shutdown(context.Background())
-	set := metadatatest.NewSettings(tel)
-	core, observed := observer.New(zap.InfoLevel)
-	set.Logger = zap.New(core)
-	sink := new(consumertest.LogsSink)
-	r, err := NewFactory().CreateLogs(context.Background(), set, cfg, sink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	shut := false
-	defer func() {
-		if !shut {
-			_ = r.Shutdown(context.Background())
-		}
-	}()
+	r := startObserved(t, cfg)
+	sink, observed := r.sink, r.observed
 
 	deadline := time.Now().Add(60 * time.Second)
 	for gcPausesOf(sink, plain.PID) == 0 {
@@ -108,10 +82,9 @@ func TestZeroTouchPods(t *testing.T) {
 	if n := gcPausesOf(sink, optedOut.PID); n != 0 {
 		t.Errorf("%d GC pauses from the opted-out pod's JVM", n)
 	}
-	if err := r.Shutdown(context.Background()); err != nil {
+	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
-	shut = true
 	if check := jcmd(t, jdk, plain.PID, "JFR.check"); strings.Contains(check, attach.RecordingName) || !strings.Contains(check, "No available recordings") {
 		t.Errorf("the pod's JVM still records after shutdown:\n%s", check)
 	}

@@ -6,6 +6,7 @@
 package jfrtest // import "github.com/otelcol-ai/otelcol-ai/pkg/jfr/jfrtest"
 
 import (
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -26,6 +27,10 @@ func Lookup(major int) (JDK, bool) { return jdktest.Lookup(major) }
 
 // Record makes the recording once per test binary and returns its path.
 func Record(t testing.TB, s Spec) string { return jdktest.Record(t, s) }
+
+// Start starts cmd and waits for it in the background: exited receives
+// how it ended, once; the test's cleanup kills it and waits for it.
+func Start(t testing.TB, cmd *exec.Cmd) (exited chan error) { return jdktest.Start(t, cmd) }
 
 // Tool runs the JDK's jfr tool and returns its standard output.
 func Tool(t testing.TB, j JDK, args ...string) []byte { return jdktest.Tool(t, j, args...) }

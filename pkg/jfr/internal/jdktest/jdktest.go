@@ -290,6 +290,27 @@ func Tool(t testing.TB, j JDK, args ...string) []byte {
 	return out
 }
 
+// Start starts cmd (a JVM, or a process a test stands in for one) and
+// waits for it in the background: exited receives how it ended, once. The
+// test's cleanup kills it and waits for it, whether or not exited was read.
+func Start(t testing.TB, cmd *exec.Cmd) (exited chan error) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited = make(chan error, 1)
+	reaped := make(chan struct{})
+	go func() {
+		exited <- cmd.Wait()
+		close(reaped)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-reaped
+	})
+	return exited
+}
+
 // TypeCount is one row of a `jfr summary` table.
 type TypeCount struct {
 	Count, Bytes int64

@@ -35,13 +35,7 @@ func TestStartAndStopRecording(t *testing.T) {
 	cmd.Dir = t.TempDir()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
+	jfrtest.Start(t, cmd)
 	pid := cmd.Process.Pid
 	target := Target{ProcRoot: "/proc", PID: pid, Timeout: 30 * time.Second}
 
@@ -97,13 +91,7 @@ func TestStartAndStopRecording(t *testing.T) {
 func TestNotAJVM(t *testing.T) {
 	cmd := exec.Command("sleep", "30")
 	cmd.Dir = t.TempDir()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
+	exited := jfrtest.Start(t, cmd)
 	pid := cmd.Process.Pid
 	_, err := Target{ProcRoot: "/proc", PID: pid, Timeout: time.Second}.Jcmd("JFR.check")
 	if err == nil || !strings.Contains(err.Error(), "no attach socket") {
@@ -115,7 +103,7 @@ func TestNotAJVM(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(cmd.Dir, ".attach_pid*")); len(left) != 0 {
 		t.Errorf("trigger file left behind: %v", left)
 	}
-	err = cmd.Wait()
+	err = <-exited
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGQUIT {
 		t.Errorf("sleep ended with %v, want killed by SIGQUIT", err)
@@ -128,13 +116,7 @@ func TestNotAJVM(t *testing.T) {
 func TestNoSignalToAnotherProcess(t *testing.T) {
 	cmd := exec.Command("sleep", "30")
 	cmd.Dir = t.TempDir()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
+	jfrtest.Start(t, cmd)
 	pid := cmd.Process.Pid
 	x, err := Target{ProcRoot: "/proc", PID: pid}.open()
 	if err != nil {

@@ -39,13 +39,7 @@ func startJVM(t *testing.T, env []string, args ...string) (*exec.Cmd, output) {
 	}
 	defer f.Close()
 	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	jfrtest.Start(t, cmd)
 	return cmd, out
 }
 

@@ -49,11 +49,7 @@ func TestEventsWithoutInotify(t *testing.T) {
 	cmd := exec.Command(j.Java(), "-Xmx64m", src, "2000")
 	cmd.Dir = t.TempDir()
 	started := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := jfrtest.Start(t, cmd)
 	pid := cmd.Process.Pid
 	var announced []time.Duration
 	gotExit, jvmDone := false, false

@@ -41,16 +41,7 @@ func runJVM(t *testing.T, j jfrtest.JDK, dir string, millis int, options string,
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	return cmd, exited, &out
+	return cmd, jfrtest.Start(t, cmd), &out
 }
 
 // TestFollowsLiveJVM runs real JVMs that rotate chunks while recording,

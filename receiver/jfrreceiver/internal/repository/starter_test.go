@@ -40,13 +40,7 @@ func TestStartsRecordingWhereNoneRuns(t *testing.T) {
 	cmd.Dir = t.TempDir()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
+	jfrtest.Start(t, cmd)
 	pid := cmd.Process.Pid
 
 	s := New(Config{Discover: true, ProcRoot: "/proc", DiscoveryInterval: 100 * time.Millisecond,

@@ -310,10 +310,9 @@ func TestDiscoversLogsOfJVMsWithoutJFR(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(j.Java(), "-Xmx64m", "-Xlog:gc,safepoint:file=gc-%p.log:time,uptimenanos,timenanos,pid,level,tags", src, "2500")
 	cmd.Dir = dir
-	out, err := startWait(t, cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	jfrtest.Start(t, cmd)
 	s := NewSource(Config{Scanner: discovery.NewScanner("/proc"), DiscoveryInterval: 100 * time.Millisecond})
 	defer s.Close()
 	pid := cmd.Process.Pid
@@ -352,25 +351,4 @@ func TestDiscoversLogsOfJVMsWithoutJFR(t *testing.T) {
 			t.Errorf("file %s still tailed after its JVM exited", path)
 		}
 	}
-}
-
-// startWait starts cmd and reaps it in the background; the test's cleanup
-// kills it if it still runs.
-func startWait(t *testing.T, cmd *exec.Cmd) (*bytes.Buffer, error) {
-	t.Helper()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-	})
-	return &out, nil
 }
