@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +20,6 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
-	"helm.sh/helm/v3/pkg/releaseutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -92,41 +91,22 @@ func renderChart(t *testing.T, ch *chart.Chart, values map[string]any) renderedP
 		}
 	}
 	sort.Strings(names)
+	var text strings.Builder
 	for _, name := range names {
-		for _, doc := range releaseutil.SplitManifests(files[name]) {
-			doc = strings.TrimSpace(doc)
-			if doc == "" {
-				continue
-			}
-			js, err := yaml.YAMLToJSONStrict([]byte(doc))
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			var meta struct{ APIVersion, Kind string }
-			if err := json.Unmarshal(js, &meta); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			strict := func(v any) {
-				dec := json.NewDecoder(bytes.NewReader(js))
-				dec.DisallowUnknownFields()
-				if err := dec.Decode(v); err != nil {
-					t.Fatalf("%s: %s %s: %v", name, meta.APIVersion, meta.Kind, err)
-				}
-			}
-			switch meta.APIVersion + "/" + meta.Kind {
+		for _, doc := range manifests(files[name]) {
+			fmt.Fprintf(&text, "---\n# Source: %s\n%s\n", strings.TrimPrefix(name, "otelcol-ai/"), doc)
+			kind, strict := decodeManifest(t, name, doc)
+			switch kind {
 			case "monitoring.coreos.com/v1/PodMonitor":
-				var v podMonitor
-				strict(&v)
-				out.podMonitors = append(out.podMonitors, v)
+				appendDecoded(strict, &out.podMonitors)
 			case "monitoring.coreos.com/v1/ServiceMonitor":
-				var v serviceMonitor
-				strict(&v)
-				out.serviceMonitors = append(out.serviceMonitors, v)
+				appendDecoded(strict, &out.serviceMonitors)
 			default:
-				decodeStrict(t, name, doc, &out.rendered)
+				decodeStrict(t, name, kind, strict, &out.rendered)
 			}
 		}
 	}
+	out.text = text.String()
 	return out
 }
 

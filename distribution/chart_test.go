@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -15,9 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	"helm.sh/helm/v3/pkg/releaseutil"
@@ -56,79 +52,57 @@ type rendered struct {
 	text string
 }
 
-// render renders the chart with the Helm SDK and decodes every manifest into
-// its Kubernetes API type, failing on unknown fields and unknown kinds.
+// render renders the chart folder with the Helm SDK and decodes every
+// manifest into its Kubernetes API type, failing on unknown fields and
+// unknown kinds.
 func render(t *testing.T, values map[string]any) rendered {
 	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{
-		Name: releaseName, Namespace: namespace, IsInstall: true, Revision: 1,
-	}, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := engine.Render(ch, vals)
+	return renderChart(t, loadChartDir(t), values).rendered
+}
+
+// renderDir renders the chart folder with values and returns every file it
+// renders, by name.
+func renderDir(t *testing.T, values map[string]any) map[string]string {
+	t.Helper()
+	files, err := renderFiles(loadChartDir(t), values)
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		if strings.HasSuffix(name, ".yaml") {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	var out rendered
-	var text strings.Builder
-	for _, name := range names {
-		docs := releaseutil.SplitManifests(files[name])
-		keys := make([]string, 0, len(docs))
-		for k := range docs {
-			keys = append(keys, k)
-		}
-		sort.Sort(releaseutil.BySplitManifestsOrder(keys))
-		for _, k := range keys {
-			doc := strings.TrimSpace(docs[k])
-			if doc == "" {
-				continue
-			}
-			fmt.Fprintf(&text, "---\n# Source: %s\n%s\n", strings.TrimPrefix(name, "otelcol-ai/"), doc)
-			decodeStrict(t, name, doc, &out)
-		}
-	}
-	out.text = text.String()
-	return out
+	return files
 }
 
 // renderNotes renders the chart with values and returns NOTES.txt, what
 // helm install prints.
 func renderNotes(t *testing.T, values map[string]any) string {
 	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{
-		Name: releaseName, Namespace: namespace, IsInstall: true, Revision: 1,
-	}, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := engine.Render(ch, vals)
-	if err != nil {
-		t.Fatalf("render: %v", err)
-	}
-	notes, ok := files["otelcol-ai/templates/NOTES.txt"]
+	notes, ok := renderDir(t, values)["otelcol-ai/templates/NOTES.txt"]
 	if !ok {
 		t.Fatal("no NOTES.txt rendered")
 	}
 	return notes
 }
 
-func decodeStrict(t *testing.T, name, doc string, out *rendered) {
+// manifests splits a rendered file into its manifests, in the order
+// kubectl apply takes them, leaving out empty ones.
+func manifests(file string) []string {
+	docs := releaseutil.SplitManifests(file)
+	keys := make([]string, 0, len(docs))
+	for k := range docs {
+		keys = append(keys, k)
+	}
+	sort.Sort(releaseutil.BySplitManifestsOrder(keys))
+	var out []string
+	for _, k := range keys {
+		if doc := strings.TrimSpace(docs[k]); doc != "" {
+			out = append(out, doc)
+		}
+	}
+	return out
+}
+
+// decodeManifest returns a manifest's apiVersion/kind and a function that
+// decodes it into a value, failing on unknown fields.
+func decodeManifest(t *testing.T, name, doc string) (string, func(any)) {
 	t.Helper()
 	js, err := yaml.YAMLToJSONStrict([]byte(doc))
 	if err != nil {
@@ -138,48 +112,45 @@ func decodeStrict(t *testing.T, name, doc string, out *rendered) {
 	if err := json.Unmarshal(js, &meta); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	strict := func(v any) {
+	return meta.APIVersion + "/" + meta.Kind, func(v any) {
 		dec := json.NewDecoder(bytes.NewReader(js))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(v); err != nil {
 			t.Fatalf("%s: %s %s: %v", name, meta.APIVersion, meta.Kind, err)
 		}
 	}
-	switch meta.APIVersion + "/" + meta.Kind {
+}
+
+// appendDecoded decodes a manifest with strict and appends it to list.
+func appendDecoded[T any](strict func(any), list *[]T) {
+	var v T
+	strict(&v)
+	*list = append(*list, v)
+}
+
+// decodeStrict decodes a manifest of a Kubernetes API kind into out,
+// failing on any other kind.
+func decodeStrict(t *testing.T, name, kind string, strict func(any), out *rendered) {
+	t.Helper()
+	switch kind {
 	case "apps/v1/DaemonSet":
-		var v appsv1.DaemonSet
-		strict(&v)
-		out.daemonSets = append(out.daemonSets, v)
+		appendDecoded(strict, &out.daemonSets)
 	case "apps/v1/Deployment":
-		var v appsv1.Deployment
-		strict(&v)
-		out.deployments = append(out.deployments, v)
+		appendDecoded(strict, &out.deployments)
 	case "v1/Service":
-		var v corev1.Service
-		strict(&v)
-		out.services = append(out.services, v)
+		appendDecoded(strict, &out.services)
 	case "v1/ConfigMap":
-		var v corev1.ConfigMap
-		strict(&v)
-		out.configMaps = append(out.configMaps, v)
+		appendDecoded(strict, &out.configMaps)
 	case "v1/ServiceAccount":
-		var v corev1.ServiceAccount
-		strict(&v)
-		out.accounts = append(out.accounts, v)
+		appendDecoded(strict, &out.accounts)
 	case "rbac.authorization.k8s.io/v1/ClusterRole":
-		var v rbacv1.ClusterRole
-		strict(&v)
-		out.roles = append(out.roles, v)
+		appendDecoded(strict, &out.roles)
 	case "rbac.authorization.k8s.io/v1/ClusterRoleBinding":
-		var v rbacv1.ClusterRoleBinding
-		strict(&v)
-		out.bindings = append(out.bindings, v)
+		appendDecoded(strict, &out.bindings)
 	case "networking.k8s.io/v1/NetworkPolicy":
-		var v networkingv1.NetworkPolicy
-		strict(&v)
-		out.policies = append(out.policies, v)
+		appendDecoded(strict, &out.policies)
 	default:
-		t.Fatalf("%s: unexpected kind %s %s", name, meta.APIVersion, meta.Kind)
+		t.Fatalf("%s: unexpected kind %s", name, kind)
 	}
 }
 

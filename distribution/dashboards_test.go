@@ -11,10 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/releaseutil"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -270,33 +266,10 @@ func TestAlertRulesUnitTests(t *testing.T) {
 // templates' manifests.
 func renderTemplates(t *testing.T, values map[string]any, templates ...string) []string {
 	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{
-		Name: releaseName, Namespace: namespace, IsInstall: true, Revision: 1,
-	}, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := engine.Render(ch, vals)
-	if err != nil {
-		t.Fatalf("render: %v", err)
-	}
+	files := renderDir(t, values)
 	var docs []string
 	for _, tpl := range templates {
-		split := releaseutil.SplitManifests(files["otelcol-ai/templates/"+tpl])
-		keys := make([]string, 0, len(split))
-		for k := range split {
-			keys = append(keys, k)
-		}
-		sort.Sort(releaseutil.BySplitManifestsOrder(keys))
-		for _, k := range keys {
-			if d := strings.TrimSpace(split[k]); d != "" {
-				docs = append(docs, d)
-			}
-		}
+		docs = append(docs, manifests(files["otelcol-ai/templates/"+tpl])...)
 	}
 	return docs
 }
