@@ -19,34 +19,17 @@ import (
 // and wider LOCAL prefixes are placed nowhere; a namespace's addresses
 // past the cap are not placed.
 func TestAddressBookFakeProcRoot(t *testing.T) {
-	root := t.TempDir()
-	write := func(name, data string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link := func(target, name string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	proc := newFakeProctest(t)
+	root := proc.root
 	// Netns 201 (pid 10): fibTrie and ifInet6 (10.250.0.2, 2001:db8::5,
 	// two link-local addresses, lo). Listed under Main and Local, as the
 	// kernel does.
-	link("net:[201]", "10/ns/net")
-	write("10/net/fib_trie", strings.Replace(fibTrie, "Local:", "Main:", 1)+fibTrie)
-	write("10/net/if_inet6", ifInet6)
+	proc.link("net:[201]", "10/ns/net")
+	proc.write("10/net/fib_trie", strings.Replace(fibTrie, "Local:", "Main:", 1)+fibTrie)
+	proc.write("10/net/if_inet6", ifInet6)
 	// Netns 202: pid 20's tables are FIFOs (not read), pid 21 is read; it
 	// has 10.250.0.6 and 10.250.0.2, which netns 201 has too.
-	link("net:[202]", "20/ns/net")
+	proc.link("net:[202]", "20/ns/net")
 	if err := os.MkdirAll(filepath.Join(root, "20/net"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -55,15 +38,15 @@ func TestAddressBookFakeProcRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	link("net:[202]", "21/ns/net")
-	write("21/net/fib_trie", leavestest("10.250.0.6", "10.250.0.2"))
+	proc.link("net:[202]", "21/ns/net")
+	proc.write("21/net/fib_trie", leavestest("10.250.0.6", "10.250.0.2"))
 	// Netns 203 has 100 addresses.
 	many := make([]string, 100)
 	for i := range many {
 		many[i] = fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)
 	}
-	link("net:[203]", "30/ns/net")
-	write("30/net/fib_trie", leavestest(many...))
+	proc.link("net:[203]", "30/ns/net")
+	proc.write("30/net/fib_trie", leavestest(many...))
 
 	r := NewResolver(root)
 	got := r.readAddresses()

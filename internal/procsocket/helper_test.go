@@ -8,8 +8,10 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -224,6 +226,84 @@ func acceptPeertest(t testing.TB, ln net.Listener) netip.AddrPort {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return conn.RemoteAddr().(*net.TCPAddr).AddrPort()
+}
+
+// connectedHelpertest starts a helper in mode connected to a fresh
+// loopback listener, and returns it with its address as the listener sees
+// it.
+func connectedHelpertest(t testing.TB, mode string) (*helperProcess, netip.AddrPort) {
+	t.Helper()
+	ln := listentest(t, "tcp4", "127.0.0.1:0")
+	h := startHelpertest(t, mode, ln.Addr().String())
+	return h, acceptPeertest(t, ln)
+}
+
+// openFDstest counts the descriptors this process holds open.
+func openFDstest(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// concurrentlytest runs f(0) to f(n-1) in n goroutines at once and reports
+// every error they return.
+func concurrentlytest(t testing.TB, n int, f func(i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() { errs <- f(i) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// fakeProctest builds a proc tree that is not procfs below root.
+type fakeProctest struct {
+	t    testing.TB
+	root string
+}
+
+func newFakeProctest(t testing.TB) *fakeProctest {
+	return &fakeProctest{t: t, root: t.TempDir()}
+}
+
+// write writes data to the file name, making its folders.
+func (p *fakeProctest) write(name, data string) {
+	p.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(p.root, name)), 0o755); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.root, name), []byte(data), 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// link makes name a symbolic link to target, making its folders.
+func (p *fakeProctest) link(target, name string) {
+	p.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(p.root, name)), 0o755); err != nil {
+		p.t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(p.root, name)); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// fifo makes name a FIFO.
+func (p *fakeProctest) fifo(name string) {
+	p.t.Helper()
+	if err := unix.Mkfifo(filepath.Join(p.root, name), 0o644); err != nil {
+		p.t.Fatal(err)
+	}
 }
 
 // startTickstest reads field 22 of /proc/<pid>/stat independently of the

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -122,9 +121,7 @@ func TestOwnersFromPodNamespace(t *testing.T) {
 
 func TestOwnersFromNotFound(t *testing.T) {
 	requireRoottest(t)
-	ln := listentest(t, "tcp4", "127.0.0.1:0")
-	startHelpertest(t, modeConnect, ln.Addr().String())
-	acceptPeertest(t, ln)
+	connectedHelpertest(t, modeConnect)
 	tests := []struct {
 		name       string
 		ip         netip.Addr
@@ -226,9 +223,7 @@ func TestOwnersFromCache(t *testing.T) {
 	clock := &fakeClocktest{t: time.Unix(1e9, 0)}
 	r := NewResolver("", WithOwnersTTL(2*time.Second))
 	r.now = clock.now
-	ln := listentest(t, "tcp4", "127.0.0.1:0")
-	h := startHelpertest(t, modeConnect, ln.Addr().String())
-	acceptPeertest(t, ln)
+	h, _ := connectedHelpertest(t, modeConnect)
 	loopback := netip.MustParseAddr("127.0.0.1")
 	want := ownerOftest(t, h.pid, h.pid, netNStest(t, os.Getpid()))
 
@@ -278,38 +273,22 @@ func TestOwnersFromListenersReread(t *testing.T) {
 
 func TestConcurrentOwnersFrom(t *testing.T) {
 	requireRoottest(t)
-	ln := listentest(t, "tcp4", "127.0.0.1:0")
-	h := startHelpertest(t, modeConnect, ln.Addr().String())
-	peer := acceptPeertest(t, ln)
+	h, peer := connectedHelpertest(t, modeConnect)
 	r := NewResolver("")
-	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	for i := range 32 {
-		wg.Go(func() {
-			var err error
-			if i%2 == 0 {
-				var got []Owner
-				got, err = r.OwnersFrom(peer.Addr())
-				if err == nil && (len(got) != 1 || got[0].PID != h.pid) {
-					err = fmt.Errorf("owners %+v, want pid %d", got, h.pid)
-				}
-			} else {
-				var got Owner
-				got, err = r.Lookup(peer)
-				if err == nil && got.PID != h.pid {
-					err = fmt.Errorf("owner %+v, want pid %d", got, h.pid)
-				}
+	concurrentlytest(t, 32, func(i int) error {
+		if i%2 == 0 {
+			got, err := r.OwnersFrom(peer.Addr())
+			if err == nil && (len(got) != 1 || got[0].PID != h.pid) {
+				err = fmt.Errorf("owners %+v, want pid %d", got, h.pid)
 			}
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
+			return err
 		}
-	}
+		got, err := r.Lookup(peer)
+		if err == nil && got.PID != h.pid {
+			err = fmt.Errorf("owner %+v, want pid %d", got, h.pid)
+		}
+		return err
+	})
 	// Waiters find the first scan's result in the cache: one scan for the
 	// address, one for the peer.
 	if n := r.scans.Load(); n != 2 {
@@ -319,17 +298,8 @@ func TestConcurrentOwnersFrom(t *testing.T) {
 
 func TestOwnersFromNoDescriptorLeak(t *testing.T) {
 	requireRoottest(t)
-	ln := listentest(t, "tcp4", "127.0.0.1:0")
-	startHelpertest(t, modeConnect, ln.Addr().String())
-	acceptPeertest(t, ln)
-	countFDs := func() int {
-		ents, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(ents)
-	}
-	before := countFDs()
+	connectedHelpertest(t, modeConnect)
+	before := openFDstest(t)
 	r := NewResolver("", WithNegativeTTL(0), WithMaxScansPerSecond(math.Inf(1)))
 	for range 10 {
 		if _, err := NewResolver("").OwnersFrom(netip.MustParseAddr("127.0.0.1")); err != nil {
@@ -339,7 +309,7 @@ func TestOwnersFromNoDescriptorLeak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if after := countFDs(); after != before {
+	if after := openFDstest(t); after != before {
 		t.Fatalf("%d descriptors open after lookups, %d before", after, before)
 	}
 }

@@ -12,11 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 )
@@ -86,9 +83,7 @@ func TestLookupLoopback(t *testing.T) {
 
 func TestLookupShared(t *testing.T) {
 	requireRoottest(t)
-	ln := listentest(t, "tcp4", "127.0.0.1:0")
-	h := startHelpertest(t, modeConnectShared, ln.Addr().String())
-	peer := acceptPeertest(t, ln)
+	h, peer := connectedHelpertest(t, modeConnectShared)
 	_, err := NewResolver("").Lookup(peer)
 	if !errors.Is(err, ErrAmbiguous) {
 		t.Fatalf("Lookup(%v) err = %v, want ErrAmbiguous", peer, err)
@@ -184,9 +179,7 @@ func TestCacheHitRevalidated(t *testing.T) {
 	clock := &fakeClocktest{t: time.Unix(1e9, 0)}
 	r := NewResolver("", WithTTL(time.Minute))
 	r.now = clock.now
-	ln := listentest(t, "tcp4", "127.0.0.1:0")
-	h := startHelpertest(t, modeConnect, ln.Addr().String())
-	peer := acceptPeertest(t, ln)
+	h, peer := connectedHelpertest(t, modeConnect)
 
 	first, err := r.Lookup(peer)
 	if err != nil || first.PID != h.pid {
@@ -214,8 +207,7 @@ func TestCacheHitRevalidated(t *testing.T) {
 	}
 
 	// Past the TTL a live owner is scanned afresh.
-	h2 := startHelpertest(t, modeConnect, ln.Addr().String())
-	peer2 := acceptPeertest(t, ln)
+	h2, peer2 := connectedHelpertest(t, modeConnect)
 	if got, err := r.Lookup(peer2); err != nil || got.PID != h2.pid {
 		t.Fatalf("Lookup = %+v, %v; want pid %d", got, err, h2.pid)
 	}
@@ -250,28 +242,15 @@ func TestCacheEviction(t *testing.T) {
 
 func TestConcurrentLookups(t *testing.T) {
 	requireRoottest(t)
-	ln := listentest(t, "tcp4", "127.0.0.1:0")
-	h := startHelpertest(t, modeConnect, ln.Addr().String())
-	peer := acceptPeertest(t, ln)
+	h, peer := connectedHelpertest(t, modeConnect)
 	r := NewResolver("")
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for range 16 {
-		wg.Go(func() {
-			got, err := r.Lookup(peer)
-			if err == nil && got.PID != h.pid {
-				err = fmt.Errorf("owner %+v, want pid %d", got, h.pid)
-			}
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
+	concurrentlytest(t, 16, func(int) error {
+		got, err := r.Lookup(peer)
+		if err == nil && got.PID != h.pid {
+			err = fmt.Errorf("owner %+v, want pid %d", got, h.pid)
 		}
-	}
+		return err
+	})
 	// Waiters find the first scan's result in the cache.
 	if n := r.scans.Load(); n != 1 {
 		t.Errorf("%d scans for 16 concurrent lookups of one peer, want 1", n)
@@ -280,17 +259,8 @@ func TestConcurrentLookups(t *testing.T) {
 
 func TestNoDescriptorLeak(t *testing.T) {
 	requireRoottest(t)
-	ln := listentest(t, "tcp4", "127.0.0.1:0")
-	startHelpertest(t, modeConnect, ln.Addr().String())
-	peer := acceptPeertest(t, ln)
-	countFDs := func() int {
-		ents, err := os.ReadDir("/proc/self/fd")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(ents)
-	}
-	before := countFDs()
+	_, peer := connectedHelpertest(t, modeConnect)
+	before := openFDstest(t)
 	r := NewResolver("", WithNegativeTTL(0), WithMaxScansPerSecond(math.Inf(1)))
 	for range 10 {
 		if _, err := NewResolver("").Lookup(peer); err != nil {
@@ -303,7 +273,7 @@ func TestNoDescriptorLeak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if after := countFDs(); after != before {
+	if after := openFDstest(t); after != before {
 		t.Fatalf("%d descriptors open after lookups, %d before", after, before)
 	}
 }
@@ -315,46 +285,23 @@ func TestFakeProcRoot(t *testing.T) {
 	// FIFO for an fd directory; pid 3's namespace link is garbage. Pid 4,
 	// in netns 124, holds socket 98766 for 10.250.0.3:40000, an address
 	// its namespace does not have: its tables are not read.
-	root := t.TempDir()
-	write := func(name, data string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link := func(target, name string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fifo := func(name string) {
-		t.Helper()
-		if err := unix.Mkfifo(filepath.Join(root, name), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link("net:[123]", "1/ns/net")
-	write("1/net/tcp", headerTCP+"\n"+rowListen4+"\n"+rowEstab4+"\n")
-	fifo("1/net/tcp6")
-	link("socket:[555]", "1/fd/0")
-	link("socket:[98765]", "1/fd/7")
-	write("1/stat", "1 (py thon) S"+strings.Repeat(" 0", 18)+" 4242 0 0\n")
-	link("net:[123]", "2/ns/net")
-	fifo("2/fd")
-	link("net:[", "3/ns/net")
-	write("notapid/stat", "")
-	link("net:[124]", "4/ns/net")
-	write("4/net/fib_trie", fibTrie)
-	write("4/net/tcp", strings.NewReplacer("0200FA0A", "0300FA0A", "98765", "98766").Replace(rowEstab4)+"\n")
-	link("socket:[98766]", "4/fd/3")
-	write("4/stat", "4 (x) S"+strings.Repeat(" 0", 18)+" 99 0 0\n")
+	proc := newFakeProctest(t)
+	root := proc.root
+	proc.link("net:[123]", "1/ns/net")
+	proc.write("1/net/tcp", headerTCP+"\n"+rowListen4+"\n"+rowEstab4+"\n")
+	proc.fifo("1/net/tcp6")
+	proc.link("socket:[555]", "1/fd/0")
+	proc.link("socket:[98765]", "1/fd/7")
+	proc.write("1/stat", "1 (py thon) S"+strings.Repeat(" 0", 18)+" 4242 0 0\n")
+	proc.link("net:[123]", "2/ns/net")
+	proc.fifo("2/fd")
+	proc.link("net:[", "3/ns/net")
+	proc.write("notapid/stat", "")
+	proc.link("net:[124]", "4/ns/net")
+	proc.write("4/net/fib_trie", fibTrie)
+	proc.write("4/net/tcp", strings.NewReplacer("0200FA0A", "0300FA0A", "98765", "98766").Replace(rowEstab4)+"\n")
+	proc.link("socket:[98766]", "4/fd/3")
+	proc.write("4/stat", "4 (x) S"+strings.Repeat(" 0", 18)+" 99 0 0\n")
 
 	got, err := NewResolver(root).Lookup(netip.MustParseAddrPort("10.250.0.2:40000"))
 	if want := (Owner{Identity: procresource.Identity{PID: 1, StartTicks: 4242}, NetNS: 123}); err != nil || got != want {
@@ -367,7 +314,7 @@ func TestFakeProcRoot(t *testing.T) {
 		}
 	}
 	// With the address on pid 4's namespace, its socket is found.
-	write("4/net/fib_trie", strings.Replace(fibTrie, "|-- 10.250.0.2", "|-- 10.250.0.3", 1))
+	proc.write("4/net/fib_trie", strings.Replace(fibTrie, "|-- 10.250.0.2", "|-- 10.250.0.3", 1))
 	got, err = NewResolver(root).Lookup(netip.MustParseAddrPort("10.250.0.3:40000"))
 	if want := (Owner{Identity: procresource.Identity{PID: 4, StartTicks: 99}, NetNS: 124}); err != nil || got != want {
 		t.Fatalf("Lookup = %+v, %v; want %+v", got, err, want)
@@ -380,9 +327,7 @@ func TestFakeProcRoot(t *testing.T) {
 
 func BenchmarkLookup(b *testing.B) {
 	requireRoottest(b)
-	ln := listentest(b, "tcp4", "127.0.0.1:0")
-	startHelpertest(b, modeConnect, ln.Addr().String())
-	peer := acceptPeertest(b, ln)
+	_, peer := connectedHelpertest(b, modeConnect)
 	lookup := func(peer netip.AddrPort) func(*Resolver) error {
 		return func(r *Resolver) error { _, err := r.Lookup(peer); return err }
 	}
