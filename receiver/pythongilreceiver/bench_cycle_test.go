@@ -3,12 +3,10 @@ package pythongilreceiver
 import (
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/gil"
-	"github.com/otelcol-ai/otelcol-ai/receiver/pythongilreceiver/internal/workloadtest"
 )
 
 // probes loads the full BPF programs with opts, attaches them to the
@@ -16,22 +14,7 @@ import (
 // closes it all.
 func probes(b *testing.B, opts gil.Options, stats *progStats) func(pid int) func() {
 	return func(pid int) func() {
-		p, err := gil.Load(opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		path, err := workloadtest.LibPython(pid)
-		if err != nil {
-			b.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		if _, err := p.Attach(f); err != nil {
-			b.Fatal(err)
-		}
+		p := loadAttached(b, opts, pid)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

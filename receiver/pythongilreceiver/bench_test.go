@@ -51,26 +51,34 @@ func churnOnce(b *testing.B, lib privateLib, rate, n int, setup func(pid int) fu
 	return res
 }
 
+// loadAttached loads the BPF programs with opts and attaches them to the
+// libpython that pid maps.
+func loadAttached(b *testing.B, opts gil.Options, pid int) *gil.Probe {
+	b.Helper()
+	p, err := gil.Load(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path, err := workloadtest.LibPython(pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := p.Attach(f); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
 // bareProbes attaches count-only programs at the points opts selects.
 func bareProbes(b *testing.B, opts gil.Options) func(pid int) func() {
 	return func(pid int) func() {
 		opts.Bare = true
-		p, err := gil.Load(opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		path, err := workloadtest.LibPython(pid)
-		if err != nil {
-			b.Fatal(err)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		if _, err := p.Attach(f); err != nil {
-			b.Fatal(err)
-		}
+		p := loadAttached(b, opts, pid)
 		return func() { _ = p.Close() }
 	}
 }
