@@ -145,21 +145,12 @@ func TestFutexHashChurnCountsEveryRelease(t *testing.T) {
 	p := load(t, futexDefaults)
 	w := workloadtest.Start(t, "hash", "1", "5000", "4096")
 	attach(t, p, w.PID)
-	var res struct {
-		TIDs []uint32 `json:"tids"`
-		N    uint64   `json:"n"`
-	}
+	var res hashResult
 	w.Run(&res)
 	events := drain(t, p, w.PID)
 	aggs := aggregatesOf(t, p, w.PID)
 	tid := res.TIDs[0]
-	n := aggs[AggregateKey{PID: uint32(w.PID), TID: tid, Kind: KindReleased}].Count
-	for _, e := range events {
-		if e.TID == tid && e.Kind == KindReleased {
-			n++
-		}
-	}
-	if n != res.N {
+	if n := releasedCount(aggs, events, w.PID, tid); n != res.N {
 		t.Errorf("%d released windows, want %d", n, res.N)
 	}
 	if held := aggs[AggregateKey{PID: uint32(w.PID), TID: tid, Kind: KindHeld}]; held.Count < res.N || held.Sum <= 0 {

@@ -59,10 +59,16 @@ func attach(t *testing.T, p *Probe, pid int) *Library {
 // joined to it (Join).
 func drain(t *testing.T, p *Probe, pid int) []Event {
 	t.Helper()
+	return drainPIDs(t, p)[uint32(pid)]
+}
+
+// drainPIDs returns the pending events by pid, each wait's continuations
+// joined to it.
+func drainPIDs(t *testing.T, p *Probe) map[uint32][]Event {
+	t.Helper()
 	p.SetDeadline(time.Now())
 	defer p.SetDeadline(time.Time{})
-	var out []Event
-	// last is each thread's latest wait in out.
+	out := map[uint32][]Event{}
 	last := map[uint32]int{}
 	for {
 		e, err := p.ReadEvent()
@@ -72,16 +78,14 @@ func drain(t *testing.T, p *Probe, pid int) []Event {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if int(e.PID) != pid {
-			continue
-		}
-		if i, ok := last[e.TID]; ok && Join(&out[i], e) {
+		evs := out[e.PID]
+		if i, ok := last[e.TID]; ok && Join(&evs[i], e) {
 			continue
 		}
 		if e.Kind == KindWait {
-			last[e.TID] = len(out)
+			last[e.TID] = len(evs)
 		}
-		out = append(out, e)
+		out[e.PID] = append(evs, e)
 	}
 }
 
@@ -139,14 +143,30 @@ func aggregatesOf(t *testing.T, p *Probe, pid int) map[AggregateKey]Aggregate {
 	return out
 }
 
+// hashResult is what the hash workload reports: its threads, and the
+// hashlib calls each made.
+type hashResult struct {
+	TIDs []uint32 `json:"tids"`
+	N    uint64   `json:"n"`
+}
+
+// releasedCount is the number of released windows of thread tid of pid:
+// those summed in the kernel and those that came as events.
+func releasedCount(aggs map[AggregateKey]Aggregate, events []Event, pid int, tid uint32) uint64 {
+	n := aggs[AggregateKey{PID: uint32(pid), TID: tid, Kind: KindReleased}].Count
+	for _, e := range events {
+		if e.TID == tid && e.Kind == KindReleased {
+			n++
+		}
+	}
+	return n
+}
+
 func TestHashlibReleasesCountedPerThread(t *testing.T) {
 	p := load(t, defaults)
 	w := workloadtest.Start(t, "hash", "3", "2000", "65536")
 	attach(t, p, w.PID)
-	var res struct {
-		TIDs []uint32 `json:"tids"`
-		N    uint64   `json:"n"`
-	}
+	var res hashResult
 	w.Run(&res)
 	events := drain(t, p, w.PID)
 	aggs := aggregatesOf(t, p, w.PID)
@@ -155,13 +175,7 @@ func TestHashlibReleasesCountedPerThread(t *testing.T) {
 		// events: together one per hashlib call. The thread's own start
 		// and exit add none (a new thread acquires, an exiting one drops
 		// without PyEval_SaveThread).
-		n := aggs[AggregateKey{PID: uint32(w.PID), TID: tid, Kind: KindReleased}].Count
-		for _, e := range events {
-			if e.TID == tid && e.Kind == KindReleased {
-				n++
-			}
-		}
-		if n != res.N {
+		if n := releasedCount(aggs, events, w.PID, tid); n != res.N {
 			t.Errorf("thread %d: %d released windows, want %d", tid, n, res.N)
 		}
 		if held := aggs[AggregateKey{PID: uint32(w.PID), TID: tid, Kind: KindHeld}]; held.Count < res.N {
@@ -220,13 +234,11 @@ func TestContendingThreadsWaitOnSwitchInterval(t *testing.T) {
 	}
 }
 
-func TestGCPausesWithGeneration(t *testing.T) {
-	p := load(t, defaults)
-	w := workloadtest.Start(t, "gc", "4")
-	l := attach(t, p, w.PID)
-	if l.Symbols().GC() == "" {
-		t.Skipf("libpython of pid %d has no gc_collect_main", w.PID)
-	}
+// checkGCPauses runs the gc workload w, its libpython probed by p, and
+// checks that each of its full collections came as one generation-2 GC
+// window inside the gc.collect call.
+func checkGCPauses(t *testing.T, p *Probe, w *workloadtest.Process) {
+	t.Helper()
 	var res struct {
 		TID   uint32     `json:"tid"`
 		N     int        `json:"n"`
@@ -248,6 +260,16 @@ func TestGCPausesWithGeneration(t *testing.T) {
 			t.Errorf("gc %d [%d, +%s] outside gc.collect [%d, %d]", i, e.Start, e.Duration, m0, m1)
 		}
 	}
+}
+
+func TestGCPausesWithGeneration(t *testing.T) {
+	p := load(t, defaults)
+	w := workloadtest.Start(t, "gc", "4")
+	l := attach(t, p, w.PID)
+	if l.Symbols().GC() == "" {
+		t.Skipf("libpython of pid %d has no gc_collect_main", w.PID)
+	}
+	checkGCPauses(t, p, w)
 }
 
 // TestShortGCPausesKeepGeneration: GC pauses shorter than the minimum are
@@ -581,25 +603,5 @@ func TestGCPausesFromUSDTOnSystemPython(t *testing.T) {
 	if gc != GCUSDT {
 		t.Skipf("%s: GC pauses come from %q, not USDT", py, gc)
 	}
-	var res struct {
-		TID   uint32     `json:"tid"`
-		N     int        `json:"n"`
-		Calls [][2]int64 `json:"calls"`
-	}
-	w.Run(&res)
-	var gcs []Event
-	for _, e := range drain(t, p, w.PID) {
-		if e.Kind == KindGC && e.TID == res.TID && e.Generation == 2 {
-			gcs = append(gcs, e)
-		}
-	}
-	if len(gcs) != res.N {
-		t.Fatalf("%d generation-2 GC windows, want %d: %+v", len(gcs), res.N, gcs)
-	}
-	for i, e := range gcs {
-		m0, m1 := res.Calls[i][0], res.Calls[i][1]
-		if e.Start < m0 || e.Start+int64(e.Duration) > m1 {
-			t.Errorf("gc %d [%d, +%s] outside gc.collect [%d, %d]", i, e.Start, e.Duration, m0, m1)
-		}
-	}
+	checkGCPauses(t, p, w)
 }

@@ -3,7 +3,6 @@
 package gil
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,33 +173,6 @@ func measureSideBySide(t *testing.T, p *Probe, python string, dirs ...string) []
 		}
 	}
 	return out
-}
-
-// drainPIDs returns the pending events by pid, each wait's continuations
-// joined to it.
-func drainPIDs(t *testing.T, p *Probe) map[uint32][]Event {
-	t.Helper()
-	p.SetDeadline(time.Now())
-	defer p.SetDeadline(time.Time{})
-	out := map[uint32][]Event{}
-	last := map[uint32]int{}
-	for {
-		e, err := p.ReadEvent()
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs := out[e.PID]
-		if i, ok := last[e.TID]; ok && Join(&evs[i], e) {
-			continue
-		}
-		if e.Kind == KindWait {
-			last[e.TID] = len(evs)
-		}
-		out[e.PID] = append(evs, e)
-	}
 }
 
 // within10 reports whether got is within 10% of want.
