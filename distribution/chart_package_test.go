@@ -31,11 +31,8 @@ type podMonitor struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
-		NamespaceSelector struct {
-			MatchNames []string `json:"matchNames"`
-		} `json:"namespaceSelector"`
-		Selector            metav1.LabelSelector `json:"selector"`
-		PodMetricsEndpoints []monitorEndpoint    `json:"podMetricsEndpoints"`
+		monitorSelectors    `json:",inline"`
+		PodMetricsEndpoints []monitorEndpoint `json:"podMetricsEndpoints"`
 	} `json:"spec"`
 }
 
@@ -43,12 +40,18 @@ type serviceMonitor struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
-		NamespaceSelector struct {
-			MatchNames []string `json:"matchNames"`
-		} `json:"namespaceSelector"`
-		Selector  metav1.LabelSelector `json:"selector"`
-		Endpoints []monitorEndpoint    `json:"endpoints"`
+		monitorSelectors `json:",inline"`
+		Endpoints        []monitorEndpoint `json:"endpoints"`
 	} `json:"spec"`
+}
+
+// monitorSelectors are the namespaces and labels both monitor kinds
+// select their targets by.
+type monitorSelectors struct {
+	NamespaceSelector struct {
+		MatchNames []string `json:"matchNames"`
+	} `json:"namespaceSelector"`
+	Selector metav1.LabelSelector `json:"selector"`
 }
 
 type monitorEndpoint struct {
