@@ -104,17 +104,7 @@ func FuzzCheckpoint(f *testing.F) {
 		// Unlink the chain so only this checkpoint is read.
 		_, err := fc.indexCheckpoint(HeaderSize)
 		checkErr(t, err)
-		for _, p := range fc.pools.dense {
-			if p == nil {
-				continue
-			}
-			if p.pending != nil {
-				p.materialize() // pools are made into entries on first lookup
-			}
-			for i := 0; i < p.n; i++ {
-				_ = p.entry(i).value().String()
-			}
-		}
+		decodeConstants(fc)
 	})
 }
 
@@ -194,6 +184,12 @@ func decodeAll(t *testing.T, c *Chunk, from, to int) {
 		}
 	}
 	checkErr(t, sc.Err())
+	decodeConstants(c)
+}
+
+// decodeConstants makes every constant pool of c into entries and
+// formats each constant.
+func decodeConstants(c *Chunk) {
 	for _, p := range c.pools.dense {
 		if p == nil {
 			continue

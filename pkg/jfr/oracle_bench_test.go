@@ -111,17 +111,8 @@ func processCPU(b *testing.B) time.Duration {
 // readGeneric decodes every field of every event, resolving references,
 // as RecordingFile does.
 func readGeneric(b *testing.B, path string) int64 {
-	r, err := jfr.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
 	var n int64
-	for i := range r.Chunks() {
-		c, err := r.Chunk(i)
-		if err != nil {
-			b.Fatal(err)
-		}
+	eachChunk(b, path, func(c *jfr.Chunk) {
 		er := c.Events()
 		for er.Next() {
 			ev := er.Event()
@@ -133,7 +124,7 @@ func readGeneric(b *testing.B, path string) int64 {
 		if err := er.Err(); err != nil {
 			b.Fatal(err)
 		}
-	}
+	})
 	return n
 }
 
@@ -145,17 +136,8 @@ func readScan(b *testing.B, path string) int64 {
 	sel.Add("jdk.GCPhasePause", "startTime", "duration", "gcId", "name")
 	sel.Add("jdk.SafepointBegin", "startTime", "duration", "safepointId")
 	sel.Add("jdk.ExecuteVMOperation", "startTime", "duration", "operation", "safepoint")
-	r, err := jfr.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
 	var n int64
-	for i := range r.Chunks() {
-		c, err := r.Chunk(i)
-		if err != nil {
-			b.Fatal(err)
-		}
+	eachChunk(b, path, func(c *jfr.Chunk) {
 		sc := c.Scan(sel)
 		for sc.Next() {
 			_, _ = sc.Record().Nanos(0)
@@ -164,8 +146,25 @@ func readScan(b *testing.B, path string) int64 {
 		if err := sc.Err(); err != nil {
 			b.Fatal(err)
 		}
-	}
+	})
 	return n
+}
+
+// eachChunk opens the recording at path and calls f with each of its
+// chunks in turn.
+func eachChunk(b *testing.B, path string, f func(c *jfr.Chunk)) {
+	r, err := jfr.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	for i := range r.Chunks() {
+		c, err := r.Chunk(i)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f(c)
+	}
 }
 
 // jdkReadAll runs ReadAll.java in the JDK and parses its RESULT line.
