@@ -122,12 +122,12 @@ func (c CPUTime) Total() time.Duration { return c.User + c.System }
 
 // CPUTime converts the line's clock ticks to durations.
 func (s Stat) CPUTime() CPUTime {
-	return CPUTime{User: ticks(s.UserTicks), System: ticks(s.SystemTicks), StartTicks: s.StartTicks}
+	return CPUTime{User: Ticks(s.UserTicks), System: Ticks(s.SystemTicks), StartTicks: s.StartTicks}
 }
 
-// ticks converts clock ticks to a duration, saturating where a hostile
-// value would overflow.
-func ticks(n uint64) time.Duration {
+// Ticks converts clock ticks (USER_HZ, the unit of /proc/<pid>/stat) to a
+// duration, saturating where a hostile value would overflow.
+func Ticks(n uint64) time.Duration {
 	const most = uint64(1<<63-1) / uint64(time.Second/userHZ)
 	if n > most {
 		n = most

@@ -20,6 +20,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procdiscovery"
 	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
@@ -66,13 +69,47 @@ func (j JVM) Repositories(root *procroot.Root) []string {
 	}
 	var out []string
 	suffix := "_" + strconv.Itoa(j.NSPID)
+	started, known := j.started()
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() && strings.HasSuffix(name, suffix) && IsRepositoryName(name) {
-			out = append(out, filepath.Join(base, name))
+		if !e.IsDir() || !strings.HasSuffix(name, suffix) || !IsRepositoryName(name) {
+			continue
 		}
+		dir := filepath.Join(base, name)
+		if known {
+			// A folder left by an earlier process with the same pid (killed,
+			// or a container restarted on the same /tmp, where pids repeat)
+			// was last changed before this JVM started: it is not this
+			// JVM's, and its chunks are not this JVM's events.
+			info, err := root.Stat(dir)
+			if err != nil || info.ModTime().Before(started.Add(-startSlack)) {
+				continue
+			}
+		}
+		out = append(out, dir)
 	}
 	return out
+}
+
+// startSlack absorbs the error of a JVM's start time as started reads it
+// (the kernel's ticks are 10 ms; the two clocks are read one after the
+// other).
+const startSlack = time.Second
+
+// started returns when the JVM started, on the realtime clock: its start
+// time is in ticks since boot, which the boot-time clock counts. False when
+// either is unknown.
+func (j JVM) started() (time.Time, bool) {
+	if j.StartTicks == 0 {
+		return time.Time{}, false
+	}
+	var boot unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot); err != nil {
+		return time.Time{}, false
+	}
+	now := time.Now()
+	since := time.Duration(boot.Nano()) - procresource.Ticks(j.StartTicks)
+	return now.Add(-since), true
 }
 
 var repositoryName = regexp.MustCompile(`^\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}_(\d+)$`)

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestRepositoryBase(t *testing.T) {
@@ -137,5 +140,46 @@ func TestXLogFiles(t *testing.T) {
 				t.Errorf("XLogFiles(%q) = %q, want %q", tt.args, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestStaleRepositoryOfAnEarlierProcessIsNotTheJVMs: a repository folder
+// named with the JVM's pid but last changed before the JVM started (left by
+// a killed JVM, or by the container's earlier run on the same /tmp, where
+// pids repeat) is not the JVM's; the folder its own recording made is.
+func TestStaleRepositoryOfAnEarlierProcessIsNotTheJVMs(t *testing.T) {
+	proc := t.TempDir()
+	root := fakeProcess(t, proc, 4321, 1, "/usr/lib/jvm/java-17/bin/java", "java", "-jar", "app.jar")
+	// The JVM started a minute ago.
+	var boot unix.Timespec
+	must(t, unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot))
+	start := uint64((time.Duration(boot.Nano()) - time.Minute) / (10 * time.Millisecond))
+	stat := "4321 (java) S 1 1 1 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 " + strconv.FormatUint(start, 10) + " 0 0"
+	must(t, os.WriteFile(filepath.Join(proc, "4321", "stat"), []byte(stat), 0o644))
+	stale := filepath.Join(root, "tmp", "2026_11_29_09_00_00_1")
+	must(t, os.MkdirAll(stale, 0o755))
+	old := time.Now().Add(-time.Hour)
+	must(t, os.Chtimes(stale, old, old))
+	must(t, os.MkdirAll(filepath.Join(root, "tmp", "2026_11_29_10_00_00_1"), 0o755))
+
+	jvms, _, err := NewScanner(proc).Scan()
+	if err != nil || len(jvms) != 1 {
+		t.Fatalf("found %+v, %v; want one JVM", jvms, err)
+	}
+	r, err := jvms[0].OpenRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	want := []string{"/tmp/2026_11_29_10_00_00_1"}
+	if got := jvms[0].Repositories(r); !slices.Equal(got, want) {
+		t.Errorf("repositories %q, want %q (the stale folder left out)", got, want)
+	}
+	// Just before the JVM started (within the start time's precision)
+	// counts as the JVM's: HotSpot makes the folder after its start.
+	edge := time.Now().Add(-time.Minute - 500*time.Millisecond)
+	must(t, os.Chtimes(stale, edge, edge))
+	if got := jvms[0].Repositories(r); len(got) != 2 {
+		t.Errorf("repositories %q, want both within the start's precision", got)
 	}
 }
