@@ -134,14 +134,28 @@ func TestAccountFastLeaksNamedStartupNot(t *testing.T) {
 	}
 	shutdown()
 
+	// series is pid's account (s from origin:MiB), as the metrics carried it.
+	series := func(pid int, name string, origin time.Time) string {
+		var b strings.Builder
+		key, value := "", ""
+		if name == "jvm.buffer.memory.used" {
+			key, value = "jvm.buffer.pool.name", "direct"
+		}
+		for _, p := range accountPoints(metrics.AllMetrics(), pid, name, key, value) {
+			fmt.Fprintf(&b, " %.0f:%.1f", p.at.Sub(origin).Seconds(), float64(p.value)/(1<<20))
+		}
+		return b.String()
+	}
+	accountOf := map[string]string{"native_unaccounted": "jvm.native_memory.unaccounted", "direct_buffers": "jvm.buffer.memory.used"}
 	for j, src := range leaks {
 		d, ok := named[j]
+		leakStart, _ := j.Started()
 		if !ok {
-			t.Errorf("pid %d: no %s record within 100 s of its leak's start; records %v\nleak warnings %v", j.PID, src,
-				leakRecordCounts(logs, j.PID), observed.FilterMessage("JVM memory leak suspected").All())
+			t.Errorf("pid %d: no %s record within 100 s of its leak's start; records %v\nleak warnings %v\nits %s since the leak started (s:MiB):%s", j.PID, src,
+				leakRecordCounts(logs, j.PID), observed.FilterMessage("JVM memory leak suspected").All(), accountOf[src], series(j.PID, accountOf[src], leakStart))
 			continue
 		}
-		t.Logf("pid %d: %s named %.0f s after its leak started", j.PID, src, d.Seconds())
+		t.Logf("pid %d: %s named %.0f s after its leak started; its %s (s:MiB):%s", j.PID, src, d.Seconds(), accountOf[src], series(j.PID, accountOf[src], leakStart))
 		a := leakRecords(logs, j.PID)[src]
 		if a["jvm.memory.leak.tier"] != "fast" {
 			t.Errorf("pid %d %s: tier %v, want fast", j.PID, src, a["jvm.memory.leak.tier"])
@@ -165,11 +179,7 @@ func TestAccountFastLeaksNamedStartupNot(t *testing.T) {
 		if recs := leakRecordCounts(logs, pid); len(recs) > 0 {
 			t.Errorf("the %s JVM (pid %d) got leak records: %v\n%v", name, pid, recs, leakRecords(logs, pid))
 		}
-		var series strings.Builder
-		for _, p := range accountPoints(metrics.AllMetrics(), pid, "jvm.native_memory.unaccounted", "", "") {
-			fmt.Fprintf(&series, " %.0f:%.1f", p.at.Sub(start).Seconds(), float64(p.value)/(1<<20))
-		}
-		t.Logf("the %s JVM's unaccounted native memory (s:MiB):%s", name, series.String())
+		t.Logf("the %s JVM's unaccounted native memory (s:MiB):%s", name, series(pid, "jvm.native_memory.unaccounted", start))
 		for _, src := range []string{"native_unaccounted", "direct_buffers"} {
 			points, ones := assessed(pid, src)
 			if ones > 0 {
