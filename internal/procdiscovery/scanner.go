@@ -252,6 +252,23 @@ func (s *Scanner[T]) Alive(pid int, startTicks uint64) bool {
 	return Alive(s.reader, pid, startTicks)
 }
 
+// Ended reports whether an exit event of pid ends the process pid started
+// at startTicks (Ended, the package function, through the scanner's proc
+// root).
+func (s *Scanner[T]) Ended(pid int, startTicks uint64) bool {
+	return Ended(s.reader, pid, startTicks)
+}
+
+// Ended reports whether an exit event of pid, read through reader, ends
+// the process pid started at startTicks. An exit event names a pid alone,
+// and may be taken after a later process under that pid was found (by a
+// scan, or at its exec in the same batch): while the process with this
+// start time still runs (Alive), the exit was an earlier process's. A
+// start time of 0 (unknown) is ended by any exit of its pid.
+func Ended(reader *procresource.Reader, pid int, startTicks uint64) bool {
+	return startTicks == 0 || !Alive(reader, pid, startTicks)
+}
+
 // Alive reports whether pid, read through reader, still runs with the start
 // time startTicks (0: whatever its start time). A process that has exited
 // does not, though its proc entry stays until it is reaped (which may be

@@ -390,6 +390,29 @@ func TestAliveOfARealProcess(t *testing.T) {
 	}
 }
 
+// TestEndedByAnExitEvent: an exit event of a pid ends the processes of
+// that pid that no longer run (a zombie, one under another start time, one
+// whose start time is unknown), never the one that still runs with its
+// start time: the event was an earlier process's.
+func TestEndedByAnExitEvent(t *testing.T) {
+	fp := newFakeProc(t)
+	fp.add(10, 100, "S", "")
+	fp.add(11, 110, "Z", "")
+	s, _ := fp.scanner()
+	for _, c := range []struct {
+		pid   int
+		start uint64
+		want  bool
+	}{
+		{10, 100, false}, {10, 99, true}, {10, 0, true},
+		{11, 110, true}, {11, 0, true}, {12, 120, true},
+	} {
+		if got := s.Ended(c.pid, c.start); got != c.want {
+			t.Errorf("Ended(%d, %d) = %v, want %v", c.pid, c.start, got, c.want)
+		}
+	}
+}
+
 // FuzzParsePID: a proc root's entry names, as a tenant's bind mount could
 // make them, map to a pid exactly when they are a positive pid as the
 // kernel writes it, and that pid writes back as the name.

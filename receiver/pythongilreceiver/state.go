@@ -242,20 +242,31 @@ func (st *runState) arrived(a discovery.Arrivals) bool {
 		st.consider(in)
 	}
 	for _, pid := range a.Exited {
-		if p, ok := st.processes[uint32(pid)]; ok {
-			p.exited = true
+		st.exit(pid)
+	}
+	return a.Overflow
+}
+
+// exit ends what the receiver holds for pid at its exit event: the process
+// is marked exited and its library detached when no other process maps it.
+// A process of that pid that still runs with its start time is a later
+// one, found before the earlier one's exit was taken: it is kept.
+func (st *runState) exit(pid int) {
+	st.statuses.Exit(pid, st.scanner.Ended)
+	if p, ok := st.processes[uint32(pid)]; ok {
+		if !st.scanner.Ended(pid, p.res.StartTicks) {
+			return
 		}
-		st.statuses.Forget(pid)
-		for id, l := range st.libraries {
-			if _, ok := l.pids[uint32(pid)]; ok {
-				delete(l.pids, uint32(pid))
-				if len(l.pids) == 0 {
-					st.detach(id, l)
-				}
+		p.exited = true
+	}
+	for id, l := range st.libraries {
+		if _, ok := l.pids[uint32(pid)]; ok {
+			delete(l.pids, uint32(pid))
+			if len(l.pids) == 0 {
+				st.detach(id, l)
 			}
 		}
 	}
-	return a.Overflow
 }
 
 func (st *runState) detach(id discovery.FileID, l *library) {

@@ -158,6 +158,11 @@ func (s *Scanner) Candidate(pid int) (Interpreter, bool, error) { return s.scan.
 // entry stays until reaped, and a later process under its pid is not it).
 func (s *Scanner) Alive(pid int, startTicks uint64) bool { return s.scan.Alive(pid, startTicks) }
 
+// Ended reports whether an exit event of pid ends the process pid started
+// at startTicks (procdiscovery.Ended: not while that process still runs,
+// the exit being an earlier process's under its pid).
+func (s *Scanner) Ended(pid int, startTicks uint64) bool { return s.scan.Ended(pid, startTicks) }
+
 func (s *Scanner) inspect(pid int) (Interpreter, bool, error) {
 	maps, err := procroot.ReadProcFile(filepath.Join(s.root, strconv.Itoa(pid), "maps"), MaxMapsSize)
 	if err != nil {

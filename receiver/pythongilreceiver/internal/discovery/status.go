@@ -94,6 +94,15 @@ func (s *Statuses) Forget(pid int) {
 	}
 }
 
+// Exit forgets pid's process at an exit event of pid, unless ended, given
+// the pid and the process's recorded start time, says the exit was not
+// that process's (procdiscovery.Ended).
+func (s *Statuses) Exit(pid int, ended func(pid int, startTicks uint64) bool) {
+	if k, ok := s.byPID[pid]; ok && ended(pid, k.startTicks) {
+		s.Forget(pid)
+	}
+}
+
 // Counts returns the number of processes in each state (every state
 // present).
 func (s *Statuses) Counts() map[State]int64 {
