@@ -2,9 +2,7 @@ package discovery
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/otelcol-ai/otelcol-ai/internal/fsdeadline"
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/inotify"
 )
 
 // MaxWatched bounds the JVMs a Watch follows at once; past it, a JVM is
@@ -29,9 +28,7 @@ const MaxWatched = 1024
 // root share the watches. Use Add and Remove from one goroutine; Ready and
 // Take from any.
 type Watch struct {
-	fd   int
-	file *os.File // fd, non-blocking, read by loop
-	done chan struct{}
+	in *inotify.Instance
 
 	mu      sync.Mutex
 	byWatch map[int32]map[int]*watched // inotify watch -> interested JVMs by pid
@@ -55,13 +52,12 @@ type watched struct {
 // NewWatch starts an inotify instance and its reader. It fails where
 // inotify cannot be used; the scans still find every JVM then.
 func NewWatch() (*Watch, error) {
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	w := &Watch{byWatch: map[int32]map[int]*watched{}, unclaimed: map[int32]int{}, jvms: map[int]*watched{}, pending: map[int]JVM{}, ready: make(chan struct{}, 1)}
+	in, err := inotify.Start(func(e inotify.Event) { w.announced(e.Watch, e.Name) })
 	if err != nil {
-		return nil, os.NewSyscallError("inotify_init1", err)
+		return nil, err
 	}
-	w := &Watch{fd: fd, file: os.NewFile(uintptr(fd), "inotify"), done: make(chan struct{}),
-		byWatch: map[int32]map[int]*watched{}, unclaimed: map[int32]int{}, jvms: map[int]*watched{}, pending: map[int]JVM{}, ready: make(chan struct{}, 1)}
-	go w.loop()
+	w.in = in
 	return w, nil
 }
 
@@ -91,7 +87,7 @@ func (w *Watch) Add(ctx context.Context, j JVM) (watching, stalled bool) {
 	// The call's own descriptor of the inotify instance: a call that
 	// returns after Close still names that instance, never a descriptor
 	// reused since.
-	fd, err := unix.FcntlInt(uintptr(w.fd), unix.F_DUPFD_CLOEXEC, 0)
+	fd, err := unix.FcntlInt(uintptr(w.in.FD()), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return false, false
 	}
@@ -210,7 +206,7 @@ func (w *Watch) Remove(pid int) {
 				}
 				// The folder may be gone already (the kernel then
 				// dropped the watch itself).
-				_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
+				_, _ = unix.InotifyRmWatch(w.in.FD(), uint32(wd))
 			}
 		}
 	}
@@ -240,31 +236,7 @@ func (w *Watch) Take() []JVM {
 
 // Close stops the reader and closes the inotify instance (an Add's call
 // given up and still hanging holds it until it returns).
-func (w *Watch) Close() {
-	_ = w.file.Close()
-	<-w.done
-}
-
-func (w *Watch) loop() {
-	defer close(w.done)
-	buf := make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
-	for {
-		n, err := w.file.Read(buf)
-		if err != nil {
-			// Closed; the poller retries EINTR and EAGAIN itself.
-			return
-		}
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			// struct inotify_event: wd, mask, cookie, len, name[len].
-			wd := int32(binary.NativeEndian.Uint32(buf[off:]))
-			nameStart := off + unix.SizeofInotifyEvent
-			nameEnd := min(nameStart+int(binary.NativeEndian.Uint32(buf[off+12:])), n)
-			name := strings.TrimRight(string(buf[nameStart:nameEnd]), "\x00")
-			off = nameEnd
-			w.announced(wd, name)
-		}
-	}
-}
+func (w *Watch) Close() { w.in.Close() }
 
 // announced handles one entry created in a watched folder: a JVM's own
 // hsperfdata file or repository folder announces it, and so does a new

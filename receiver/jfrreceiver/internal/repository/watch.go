@@ -1,7 +1,6 @@
 package repository
 
 import (
-	"encoding/binary"
 	"errors"
 	"os"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
+	"github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/inotify"
 )
 
 // maxEarly bounds the chunk files held open for one repository before the
@@ -26,9 +26,7 @@ const maxEarly = 16
 // reads it from there. Files are opened inside the repository's root and
 // only when regular (never blocking the watcher's goroutine on a FIFO).
 type watcher struct {
-	fd   int      // the inotify instance, for adding and removing watches
-	file *os.File // the same, non-blocking (File.Fd would make it blocking), read by loop
-	done chan struct{}
+	in *inotify.Instance
 
 	mu      sync.Mutex
 	byWatch map[int32]*early
@@ -71,12 +69,12 @@ type early struct {
 
 // newWatcher starts an inotify instance and the goroutine that reads it.
 func newWatcher() (*watcher, error) {
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	w := &watcher{byWatch: map[int32]*early{}}
+	in, err := inotify.Start(w.event)
 	if err != nil {
-		return nil, os.NewSyscallError("inotify_init1", err)
+		return nil, err
 	}
-	w := &watcher{fd: fd, file: os.NewFile(uintptr(fd), "inotify"), done: make(chan struct{}), byWatch: map[int32]*early{}}
-	go w.loop()
+	w.in = in
 	return w, nil
 }
 
@@ -94,7 +92,7 @@ func (w *watcher) watch(root *procroot.Root, inside, dir string) (*early, error)
 	if err != nil {
 		return nil, err
 	}
-	wd, err := unix.InotifyAddWatch(w.fd, procroot.FDPath(int(d.Fd())), unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_DELETE_SELF|unix.IN_ONLYDIR)
+	wd, err := unix.InotifyAddWatch(w.in.FD(), procroot.FDPath(int(d.Fd())), unix.IN_CREATE|unix.IN_MOVED_TO|unix.IN_DELETE_SELF|unix.IN_ONLYDIR)
 	if err != nil {
 		return nil, &os.PathError{Op: "inotify_add_watch", Path: dir, Err: err}
 	}
@@ -122,7 +120,7 @@ func (e *early) unwatch() {
 		delete(w.byWatch, e.wd)
 		// The folder may be gone already (the kernel then dropped the
 		// watch itself).
-		_, _ = unix.InotifyRmWatch(w.fd, uint32(e.wd))
+		_, _ = unix.InotifyRmWatch(w.in.FD(), uint32(e.wd))
 	}
 	w.mu.Unlock()
 	e.close()
@@ -133,8 +131,7 @@ func (w *watcher) close() {
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
-	w.file.Close()
-	<-w.done
+	w.in.Close()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for wd, e := range w.byWatch {
@@ -143,48 +140,30 @@ func (w *watcher) close() {
 	}
 }
 
-func (w *watcher) loop() {
-	defer close(w.done)
-	buf := make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
-	for {
-		n, err := w.file.Read(buf)
-		if err != nil {
-			// Closed by close; the poller retries EINTR and EAGAIN itself,
-			// so any other error would repeat: the follower's polls still
-			// find the files.
-			return
-		}
-		for off := 0; off+unix.SizeofInotifyEvent <= n; {
-			// struct inotify_event: wd, mask, cookie, len, name[len].
-			wd := int32(binary.NativeEndian.Uint32(buf[off:]))
-			mask := binary.NativeEndian.Uint32(buf[off+4:])
-			nameStart := off + unix.SizeofInotifyEvent
-			nameEnd := min(nameStart+int(binary.NativeEndian.Uint32(buf[off+12:])), n)
-			name := strings.TrimRight(string(buf[nameStart:nameEnd]), "\x00")
-			off = nameEnd
-			if mask&(unix.IN_DELETE_SELF|unix.IN_IGNORED) != 0 {
-				w.mu.Lock()
-				if e := w.byWatch[wd]; e != nil {
-					e.lost.Store(true)
-					if mask&unix.IN_IGNORED != 0 {
-						// The kernel has dropped the watch; its number
-						// may be handed out again.
-						delete(w.byWatch, wd)
-					}
-				}
-				w.mu.Unlock()
-				continue
-			}
-			if mask&(unix.IN_CREATE|unix.IN_MOVED_TO) == 0 || mask&unix.IN_ISDIR != 0 || !strings.HasSuffix(name, ".jfr") {
-				continue
-			}
-			w.mu.Lock()
-			e := w.byWatch[wd]
-			w.mu.Unlock()
-			if e != nil {
-				e.created(name)
+// event handles one event of the inotify instance. Should the instance
+// stop being readable, the follower's polls still find the files.
+func (w *watcher) event(ev inotify.Event) {
+	if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_IGNORED) != 0 {
+		w.mu.Lock()
+		if e := w.byWatch[ev.Watch]; e != nil {
+			e.lost.Store(true)
+			if ev.Mask&unix.IN_IGNORED != 0 {
+				// The kernel has dropped the watch; its number may be
+				// handed out again.
+				delete(w.byWatch, ev.Watch)
 			}
 		}
+		w.mu.Unlock()
+		return
+	}
+	if ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) == 0 || ev.Mask&unix.IN_ISDIR != 0 || !strings.HasSuffix(ev.Name, ".jfr") {
+		return
+	}
+	w.mu.Lock()
+	e := w.byWatch[ev.Watch]
+	w.mu.Unlock()
+	if e != nil {
+		e.created(ev.Name)
 	}
 }
 
