@@ -149,7 +149,7 @@ func exported(t *testing.T, c *e2etest.Collector, pid int64, from, to int64) exp
 	}
 	for _, td := range traces {
 		for _, rs := range td.ResourceSpans().All() {
-			if p, _ := timeline.IntAttr(rs.Resource().Attributes(), "process.pid"); p != pid {
+			if p, _ := window.IntAttr(rs.Resource().Attributes(), "process.pid"); p != pid {
 				continue
 			}
 			for _, ss := range rs.ScopeSpans().All() {

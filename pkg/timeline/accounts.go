@@ -2,6 +2,8 @@ package timeline // import "github.com/otelcol-ai/otelcol-ai/pkg/timeline"
 
 import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-ai/otelcol-ai/internal/window"
 )
 
 // KindAccounts is the query kind of the JVM memory accounts' points.
@@ -55,7 +57,7 @@ func AccountPoints(m pmetric.Metric, f func(account string, t, value int64)) {
 			return
 		}
 		for _, dp := range dps.All() {
-			if a.attr != "" && StrAttr(dp.Attributes(), a.attr) != a.value {
+			if a.attr != "" && window.StrAttr(dp.Attributes(), a.attr) != a.value {
 				continue
 			}
 			v := dp.IntValue()

@@ -150,11 +150,11 @@ func (rec *Recording) ReadMetrics(r io.Reader) error {
 // false when it names none.
 func (rec *Recording) procLane(res pcommon.Resource) (int, bool) {
 	attrs := res.Attributes()
-	pid, ok := IntAttr(attrs, window.ResourcePID)
+	pid, ok := window.IntAttr(attrs, window.ResourcePID)
 	if !ok || pid <= 0 {
 		return 0, false
 	}
-	k := procKey{StrAttr(attrs, window.ResourceHostName), pid}
+	k := procKey{window.StrAttr(attrs, window.ResourceHostName), pid}
 	if i, ok := rec.byProc[k]; ok {
 		FillLane(&rec.lanes[i], attrs)
 		return i, true
@@ -229,10 +229,10 @@ func WindowDetail(w window.Window) (detail, cause string) {
 // names; else a lane of its own per service.
 func (rec *Recording) spanLane(res pcommon.Resource) int {
 	attrs := res.Attributes()
-	pid, _ := IntAttr(attrs, window.ResourcePID)
-	cid := StrAttr(attrs, window.ResourceContainerID)
-	pod := StrAttr(attrs, window.ResourceK8sPodUID)
-	host := StrAttr(attrs, window.ResourceHostName)
+	pid, _ := window.IntAttr(attrs, window.ResourcePID)
+	cid := window.StrAttr(attrs, window.ResourceContainerID)
+	pod := window.StrAttr(attrs, window.ResourceK8sPodUID)
+	host := window.StrAttr(attrs, window.ResourceHostName)
 	if pid > 0 {
 		for i, l := range rec.lanes {
 			vpid := l.VPID
@@ -247,7 +247,7 @@ func (rec *Recording) spanLane(res pcommon.Resource) int {
 			}
 		}
 	}
-	name := StrAttr(attrs, attrServiceName)
+	name := window.StrAttr(attrs, attrServiceName)
 	key := name + "\x00" + cid + "\x00" + pod + "\x00" + strconv.FormatInt(pid, 10)
 	if i, ok := rec.byOther[key]; ok {
 		return i
@@ -358,7 +358,7 @@ func (rec *Recording) AddMetrics(md pmetric.Metrics) {
 				}
 				for _, dp := range pts.All() {
 					rec.gpu = append(rec.gpu, absGPU{t: int64(dp.Timestamp()), p: GPUPoint{
-						Lane: lane, Device: Clip(StrAttr(dp.Attributes(), AttrGPUDevice)), Bytes: dp.IntValue(),
+						Lane: lane, Device: Clip(window.StrAttr(dp.Attributes(), AttrGPUDevice)), Bytes: dp.IntValue(),
 					}})
 				}
 			}
@@ -437,7 +437,7 @@ func (rec *Recording) Snapshot(source string, maxWindows, buckets int) *Snapshot
 // it already has where the resource says nothing.
 func FillLane(l *Lane, attrs pcommon.Map) {
 	set := func(dst *string, key string) {
-		if v := StrAttr(attrs, key); v != "" {
+		if v := window.StrAttr(attrs, key); v != "" {
 			*dst = Clip(v)
 		}
 	}
@@ -449,7 +449,7 @@ func FillLane(l *Lane, attrs pcommon.Map) {
 	set(&l.Executable, attrExecutable)
 	set(&l.Runtime, window.ResourceRuntimeName)
 	set(&l.Service, attrServiceName)
-	if v, ok := IntAttr(attrs, window.ResourceVPID); ok {
+	if v, ok := window.IntAttr(attrs, window.ResourceVPID); ok {
 		l.VPID = v
 	}
 	l.Name = LaneName(*l)
@@ -509,30 +509,4 @@ func LaneName(l Lane) string {
 		name = "unknown process"
 	}
 	return name
-}
-
-// StrAttr returns a string attribute, "" when absent or not a string.
-func StrAttr(attrs pcommon.Map, key string) string {
-	v, ok := attrs.Get(key)
-	if !ok || v.Type() != pcommon.ValueTypeStr {
-		return ""
-	}
-	return v.Str()
-}
-
-// IntAttr returns an int attribute, also from a decimal string (OTLP JSON
-// and some SDKs send pids as strings).
-func IntAttr(attrs pcommon.Map, key string) (int64, bool) {
-	v, ok := attrs.Get(key)
-	if !ok {
-		return 0, false
-	}
-	switch v.Type() {
-	case pcommon.ValueTypeInt:
-		return v.Int(), true
-	case pcommon.ValueTypeStr:
-		i, err := strconv.ParseInt(v.Str(), 10, 64)
-		return i, err == nil
-	}
-	return 0, false
 }

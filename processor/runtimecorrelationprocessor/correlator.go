@@ -225,13 +225,13 @@ type source struct {
 // resource describes.
 func (c *correlator) sourceOf(res pcommon.Resource) source {
 	attrs := res.Attributes()
-	pid, hasPID := intOf(attrs, window.ResourcePID)
-	vpid, _ := intOf(attrs, window.ResourceVPID)
+	pid, hasPID := window.IntAttr(attrs, window.ResourcePID)
+	vpid, _ := window.IntAttr(attrs, window.ResourceVPID)
 	s := source{
-		node:   strOf(attrs, window.ResourceHostName),
+		node:   window.StrAttr(attrs, window.ResourceHostName),
 		hasPID: hasPID && pid > 0,
 		proc: procresource.Identity{PID: int(pid), VPID: int(vpid),
-			ContainerID: strOf(attrs, window.ResourceContainerID), PodUID: strOf(attrs, window.ResourceK8sPodUID)},
+			ContainerID: window.StrAttr(attrs, window.ResourceContainerID), PodUID: window.StrAttr(attrs, window.ResourceK8sPodUID)},
 	}
 	if s.hasPID && s.node == c.node.HostName && c.ids.table != nil {
 		if p, ok := c.ids.table.ByHostPID(int(pid)); ok && sameAs(p, s.proc) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"strconv"
 	"sync"
 	"time"
 
@@ -575,36 +574,12 @@ func peerOf(ctx context.Context) (netip.AddrPort, bool) {
 }
 
 func resourceKeyOf(attrs pcommon.Map) resourceKey {
-	pid, hasPID := intOf(attrs, window.ResourcePID)
+	pid, hasPID := window.IntAttr(attrs, window.ResourcePID)
 	return resourceKey{
-		container: strOf(attrs, window.ResourceContainerID),
-		pod:       strOf(attrs, window.ResourceK8sPodUID),
-		host:      strOf(attrs, window.ResourceHostName),
+		container: window.StrAttr(attrs, window.ResourceContainerID),
+		pod:       window.StrAttr(attrs, window.ResourceK8sPodUID),
+		host:      window.StrAttr(attrs, window.ResourceHostName),
 		pid:       pid,
 		hasPID:    hasPID && pid > 0,
 	}
-}
-
-func strOf(attrs pcommon.Map, key string) string {
-	if v, ok := attrs.Get(key); ok && v.Type() == pcommon.ValueTypeStr {
-		return v.Str()
-	}
-	return ""
-}
-
-// intOf reads an int attribute (process.pid is an int by the semantic
-// conventions); a decimal string is accepted too.
-func intOf(attrs pcommon.Map, key string) (int64, bool) {
-	v, ok := attrs.Get(key)
-	if !ok {
-		return 0, false
-	}
-	switch v.Type() {
-	case pcommon.ValueTypeInt:
-		return v.Int(), true
-	case pcommon.ValueTypeStr:
-		n, err := strconv.ParseInt(v.Str(), 10, 64)
-		return n, err == nil
-	}
-	return 0, false
 }
