@@ -27,14 +27,12 @@ type metricsProcessor struct {
 	c    *correlator
 	next consumer.Metrics
 
-	mu           sync.Mutex
-	stop         chan struct{}
-	done         chan struct{}
+	loop         loop
 	shutdownOnce sync.Once
 }
 
 func newMetricsProcessor(ref *sharedcomponent.Ref[*correlator], next consumer.Metrics) *metricsProcessor {
-	return &metricsProcessor{ref: ref, c: ref.Value(), next: next, stop: make(chan struct{})}
+	return &metricsProcessor{ref: ref, c: ref.Value(), next: next}
 }
 
 func (p *metricsProcessor) processMetrics(_ context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
@@ -45,23 +43,17 @@ func (p *metricsProcessor) start(_ context.Context, host component.Host) error {
 	if err := p.ref.Value().bind(host); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.done != nil {
-		return nil
-	}
-	p.done = make(chan struct{})
-	go p.run(p.done, p.c.cfg.Metrics.Interval)
+	p.loop.start(p.run)
 	return nil
 }
 
-func (p *metricsProcessor) run(done chan struct{}, interval time.Duration) {
-	defer close(done)
-	ticker := time.NewTicker(interval)
+// run sends the totals every metrics::interval, until stop.
+func (p *metricsProcessor) run(stop <-chan struct{}) {
+	ticker := time.NewTicker(p.c.cfg.Metrics.Interval)
 	defer ticker.Stop()
 	for {
 		select {
-		case <-p.stop:
+		case <-stop:
 			return
 		case <-ticker.C:
 			p.emit(context.Background())
@@ -84,12 +76,7 @@ func (p *metricsProcessor) emit(ctx context.Context) {
 // time.
 func (p *metricsProcessor) shutdown(ctx context.Context) error {
 	p.shutdownOnce.Do(func() {
-		p.mu.Lock()
-		done := p.done
-		p.mu.Unlock()
-		if done != nil {
-			close(p.stop)
-			<-done
+		if p.loop.end() {
 			p.emit(ctx)
 		}
 		p.ref.Release()

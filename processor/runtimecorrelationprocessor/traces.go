@@ -54,8 +54,7 @@ type tracesProcessor struct {
 	closed  bool
 
 	wake         chan struct{}
-	stop         chan struct{}
-	done         chan struct{}
+	loop         loop
 	shutdownOnce sync.Once
 }
 
@@ -83,7 +82,6 @@ func newTracesProcessor(ref *sharedcomponent.Ref[*correlator], next consumer.Tra
 		delay:      c.cfg.Spans.Delay,
 		maxWaiting: c.cfg.Spans.MaxWaiting,
 		wake:       make(chan struct{}, 1),
-		stop:       make(chan struct{}),
 	}
 }
 
@@ -214,22 +212,14 @@ func (p *tracesProcessor) start(_ context.Context, host component.Host) error {
 	if err := p.ref.Value().bind(host); err != nil {
 		return err
 	}
-	if p.delay == 0 {
-		return nil
+	if p.delay > 0 {
+		p.loop.start(p.run)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed || p.done != nil {
-		return nil
-	}
-	p.done = make(chan struct{})
-	go p.run(p.done)
 	return nil
 }
 
 // run releases batches as they fall due, until stop.
-func (p *tracesProcessor) run(done chan struct{}) {
-	defer close(done)
+func (p *tracesProcessor) run(stop <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -242,7 +232,7 @@ func (p *tracesProcessor) run(done chan struct{}) {
 		p.mu.Unlock()
 		timer.Reset(wait)
 		select {
-		case <-p.stop:
+		case <-stop:
 			return
 		case <-p.wake:
 		case <-timer.C:
@@ -284,12 +274,8 @@ func (p *tracesProcessor) shutdown(context.Context) error {
 	p.shutdownOnce.Do(func() {
 		p.mu.Lock()
 		p.closed = true
-		done := p.done
 		p.mu.Unlock()
-		if done != nil {
-			close(p.stop)
-			<-done
-		}
+		p.loop.end()
 		p.releaseDue(endOfTime)
 		p.ref.Release()
 	})
