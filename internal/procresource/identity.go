@@ -114,12 +114,30 @@ func (s mapSetter) SetK8sPodUID(v string)   { s.m.PutStr(window.ResourceK8sPodUI
 // that cannot be read or parsed leaves VPID, or the container and pod,
 // unknown.
 func (r *Reader) Identity(pid int) (Identity, error) {
+	id, _, err := r.IdentityWithCgroup(pid)
+	return id, err
+}
+
+// CgroupFile is a process's /proc/<pid>/cgroup as one read of its
+// identity found it.
+type CgroupFile struct {
+	Data []byte // the file, capped; nil when it could not be read
+	Err  error  // why it could not be read: the container and pod are unknown then
+}
+
+// IdentityWithCgroup is Identity, and also returns the cgroup file the
+// container and pod were read from (the same process's), for a caller
+// that looks at more of the membership than they name.
+func (r *Reader) IdentityWithCgroup(pid int) (Identity, CgroupFile, error) {
 	s := newScratch()
 	p, err := r.readProcess(unix.AT_FDCWD, filepath.Join(r.root, strconv.Itoa(pid)), pid, &s, nil)
 	if err != nil {
-		return Identity{}, err
+		return Identity{}, CgroupFile{}, err
 	}
-	return p.id, nil
+	if p.cgroupErr != nil {
+		return p.id, CgroupFile{Err: p.cgroupErr}, nil
+	}
+	return p.id, CgroupFile{Data: s.cgroup}, nil
 }
 
 // Caps on the identity files beyond those of Resolve.

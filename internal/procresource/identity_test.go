@@ -152,6 +152,64 @@ func TestIdentityBadFiles(t *testing.T) {
 	}
 }
 
+// TestIdentityWithCgroup: the cgroup file comes with the identity read
+// from it, or the reason it could not be read (the container and pod
+// unknown then).
+func TestIdentityWithCgroup(t *testing.T) {
+	root := t.TempDir()
+	r := NewReader(root, 0)
+	dir := filepath.Join(root, "10")
+	const staticPod = "0::/kubepods.slice/kubepods-pod0123456789abcdef0123456789abcdef.slice\n"
+	content := func(s string) func(string) error {
+		return func(p string) error { return os.WriteFile(p, []byte(s), 0o644) }
+	}
+	tests := []struct {
+		name    string
+		mk      func(path string) error
+		want    Identity
+		data    string
+		readErr string // non-empty: the cgroup could not be read, for this
+	}{
+		{"a pod's container", content(kubeCgroup), Identity{PID: 10, VPID: 1, StartTicks: 9, ContainerID: cid, PodUID: podUID}, kubeCgroup, ""},
+		{"a static pod, named by its config hash", content(staticPod), Identity{PID: 10, VPID: 1, StartTicks: 9}, staticPod, ""},
+		{"a directory", func(p string) error { return os.Mkdir(p, 0o755) }, Identity{PID: 10, VPID: 1, StartTicks: 9}, "", "pid 10 cgroup"},
+		{"missing", func(string) error { return nil }, Identity{PID: 10, VPID: 1, StartTicks: 9}, "", "pid 10 cgroup"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+			writeFakeProc(t, root, fakeProcess{pid: 10, comm: "java", start: 9, nspid: []int{10, 1}})
+			if err := os.Remove(filepath.Join(dir, "cgroup")); err != nil {
+				t.Fatal(err)
+			}
+			if err := tt.mk(filepath.Join(dir, "cgroup")); err != nil {
+				t.Fatal(err)
+			}
+			id, cg, err := r.IdentityWithCgroup(10)
+			if err != nil {
+				t.Fatalf("IdentityWithCgroup: %v", err)
+			}
+			if id != tt.want {
+				t.Errorf("identity %v, want %v", id, tt.want)
+			}
+			if plain, err := r.Identity(10); err != nil || plain != id {
+				t.Errorf("Identity: %v, %v; want %v as IdentityWithCgroup", plain, err, id)
+			}
+			switch {
+			case tt.readErr == "" && (cg.Err != nil || string(cg.Data) != tt.data):
+				t.Errorf("cgroup %q, %v; want %q", cg.Data, cg.Err, tt.data)
+			case tt.readErr != "" && (cg.Err == nil || !strings.Contains(cg.Err.Error(), tt.readErr) || cg.Data != nil):
+				t.Errorf("cgroup %q, %v; want no data and an error naming %q", cg.Data, cg.Err, tt.readErr)
+			}
+		})
+	}
+	if _, _, err := r.IdentityWithCgroup(999); !errors.Is(err, ErrNoProcess) {
+		t.Errorf("a process that is gone: %v, want ErrNoProcess", err)
+	}
+}
+
 func TestParseNSpid(t *testing.T) {
 	tests := []struct {
 		status string

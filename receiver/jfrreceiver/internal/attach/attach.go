@@ -56,7 +56,6 @@ var (
 // too.
 const (
 	maxStat   = 4 << 10
-	maxStatus = 64 << 10
 	maxAnswer = 1 << 20
 )
 
@@ -176,7 +175,8 @@ func (t Target) open() (*exchange, error) {
 	// HotSpot only trusts a trigger file of its own user; only root can
 	// give it one.
 	if os.Getuid() == 0 {
-		x.uid, x.gid = t.owner()
+		// An id that cannot be read is left as it is (-1).
+		x.uid, x.gid, _ = procresource.NewReader(t.ProcRoot, 0).Owner(t.PID)
 	}
 	if err := x.alive(); err != nil {
 		x.close()
@@ -284,36 +284,6 @@ func (x *exchange) createTrigger() (string, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("attach: pid %d: cannot create %s in its working directory or /tmp: %w", x.t.PID, name, errors.Join(errs...))
-}
-
-// owner returns the process's effective uid and gid from its status (-1
-// when unknown).
-func (t Target) owner() (uid, gid int) {
-	uid, gid = -1, -1
-	data, err := procroot.ReadProcFile(filepath.Join(t.ProcRoot, strconv.Itoa(t.PID), "status"), maxStatus)
-	if err != nil {
-		return
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		key, rest, ok := strings.Cut(line, ":")
-		if !ok || (key != "Uid" && key != "Gid") {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) < 2 {
-			continue
-		}
-		v, err := strconv.Atoi(f[1]) // real, effective, saved, filesystem
-		if err != nil || v < 0 {
-			continue
-		}
-		if key == "Uid" {
-			uid = v
-		} else {
-			gid = v
-		}
-	}
-	return
 }
 
 // Ready reports whether the JVM has come far enough in its start to take

@@ -20,20 +20,6 @@ const (
 	OptOutEnv = "OTELCOL_AI_JFR_ATTACH"
 )
 
-// maxCgroup caps the cgroup membership read (a line per hierarchy).
-const maxCgroup = 64 << 10
-
-// inKubernetesPod reports whether the process's cgroup lies under a
-// kubepods hierarchy, whether or not procresource could read a pod UID
-// from it.
-func inKubernetesPod(reader *procresource.Reader, pid int) (bool, error) {
-	data, err := procroot.ReadProcFile(filepath.Join(reader.Root(), strconv.Itoa(pid), "cgroup"), maxCgroup)
-	if err != nil {
-		return false, err
-	}
-	return strings.Contains(string(data), "kubepods"), nil
-}
-
 // maxCmdline caps the command line read (the kernel allows about 2 MiB; a
 // JVM's is a few KiB).
 const maxCmdline = 256 << 10

@@ -249,3 +249,53 @@ func TestUnreadableOptOutMeansNoAttach(t *testing.T) {
 		t.Errorf("the static pod's attach socket got %d connections", staticConns.Load())
 	}
 }
+
+// podsByUIDtest is a pod policy that knows the pods of a node by UID.
+type podsByUIDtest map[string]string
+
+func (p podsByUIDtest) OptOut(podUID string) (string, bool) {
+	why, known := p[podUID]
+	return why, known
+}
+
+// TestPodOptOutFromTheJVMsCgroup: the pod whose opt-out is looked up is
+// the one the JVM's own cgroup names (read with its identity, by
+// procresource); a cgroup that cannot be read, or one under kubepods that
+// names no pod UID, leaves the opt-out unknown; a JVM outside any pod has
+// none; one whose start ticks are another process's is gone.
+func TestPodOptOutFromTheJVMsCgroup(t *testing.T) {
+	const uid = "99999999-9999-9999-9999-999999999999"
+	pods := podsByUIDtest{uid: "pod annotation " + uid}
+	j := discovery.JVM{PID: fakePID, NSPID: 1, StartTicks: 4242}
+	tests := []struct {
+		name   string
+		cgroup func(path string) error
+		jvm    discovery.JVM
+		state  State
+		reason string
+	}{
+		{"its pod opted out", contenttest(kubepodstest(uid)), j, StateOptedOut, "pod annotation " + uid},
+		{"a pod the policy does not know", contenttest(kubepodstest("11111111-1111-1111-1111-111111111111")), j, StateOptOutUnknown, "pod 11111111-1111-1111-1111-111111111111"},
+		{"a static pod", contenttest(kubepodstest(staticHash)), j, StateOptOutUnknown, "static pod"},
+		{"no pod", contenttest("0::/system.slice/app.service\n"), j, "", ""},
+		{"an unreadable cgroup", func(p string) error { return os.Mkdir(p, 0o755) }, j, StateOptOutUnknown, "its cgroup cannot be read"},
+		{"another process under the pid", contenttest(kubepodstest(uid)), discovery.JVM{PID: fakePID, NSPID: 1, StartTicks: 1}, StateFound, "process gone"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeContainer(t, "/app")
+			must(t, tt.cgroup(filepath.Join(c.proc, strconv.Itoa(fakePID), "cgroup")))
+			r := NewRecorder(RecorderConfig{ProcRoot: c.proc, Enabled: true, Pods: pods, Logger: zap.NewNop()})
+			t.Cleanup(r.StopAll)
+			state, reason := r.podOptOut(tt.jvm)
+			if state != tt.state || !strings.Contains(reason, tt.reason) || (tt.reason == "") != (reason == "") {
+				t.Errorf("podOptOut: %q (%q), want %q with a reason containing %q", state, reason, tt.state, tt.reason)
+			}
+		})
+	}
+}
+
+// contenttest writes s to a file at the path it is given.
+func contenttest(s string) func(string) error {
+	return func(p string) error { return os.WriteFile(p, []byte(s), 0o644) }
+}

@@ -1,6 +1,7 @@
 package attach
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -284,15 +285,18 @@ func (r *Recorder) podOptOut(j discovery.JVM) (State, string) {
 	if r.cfg.Pods == nil {
 		return "", ""
 	}
-	id, err := r.reader.Identity(j.PID)
+	id, cgroup, err := r.reader.IdentityWithCgroup(j.PID)
 	if err != nil || id.StartTicks != j.StartTicks {
 		return StateFound, "process gone"
 	}
 	if id.PodUID == "" {
-		switch inPod, err := inKubernetesPod(r.reader, j.PID); {
-		case err != nil:
-			return StateOptOutUnknown, "its cgroup cannot be read, so neither can its pod's opt-out: " + err.Error()
-		case inPod:
+		// Its pod's opt-out is unknown where the cgroup (the same
+		// process's) cannot be read, or lies under a kubepods hierarchy
+		// all the same.
+		switch {
+		case cgroup.Err != nil:
+			return StateOptOutUnknown, "its cgroup cannot be read, so neither can its pod's opt-out: " + cgroup.Err.Error()
+		case bytes.Contains(cgroup.Data, []byte("kubepods")):
 			return StateOptOutUnknown, "its cgroup names a Kubernetes pod, not by a pod UID (8-4-4-4-12): a static pod (named by its config hash) or an unknown layout, whose opt-out cannot be looked up"
 		}
 		return "", ""
