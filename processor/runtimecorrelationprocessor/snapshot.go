@@ -122,18 +122,35 @@ func (s *tlSpan) page() timeline.Span {
 	return v
 }
 
-type tlGPU struct {
+// tlPoint is one reading at t (Unix ns) drawn on its process's lane: a
+// GPU's memory (timeline.GPUPoint) or a JVM account (timeline.AccountPoint,
+// whose name is one of the timeline package's constants: nothing to charge
+// for).
+type tlPoint[P any] struct {
 	scope scopeKey
 	t     int64
-	p     timeline.GPUPoint
+	p     P
 }
 
-// tlAccount is one reading of a JVM account (its name is one of the
-// timeline package's constants: nothing to charge for).
-type tlAccount struct {
-	scope scopeKey
-	t     int64
-	p     timeline.AccountPoint
+type (
+	tlGPU     = tlPoint[timeline.GPUPoint]
+	tlAccount = tlPoint[timeline.AccountPoint]
+)
+
+// onLanes returns the points of the scopes laneFor places, with their lane
+// and time relative to base set by at.
+func onLanes[P any](points []tlPoint[P], laneFor func(scopeKey) (int, bool), base int64, at func(p *P, lane int, t int64)) []P {
+	var out []P
+	for _, pt := range points {
+		id, ok := laneFor(pt.scope)
+		if !ok {
+			continue
+		}
+		p := pt.p
+		at(&p, id, pt.t-base)
+		out = append(out, p)
+	}
+	return out
 }
 
 func newTimelineState(cfg *Config) *timelineState {
@@ -476,24 +493,8 @@ func (c *correlator) buildSnapshot(q timeline.Query, from, to int64, scopes []sc
 		v.Lane, v.Start, v.Dur = id, sp.start-s.Base, sp.end-sp.start
 		s.Spans = append(s.Spans, v)
 	}
-	for _, g := range gpu {
-		id, ok := laneFor(g.scope)
-		if !ok {
-			continue
-		}
-		p := g.p
-		p.Lane, p.T = id, g.t-s.Base
-		s.GPU = append(s.GPU, p)
-	}
-	for _, a := range accts {
-		id, ok := laneFor(a.scope)
-		if !ok {
-			continue
-		}
-		p := a.p
-		p.Lane, p.T = id, a.t-s.Base
-		s.Accounts = append(s.Accounts, p)
-	}
+	s.GPU = append(s.GPU, onLanes(gpu, laneFor, s.Base, func(p *timeline.GPUPoint, lane int, t int64) { p.Lane, p.T = lane, t })...)
+	s.Accounts = append(s.Accounts, onLanes(accts, laneFor, s.Base, func(p *timeline.AccountPoint, lane int, t int64) { p.Lane, p.T = lane, t })...)
 	s.Summarize(q.MaxWindows, q.Buckets)
 	s.Source = c.name
 	return s
