@@ -435,15 +435,20 @@ func (r *jfrReceiver) collectAccounts(ctx context.Context, now time.Time) {
 	})
 }
 
+// runtimeProcess is the process a JVM's batches are about, as the runtime
+// state names it.
+func runtimeProcess(jvm jvmevent.JVM) runtimestate.Process {
+	return runtimestate.Process{PID: jvm.PID, StartTicks: jvm.StartTicks}
+}
+
 // observe shares a reading of one of a JVM's accounts through the runtime
 // state, runs it through each tier that assesses it (the slow one first,
 // so that it reports what both see at once), sets the merged verdict on
 // the metric and the runtime state, and adds a leak record to the builder
 // when the alarm says so; true when it did.
 func (a *accounts) observe(ctx context.Context, ts pcommon.Timestamp, jvm jvmevent.JVM, src metadata.AttributeJvmMemoryLeakSource, at time.Time, v int64) bool {
-	proc := runtimestate.Process{PID: jvm.PID, StartTicks: jvm.StartTicks}
 	if a.runtime != nil {
-		a.runtime.Record(proc, src.String(), at, v)
+		a.runtime.Record(runtimeProcess(jvm), src.String(), at, v)
 	}
 	if a.alarms == nil {
 		return false
@@ -473,7 +478,7 @@ func (a *accounts) observe(ctx context.Context, ts pcommon.Timestamp, jvm jvmeve
 	if verdict.Ready {
 		a.agg.SetLeakSuspected(jvm, src, at, verdict.Suspected)
 		if a.runtime != nil {
-			a.runtime.Assess(proc, src.String(), verdict.Suspected)
+			a.runtime.Assess(runtimeProcess(jvm), src.String(), verdict.Suspected)
 		}
 	}
 	if tier < 0 {

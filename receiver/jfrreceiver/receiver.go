@@ -474,7 +474,7 @@ func (r *jfrReceiver) handle(src jvmevent.Source, b *jvmevent.Batch, logs plog.L
 	if b.Ended {
 		delete(r.jvms, b.JVM)
 		if r.runtime != nil && b.JVM.StartTicks != 0 {
-			r.runtime.Forget(runtimestate.Process{PID: b.JVM.PID, StartTicks: b.JVM.StartTicks})
+			r.runtime.Forget(runtimeProcess(b.JVM))
 		}
 	}
 }

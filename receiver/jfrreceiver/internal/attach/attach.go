@@ -76,6 +76,14 @@ type Target struct {
 	Timeout time.Duration
 }
 
+// NewTarget is the exchange with the JVM whose pid in procRoot's
+// namespace is pid, nspid in its own, started at startTicks, within
+// timeout: every Target made for a JVM, the recorder's and the JVM
+// accounts' reader's, is made here.
+func NewTarget(procRoot string, pid, nspid int, startTicks uint64, timeout time.Duration) Target {
+	return Target{ProcRoot: procRoot, PID: pid, NSPID: nspid, StartTicks: startTicks, Timeout: timeout}
+}
+
 func (t Target) nspid() string {
 	if t.NSPID > 0 {
 		return strconv.Itoa(t.NSPID)

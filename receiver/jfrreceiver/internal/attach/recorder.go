@@ -148,7 +148,7 @@ func NewRecorder(cfg RecorderConfig) *Recorder {
 // target is the attach exchange with j: the one place a Target is made
 // from a discovered JVM, in the recorder's proc root, within its timeout.
 func (r *Recorder) target(j discovery.JVM) Target {
-	return Target{ProcRoot: r.cfg.ProcRoot, PID: j.PID, NSPID: j.NSPID, StartTicks: j.StartTicks, Timeout: r.cfg.Timeout}
+	return NewTarget(r.cfg.ProcRoot, j.PID, j.NSPID, j.StartTicks, r.cfg.Timeout)
 }
 
 // Consider looks at one discovered JVM, hasRepository telling whether its

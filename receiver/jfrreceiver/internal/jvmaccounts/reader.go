@@ -274,7 +274,7 @@ func (r *Reader) read(t Target, heap, dump bool) answer {
 		}
 	}
 	a := answer{heap: heap, dump: dump}
-	target := attach.Target{ProcRoot: r.cfg.ProcRoot, PID: t.PID, NSPID: t.NSPID, StartTicks: t.StartTicks, Timeout: r.cfg.Timeout}
+	target := attach.NewTarget(r.cfg.ProcRoot, t.PID, t.NSPID, t.StartTicks, r.cfg.Timeout)
 	// SIGQUIT starts the attach listener only once the JVM handles it; a
 	// process that does not yet is killed by it.
 	if ok, why := target.Ready(); !ok {
