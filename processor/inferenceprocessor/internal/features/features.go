@@ -62,6 +62,8 @@ type Extractor struct {
 	// attrs and resource index the keys of the attribute and the
 	// resource-attribute columns.
 	attrs, resource keyIndex
+	// missing is a row of missing values, never written.
+	missing []float32
 }
 
 // New returns an extractor for columns. For logs, span fields are an error
@@ -72,6 +74,10 @@ func New(columns []Column, forLogs bool) (*Extractor, error) {
 		columns:  columns,
 		attrs:    newKeyIndex(columns, SourceAttribute),
 		resource: newKeyIndex(columns, SourceResourceAttribute),
+		missing:  make([]float32, len(columns)),
+	}
+	for i := range e.missing {
+		e.missing[i] = missingValue
 	}
 	for i, c := range columns {
 		spanField := c.Source == SourceDuration || c.Source == SourceStatus || c.Source == SourceKind
@@ -114,10 +120,9 @@ func (e *Extractor) ReadResource(res pcommon.Resource, r *Resource) {
 // read from, and reports whether every column had a value or a default;
 // when not, it returns the first column missing.
 func (e *Extractor) Span(r *Resource, span ptrace.Span, row []float32) (missing int, ok bool) {
+	base := e.base(r)
 	for i := range e.columns {
 		switch c := &e.columns[i]; c.Source {
-		case SourceResourceAttribute:
-			row[i] = r.values[i]
 		case SourceDuration:
 			row[i] = c.apply(float64(int64(span.EndTimestamp()) - int64(span.StartTimestamp())))
 		case SourceStatus:
@@ -125,26 +130,38 @@ func (e *Extractor) Span(r *Resource, span ptrace.Span, row []float32) (missing 
 		case SourceKind:
 			row[i] = c.apply(float64(span.Kind()))
 		default:
-			row[i] = missingValue
+			row[i] = base[i]
 		}
 	}
-	e.attrs.read(span.Attributes(), e.columns, row)
-	return e.complete(row)
+	return e.end(span.Attributes(), row)
 }
 
 // Log is Span for a log record.
 func (e *Extractor) Log(r *Resource, record plog.LogRecord, row []float32) (missing int, ok bool) {
+	base := e.base(r)
 	for i := range e.columns {
-		switch c := &e.columns[i]; c.Source {
-		case SourceResourceAttribute:
-			row[i] = r.values[i]
-		case SourceSeverityNumber:
+		if c := &e.columns[i]; c.Source == SourceSeverityNumber {
 			row[i] = c.apply(float64(record.SeverityNumber()))
-		default:
-			row[i] = missingValue
+		} else {
+			row[i] = base[i]
 		}
 	}
-	e.attrs.read(record.Attributes(), e.columns, row)
+	return e.end(record.Attributes(), row)
+}
+
+// base is where a row of an item of the resource r was read from starts:
+// its resource-attribute columns from r, every other column missing.
+func (e *Extractor) base(r *Resource) []float32 {
+	if len(e.resource.keys) == 0 {
+		return e.missing
+	}
+	return r.values // missing but in the resource's columns
+}
+
+// end completes a row begun with the item's fields: its attribute columns
+// from attrs, then the defaults (complete).
+func (e *Extractor) end(attrs pcommon.Map, row []float32) (int, bool) {
+	e.attrs.read(attrs, e.columns, row)
 	return e.complete(row)
 }
 
