@@ -2,6 +2,7 @@ package jfrreceiver
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -129,7 +130,7 @@ func (p *preference) sync() {
 		c = &coverage{Followed: f, pendingUntil: now.Add(pendingFor)}
 		p.covers[f.Dir] = c
 		// What the JVM's logs sent for the time JFR now reports.
-		for _, path := range p.sortedLogs() {
+		for _, path := range slices.Sorted(maps.Keys(p.logs)) {
 			lf := p.logs[path]
 			if !p.matches(f, lf.writer) {
 				continue
@@ -162,15 +163,6 @@ func (p *preference) sync() {
 			}
 		}
 	}
-}
-
-func (p *preference) sortedLogs() []string {
-	out := make([]string, 0, len(p.logs))
-	for path := range p.logs {
-		out = append(out, path)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // fromJFR drops from a repository's batch the windows and safepoints the
@@ -222,12 +214,7 @@ func (p *preference) fromXlog(b *jvmevent.Batch) (newlyCovered bool) {
 	p.sync()
 	var active *coverage
 	var spans []*coverage // every repository of the writer, read now or lately
-	dirs := make([]string, 0, len(p.covers))
-	for dir := range p.covers {
-		dirs = append(dirs, dir)
-	}
-	slices.Sort(dirs)
-	for _, dir := range dirs {
+	for _, dir := range slices.Sorted(maps.Keys(p.covers)) {
 		c := p.covers[dir]
 		if !p.matches(c.Followed, b.JVM) {
 			continue

@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -137,14 +138,7 @@ func New(cfg Config) *Source {
 func (s *Source) HeldBytes() int64 { return s.memory.held.Load() }
 
 // Following returns the repository folders followed now, sorted.
-func (s *Source) Following() []string {
-	out := make([]string, 0, len(s.followers))
-	for dir := range s.followers {
-		out = append(out, dir)
-	}
-	slices.Sort(out)
-	return out
-}
+func (s *Source) Following() []string { return slices.Sorted(maps.Keys(s.followers)) }
 
 // Followed is one repository the source reads, as another source needs to
 // know it (the receiver prefers its JFR over the same JVM's -Xlog file).

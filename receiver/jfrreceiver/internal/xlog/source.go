@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -207,14 +208,7 @@ func (s *Source) Poll(ctx context.Context, emit func(jvmevent.Batch)) error {
 }
 
 // paths returns the followed files' paths, sorted.
-func (s *Source) paths() []string {
-	paths := make([]string, 0, len(s.files))
-	for p := range s.files {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
-	return paths
-}
+func (s *Source) paths() []string { return slices.Sorted(maps.Keys(s.files)) }
 
 // readResult is what one read of a tail found.
 type readResult struct {
