@@ -242,12 +242,7 @@ func (d *decoder) u32() uint64 {
 	if d.compressed {
 		return d.varint()
 	}
-	if !d.need(4) {
-		return 0
-	}
-	v := binary.BigEndian.Uint32(d.buf[d.pos:])
-	d.pos += 4
-	return uint64(v)
+	return uint64(d.raw32())
 }
 
 // u64 reads a Java long: varint, or 8 bytes big-endian.
