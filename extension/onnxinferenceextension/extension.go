@@ -11,7 +11,6 @@ import (
 
 	ort "github.com/yalue/onnxruntime_go"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/otel/attribute"
@@ -23,6 +22,7 @@ import (
 	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension/internal/ortenv"
 	"github.com/otelcol-ai/otelcol-ai/extension/onnxinferenceextension/internal/repository"
 	"github.com/otelcol-ai/otelcol-ai/internal/ortlib"
+	"github.com/otelcol-ai/otelcol-ai/internal/recoverable"
 	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
 )
 
@@ -37,15 +37,14 @@ type onnxExtension struct {
 
 	mu      sync.RWMutex
 	started bool
-	host    component.Host
 	repo    *repository.Repository
 	opts    *ort.SessionOptions
 	models  map[string]*model
 	checks  map[string]map[int]func(modelrunner.Signature) error
 	nextID  int
-	// degraded is set by a failed load and cleared, with a StatusOK
-	// report, by the next successful one.
-	degraded bool
+	// status reports each failed load, and StatusOK at the next
+	// successful one.
+	status   recoverable.Status
 	cancel   context.CancelFunc
 	pollDone chan struct{}
 }
@@ -109,7 +108,8 @@ func (e *onnxExtension) Start(_ context.Context, host component.Host) error {
 		zap.String("version", ortenv.Version()), zap.String("repository", root))
 
 	e.mu.Lock()
-	e.started, e.host, e.repo, e.opts = true, host, repo, opts
+	e.started, e.repo, e.opts = true, repo, opts
+	e.status.Attach(host)
 	e.models = map[string]*model{}
 	if e.checks == nil {
 		e.checks = map[string]map[int]func(modelrunner.Signature) error{}
@@ -154,7 +154,8 @@ func (e *onnxExtension) Shutdown(context.Context) error {
 	started := e.started
 	models := e.models
 	opts := e.opts
-	e.started, e.models, e.opts, e.repo, e.host = false, nil, nil, nil, nil
+	e.started, e.models, e.opts, e.repo = false, nil, nil, nil
+	e.status.Attach(nil)
 	e.mu.Unlock()
 	if !started {
 		return nil
@@ -490,7 +491,7 @@ func (e *onnxExtension) load(repo *repository.Repository, m *model, c repository
 	m.mu.Unlock()
 	delete(m.failed, c.Version)
 	took := time.Since(start)
-	e.reportRecovered()
+	e.status.Succeeded()
 	e.tel.OnnxinferenceModelLoadDuration.Record(context.Background(), took.Seconds(), m.attrs)
 	fields := []zap.Field{zap.String("model", m.name), zap.Int64("version", c.Version),
 		zap.Stringers("inputs", stringers(v.sig.Inputs)), zap.Stringers("outputs", stringers(v.sig.Outputs)),
@@ -566,25 +567,7 @@ func (e *onnxExtension) reportFailure(name string, version int64, err error, inP
 	}
 	e.logger.Error(msg, zap.String("model", name), zap.Int64("version", version), zap.Error(err))
 	e.tel.OnnxinferenceModelLoadFailures.Add(context.Background(), 1, modelAttrs(name))
-	e.mu.Lock()
-	host := e.host
-	e.degraded = true
-	e.mu.Unlock()
-	if host != nil {
-		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
-	}
-}
-
-// reportRecovered reports the component healthy again after failures, once
-// a version has loaded since.
-func (e *onnxExtension) reportRecovered() {
-	e.mu.Lock()
-	host, was := e.host, e.degraded
-	e.degraded = false
-	e.mu.Unlock()
-	if was && host != nil {
-		componentstatus.ReportStatus(host, componentstatus.NewEvent(componentstatus.StatusOK))
-	}
+	e.status.Failed(err)
 }
 
 func (e *onnxExtension) observeVersions(_ context.Context, o metric.Int64Observer) error {
@@ -621,7 +604,7 @@ func (m *model) failedWith(c repository.Candidate) bool {
 func (m *model) forgetFailure(e *onnxExtension, v int64) {
 	if _, ok := m.failed[v]; ok {
 		delete(m.failed, v)
-		e.reportRecovered()
+		e.status.Succeeded()
 	}
 }
 

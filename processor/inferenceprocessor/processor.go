@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -17,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/recoverable"
 	"github.com/otelcol-ai/otelcol-ai/pkg/modelrunner"
 	"github.com/otelcol-ai/otelcol-ai/processor/inferenceprocessor/internal/batcher"
 	"github.com/otelcol-ai/otelcol-ai/processor/inferenceprocessor/internal/features"
@@ -59,10 +59,9 @@ type inferenceProcessor struct {
 	provider   modelrunner.Provider
 	batcher    *batcher.Batcher
 	unregister func()
-	host       component.Host
-	// degraded is set when items went unjudged for a failed run or a bad
-	// output, and cleared, with a StatusOK report, by the next good batch.
-	degraded bool
+	// status reports items that went unjudged for a failed run or a bad
+	// output, and StatusOK at the next good batch.
+	status recoverable.Status
 
 	// scratch holds *scratch buffers reused across calls; concurrent calls
 	// each take their own, so that they can share a batch.
@@ -144,7 +143,8 @@ func (p *inferenceProcessor) start(_ context.Context, host component.Host) error
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.provider, p.unregister, p.host = provider, unregister, host
+	p.provider, p.unregister = provider, unregister
+	p.status.Attach(host)
 	p.batcher = batcher.New(p.run, p.extractor.Width(), p.cfg.Batch.MaxSize, p.cfg.Batch.MaxWait)
 	return nil
 }
@@ -382,13 +382,7 @@ func (p *inferenceProcessor) judge(ctx context.Context, buf *scratch, items []it
 	}
 	if judged > 0 {
 		p.tel.ProcessorInferenceItemsJudged.Add(ctx, int64(judged))
-		p.mu.Lock()
-		host, was := p.host, p.degraded
-		p.degraded = false
-		p.mu.Unlock()
-		if was && host != nil {
-			componentstatus.ReportStatus(host, componentstatus.NewEvent(componentstatus.StatusOK))
-		}
+		p.status.Succeeded()
 	}
 }
 
@@ -464,12 +458,5 @@ func (w *writer) put(attrs pcommon.Map, r int) {
 
 func (p *inferenceProcessor) report(err error) {
 	p.logger.Warn("items forwarded without inference", zap.String("model", p.cfg.Model), zap.Error(err))
-	p.mu.Lock()
-	host := p.host
-	p.degraded = true
-	p.mu.Unlock()
-	if host != nil {
-		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(
-			fmt.Errorf("inference: model %q: %w", p.cfg.Model, err)))
-	}
+	p.status.Failed(fmt.Errorf("inference: model %q: %w", p.cfg.Model, err))
 }
