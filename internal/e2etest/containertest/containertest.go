@@ -248,26 +248,13 @@ func ScopeName(id string) string { return "cri-containerd-" + id + ".scope" }
 // it. Skips the test when containers cannot be made here.
 func StartPod(t testing.TB, spec PodSpec) *Pod {
 	t.Helper()
-	if why := Supported(); why != "" {
-		t.Skip(why)
-	}
-	if spec.UID == "" {
-		spec.UID = NewPodUID()
-	}
-	if spec.QoS == "" {
-		spec.QoS = BestEffort
-	}
 	if spec.Hostname == "" {
 		spec.Hostname = "containertest"
 	}
-	uid, qos, hostname, parent := spec.UID, spec.QoS, spec.Hostname, cleanCgroupParent(spec.CgroupParent)
-	p := &Pod{UID: uid, QoS: qos, Hostname: hostname, Cgroup: parent + PodSlice(qos, uid), cgroupParent: parent}
-	// Unregistered with Cleanup until the slice exists; cleanups run last
-	// first, so the slice goes after every container in it.
-	root, _ := CgroupRoot()
-	if err := makeSlices(t, root, p.Cgroup); err != nil {
-		t.Fatal(err)
-	}
+	// Cleanups run last first: the slice goes after every container in it.
+	slice := newPodSlice(t, spec.UID, spec.QoS, spec.CgroupParent)
+	uid, qos, hostname, parent := slice.uid, slice.qos, spec.Hostname, slice.parent
+	p := &Pod{UID: uid, QoS: qos, Hostname: hostname, Cgroup: slice.cgroup, cgroupParent: parent}
 	sandboxID := NewID()
 	// containerd keeps a sandbox's hostname, hosts and resolv.conf in
 	// io.containerd.grpc.v1.cri/sandboxes/<sandbox id>/ and bind-mounts
@@ -341,21 +328,36 @@ func (p *Pod) Start(t testing.TB, spec Spec) *Container {
 // containers cannot be made here.
 func Start(t testing.TB, spec Spec) *Container {
 	t.Helper()
+	slice := newPodSlice(t, spec.PodUID, spec.QoS, spec.CgroupParent)
+	spec.PodUID, spec.QoS, spec.CgroupParent = slice.uid, slice.qos, slice.parent
+	return start(t, spec)
+}
+
+// podSlice is a pod's cgroup: its UID and QoS class, the cgroup parent
+// it is under ("" for the root) and its path.
+type podSlice struct{ uid, qos, parent, cgroup string }
+
+// newPodSlice skips the test when containers cannot be made here, gives the
+// pod its defaults (a new UID, BestEffort) and a clean cgroup parent, and
+// makes its slice, removed when the test ends.
+func newPodSlice(t testing.TB, uid, qos, parent string) podSlice {
+	t.Helper()
 	if why := Supported(); why != "" {
 		t.Skip(why)
 	}
-	if spec.PodUID == "" {
-		spec.PodUID = NewPodUID()
+	if uid == "" {
+		uid = NewPodUID()
 	}
-	if spec.QoS == "" {
-		spec.QoS = BestEffort
+	if qos == "" {
+		qos = BestEffort
 	}
-	spec.CgroupParent = cleanCgroupParent(spec.CgroupParent)
+	parent = cleanCgroupParent(parent)
+	slice := podSlice{uid: uid, qos: qos, parent: parent, cgroup: parent + PodSlice(qos, uid)}
 	root, _ := CgroupRoot()
-	if err := makeSlices(t, root, spec.CgroupParent+PodSlice(spec.QoS, spec.PodUID)); err != nil {
+	if err := makeSlices(t, root, slice.cgroup); err != nil {
 		t.Fatal(err)
 	}
-	return start(t, spec)
+	return slice
 }
 
 // cleanCgroupParent returns parent as a cgroup path ("/a/b", no "..": it
