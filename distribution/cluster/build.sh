@@ -19,16 +19,9 @@ mkdir -p "$bin"
 
 export GOWORK=off CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 
-log() { printf '[cluster-build] %s\n' "$*" >&2; }
-
-# Waits while the project's full test suite runs (it owns the CPUs then).
-wait_ci() {
-	local said=
-	while [ -e /tmp/ci-running ]; do
-		[ -n "$said" ] || { log "/tmp/ci-running exists: waiting for the test suite to finish"; said=1; }
-		sleep 30
-	done
-}
+# log and wait_ci (builds wait while the project's full test suite runs).
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 
 # modver DIR MODULE: the version DIR's go.mod resolves MODULE to.
 modver() { (cd "$1" && "$GO" list -m -f '{{.Version}}' "$2"); }

@@ -1,4 +1,5 @@
-# Shared by up.sh, down.sh and smoke.sh: where the local cluster keeps its
+# Shared by up.sh, down.sh, smoke.sh and workload.sh (build.sh takes log and
+# wait_ci from it): where the local cluster keeps its
 # files and which names and addresses it owns. Everything it makes is named
 # here, so that down.sh removes exactly that and nothing else.
 # shellcheck shell=bash disable=SC2034 # the variables are used by the scripts that source this
@@ -119,6 +120,7 @@ wait_for() {
 	die "$what not ready after ${n}x0.5 s (logs in $LOG)"
 }
 
+# Waits while the project's full test suite runs (it owns the CPUs then).
 wait_ci() {
 	local said=
 	while [ -e /tmp/ci-running ]; do
