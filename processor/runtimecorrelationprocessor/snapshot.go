@@ -259,25 +259,15 @@ func noteWindow(key scopeKey, pid int64, kind uint8, w window.Window) timelineNo
 }
 
 // recordSpan copies what the page shows of a span: its ids and name, the
-// totals of the windows that overlapped it (matches, as putTotals wrote
-// them) and its inference.* attributes.
-func recordSpan(key scopeKey, span ptrace.Span, start, end int64, matches []windowindex.Entry) tlSpan {
+// totals of the windows that overlapped it (as putTotals wrote them) and
+// its inference.* attributes.
+func recordSpan(key scopeKey, span ptrace.Span, start, end int64, totals overlapTotals) tlSpan {
 	s := tlSpan{scope: key, start: start, end: end, traceID: span.TraceID(), spanID: span.SpanID(), name: timeline.Clip(span.Name())}
-	if len(matches) > 0 {
-		var dur [numKinds]int64
-		var count [numKinds]uint32
-		seen := 0
-		for _, m := range matches {
-			if count[m.Kind] == 0 {
-				seen++
-			}
-			dur[m.Kind] += min(m.End, end) - max(m.Start, start)
-			count[m.Kind]++
-		}
-		s.overlap = make([]kindTotal, 0, seen)
+	if totals.seen > 0 {
+		s.overlap = make([]kindTotal, 0, totals.seen)
 		for k := range kinds {
-			if count[k] > 0 {
-				s.overlap = append(s.overlap, kindTotal{kind: uint8(k), count: count[k], dur: dur[k]})
+			if totals.count[k] > 0 {
+				s.overlap = append(s.overlap, kindTotal{kind: uint8(k), count: uint32(totals.count[k]), dur: totals.dur[k]})
 			}
 		}
 	}

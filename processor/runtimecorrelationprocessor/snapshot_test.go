@@ -410,7 +410,7 @@ func BenchmarkRecentSpans(b *testing.B) {
 	t := newTimelineState(cfg)
 	for i := range cfg.Timeline.MaxSpans {
 		span.SetName(fmt.Sprintf("POST /predict/%d", i%100)) // names of their own, as from the wire
-		t.addSpans([]tlSpan{recordSpan(key, span, t0+100*ms, t0+400*ms, matches)})
+		t.addSpans([]tlSpan{recordSpan(key, span, t0+100*ms, t0+400*ms, totalsOf(matches, t0+100*ms, t0+400*ms))})
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
@@ -422,7 +422,7 @@ func BenchmarkRecentSpans(b *testing.B) {
 	for i := 0; i < b.N; i += benchBatch {
 		batch = batch[:0]
 		for range min(benchBatch, b.N-i) {
-			batch = append(batch, recordSpan(key, span, t0+100*ms, t0+400*ms, matches))
+			batch = append(batch, recordSpan(key, span, t0+100*ms, t0+400*ms, totalsOf(matches, t0+100*ms, t0+400*ms)))
 		}
 		t.addSpans(batch)
 	}

@@ -326,12 +326,13 @@ func (p *tracesProcessor) annotate(ctx context.Context, td ptrace.Traces, ids []
 					released = append(released, pending{scope: key, src: -1, entry: windowindex.Entry{Start: start, End: end}})
 				}
 				matches = c.windows.AppendOverlapping(matches[:0], key, start, end)
-				recorded = append(recorded, recordSpan(key, span, start, end, matches))
+				totals := totalsOf(matches, start, end)
+				recorded = append(recorded, recordSpan(key, span, start, end, totals))
 				if len(matches) == 0 {
 					continue
 				}
 				annotated++
-				putTotals(span, matches, start, end)
+				putTotals(span, totals)
 				placements := matches[:min(len(matches), cfg.MaxPlacements)]
 				if cfg.Events {
 					putEvents(span, placements, start, end)
@@ -360,24 +361,35 @@ func (p *tracesProcessor) annotate(ctx context.Context, td ptrace.Traces, ids []
 	}
 }
 
-// putTotals writes runtime.overlap.<kind>.duration (the sum of the
-// windows' intersections with the span, ns) and .count per kind.
-func putTotals(span ptrace.Span, matches []windowindex.Entry, start, end int64) {
-	var dur, count [numKinds]int64
-	seen := 0
+// overlapTotals are the windows that overlapped a span, per kind: the sum
+// of their intersections with it (ns) and their number; seen is the number
+// of kinds with any.
+type overlapTotals struct {
+	dur, count [numKinds]int64
+	seen       int
+}
+
+// totalsOf sums matches, the windows that overlap [start, end), per kind.
+func totalsOf(matches []windowindex.Entry, start, end int64) overlapTotals {
+	var t overlapTotals
 	for _, m := range matches {
-		if count[m.Kind] == 0 {
-			seen++
+		if t.count[m.Kind] == 0 {
+			t.seen++
 		}
-		dur[m.Kind] += min(m.End, end) - max(m.Start, start)
-		count[m.Kind]++
+		t.dur[m.Kind] += min(m.End, end) - max(m.Start, start)
+		t.count[m.Kind]++
 	}
+	return t
+}
+
+// putTotals writes runtime.overlap.<kind>.duration and .count per kind.
+func putTotals(span ptrace.Span, totals overlapTotals) {
 	attrs := span.Attributes()
-	attrs.EnsureCapacity(attrs.Len() + 2*seen) // one allocation, not one per growth
+	attrs.EnsureCapacity(attrs.Len() + 2*totals.seen) // one allocation, not one per growth
 	for k := range kinds {
-		if count[k] > 0 {
-			attrs.PutInt(spanDurationAttr[k], dur[k])
-			attrs.PutInt(spanCountAttr[k], count[k])
+		if totals.count[k] > 0 {
+			attrs.PutInt(spanDurationAttr[k], totals.dur[k])
+			attrs.PutInt(spanCountAttr[k], totals.count[k])
 		}
 	}
 }
