@@ -80,9 +80,13 @@ func (j JVM) Repositories(root *procroot.Root) []string {
 			// A folder left by an earlier process with the same pid (killed,
 			// or a container restarted on the same /tmp, where pids repeat)
 			// was last changed before this JVM started: it is not this
-			// JVM's, and its chunks are not this JVM's events.
+			// JVM's, and its chunks are not this JVM's events. A
+			// filesystem that keeps no times (the epoch) tells nothing.
 			info, err := root.Stat(dir)
-			if err != nil || info.ModTime().Before(started.Add(-startSlack)) {
+			if err != nil {
+				continue
+			}
+			if m := info.ModTime(); m.Unix() > 0 && m.Before(started.Add(-startSlack)) {
 				continue
 			}
 		}
@@ -93,8 +97,11 @@ func (j JVM) Repositories(root *procroot.Root) []string {
 
 // startSlack absorbs the error of a JVM's start time as started reads it
 // (the kernel's ticks are 10 ms; the two clocks are read one after the
-// other).
-const startSlack = time.Second
+// other) and of a folder's time on a filesystem whose server's clock is
+// off (NFS): a folder changed less than this before the JVM started is
+// taken as its own. A predecessor's folder is older: a restarted
+// container waits at least 10 s, and its JVM made its folder at its start.
+const startSlack = time.Minute
 
 // started returns when the JVM started, on the realtime clock: its start
 // time is in ticks since boot, which the boot-time clock counts. False when
