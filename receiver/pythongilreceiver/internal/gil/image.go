@@ -318,8 +318,7 @@ var probedSet = func() map[string]bool {
 }()
 
 // scanSymbols adds the probed functions of the first symbol table of type
-// typ to out, at their file offsets. Entries are read through a fixed
-// buffer; only their names' string table is held whole.
+// typ to out, at their file offsets.
 func (rd *imageReader) scanSymbols(f *elf.File, typ elf.SectionType, out Symbols) error {
 	s := f.SectionByType(typ)
 	if s == nil || s.Type == elf.SHT_NOBITS || s.FileSize == 0 {
@@ -328,6 +327,42 @@ func (rd *imageReader) scanSymbols(f *elf.File, typ elf.SectionType, out Symbols
 	if s.Flags&elf.SHF_COMPRESSED != 0 {
 		return &ELFError{Where: s.Name, Offset: s.Offset, Err: fmt.Errorf("%w: compressed", ErrMalformed)}
 	}
+	return rd.eachSymbol(f, s, func(sym symbolEntry, _, _ uint64) error {
+		value := sym.value()
+		if sym.typ() != elf.STT_FUNC || value == 0 {
+			return nil
+		}
+		name := sym.name()
+		if !probedSet[string(name)] {
+			return nil
+		}
+		if off, ok := codeOffset(f, value); ok && off < rd.size {
+			out[string(name)] = off
+		}
+		return nil
+	})
+}
+
+// symbolEntry is one Elf64_Sym of a symbol table being walked: name u32,
+// info u8, other u8, shndx u16, value u64, size u64.
+type symbolEntry struct {
+	e    []byte
+	bo   binary.ByteOrder
+	strs []byte // the table's string table
+}
+
+func (y symbolEntry) name() []byte              { return cString(y.strs, y.bo.Uint32(y.e[0:4])) }
+func (y symbolEntry) typ() elf.SymType          { return elf.ST_TYPE(y.e[4]) }
+func (y symbolEntry) section() elf.SectionIndex { return elf.SectionIndex(y.bo.Uint16(y.e[6:8])) }
+func (y symbolEntry) value() uint64             { return y.bo.Uint64(y.e[8:16]) }
+func (y symbolEntry) size() uint64              { return y.bo.Uint64(y.e[16:24]) }
+
+// eachSymbol checks symbol table s (whole entries, inside the file, at
+// most Limits.Symbols of them, a string table linked) and calls yield with
+// each entry, its index and its file offset; an error from yield ends the
+// walk. Entries are read through a fixed buffer; only their names' string
+// table is held whole.
+func (rd *imageReader) eachSymbol(f *elf.File, s *elf.Section, yield func(sym symbolEntry, index, offset uint64) error) error {
 	if s.FileSize%elf.Sym64Size != 0 {
 		return &ELFError{Where: s.Name, Offset: s.Offset, Err: fmt.Errorf("%w: size %d is not a multiple of %d", ErrMalformed, s.FileSize, elf.Sym64Size)}
 	}
@@ -345,7 +380,6 @@ func (rd *imageReader) scanSymbols(f *elf.File, typ elf.SectionType, out Symbols
 	if err != nil {
 		return err
 	}
-	bo := f.ByteOrder
 	buf := make([]byte, symbolChunk*elf.Sym64Size)
 	for i := uint64(0); i < n; {
 		k := min(n-i, symbolChunk)
@@ -354,18 +388,10 @@ func (rd *imageReader) scanSymbols(f *elf.File, typ elf.SectionType, out Symbols
 		if _, err := rd.r.ReadAt(b, int64(at)); err != nil {
 			return &ELFError{Where: s.Name, Offset: at, Err: err}
 		}
-		for e := b; len(e) > 0; e = e[elf.Sym64Size:] {
-			// Elf64_Sym: name u32, info u8, other u8, shndx u16, value u64, size u64.
-			value := bo.Uint64(e[8:16])
-			if elf.ST_TYPE(e[4]) != elf.STT_FUNC || value == 0 {
-				continue
-			}
-			name := cString(strs, bo.Uint32(e[0:4]))
-			if !probedSet[string(name)] {
-				continue
-			}
-			if off, ok := codeOffset(f, value); ok && off < rd.size {
-				out[string(name)] = off
+		for j := range k {
+			e := b[j*elf.Sym64Size : (j+1)*elf.Sym64Size]
+			if err := yield(symbolEntry{e: e, bo: f.ByteOrder, strs: strs}, i+j, at+j*elf.Sym64Size); err != nil {
+				return err
 			}
 		}
 		i += k

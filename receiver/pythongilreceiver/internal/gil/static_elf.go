@@ -60,57 +60,32 @@ func (rd *imageReader) newCodeImage(f *elf.File) (*codeImage, error) {
 // readExports fills c.exports and c.byName from .dynsym and returns the
 // names of namedCallees by symbol index, for the relocations.
 func (rd *imageReader) readExports(f *elf.File, s *elf.Section, c *codeImage) (map[uint32]string, error) {
-	if s.FileSize%elf.Sym64Size != 0 {
-		return nil, &ELFError{Where: s.Name, Offset: s.Offset, Err: fmt.Errorf("%w: size %d is not a multiple of %d", ErrMalformed, s.FileSize, elf.Sym64Size)}
-	}
-	if err := rd.within(s.Name, s.Offset, s.FileSize); err != nil {
-		return nil, err
-	}
-	n := s.FileSize / elf.Sym64Size
-	if n > uint64(rd.lim.Symbols) {
-		return nil, &ELFError{Where: s.Name, Offset: s.Offset, Err: fmt.Errorf("%w: %d symbols, at most %d", ErrLimit, n, rd.lim.Symbols)}
-	}
-	if int(s.Link) >= len(f.Sections) || f.Sections[s.Link].Type != elf.SHT_STRTAB {
-		return nil, &ELFError{Where: s.Name, Offset: s.Offset, Err: fmt.Errorf("%w: string table link %d", ErrMalformed, s.Link)}
-	}
-	strs, err := rd.readSection(f.Sections[s.Link])
+	named := map[uint32]string{}
+	err := rd.eachSymbol(f, s, func(sym symbolEntry, index, offset uint64) error {
+		typ := sym.typ()
+		if typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC {
+			return nil
+		}
+		name := string(sym.name())
+		if namedCallees[name] {
+			named[uint32(index)] = name
+		}
+		value := sym.value()
+		if value == 0 || sym.section() == elf.SHN_UNDEF {
+			return nil
+		}
+		if len(c.exports) >= maxExports {
+			return &ELFError{Where: s.Name, Offset: offset, Err: fmt.Errorf("%w: more than %d exported functions", ErrLimit, maxExports)}
+		}
+		c.exports[value] = name
+		c.sizes[value] = sym.size()
+		if isSearchName(name) {
+			c.byName[name] = value
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	bo := f.ByteOrder
-	named := map[uint32]string{}
-	buf := make([]byte, symbolChunk*elf.Sym64Size)
-	for i := uint64(0); i < n; {
-		k := min(n-i, symbolChunk)
-		b := buf[:k*elf.Sym64Size]
-		at := s.Offset + i*elf.Sym64Size
-		if _, err := rd.r.ReadAt(b, int64(at)); err != nil {
-			return nil, &ELFError{Where: s.Name, Offset: at, Err: err}
-		}
-		for j := range k {
-			e := b[j*elf.Sym64Size:]
-			typ := elf.ST_TYPE(e[4])
-			if typ != elf.STT_FUNC && typ != elf.STT_GNU_IFUNC {
-				continue
-			}
-			name := string(cString(strs, bo.Uint32(e[0:4])))
-			if namedCallees[name] {
-				named[uint32(i+j)] = name
-			}
-			value, shndx := bo.Uint64(e[8:16]), elf.SectionIndex(bo.Uint16(e[6:8]))
-			if value == 0 || shndx == elf.SHN_UNDEF {
-				continue
-			}
-			if len(c.exports) >= maxExports {
-				return nil, &ELFError{Where: s.Name, Offset: at, Err: fmt.Errorf("%w: more than %d exported functions", ErrLimit, maxExports)}
-			}
-			c.exports[value] = name
-			c.sizes[value] = bo.Uint64(e[16:24])
-			if isSearchName(name) {
-				c.byName[name] = value
-			}
-		}
-		i += k
 	}
 	return named, nil
 }
