@@ -37,10 +37,12 @@ const javaAgentVersion = "2.22.0"
 
 // parityWorkload allocates for the given milliseconds with a live set that
 // survives young collections and a System.gc() every 700 ms (old/full
-// collections), collects once more, prints "idle" and sleeps until killed,
-// so that both sides can report their final values while the JVM still
-// runs; the "idle" line ends with each GarbageCollectorMXBean's collection
-// count (";name=count"). With a second argument, "late", it first waits
+// collections), collects once more, prints "idle" and then, until killed,
+// answers each line on stdin with a "counts" line, so that both sides can
+// report their final values while the JVM still runs: the "idle" and
+// "counts" lines end with each GarbageCollectorMXBean's collection count
+// (";name=count"), read when the line is printed (ZGC goes on collecting
+// while the workload is idle). With a second argument, "late", it first waits
 // for a line on stdin (the agent counts), allocates until the JVM has made
 // three more young collections, prints "warm" and waits for another line
 // (the recording runs) before it begins.
@@ -58,8 +60,8 @@ public class Parity {
         List<byte[]> live = new ArrayList<>();
         Random r = new Random(1);
         long sink = 0;
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
         if (args.length > 1 && args[1].equals("late")) {
-            BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
             in.readLine();
             long before = collections();
             while (collections() < before + 3) {
@@ -86,13 +88,21 @@ public class Parity {
         // last sample as recent as the agent's.
         live.clear();
         System.gc();
+        System.out.println("idle " + sink + " " + counts());
+        System.out.flush();
+        while (in.readLine() != null) {
+            System.out.println("counts " + counts());
+            System.out.flush();
+        }
+        Thread.sleep(600_000);
+    }
+
+    static String counts() {
         StringBuilder counts = new StringBuilder();
         for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
             counts.append(';').append(gc.getName()).append('=').append(gc.getCollectionCount());
         }
-        System.out.println("idle " + sink + " " + counts);
-        System.out.flush();
-        Thread.sleep(600_000);
+        return counts.toString();
     }
 
     static long collections() {
@@ -276,6 +286,7 @@ func runParity(t *testing.T, j jfrtest.JDK, agent, classes string, c parityCase)
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	idle, warm, gone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var idleLine string
+	countLines := make(chan string, 1)
 	var outMu sync.Mutex
 	var output []string // the JVM's last lines, for a failure
 	go func() {
@@ -287,6 +298,9 @@ func runParity(t *testing.T, j jfrtest.JDK, agent, classes string, c parityCase)
 			if strings.HasPrefix(sc.Text(), "idle") {
 				idleLine = sc.Text()
 				close(idle)
+			}
+			if strings.HasPrefix(sc.Text(), "counts") {
+				countLines <- sc.Text()
 			}
 			if strings.HasPrefix(sc.Text(), "warm") {
 				close(warm)
@@ -312,7 +326,12 @@ func runParity(t *testing.T, j jfrtest.JDK, agent, classes string, c parityCase)
 	}
 
 	// Both sides report cumulative values: wait until each side's
-	// collection count has stopped changing for a second, or 30 s. The two
+	// collection count and the JVM's own have stopped changing for 3 s (the
+	// receiver sees a collection a flush and a poll after it), or 30 s, and
+	// compare with the JVM's counts as they stand then, not at idle: ZGC
+	// collects on while the workload is idle (a clean-clone run on a fresh
+	// machine: 29 ZGC cycles at idle, 35 when the receiver and the agent,
+	// with 34, had stopped counting). The two
 	// counts need not be equal: the agent may miss collections made during
 	// its premain (compareParity allows it to count fewer), and a wait for
 	// equal counts then never ended early (a clean-clone run, load about
@@ -323,23 +342,40 @@ func runParity(t *testing.T, j jfrtest.JDK, agent, classes string, c parityCase)
 	// may still be compiling after the workload went idle: the wait also
 	// lasts until the two samples agree (in passing runs they are 1-2%
 	// apart).
+	jvmCounts := func() map[string]uint64 {
+		if _, err := io.WriteString(stdin, "counts\n"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case l := <-countLines:
+			return beanCounts(l)
+		case <-gone:
+			failed("the workload exited while idle")
+		case <-time.After(10 * time.Second):
+			failed("the workload gave no counts in 10 s")
+		}
+		return nil
+	}
 	var agentPts, rcvPts map[string]point
+	beans := beanCounts(idleLine)
 	deadline := time.Now().Add(30 * time.Second)
 	stable := 0
-	for time.Now().Before(deadline) && stable < 2 {
+	for time.Now().Before(deadline) && stable < 6 {
 		time.Sleep(500 * time.Millisecond)
 		a, r := finalPoints(sink.batches(), agentDrop, 0), finalPoints(metrics.AllMetrics(), receiverDrop, cmd.Process.Pid)
-		if gcTotal(a) > 0 && gcTotal(r) >= gcTotal(a) && gcTotal(a) == gcTotal(agentPts) && gcTotal(r) == gcTotal(rcvPts) && codeHeapsAgree(a, r) {
+		b := jvmCounts()
+		if gcTotal(a) > 0 && gcTotal(r) >= gcTotal(a) && gcTotal(a) == gcTotal(agentPts) && gcTotal(r) == gcTotal(rcvPts) && maps.Equal(b, beans) && codeHeapsAgree(a, r) {
 			stable++
 		} else {
 			stable = 0
 		}
-		agentPts, rcvPts = a, r
+		agentPts, rcvPts, beans = a, r, b
 	}
+	t.Logf("%s: the JVM's collections at idle %v, at the end %v", c.name, beanCounts(idleLine), beans)
 	// What the receiver should count: the JVM's own counts, with the
 	// collections before the recording (by -Xlog:gc) under one bean.
 	first := firstGCID(t, j, cmd.Process.Pid, dir)
-	want := expectedCounts(t, beanCounts(idleLine), gcLog, first, c)
+	want := expectedCounts(t, beans, gcLog, first, c)
 	compareParity(t, c.name, agentPts, rcvPts, want, c.late)
 	// The workload made three collections or more before a late
 	// recording started: its first collection's gcId says how many.

@@ -180,7 +180,7 @@ func logPauses(t *testing.T, pattern string, clock *window.Clock) map[string]int
 				continue
 			}
 			if sp, ok := xlog.ParseSafepoint(l.Message); ok {
-				out[safepointKey(sp.Operation, int64(sp.Total), clock.ToUnixNano(l.Monotonic))]++
+				out[safepointKey(sp.Operation, int64(sp.Total), (clock.ToUnixNano(l.Monotonic)+5e5)/1e6)]++
 				continue
 			}
 			if l.Tags != "gc" && l.Tags != "gc,phases" {
@@ -199,14 +199,19 @@ func logPauses(t *testing.T, pattern string, clock *window.Clock) map[string]int
 }
 
 // safepointKey tells safepoints apart by operation, total time (ns) and
-// end (to the second: the test's and the receivers' conversions of
-// timenanos differ by microseconds).
-func safepointKey(op string, total, end int64) string {
-	return fmt.Sprintf("safepoint %s %d %d", op, total, (end+5e8)/1e9)
+// end, to the millisecond (the test's and the receiver's conversions of
+// timenanos to epoch time differ by microseconds: receivedPauses takes a
+// key of the log within a millisecond). Two safepoints of one operation
+// may take the same total time: a log here had two of 1,902,900 ns, 192 ms
+// apart.
+func safepointKey(op string, total, endMs int64) string {
+	return fmt.Sprintf("safepoint %s %d %d", op, total, endMs)
 }
 
-// receivedPauses keys the windows received as logPauses keys the lines.
-func receivedPauses(t *testing.T, sinks ...*consumertest.LogsSink) map[string]int {
+// receivedPauses keys the windows received as logPauses keys the lines
+// (want): a safepoint whose end is a millisecond from a line's takes that
+// line's key.
+func receivedPauses(t *testing.T, want map[string]int, sinks ...*consumertest.LogsSink) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	eachRecord(allLogs(sinks...), func(_ pcommon.Resource, lr plog.LogRecord) {
@@ -219,7 +224,14 @@ func receivedPauses(t *testing.T, sinks ...*consumertest.LogsSink) map[string]in
 			out[gcPauseKey(w)]++
 		case window.KindJVMSafepoint:
 			op, _ := w.Attributes[window.AttrJVMVMOperation].(string)
-			out[safepointKey(op, int64(w.Duration), w.Start+int64(w.Duration))]++
+			ms := (w.Start + int64(w.Duration) + 5e5) / 1e6
+			key := safepointKey(op, int64(w.Duration), ms)
+			for _, d := range []int64{-1, 1} {
+				if k := safepointKey(op, int64(w.Duration), ms+d); want[key] == 0 && want[k] > 0 {
+					key = k
+				}
+			}
+			out[key]++
 		}
 	})
 	return out
@@ -231,26 +243,32 @@ func gcPauseKey(w window.Window) string {
 	return fmt.Sprintf("GC(%v) %v", w.Attributes[window.AttrJVMGCID], w.Attributes[jvmevent.AttrGCPhase])
 }
 
-// compare counts what was received twice or more (duplicates) and what
-// the log holds that was not received (gaps).
-func compare(want, got map[string]int) (dups, gaps, extra int, missing []string) {
+// compare counts what was received more often than the source holds it
+// (duplicates: a key the source holds twice, such as two safepoints of one
+// operation and total time ending in the same second, is received twice
+// rightly) and what the source holds that was received less often (gaps),
+// each occurrence once; dupKeys names the duplicated keys (at most 5).
+func compare(want, got map[string]int) (dups, gaps, extra int, missing, dupKeys []string) {
 	for k, n := range got {
-		if n > 1 {
-			dups += n - 1
+		if n > max(want[k], 1) {
+			dups += n - max(want[k], 1)
+			if len(dupKeys) < 5 {
+				dupKeys = append(dupKeys, fmt.Sprintf("%s: %d of %d", k, n, want[k]))
+			}
 		}
 		if want[k] == 0 {
 			extra++
 		}
 	}
-	for k := range want {
-		if got[k] == 0 {
-			gaps++
+	for k, n := range want {
+		if got[k] < n {
+			gaps += n - got[k]
 			if len(missing) < 5 || os.Getenv("H_DEBUG") != "" {
 				missing = append(missing, k)
 			}
 		}
 	}
-	return dups, gaps, extra, missing
+	return dups, gaps, extra, missing, dupKeys
 }
 
 // TestXlogRestartRotatedDuringDowntime: a real JDK 17 JVM logs
@@ -320,6 +338,15 @@ func runUntilExit(t *testing.T, cfg *Config, storageDir string, exited chan erro
 // checkLogOnce compares the pause and safepoint lines of gcLog's files with
 // the windows the sinks received, logs the figures, and fails at once when
 // the log holds fewer than minLines of them (too thin to tell).
+// total is how many occurrences a key count holds.
+func total(m map[string]int) int {
+	n := 0
+	for _, c := range m {
+		n += c
+	}
+	return n
+}
+
 func checkLogOnce(t *testing.T, name, gcLog string, minLines int, sinks ...*consumertest.LogsSink) (dups, gaps, extra int, missing []string) {
 	t.Helper()
 	clock, err := window.NewClock()
@@ -327,12 +354,12 @@ func checkLogOnce(t *testing.T, name, gcLog string, minLines int, sinks ...*cons
 		t.Fatal(err)
 	}
 	want := logPauses(t, gcLog+"*", clock)
-	got := receivedPauses(t, sinks...)
-	dups, gaps, extra, missing = compare(want, got)
-	t.Logf("%s: log lines %d, received %d, duplicates %d, gaps %d (first: %v), not in the log %d",
-		name, len(want), len(got), dups, gaps, missing, extra)
-	if len(want) < minLines {
-		t.Fatalf("log too thin: %d pauses and safepoints", len(want))
+	got := receivedPauses(t, want, sinks...)
+	dups, gaps, extra, missing, dupKeys := compare(want, got)
+	t.Logf("%s: log lines %d, received %d, duplicates %d %v, gaps %d (first: %v), not in the log %d",
+		name, total(want), total(got), dups, dupKeys, gaps, missing, extra)
+	if total(want) < minLines {
+		t.Fatalf("log too thin: %d pauses and safepoints", total(want))
 	}
 	return dups, gaps, extra, missing
 }
@@ -376,11 +403,11 @@ func recordedPauses(t *testing.T, j jfrtest.JDK, files ...string) map[string]int
 func checkRecordingOnce(t *testing.T, name string, want map[string]int, pid int64, first *consumertest.LogsSink, rest ...*consumertest.LogsSink) (dups, gaps, extra int, missing []string) {
 	t.Helper()
 	got := jfrWindows(t, pid, append([]*consumertest.LogsSink{first}, rest...)...)
-	dups, gaps, extra, missing = compare(want, got)
-	t.Logf("%s: recording %d pauses and safepoints, received %d (first run %d), duplicates %d, gaps %d (first: %v), not in the recording %d",
-		name, len(want), len(got), len(jfrWindows(t, pid, first)), dups, gaps, missing, extra)
-	if len(want) < 30 {
-		t.Fatalf("recording too thin: %d pauses and safepoints", len(want))
+	dups, gaps, extra, missing, dupKeys := compare(want, got)
+	t.Logf("%s: recording %d pauses and safepoints, received %d (first run %d), duplicates %d %v, gaps %d (first: %v), not in the recording %d",
+		name, total(want), total(got), total(jfrWindows(t, pid, first)), dups, dupKeys, gaps, missing, extra)
+	if total(want) < 30 {
+		t.Fatalf("recording too thin: %d pauses and safepoints", total(want))
 	}
 	return dups, gaps, extra, missing
 }
