@@ -244,19 +244,10 @@ func (r *Reader) processError(pid int, what string, err error) error {
 // parseNSpid returns the last pid of the status file's NSpid line: the
 // process's pid in its own (innermost) pid namespace.
 func parseNSpid(status []byte) (int, bool) {
-	const key = "NSpid:"
-	var line []byte
-	if bytes.HasPrefix(status, []byte(key)) {
-		line = status[len(key):]
-	} else if i := bytes.Index(status, []byte("\n"+key)); i >= 0 {
-		line = status[i+1+len(key):]
-	} else {
+	line, ok := StatusField(status, "NSpid")
+	if !ok {
 		return 0, false
 	}
-	if j := bytes.IndexByte(line, '\n'); j >= 0 {
-		line = line[:j]
-	}
-	line = bytes.TrimRight(line, " \t\r")
 	field := line[bytes.LastIndexAny(line, " \t")+1:]
 	v, ok := parseDecimal(field)
 	if !ok || v == 0 || v > 1<<31-1 {

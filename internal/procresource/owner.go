@@ -1,8 +1,8 @@
 package procresource
 
 import (
+	"bytes"
 	"strconv"
-	"strings"
 
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 )
@@ -24,25 +24,23 @@ func (r *Reader) Owner(pid int) (uid, gid int, err error) {
 // parseOwner returns the effective ids of a status file's Uid and Gid
 // lines, -1 for one it cannot read.
 func parseOwner(status []byte) (uid, gid int) {
-	uid, gid = -1, -1
-	for line := range strings.SplitSeq(string(status), "\n") {
-		key, rest, ok := strings.Cut(line, ":")
-		if !ok || (key != "Uid" && key != "Gid") {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) < 2 {
-			continue
-		}
-		v, err := strconv.Atoi(f[1])
-		if err != nil || v < 0 {
-			continue
-		}
-		if key == "Uid" {
-			uid = v
-		} else {
-			gid = v
-		}
+	return effectiveID(status, "Uid"), effectiveID(status, "Gid")
+}
+
+// effectiveID is the second id of the status line key, -1 when there is
+// none or it is not a number.
+func effectiveID(status []byte, key string) int {
+	value, ok := StatusField(status, key)
+	if !ok {
+		return -1
 	}
-	return uid, gid
+	f := bytes.Fields(value)
+	if len(f) < 2 {
+		return -1
+	}
+	v, err := strconv.Atoi(string(f[1]))
+	if err != nil || v < 0 {
+		return -1
+	}
+	return v
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/otelcol-ai/otelcol-ai/internal/procresource"
 	"github.com/otelcol-ai/otelcol-ai/internal/procroot"
 )
 
@@ -30,36 +31,25 @@ func ReadStatus(procRoot string, pid int) (Status, error) {
 }
 
 func parseStatus(data []byte, pid int) (Status, error) {
-	st := Status{RSSAnon: -1, Threads: -1}
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			continue
-		}
-		switch string(name) {
-		case "RssAnon":
-			// "    1234 kB"
-			f := bytes.Fields(value)
-			if len(f) != 2 || string(f[1]) != "kB" {
-				return Status{}, fmt.Errorf("jvmaccounts: pid %d: RssAnon %q", pid, value)
-			}
-			kb, err := strconv.ParseInt(string(f[0]), 10, 64)
-			if err != nil || kb < 0 || kb > 1<<42 {
-				return Status{}, fmt.Errorf("jvmaccounts: pid %d: RssAnon %q", pid, value)
-			}
-			st.RSSAnon = kb << 10
-		case "Threads":
-			n, err := strconv.ParseInt(string(bytes.TrimSpace(value)), 10, 64)
-			if err != nil || n < 0 {
-				return Status{}, fmt.Errorf("jvmaccounts: pid %d: Threads %q", pid, value)
-			}
-			st.Threads = n
-		}
-	}
-	if st.RSSAnon < 0 || st.Threads < 0 {
+	rss, okRSS := procresource.StatusField(data, "RssAnon")
+	threads, okThreads := procresource.StatusField(data, "Threads")
+	if !okRSS || !okThreads {
 		return Status{}, fmt.Errorf("jvmaccounts: pid %d: status has no RssAnon or Threads line", pid)
 	}
-	return st, nil
+	// "1234 kB"
+	f := bytes.Fields(rss)
+	if len(f) != 2 || string(f[1]) != "kB" {
+		return Status{}, fmt.Errorf("jvmaccounts: pid %d: RssAnon %q", pid, rss)
+	}
+	kb, err := strconv.ParseInt(string(f[0]), 10, 64)
+	if err != nil || kb < 0 || kb > 1<<42 {
+		return Status{}, fmt.Errorf("jvmaccounts: pid %d: RssAnon %q", pid, rss)
+	}
+	n, err := strconv.ParseInt(string(threads), 10, 64)
+	if err != nil || n < 0 {
+		return Status{}, fmt.Errorf("jvmaccounts: pid %d: Threads %q", pid, threads)
+	}
+	return Status{RSSAnon: kb << 10, Threads: n}, nil
 }
 
 // Accounted is the memory a JVM accounts for, from its JFR events; -1
