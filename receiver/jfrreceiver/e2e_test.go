@@ -51,6 +51,7 @@ receivers:
 
 	var kinds map[window.Kind]int
 	var gcCount uint64
+	var gcHist pmetric.Metric
 	err := c.Eventually(60*time.Second, func() bool {
 		batches, err := c.Logs("logs.jsonl")
 		if err != nil {
@@ -61,13 +62,14 @@ receivers:
 		if err != nil {
 			t.Fatal(err)
 		}
-		gcCount = lastGCCount(metrics, int64(pid))
+		gcHist = lastGCHistogram(metrics, int64(pid))
+		gcCount = histCount(gcHist)
 		return kinds[window.KindJVMGCPause] >= len(pauses) && kinds[window.KindJVMSafepoint] >= len(begins) && gcCount >= uint64(measuredGCs(gcs, pauses))
 	})
 	if err != nil {
 		batches, _ := c.Logs("logs.jsonl")
-		t.Fatalf("windows %v (jfr print: %d GCPhasePause, %d SafepointBegin), jvm.gc.duration count %d (jfr print: %d collections): %v\n%s",
-			kinds, len(pauses), len(begins), gcCount, measuredGCs(gcs, pauses), err, whereMissing(t, batches, int64(pid), pauses, window.KindJVMGCPause))
+		t.Fatalf("windows %v (jfr print: %d GCPhasePause, %d SafepointBegin), jvm.gc.duration count %d (jfr print: %d collections; %s): %v\n%s",
+			kinds, len(pauses), len(begins), gcCount, measuredGCs(gcs, pauses), gcBreakdown(gcHist, gcs, pauses), err, whereMissing(t, batches, int64(pid), pauses, window.KindJVMGCPause))
 	}
 	if kinds[window.KindJVMGCPause] != len(pauses) || kinds[window.KindJVMSafepoint] != len(begins) || gcCount != uint64(measuredGCs(gcs, pauses)) {
 		t.Errorf("windows %v, want %d GC pauses and %d safepoints; jvm.gc.duration count %d, want %d",
@@ -89,10 +91,10 @@ func kindsOf(batches []plog.Logs, pid int64) map[window.Kind]int {
 	return kinds
 }
 
-// lastGCCount returns the count of pid's newest jvm.gc.duration histogram
-// (cumulative) across every batch, summed over its attribute sets.
-func lastGCCount(batches []pmetric.Metrics, pid int64) uint64 {
-	var count uint64
+// lastGCHistogram returns pid's newest jvm.gc.duration histogram
+// (cumulative) across every batch (an empty metric when none).
+func lastGCHistogram(batches []pmetric.Metrics, pid int64) pmetric.Metric {
+	last := pmetric.NewMetric()
 	for _, md := range batches {
 		for i := range md.ResourceMetrics().Len() {
 			rm := md.ResourceMetrics().At(i)
@@ -100,11 +102,11 @@ func lastGCCount(batches []pmetric.Metrics, pid int64) uint64 {
 				continue
 			}
 			if h, ok := metric(rm, "jvm.gc.duration"); ok {
-				count = histCount(h)
+				last = h
 			}
 		}
 	}
-	return count
+	return last
 }
 
 // whereMissing says where in the recording the GC pauses that have no

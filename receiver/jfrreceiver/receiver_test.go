@@ -105,6 +105,41 @@ func measured(gcs, pauses []jfroracletest.Event) (n int, seconds float64) {
 	return n + int(max(lowest, 0)), seconds
 }
 
+// gcBreakdown says, per jvm.gc.name, what a jvm.gc.duration histogram
+// counted and what jfr print's collections and pauses make of it (the
+// collections before the recording apart), for a failure's message.
+func gcBreakdown(h pmetric.Metric, gcs, pauses []jfroracletest.Event) string {
+	got := map[string]uint64{}
+	if h.Type() == pmetric.MetricTypeHistogram {
+		dps := h.Histogram().DataPoints()
+		for i := range dps.Len() {
+			name, _ := dps.At(i).Attributes().Get("jvm.gc.name")
+			got[name.Str()] += dps.At(i).Count()
+		}
+	}
+	want := map[string]int{}
+	pauseBean := map[int64]string{}
+	lowest := int64(-1)
+	for _, e := range gcs {
+		c := jfrstream.CollectorOf(e.Str("name"))
+		if c.Name != "" {
+			want[c.Name]++
+		}
+		if c.Pauses != "" {
+			pauseBean[e.Int("gcId")] = c.Pauses
+		}
+		if id := e.Int("gcId"); lowest < 0 || id < lowest {
+			lowest = id
+		}
+	}
+	for _, e := range pauses {
+		if bean, ok := pauseBean[e.Int("gcId")]; ok {
+			want[bean]++
+		}
+	}
+	return fmt.Sprintf("counted %v; jfr print %v and %d before the recording (lowest gcId)", got, want, max(lowest, 0))
+}
+
 // startLogs creates a logs receiver with cfg feeding a sink and starts it;
 // the caller shuts it down.
 func startLogs(t *testing.T, cfg *Config) (receiver.Logs, *consumertest.LogsSink) {
@@ -188,7 +223,8 @@ func TestReceiverFollowsLiveJVM(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("jvm.gc.duration counted %d collections, never the %d of the recording (and before it)", counted, measuredGCs(gcs, pauses))
+			h, _ := metric(last, "jvm.gc.duration")
+			t.Fatalf("jvm.gc.duration counted %d collections, never the %d of the recording (and before it): %s", counted, measuredGCs(gcs, pauses), gcBreakdown(h, gcs, pauses))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

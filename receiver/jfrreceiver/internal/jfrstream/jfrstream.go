@@ -26,6 +26,7 @@
 package jfrstream // import "github.com/otelcol-ai/otelcol-ai/receiver/jfrreceiver/internal/jfrstream"
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -189,6 +190,16 @@ type pendingPause struct {
 	age  int
 }
 
+// latePause is a pause let out before its collection's event arrived:
+// HotSpot writes the pauses, then the collection, when the collection ends,
+// and a flush may fall between them. It is counted when the collection
+// arrives, if its collector counts pauses.
+type latePause struct {
+	end      int64
+	duration time.Duration
+	phase    string
+}
+
 type safepoint struct {
 	id                   int64
 	beginStart, beginEnd int64 // 0 = no SafepointBegin
@@ -225,6 +236,14 @@ type Stream struct {
 	// after readFrom in the first segment that had any (-1 before): every
 	// collection with a lower id was counted as unrecorded then.
 	firstGCID int64
+	// flushed says the JVM flushed (a segment with records was read) since
+	// the last aging: windows age by the JVM's flushes, not the reader's
+	// polls, so a short poll_interval does not cut their wait.
+	flushed bool
+	// late holds, by gcId, the pauses let out unnamed (at most maxPending
+	// in all, lateN), until their collection arrives.
+	late  map[int64][]latePause
+	lateN int
 }
 
 // heapPools says which memory pools the heap is reported as.
@@ -277,7 +296,7 @@ type heapSummary struct {
 
 // New returns an empty stream.
 func New() *Stream {
-	return &Stream{gcs: map[int64]gcInfo{}, sps: map[int64]*safepoint{}, firstGCID: -1}
+	return &Stream{gcs: map[int64]gcInfo{}, sps: map[int64]*safepoint{}, late: map[int64][]latePause{}, firstGCID: -1}
 }
 
 // RuntimeVersion returns the JVM version the recording names (from
@@ -297,11 +316,15 @@ func (s *Stream) Dropped() int { return s.dropped }
 // stay until a later Segment or Flush. Events before a decoding error are
 // kept; the error is returned.
 func (s *Stream) Segment(seg jfr.Segment, b *jvmevent.Batch) error {
+	if !seg.Empty() {
+		s.flushed = true
+	}
 	return s.scan(seg.Scan(selection), seg.Chunk, b)
 }
 
 // Chunk reads every selected event of a complete chunk into b (as Segment).
 func (s *Stream) Chunk(c *jfr.Chunk, b *jvmevent.Batch) error {
+	s.flushed = true
 	return s.scan(c.Scan(selection), c, b)
 }
 
@@ -317,24 +340,9 @@ func (s *Stream) scan(sc *jfr.Scanner, c *jfr.Chunk, b *jvmevent.Batch) error {
 		switch r.Selected {
 		case evGC:
 			dur, _ := r.Nanos(1)
-			id := r.Int(2)
-			name, cause := r.Str(3), r.Str(4)
-			c := CollectorOf(name)
-			s.rememberGC(id, gcInfo{name: name, cause: cause, collector: c})
-			if start < s.readFrom {
-				// Began before what is read (a concurrent cycle running
-				// when the recording started): its id is below the
-				// first collection's, so it counts among those before.
-				continue
-			}
-			if firstSegment && (lowest < 0 || id < lowest) {
+			id, name := r.Int(2), r.Str(3)
+			if s.collection(id, start, dur, name, r.Str(4), b) && firstSegment && (lowest < 0 || id < lowest) {
 				lowest, lowestName = id, name
-			}
-			if !firstSegment && id < s.firstGCID {
-				continue // counted as unrecorded already
-			}
-			if c.Name != "" {
-				b.GCs = append(b.GCs, jvmevent.GC{End: start + dur, Duration: time.Duration(dur), Name: c.Name, Action: c.Action, Cause: cause})
 			}
 		case evPhasePause:
 			dur, _ := r.Nanos(1)
@@ -431,6 +439,38 @@ func (s *Stream) scan(sc *jfr.Scanner, c *jfr.Chunk, b *jvmevent.Batch) error {
 	}
 	s.release(b, false)
 	return sc.Err()
+}
+
+// collection reads one jdk.GarbageCollection (gcId id, began at start,
+// lasted dur ns): it names the collection's pauses, counts it into b unless
+// it began before what is read or was counted as unrecorded already, and
+// counts its pauses let out before it arrived. It returns whether the
+// collection began in what is read.
+func (s *Stream) collection(id, start, dur int64, name, cause string, b *jvmevent.Batch) bool {
+	c := CollectorOf(name)
+	s.rememberGC(id, gcInfo{name: name, cause: cause, collector: c})
+	if late, ok := s.late[id]; ok {
+		delete(s.late, id)
+		s.lateN -= len(late)
+		if c.Pauses != "" {
+			for _, p := range late {
+				b.GCs = append(b.GCs, jvmevent.GC{End: p.end, Duration: p.duration, Name: c.Pauses, Action: c.pauseAction(p.phase), Cause: cause})
+			}
+		}
+	}
+	if start < s.readFrom {
+		// Began before what is read (a concurrent cycle running when the
+		// recording started): its id is below the first collection's, so
+		// it counts among those before.
+		return false
+	}
+	if s.firstGCID >= 0 && id < s.firstGCID {
+		return true // counted as unrecorded already
+	}
+	if c.Name != "" {
+		b.GCs = append(b.GCs, jvmevent.GC{End: start + dur, Duration: time.Duration(dur), Name: c.Name, Action: c.Action, Cause: cause})
+	}
+	return true
 }
 
 // unrecordedCollector names the collector of jfrName's family that
@@ -617,8 +657,14 @@ func (s *Stream) Flush(b *jvmevent.Batch, final bool) {
 }
 
 // release moves complete windows to b. With aging set, it also lets out
-// windows that have waited one full flush, and ages the others.
+// windows that have waited through one JVM flush after their own (the
+// first aging after a flush marks them, the next lets them out), and ages
+// the others; aging without a flush since the last changes nothing.
 func (s *Stream) release(b *jvmevent.Batch, aging bool) {
+	aging = aging && s.flushed
+	if aging {
+		s.flushed = false
+	}
 	kept := s.pauses[:0]
 	for _, p := range s.pauses {
 		g, named := s.gcs[p.gcID]
@@ -631,6 +677,8 @@ func (s *Stream) release(b *jvmevent.Batch, aging bool) {
 		}
 		if named {
 			s.namePause(&p, g, b)
+		} else {
+			s.awaitCollection(p)
 		}
 		b.Windows = append(b.Windows, p.w)
 	}
@@ -648,6 +696,24 @@ func (s *Stream) release(b *jvmevent.Batch, aging bool) {
 		delete(s.sps, id)
 		s.emitSafepoint(sp, b)
 	}
+}
+
+// awaitCollection keeps a pause let out unnamed until its collection
+// arrives, to count it then. Past maxPending such pauses, those of the
+// oldest collection still awaited are given up: its collection would
+// count without them.
+func (s *Stream) awaitCollection(p pendingPause) {
+	for s.lateN >= maxPending {
+		oldest := int64(math.MaxInt64)
+		for id := range s.late {
+			oldest = min(oldest, id)
+		}
+		s.lateN -= len(s.late[oldest])
+		delete(s.late, oldest)
+	}
+	phase, _ := p.w.Attributes[AttrGCPhase].(string)
+	s.late[p.gcID] = append(s.late[p.gcID], latePause{end: p.w.Start + int64(p.w.Duration), duration: p.w.Duration, phase: phase})
+	s.lateN++
 }
 
 // namePause names a pause window after its collection: jvm.gc.name is the

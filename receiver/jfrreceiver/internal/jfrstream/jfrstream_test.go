@@ -2,6 +2,7 @@ package jfrstream
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -339,20 +340,56 @@ func TestStreamMatchesJFRPrint(t *testing.T) {
 }
 
 // TestPauseWaitsForItsCollection checks the join across segments: a pause
-// whose jdk.GarbageCollection has not arrived waits one flush, and is let
-// out unnamed after it rather than held forever.
+// whose jdk.GarbageCollection has not arrived waits through one JVM flush
+// (polls that read nothing do not count), is let out unnamed after it
+// rather than held forever, and is still counted under its collector's
+// pause bean when the collection arrives later (HotSpot writes a
+// collection's pauses just before it, and a flush may fall between them:
+// under load a G1 cycle's Remark and Cleanup went uncounted).
 func TestPauseWaitsForItsCollection(t *testing.T) {
 	s := New()
-	w := window.Window{Kind: window.KindJVMGCPause, Start: 1e18, Duration: time.Millisecond, Attributes: map[string]any{window.AttrJVMGCID: int64(7)}}
-	s.pauses = append(s.pauses, pendingPause{w: w, gcID: 7})
+	s.readFrom = 1
+	remark := window.Window{Kind: window.KindJVMGCPause, Start: 1e18, Duration: time.Millisecond, Attributes: map[string]any{window.AttrJVMGCID: int64(7), AttrGCPhase: "Pause Remark"}}
+	s.pauses = append(s.pauses, pendingPause{w: remark, gcID: 7})
+	s.flushed = true // the segment that held it
 	var b jvmevent.Batch
 	s.Flush(&b, false)
-	if len(b.Windows) != 0 {
-		t.Fatalf("pause let out before its collection could arrive: %+v", b.Windows)
+	for range 5 { // polls that find no new segment
+		s.Flush(&b, false)
 	}
+	if len(b.Windows) != 0 {
+		t.Fatalf("pause let out before a later flush could bring its collection: %+v", b.Windows)
+	}
+	s.flushed = true
 	s.Flush(&b, false)
 	if len(b.Windows) != 1 || b.Windows[0].Attributes[window.AttrJVMGCName] != nil {
-		t.Fatalf("after two flushes: %+v", b.Windows)
+		t.Fatalf("after a later flush: %+v", b.Windows)
+	}
+	if len(b.GCs) != 0 {
+		t.Fatalf("counted before its collector is known: %+v", b.GCs)
+	}
+	// The cycle's event arrives: the cycle counts under no bean, its
+	// Remark under G1 Concurrent GC, once.
+	b = jvmevent.Batch{}
+	if !s.collection(7, 2e18-5e7, 5e7, "G1Old", "G1 Evacuation Pause", &b) {
+		t.Fatal("collection after the recording's start taken as before it")
+	}
+	want := []jvmevent.GC{{End: 1e18 + 1e6, Duration: time.Millisecond, Name: "G1 Concurrent GC", Action: ActionConcurrentPause, Cause: "G1 Evacuation Pause"}}
+	if !reflect.DeepEqual(b.GCs, want) {
+		t.Fatalf("late pause counted as %+v, want %+v", b.GCs, want)
+	}
+	b = jvmevent.Batch{}
+	s.collection(7, 2e18-5e7, 5e7, "G1Old", "G1 Evacuation Pause", &b)
+	if len(b.GCs) != 0 || s.lateN != 0 || len(s.late) != 0 {
+		t.Fatalf("late pause counted again: %+v (held %d)", b.GCs, s.lateN)
+	}
+	// A late pause of a collector without a pause bean counts nothing
+	// beyond its collection.
+	s.awaitCollection(pendingPause{w: window.Window{Start: 3e18, Attributes: map[string]any{}}, gcID: 9})
+	b = jvmevent.Batch{}
+	s.collection(9, 3e18, 1e6, "G1New", "", &b)
+	if len(b.GCs) != 1 || b.GCs[0].Name != "G1 Young Generation" {
+		t.Fatalf("young collection with a late pause: %+v", b.GCs)
 	}
 
 	s.pauses = append(s.pauses, pendingPause{w: window.Window{Kind: window.KindJVMGCPause, Start: 2e18, Attributes: map[string]any{}}, gcID: 8})
@@ -361,6 +398,25 @@ func TestPauseWaitsForItsCollection(t *testing.T) {
 	s.Flush(&b, false)
 	if len(b.Windows) != 1 || b.Windows[0].Attributes[window.AttrJVMGCName] != "G1 Young Generation" || b.Windows[0].Attributes[jvmevent.AttrGCJFRName] != "G1New" || b.Windows[0].Attributes[window.AttrJVMGCCause] != "System.gc()" {
 		t.Fatalf("named pause: %+v", b.Windows)
+	}
+}
+
+// TestLatePausesAreBounded checks that pauses awaiting a collection that
+// never comes (a hostile recording) are held at most maxPending, the oldest
+// collection's given up first.
+func TestLatePausesAreBounded(t *testing.T) {
+	s := New()
+	for i := range maxPending + 10 {
+		s.awaitCollection(pendingPause{w: window.Window{Start: int64(i + 1), Attributes: map[string]any{}}, gcID: int64(i)})
+	}
+	if s.lateN != maxPending || len(s.late) != maxPending {
+		t.Fatalf("held %d pauses of %d collections, want %d", s.lateN, len(s.late), maxPending)
+	}
+	if _, ok := s.late[9]; ok {
+		t.Fatal("oldest collections kept")
+	}
+	if _, ok := s.late[maxPending+9]; !ok {
+		t.Fatal("newest collection given up")
 	}
 }
 
