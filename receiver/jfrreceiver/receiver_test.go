@@ -81,28 +81,44 @@ func measuredGCs(gcs, pauses []jfroracletest.Event) int {
 // measured returns measuredGCs and the sum of their durations in seconds
 // (the collections before the recording have none).
 func measured(gcs, pauses []jfroracletest.Event) (n int, seconds float64) {
-	withPauses := map[int64]bool{}
+	byBean, seconds, before := tally(gcs, pauses)
+	for _, k := range byBean {
+		n += k
+	}
+	return n + before, seconds
+}
+
+// tally counts jfr print's collections and pauses per MXBean, as
+// jvm.gc.duration counts them (a collection once under its bean, each pause
+// of a collector with a pause bean under that one), sums their durations in
+// seconds, and says how many collections came before the recording (its
+// lowest gcId; ids start at 0).
+func tally(gcs, pauses []jfroracletest.Event) (byBean map[string]int, seconds float64, before int) {
+	byBean = map[string]int{}
+	pauseBean := map[int64]string{}
 	lowest := int64(-1)
 	for _, e := range gcs {
 		c := jfrstream.CollectorOf(e.Str("name"))
 		if c.Name != "" {
 			d, _ := e.Duration("duration")
-			n, seconds = n+1, seconds+d.Seconds()
+			byBean[c.Name]++
+			seconds += d.Seconds()
 		}
 		if c.Pauses != "" {
-			withPauses[e.Int("gcId")] = true
+			pauseBean[e.Int("gcId")] = c.Pauses
 		}
 		if id := e.Int("gcId"); lowest < 0 || id < lowest {
 			lowest = id
 		}
 	}
 	for _, e := range pauses {
-		if withPauses[e.Int("gcId")] {
+		if bean, ok := pauseBean[e.Int("gcId")]; ok {
 			d, _ := e.Duration("duration")
-			n, seconds = n+1, seconds+d.Seconds()
+			byBean[bean]++
+			seconds += d.Seconds()
 		}
 	}
-	return n + int(max(lowest, 0)), seconds
+	return byBean, seconds, int(max(lowest, 0))
 }
 
 // gcBreakdown says, per jvm.gc.name, what a jvm.gc.duration histogram
@@ -117,27 +133,8 @@ func gcBreakdown(h pmetric.Metric, gcs, pauses []jfroracletest.Event) string {
 			got[name.Str()] += dps.At(i).Count()
 		}
 	}
-	want := map[string]int{}
-	pauseBean := map[int64]string{}
-	lowest := int64(-1)
-	for _, e := range gcs {
-		c := jfrstream.CollectorOf(e.Str("name"))
-		if c.Name != "" {
-			want[c.Name]++
-		}
-		if c.Pauses != "" {
-			pauseBean[e.Int("gcId")] = c.Pauses
-		}
-		if id := e.Int("gcId"); lowest < 0 || id < lowest {
-			lowest = id
-		}
-	}
-	for _, e := range pauses {
-		if bean, ok := pauseBean[e.Int("gcId")]; ok {
-			want[bean]++
-		}
-	}
-	return fmt.Sprintf("counted %v; jfr print %v and %d before the recording (lowest gcId)", got, want, max(lowest, 0))
+	want, _, before := tally(gcs, pauses)
+	return fmt.Sprintf("counted %v; jfr print %v and %d before the recording (lowest gcId)", got, want, before)
 }
 
 // startLogs creates a logs receiver with cfg feeding a sink and starts it;

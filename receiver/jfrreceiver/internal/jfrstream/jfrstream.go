@@ -99,6 +99,13 @@ func CollectorOf(jfrName string) Collector {
 	return Collector{Name: jfrName, Action: action}
 }
 
+// pauseGC is the measurement a pause window of c counts as, under c's
+// pause bean, with its collection's cause.
+func (c Collector) pauseGC(w window.Window, cause string) jvmevent.GC {
+	phase, _ := w.Attributes[AttrGCPhase].(string)
+	return jvmevent.GC{End: w.Start + int64(w.Duration), Duration: w.Duration, Name: c.Pauses, Action: c.pauseAction(phase), Cause: cause}
+}
+
 // pauseAction is the action a pause named phase ("Pause Init Mark (unload
 // classes)") counts under.
 func (c Collector) pauseAction(phase string) string {
@@ -190,16 +197,6 @@ type pendingPause struct {
 	age  int
 }
 
-// latePause is a pause let out before its collection's event arrived:
-// HotSpot writes the pauses, then the collection, when the collection ends,
-// and a flush may fall between them. It is counted when the collection
-// arrives, if its collector counts pauses.
-type latePause struct {
-	end      int64
-	duration time.Duration
-	phase    string
-}
-
 type safepoint struct {
 	id                   int64
 	beginStart, beginEnd int64 // 0 = no SafepointBegin
@@ -240,9 +237,11 @@ type Stream struct {
 	// the last aging: windows age by the JVM's flushes, not the reader's
 	// polls, so a short poll_interval does not cut their wait.
 	flushed bool
-	// late holds, by gcId, the pauses let out unnamed (at most maxPending
-	// in all, lateN), until their collection arrives.
-	late  map[int64][]latePause
+	// late holds, by gcId, the pause windows let out unnamed (at most
+	// maxPending in all, lateN), until their collection arrives: HotSpot
+	// writes a collection's pauses, then the collection, and a flush may
+	// fall between them.
+	late  map[int64][]window.Window
 	lateN int
 }
 
@@ -296,7 +295,7 @@ type heapSummary struct {
 
 // New returns an empty stream.
 func New() *Stream {
-	return &Stream{gcs: map[int64]gcInfo{}, sps: map[int64]*safepoint{}, late: map[int64][]latePause{}, firstGCID: -1}
+	return &Stream{gcs: map[int64]gcInfo{}, sps: map[int64]*safepoint{}, late: map[int64][]window.Window{}, firstGCID: -1}
 }
 
 // RuntimeVersion returns the JVM version the recording names (from
@@ -453,8 +452,8 @@ func (s *Stream) collection(id, start, dur int64, name, cause string, b *jvmeven
 		delete(s.late, id)
 		s.lateN -= len(late)
 		if c.Pauses != "" {
-			for _, p := range late {
-				b.GCs = append(b.GCs, jvmevent.GC{End: p.end, Duration: p.duration, Name: c.Pauses, Action: c.pauseAction(p.phase), Cause: cause})
+			for _, w := range late {
+				b.GCs = append(b.GCs, c.pauseGC(w, cause))
 			}
 		}
 	}
@@ -711,8 +710,7 @@ func (s *Stream) awaitCollection(p pendingPause) {
 		s.lateN -= len(s.late[oldest])
 		delete(s.late, oldest)
 	}
-	phase, _ := p.w.Attributes[AttrGCPhase].(string)
-	s.late[p.gcID] = append(s.late[p.gcID], latePause{end: p.w.Start + int64(p.w.Duration), duration: p.w.Duration, phase: phase})
+	s.late[p.gcID] = append(s.late[p.gcID], p.w)
 	s.lateN++
 }
 
@@ -725,11 +723,7 @@ func (s *Stream) namePause(p *pendingPause, g gcInfo, b *jvmevent.Batch) {
 	name := c.Name
 	if c.Pauses != "" {
 		name = c.Pauses
-		phase, _ := p.w.Attributes[AttrGCPhase].(string)
-		b.GCs = append(b.GCs, jvmevent.GC{
-			End: p.w.Start + int64(p.w.Duration), Duration: p.w.Duration,
-			Name: c.Pauses, Action: c.pauseAction(phase), Cause: g.cause,
-		})
+		b.GCs = append(b.GCs, c.pauseGC(p.w, g.cause))
 	}
 	p.w.Attributes[window.AttrJVMGCName] = name
 	p.w.Attributes[jvmevent.AttrGCJFRName] = g.name
